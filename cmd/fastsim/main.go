@@ -1,0 +1,52 @@
+// Command fastsim replays recorded command histories of distributed PyTorch
+// programs and reports simulated step time and peak memory per device,
+// without a GPU.
+//
+//	fastsim replay [flags] HISTORY
+//
+// Run `fastsim replay --help` for the flags.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the run failed for a reason other than its input (I/O, ...)
+	exitInput = 2 // bad input or usage: the message says what to fix
+)
+
+const usage = `fastsim simulates distributed PyTorch programs (Monarch-style) from a
+recorded command history: how long a training step takes and how much memory
+each device peaks at, with a Chrome/Perfetto trace of the timeline.
+
+Usage:
+  fastsim replay [flags] HISTORY   replay a history (.hist or .hist.zst)
+  fastsim help                     show this text
+
+Run 'fastsim replay --help' for the replay flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInput
+	}
+	switch args[0] {
+	case "replay":
+		return replayCmd(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "fastsim: unknown command %q (want replay or help)\n", args[0])
+	return exitInput
+}

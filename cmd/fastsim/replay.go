@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+const replayUsage = `Usage: fastsim replay [flags] HISTORY
+
+Replays HISTORY (a command history: JSON lines, plain or zstd-compressed,
+detected by its magic bytes) and prints the simulated step time, the peak
+memory and on which device it happens.
+
+By default the trace goes to NAME.trace.json.zst in the current directory,
+where NAME is HISTORY's file name without .hist/.hist.zst. Open it in
+Perfetto (ui.perfetto.dev) or chrome://tracing.
+
+Flags:
+`
+
+type replayFlags struct {
+	trace      string
+	traceMode  string
+	reportOnly bool
+	summary    string
+	strict     bool
+	cpuprofile string
+	quiet      bool
+}
+
+func replayCmd(args []string, stdout, stderr io.Writer) int {
+	var f replayFlags
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`; a name ending in .zst is zstd-compressed, else plain JSON\n(default NAME.trace.json.zst)")
+	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace: `MODE` everything (controller and streams),\nstream-only (streams; the controller clock stays 0) or controller-only")
+	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
+	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
+	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), replayUsage)
+		fs.PrintDefaults()
+	}
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitInput
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		fmt.Fprintf(stderr, "fastsim replay: want exactly one HISTORY file, got %d (see fastsim replay --help)\n", len(positional))
+		return exitInput
+	}
+	path := positional[0]
+	mode, err := sched.ParseMode(f.traceMode)
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
+		return exitInput
+	}
+	opt := replay.Options{Mode: mode, Strict: f.strict}
+	if !f.reportOnly {
+		opt.TracePath = f.trace
+		if opt.TracePath == "" {
+			opt.TracePath = defaultTracePath(path)
+		}
+	} else if f.trace != "" {
+		fmt.Fprintln(stderr, "fastsim replay: --trace and --report-only contradict each other; pick one")
+		return exitInput
+	}
+	if isTerminal(os.Stderr) && !f.quiet {
+		opt.Progress = func(records int64) {
+			fmt.Fprintf(stderr, "\rfastsim: %d records replayed...", records)
+		}
+	}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+			return exitError
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+			return exitError
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	res, err := replay.File(path, opt)
+	if opt.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, oneLine(err))
+		var he *history.Error
+		if errors.As(err, &he) || errors.Is(err, os.ErrNotExist) {
+			return exitInput
+		}
+		return exitError
+	}
+	if f.summary != "" {
+		if err := writeSummary(f.summary, res); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
+			return exitError
+		}
+	}
+	if !f.quiet {
+		printSummary(stdout, res, opt.TracePath)
+	}
+	return exitOK
+}
+
+// defaultTracePath is NAME.trace.json.zst in the current directory.
+func defaultTracePath(history string) string {
+	base := filepath.Base(history)
+	for _, ext := range []string{".zst", ".hist", ".jsonl"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base + ".trace.json.zst"
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// summaryJSON is the --summary-json document.
+type summaryJSON struct {
+	ExecTimeS    float64      `json:"exec_time_s"`
+	PeakMemoryMB float64      `json:"peak_memory_mb"`
+	Steps        [][2]float64 `json:"steps"`
+	Commands     int64        `json:"commands"`
+	WorldSize    int64        `json:"world_size"`
+	Warnings     int64        `json:"warnings"`
+}
+
+func writeSummary(path string, res *replay.Result) error {
+	s := summaryJSON{
+		ExecTimeS:    res.Final.ExecSeconds(),
+		PeakMemoryMB: res.Final.PeakMB(),
+		Steps:        make([][2]float64, 0, len(res.Steps)),
+		Commands:     res.Commands,
+		WorldSize:    res.Header.WorldSize,
+		Warnings:     res.Warnings,
+	}
+	for _, st := range res.Steps {
+		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return trace.WriteFileAtomic(path, append(data, '\n'))
+}
+
+func printSummary(w io.Writer, res *replay.Result, tracePath string) {
+	fmt.Fprintf(w, "simulated step time  %.6f s\n", res.Final.ExecSeconds())
+	if res.Final.PeakDevice >= 0 {
+		fmt.Fprintf(w, "peak memory          %.6f MB on device %d\n", res.Final.PeakMB(), res.Final.PeakDevice)
+	} else {
+		fmt.Fprintf(w, "peak memory          %.6f MB\n", res.Final.PeakMB())
+	}
+	for i, st := range res.Steps {
+		fmt.Fprintf(w, "  step %-4d          %.6f s, %.6f MB\n", i, st.ExecSeconds(), st.PeakMB())
+	}
+	secs := res.Wall.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(res.Commands) / secs
+	}
+	fmt.Fprintf(w, "commands replayed    %d on %d workers\n", res.Commands, res.Header.WorldSize)
+	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s)\n", secs, rate)
+	if res.Warnings > 0 {
+		fmt.Fprintf(w, "warnings             %d (first: %s)\n", res.Warnings, res.FirstWarning)
+	}
+	if tracePath != "" {
+		fmt.Fprintf(w, "trace                %s\n", tracePath)
+	}
+}

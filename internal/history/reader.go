@@ -1,0 +1,478 @@
+// Package history reads command histories (the JSON-lines interchange format
+// of HISTORY.md), plain or zstd-compressed, one record at a time.
+//
+// Reading is streamed: memory does not grow with the length of the file, and
+// a Record is reused between calls, so reading allocates nothing per record
+// in steady state. Every error is an *Error naming the file and the line.
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Header is line 1 of a history.
+type Header struct {
+	Version     int64
+	WorldSize   int64
+	GPUsPerHost int64 // defaults to WorldSize
+}
+
+// Record is one line after the header: a command or a step.
+type Record struct {
+	Line   int64 // 1-based line number in the (decompressed) file
+	IsStep bool  // a {"step":N} line
+	Step   int64
+	// Ts is the controller's clock in ns; on a step line, the ts of the
+	// previous command (0 if none).
+	Ts    int64
+	Ranks []jsonl.Slice // validated against the world
+	Msg   gen.Msg       // the command; Kind is MsgInvalid on a step line
+}
+
+const (
+	readBufBytes = 64 << 10
+	// zstd decoding limits: the largest window a frame may ask for, and the
+	// most memory the decoder may use for it.
+	zstdMaxWindowBytes = 1 << 27
+	zstdMaxMemoryBytes = 1 << 30
+)
+
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// Reader reads the records of a history.
+type Reader struct {
+	name   string
+	raw    *bufio.Reader // the source
+	lines  *bufio.Reader // the text: raw, or zbuf over dec
+	zbuf   *bufio.Reader
+	dec    *zstd.Decoder
+	closer io.Closer
+	zstd   bool
+
+	long   []byte // a line longer than the bufio buffer
+	line   int64
+	sc     jsonl.Scanner
+	reg    *jsonl.Registry
+	hdr    Header
+	lastTs int64
+	hasTs  bool
+	err    error // sticky
+}
+
+// Open opens the history at path, plain or zstd (detected by magic bytes),
+// and reads its header.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{File: path, Err: err}
+	}
+	r, err := NewReader(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads a history from src, plain or zstd (detected by magic
+// bytes); name is used in errors. It reads and validates the header (the
+// first non-blank line).
+func NewReader(src io.Reader, name string) (*Reader, error) {
+	r := &Reader{reg: jsonl.NewRegistry()}
+	if err := r.Reset(src, name); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reset makes r read a new history from src, keeping its buffers, and reads
+// the header. Tensors of the previous history must not be used after it.
+func (r *Reader) Reset(src io.Reader, name string) error {
+	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr = name, 0, 0, false, nil, Header{}
+	r.reg.Reset()
+	if r.raw == nil {
+		r.raw = bufio.NewReaderSize(src, readBufBytes)
+	} else {
+		r.raw.Reset(src)
+	}
+	magic, _ := r.raw.Peek(len(zstdMagic))
+	r.zstd = bytes.Equal(magic, zstdMagic)
+	r.lines = r.raw
+	if r.zstd {
+		if r.dec == nil {
+			dec, err := zstd.NewReader(r.raw,
+				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
+				zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes))
+			if err != nil {
+				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
+			}
+			r.dec = dec
+			r.zbuf = bufio.NewReaderSize(dec, readBufBytes)
+		} else {
+			if err := r.dec.Reset(r.raw); err != nil {
+				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
+			}
+			r.zbuf.Reset(r.dec)
+		}
+		r.lines = r.zbuf
+	}
+	return r.readHeader()
+}
+
+// Header returns the header read by NewReader.
+func (r *Reader) Header() Header { return r.hdr }
+
+// Registry returns the tensor registry of the history being read.
+func (r *Reader) Registry() *jsonl.Registry { return r.reg }
+
+// Close releases the decoder and closes the file opened by Open.
+func (r *Reader) Close() error {
+	if r.dec != nil {
+		r.dec.Close()
+		r.dec = nil
+	}
+	if r.closer != nil {
+		err := r.closer.Close()
+		r.closer = nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) fail(line int64, err error) error {
+	r.err = &Error{File: r.name, Line: line, Err: err}
+	return r.err
+}
+
+// wrap returns an error with the formatted text that wraps sentinel and
+// every error among args.
+func wrap(sentinel error, format string, args ...any) error {
+	e := &msgError{msg: fmt.Sprintf(format, args...), errs: []error{sentinel}}
+	for _, a := range args {
+		if err, ok := a.(error); ok && err != sentinel {
+			e.errs = append(e.errs, err)
+		}
+	}
+	return e
+}
+
+// readLine returns the next line without its "\n" or "\r\n"; io.EOF at the end.
+func (r *Reader) readLine() ([]byte, error) {
+	line, err := r.lines.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		r.long = append(r.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = r.lines.ReadSlice('\n')
+			if len(r.long)+len(line) > jsonl.MaxLineBytes+2 {
+				return nil, wrap(ErrLineTooLong, "line longer than the limit of %d bytes", jsonl.MaxLineBytes)
+			}
+			r.long = append(r.long, line...)
+		}
+		line = r.long
+	}
+	if err != nil && err != io.EOF {
+		if r.zstd {
+			return nil, wrap(ErrZstd, "%v: %v", ErrZstd, err)
+		}
+		return nil, wrap(ErrRead, "%v: %v", ErrRead, err)
+	}
+	if err == io.EOF && len(line) == 0 {
+		return nil, io.EOF
+	}
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+	}
+	if len(line) > jsonl.MaxLineBytes {
+		return nil, wrap(ErrLineTooLong, "line longer than the limit of %d bytes", jsonl.MaxLineBytes)
+	}
+	return line, nil
+}
+
+// nextLine returns the next non-blank line and counts lines.
+func (r *Reader) nextLine() ([]byte, error) {
+	for {
+		line, err := r.readLine()
+		if err == io.EOF {
+			return nil, err
+		}
+		if err != nil {
+			return nil, r.fail(r.line+1, err)
+		}
+		r.line++
+		if len(bytes.TrimLeft(line, " \t\r")) > 0 {
+			return line, nil
+		}
+	}
+}
+
+func (r *Reader) readHeader() error {
+	line, err := r.nextLine()
+	if err == io.EOF {
+		return r.fail(0, wrap(ErrHeader, "no header: the file is empty"))
+	}
+	if err != nil {
+		return err
+	}
+	s := &r.sc
+	if err := s.Reset(line); err != nil {
+		return r.fail(r.line, wrap(ErrHeader, "no header: %v", err))
+	}
+	if k := s.Kind(); k != jsonl.KindObject {
+		if err := s.Skip(); err != nil {
+			return r.fail(r.line, wrap(ErrHeader, "no header: %v", err))
+		}
+		return r.fail(r.line, wrap(ErrHeader, `no header: line is %s, want {"fastsim":"history","version":1,"world_size":N}`, k))
+	}
+	var magic, version, world, gpus bool
+	h := Header{}
+	if err := s.BeginObject(); err != nil {
+		return r.fail(r.line, wrap(ErrHeader, "no header: %v", err))
+	}
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return r.fail(r.line, wrap(ErrHeader, "bad header: %v", err))
+		}
+		if !ok {
+			break
+		}
+		var v int64
+		switch string(key) {
+		case "fastsim":
+			b, err := s.Str()
+			if err != nil {
+				return r.fail(r.line, wrap(ErrHeader, "bad header: %v", jsonl.FieldError("fastsim", err)))
+			}
+			if string(b) != "history" {
+				return r.fail(r.line, wrap(ErrHeader, `no header: "fastsim" is %q, want "history"`, b))
+			}
+			magic = true
+			continue
+		case "version":
+			version = true
+			v, err = s.Int()
+			h.Version = v
+		case "world_size":
+			world = true
+			v, err = s.Int()
+			h.WorldSize = v
+		case "gpus_per_host":
+			gpus = true
+			v, err = s.Int()
+			h.GPUsPerHost = v
+		default:
+			err = s.Skip()
+			if err != nil {
+				return r.fail(r.line, wrap(ErrHeader, "bad header: %v", err))
+			}
+			continue
+		}
+		if err != nil {
+			return r.fail(r.line, wrap(ErrHeader, "bad header: %v", jsonl.FieldError(string(key), err)))
+		}
+	}
+	if err := s.End(); err != nil {
+		return r.fail(r.line, wrap(ErrHeader, "bad header: %v", err))
+	}
+	switch {
+	case !magic:
+		return r.fail(r.line, wrap(ErrHeader, `no header: line has no "fastsim":"history" key`))
+	case !version:
+		return r.fail(r.line, wrap(ErrHeader, `bad header: missing field "version"`))
+	case h.Version != 1:
+		return r.fail(r.line, wrap(ErrVersion, "unsupported version %d (this reader knows version 1)", h.Version))
+	case !world:
+		return r.fail(r.line, wrap(ErrHeader, `bad header: missing field "world_size"`))
+	case h.WorldSize < 1 || h.WorldSize > jsonl.MaxWorldSize:
+		return r.fail(r.line, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, jsonl.MaxWorldSize))
+	case !gpus:
+		h.GPUsPerHost = h.WorldSize
+	case h.GPUsPerHost < 1:
+		return r.fail(r.line, wrap(ErrHeader, `bad header: "gpus_per_host" is %d, want at least 1`, h.GPUsPerHost))
+	}
+	r.hdr = h
+	return nil
+}
+
+// Which keys a record gave.
+const (
+	hasTs = 1 << iota
+	hasRanks
+	hasMsg
+	hasStep
+)
+
+// Next reads the next record into rec. It returns io.EOF at the end of the
+// file. rec is reused: its slices are valid until the next call. After an
+// error, Next returns the same error again.
+func (r *Reader) Next(rec *Record) error {
+	if r.err != nil {
+		return r.err
+	}
+	line, err := r.nextLine()
+	if err != nil {
+		return err
+	}
+	if err := r.record(line, rec); err != nil {
+		return r.fail(r.line, err)
+	}
+	return nil
+}
+
+func (r *Reader) record(line []byte, rec *Record) error {
+	rec.Line, rec.IsStep, rec.Step, rec.Ranks = r.line, false, 0, rec.Ranks[:0]
+	s := &r.sc
+	if err := s.Reset(line); err != nil {
+		return err
+	}
+	r.reg.SetLine(r.line)
+	if k := s.Kind(); k != jsonl.KindObject {
+		if err := s.Skip(); err != nil {
+			return err
+		}
+		return wrap(ErrRecord, `record is %s, want an object {"ts":...,"ranks":[...],"msg":{...}} or {"step":N}`, k)
+	}
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	var has uint8
+	var ts int64
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "ts":
+			has |= hasTs
+			if ts, err = s.Int(); err != nil {
+				return jsonl.FieldError("ts", err)
+			}
+		case "ranks":
+			has |= hasRanks
+			if rec.Ranks, err = r.ranks(rec.Ranks); err != nil {
+				return jsonl.FieldError("ranks", err)
+			}
+		case "msg":
+			has |= hasMsg
+			if err := gen.DecodeMsg(s, r.reg, &rec.Msg); err != nil {
+				return jsonl.FieldError("msg", err)
+			}
+		case "step":
+			has |= hasStep
+			if rec.Step, err = s.Int(); err != nil {
+				return jsonl.FieldError("step", err)
+			}
+			if rec.Step < 0 {
+				return jsonl.FieldError("step", wrap(jsonl.ErrRange, "negative step %d", rec.Step))
+			}
+		default: // "tb" and fields of later versions
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.End(); err != nil {
+		return err
+	}
+	switch {
+	case has&hasStep != 0:
+		if has&(hasMsg|hasRanks) != 0 {
+			return wrap(ErrRecord, `record has both "step" and a command ("msg" or "ranks")`)
+		}
+		rec.IsStep = true
+		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""
+	case has == 0:
+		return wrap(ErrRecord, `record is neither a command (no "msg") nor a step (no "step")`)
+	case has&hasMsg == 0:
+		return jsonl.MissingError("msg")
+	case has&hasTs == 0:
+		return jsonl.MissingError("ts")
+	case has&hasRanks == 0:
+		return jsonl.MissingError("ranks")
+	}
+	if has&hasTs != 0 {
+		if r.hasTs && ts < r.lastTs {
+			return wrap(ErrTime, "ts %d goes backwards (the previous command's ts is %d)", ts, r.lastTs)
+		}
+		r.lastTs, r.hasTs = ts, true
+	}
+	rec.Ts = r.lastTs
+	if !rec.IsStep {
+		if err := r.checkMsg(&rec.Msg); err != nil {
+			return jsonl.FieldError("msg", err)
+		}
+	}
+	return nil
+}
+
+// ranks decodes and validates a list of slices into dst[:0].
+func (r *Reader) ranks(dst []jsonl.Slice) ([]jsonl.Slice, error) {
+	s := &r.sc
+	dst = dst[:0]
+	if err := s.BeginArray(); err != nil {
+		return dst, err
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return dst, err
+		}
+		if len(dst) >= jsonl.MaxRankSlices {
+			return dst, wrap(jsonl.ErrLimit, "more than %d slices", jsonl.MaxRankSlices)
+		}
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, jsonl.Slice{})
+		}
+		sl := &dst[len(dst)-1]
+		if err := jsonl.DecodeSlice(s, sl); err != nil {
+			return dst, wrap(err, "slice %d: %v", len(dst)-1, err)
+		}
+		if err := sl.Check(r.hdr.WorldSize); err != nil {
+			return dst, wrap(err, "slice %d: %v", len(dst)-1, err)
+		}
+	}
+}
+
+// checkMsg validates the slices inside a message against the world.
+func (r *Reader) checkMsg(m *gen.Msg) error {
+	switch m.Kind {
+	case gen.MsgSendTensor:
+		if err := m.SendTensor.FromRanks.Check(r.hdr.WorldSize); err != nil {
+			return fmt.Errorf("SendTensor: %w", jsonl.FieldError("from_ranks", err))
+		}
+		if err := m.SendTensor.ToRanks.Check(r.hdr.WorldSize); err != nil {
+			return fmt.Errorf("SendTensor: %w", jsonl.FieldError("to_ranks", err))
+		}
+	case gen.MsgCommandGroup:
+		for i := range m.CommandGroup.Commands {
+			if err := r.checkMsg(&m.CommandGroup.Commands[i]); err != nil {
+				return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
+			}
+		}
+	}
+	return nil
+}
+
+// String describes the reader's position, for debugging.
+func (r *Reader) String() string { return r.name + ":" + strconv.FormatInt(r.line, 10) }

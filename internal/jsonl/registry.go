@@ -1,0 +1,341 @@
+package jsonl
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Registry resolves tensor references. It holds one dense row per tensor id,
+// in order of first mention, with columns for the fields of that mention.
+// Later mentions are filled in from the row; a later mention that repeats a
+// field with a different value is an ErrConflict.
+type Registry struct {
+	idx map[int64]int32
+
+	id      []int64
+	storage []int64
+	nbytes  []int64
+	dtype   []string
+	cpu     []bool
+	line    []int64 // line of the first mention
+	shapeAt []int32 // offset of the shape in shapes
+	shapeN  []int32 // rank of the shape
+	shapes  []int64 // every shape, back to back
+
+	curLine int64
+	scratch []int64 // a mention's shape
+	dtype1  []byte  // a mention's dtype
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{idx: make(map[int64]int32)} }
+
+// Reset empties the registry, keeping its capacity. Tensors handed out
+// before Reset must not be used after it (their shapes are overwritten).
+func (r *Registry) Reset() {
+	if r.idx == nil {
+		r.idx = make(map[int64]int32)
+	}
+	clear(r.idx)
+	r.id, r.storage, r.nbytes, r.dtype = r.id[:0], r.storage[:0], r.nbytes[:0], r.dtype[:0]
+	r.cpu, r.line, r.shapeAt, r.shapeN = r.cpu[:0], r.line[:0], r.shapeAt[:0], r.shapeN[:0]
+	// Shapes handed out before Reset alias r.shapes and become invalid.
+	r.shapes = r.shapes[:0]
+	r.curLine = 0
+}
+
+// SetLine tells the registry the line being decoded, so that conflicts can
+// name the line of a tensor's first mention.
+func (r *Registry) SetLine(line int64) { r.curLine = line }
+
+// Len is the number of distinct tensors seen.
+func (r *Registry) Len() int { return len(r.id) }
+
+// At returns the tensor with dense index idx (0 <= idx < Len).
+func (r *Registry) At(idx int32) Tensor {
+	at, n := int(r.shapeAt[idx]), int(r.shapeN[idx])
+	return Tensor{
+		ID:      r.id[idx],
+		Idx:     idx,
+		Storage: r.storage[idx],
+		NBytes:  r.nbytes[idx],
+		Dtype:   r.dtype[idx],
+		Shape:   r.shapes[at : at+n : at+n],
+		CPU:     r.cpu[idx],
+	}
+}
+
+// Lookup returns the tensor with ref id id, if it has been mentioned.
+func (r *Registry) Lookup(id int64) (Tensor, bool) {
+	i, ok := r.idx[id]
+	if !ok {
+		return Tensor{}, false
+	}
+	return r.At(i), true
+}
+
+// Which fields a mention gave.
+const (
+	hasStorage = 1 << iota
+	hasNBytes
+	hasDtype
+	hasShape
+	hasDevice
+	hasTensor
+)
+
+// mention holds the fields of one TENSOR object as written.
+type mention struct {
+	has     uint8
+	id      int64
+	storage int64
+	nbytes  int64
+	dtype   []byte
+	cpu     bool
+}
+
+func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
+	if i, ok := r.idx[m.id]; ok {
+		if err := r.agree(i, m); err != nil {
+			return err
+		}
+		*t = r.At(i)
+		return nil
+	}
+	if len(r.id) >= MaxTensors {
+		return errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
+	}
+	i := int32(len(r.id))
+	r.idx[m.id] = i
+	r.id = append(r.id, m.id)
+	st := m.id
+	if m.has&hasStorage != 0 {
+		st = m.storage
+	}
+	r.storage = append(r.storage, st)
+	r.nbytes = append(r.nbytes, m.nbytes)
+	dt := ""
+	if m.has&hasDtype != 0 {
+		dt = s.Intern(m.dtype)
+	}
+	r.dtype = append(r.dtype, dt)
+	r.cpu = append(r.cpu, m.cpu)
+	r.line = append(r.line, r.curLine)
+	r.shapeAt = append(r.shapeAt, int32(len(r.shapes)))
+	r.shapeN = append(r.shapeN, int32(len(r.scratch)))
+	if len(r.shapes)+len(r.scratch) > 1<<31-1 {
+		return errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
+	}
+	r.shapes = append(r.shapes, r.scratch...)
+	*t = r.At(i)
+	return nil
+}
+
+func (r *Registry) agree(i int32, m *mention) error {
+	var field, now, first string
+	switch {
+	case m.has&hasStorage != 0 && m.storage != r.storage[i]:
+		field, now, first = "storage", strconv.FormatInt(m.storage, 10), strconv.FormatInt(r.storage[i], 10)
+	case m.has&hasNBytes != 0 && m.nbytes != r.nbytes[i]:
+		field, now, first = "nbytes", strconv.FormatInt(m.nbytes, 10), strconv.FormatInt(r.nbytes[i], 10)
+	case m.has&hasDtype != 0 && string(m.dtype) != r.dtype[i]:
+		field, now, first = "dtype", strconv.Quote(string(m.dtype)), strconv.Quote(r.dtype[i])
+	case m.has&hasShape != 0 && !slices.Equal(r.scratch, r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]]):
+		field, now, first = "shape", formatInts(r.scratch), formatInts(r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]])
+	case m.has&hasDevice != 0 && m.cpu != r.cpu[i]:
+		field, now, first = "device", device(m.cpu), device(r.cpu[i])
+	default:
+		return nil
+	}
+	where := "its first mention"
+	if r.line[i] > 0 {
+		where += " (line " + strconv.FormatInt(r.line[i], 10) + ")"
+	}
+	return errorf(ErrConflict, "tensor %d: %s is %s here but %s in %s", m.id, field, now, first, where)
+}
+
+func device(cpu bool) string {
+	if cpu {
+		return `"cpu"`
+	}
+	return `"cuda"`
+}
+
+func formatInts(v []int64) string {
+	b := []byte{'['}
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// DecodeTensor decodes a TENSOR object and resolves it against reg.
+func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
+	var m mention
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	reg.scratch = reg.scratch[:0]
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "tensor":
+			m.has |= hasTensor
+			if m.id, err = s.Int(); err != nil {
+				return FieldError("tensor", err)
+			}
+		case "storage":
+			m.has |= hasStorage
+			if m.storage, err = s.Int(); err != nil {
+				return FieldError("storage", err)
+			}
+		case "nbytes":
+			m.has |= hasNBytes
+			if m.nbytes, err = s.Int(); err != nil {
+				return FieldError("nbytes", err)
+			}
+			if m.nbytes < 0 {
+				return FieldError("nbytes", errorf(ErrRange, "negative size %d", m.nbytes))
+			}
+		case "dtype":
+			m.has |= hasDtype
+			d, err := s.Str()
+			if err != nil {
+				return FieldError("dtype", err)
+			}
+			reg.dtype1 = append(reg.dtype1[:0], d...)
+			m.dtype = reg.dtype1
+		case "shape":
+			m.has |= hasShape
+			if reg.scratch, err = s.Ints(reg.scratch); err != nil {
+				return FieldError("shape", err)
+			}
+			if len(reg.scratch) > MaxShapeDims {
+				return FieldError("shape", errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(reg.scratch), MaxShapeDims))
+			}
+		case "device":
+			m.has |= hasDevice
+			d, err := s.Str()
+			if err != nil {
+				return FieldError("device", err)
+			}
+			switch {
+			case string(d) == "cpu":
+				m.cpu = true
+			case string(d) == "cuda" || (len(d) > 5 && string(d[:5]) == "cuda:"):
+			default:
+				return FieldError("device", errorf(ErrRange, `want "cuda" or "cpu", got %q`, d))
+			}
+		default:
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	if m.has&hasTensor == 0 {
+		return MissingError("tensor")
+	}
+	return reg.resolve(s, &m, t)
+}
+
+// DecodeTensors decodes a list of TENSOR objects, appending them to dst[:0].
+func DecodeTensors(s *Scanner, reg *Registry, dst []Tensor) ([]Tensor, error) {
+	dst = dst[:0]
+	if err := s.BeginArray(); err != nil {
+		return dst, err
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return dst, err
+		}
+		dst = append(dst, Tensor{})
+		if err := DecodeTensor(s, reg, &dst[len(dst)-1]); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// DecodeTree decodes any JSON value into t, collecting its tensor leaves.
+func DecodeTree(s *Scanner, reg *Registry, t *Tree) error {
+	t.Reset()
+	s.ws()
+	start := s.pos
+	if err := walkTree(s, reg, t); err != nil {
+		return err
+	}
+	t.Raw = s.buf[start:s.pos:s.pos]
+	return nil
+}
+
+func walkTree(s *Scanner, reg *Registry, t *Tree) error {
+	switch s.Kind() {
+	case KindObject:
+		tensor, err := s.objectHasKey("tensor")
+		if err != nil {
+			return err
+		}
+		if tensor {
+			t.Leaves = append(t.Leaves, Tensor{})
+			return DecodeTensor(s, reg, &t.Leaves[len(t.Leaves)-1])
+		}
+		if err := s.BeginObject(); err != nil {
+			return err
+		}
+		for {
+			_, ok, err := s.NextKey()
+			if err != nil || !ok {
+				return err
+			}
+			if err := walkTree(s, reg, t); err != nil {
+				return err
+			}
+		}
+	case KindArray:
+		if err := s.BeginArray(); err != nil {
+			return err
+		}
+		for {
+			ok, err := s.NextElem()
+			if err != nil || !ok {
+				return err
+			}
+			if err := walkTree(s, reg, t); err != nil {
+				return err
+			}
+		}
+	default:
+		return s.Skip()
+	}
+}
+
+// objectHasKey reports whether the object at the scanner has the top-level
+// key name, without consuming it.
+func (s *Scanner) objectHasKey(name string) (bool, error) {
+	m := s.Mark()
+	defer s.Rewind(m)
+	if err := s.BeginObject(); err != nil {
+		return false, err
+	}
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil || !ok {
+			return false, err
+		}
+		if string(key) == name {
+			return true, nil
+		}
+		if err := s.Skip(); err != nil {
+			return false, err
+		}
+	}
+}

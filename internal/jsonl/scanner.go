@@ -1,0 +1,631 @@
+package jsonl
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Kind is the JSON type of the next value.
+type Kind uint8
+
+// The JSON kinds; KindEnd means no value is left on the line.
+const (
+	KindInvalid Kind = iota
+	KindObject
+	KindArray
+	KindString
+	KindNumber
+	KindBool
+	KindNull
+	KindEnd
+)
+
+var kindNames = [...]string{"invalid JSON", "an object", "a list", "a string", "a number", "a boolean", "null", "the end of the line"}
+
+// String names the kind with its article, for error messages ("a string").
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Scanner walks the JSON text of one line. The zero value is ready to use;
+// call Reset with each line. Methods consume one value each; objects and
+// arrays are walked with BeginObject/NextKey and BeginArray/NextElem.
+// Byte slices it returns alias the line or an internal buffer and are valid
+// until the next call that returns the same kind of slice.
+type Scanner struct {
+	buf   []byte
+	pos   int
+	depth int
+	more  uint64 // bit d: the container at depth d has had an element
+
+	keyBuf []byte // unescaped keys
+	strBuf []byte // unescaped string values
+
+	intern map[string]string
+}
+
+// Mark is a position in the line that Rewind returns to.
+type Mark struct {
+	pos, depth int
+	more       uint64
+}
+
+// Reset starts scanning line. It fails if line is not valid UTF-8 or holds a
+// NUL byte. The interned strings are kept.
+func (s *Scanner) Reset(line []byte) error {
+	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		s.buf = nil
+		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
+	}
+	if !utf8.Valid(line) {
+		s.buf = nil
+		return errorf(ErrEncoding, "the line is not valid UTF-8")
+	}
+	return nil
+}
+
+// Pos is the byte offset of the scanner in the line.
+func (s *Scanner) Pos() int { return s.pos }
+
+// Mark returns the current position, for Rewind.
+func (s *Scanner) Mark() Mark { return Mark{s.pos, s.depth, s.more} }
+
+// Rewind returns to a position returned by Mark on the same line.
+func (s *Scanner) Rewind(m Mark) { s.pos, s.depth, s.more = m.pos, m.depth, m.more }
+
+// Bytes returns the line text between two positions.
+func (s *Scanner) Bytes(from, to int) []byte { return s.buf[from:to:to] }
+
+func (s *Scanner) ws() {
+	for s.pos < len(s.buf) {
+		switch s.buf[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *Scanner) syntax(what string) error {
+	if s.pos >= len(s.buf) {
+		return errorf(ErrSyntax, "invalid JSON: %s at the end of the line", what)
+	}
+	c := s.buf[s.pos]
+	if c >= 0x20 && c < 0x7f {
+		return errorf(ErrSyntax, "invalid JSON at column %d: %s, found %q", s.pos+1, what, c)
+	}
+	return errorf(ErrSyntax, "invalid JSON at column %d: %s, found byte 0x%02x", s.pos+1, what, c)
+}
+
+// Kind skips whitespace and returns the kind of the next value without
+// consuming it.
+func (s *Scanner) Kind() Kind {
+	s.ws()
+	if s.pos >= len(s.buf) {
+		return KindEnd
+	}
+	switch c := s.buf[s.pos]; c {
+	case '{':
+		return KindObject
+	case '[':
+		return KindArray
+	case '"':
+		return KindString
+	case 't', 'f':
+		return KindBool
+	case 'n':
+		return KindNull
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			return KindNumber
+		}
+		return KindInvalid
+	}
+}
+
+func (s *Scanner) want(what string, k Kind) error {
+	if k == KindInvalid || k == KindEnd {
+		return s.syntax("want a value")
+	}
+	return errorf(ErrType, "want %s, got %s", what, k)
+}
+
+// End checks that only whitespace is left on the line.
+func (s *Scanner) End() error {
+	s.ws()
+	if s.pos != len(s.buf) {
+		return s.syntax("want the end of the line")
+	}
+	return nil
+}
+
+func (s *Scanner) push() error {
+	if s.depth >= MaxDepth {
+		return errorf(ErrDepth, "objects and lists nest deeper than %d at column %d", MaxDepth, s.pos+1)
+	}
+	s.pos++
+	s.depth++
+	s.more &^= 1 << uint(s.depth-1)
+	return nil
+}
+
+// BeginObject consumes the '{' of an object.
+func (s *Scanner) BeginObject() error {
+	if k := s.Kind(); k != KindObject {
+		return s.want("an object", k)
+	}
+	return s.push()
+}
+
+// BeginArray consumes the '[' of an array.
+func (s *Scanner) BeginArray() error {
+	if k := s.Kind(); k != KindArray {
+		return s.want("a list", k)
+	}
+	return s.push()
+}
+
+// NextKey moves to the next key of the object begun by BeginObject. It
+// returns the unescaped key and true, with the scanner at the key's value
+// (which the caller must consume), or false at the end of the object (which
+// it consumes).
+func (s *Scanner) NextKey() (key []byte, ok bool, err error) {
+	s.ws()
+	if s.pos >= len(s.buf) {
+		return nil, false, s.syntax("unterminated object")
+	}
+	bit := uint64(1) << uint(s.depth-1)
+	if s.buf[s.pos] == '}' {
+		s.pos++
+		s.depth--
+		return nil, false, nil
+	}
+	if s.more&bit != 0 {
+		if s.buf[s.pos] != ',' {
+			return nil, false, s.syntax("want ',' or '}' in object")
+		}
+		s.pos++
+		s.ws()
+	}
+	if s.pos >= len(s.buf) || s.buf[s.pos] != '"' {
+		return nil, false, s.syntax("want a key in object")
+	}
+	s.more |= bit
+	key, err = s.str(&s.keyBuf)
+	if err != nil {
+		return nil, false, err
+	}
+	s.ws()
+	if s.pos >= len(s.buf) || s.buf[s.pos] != ':' {
+		return nil, false, s.syntax("want ':' after key")
+	}
+	s.pos++
+	return key, true, nil
+}
+
+// NextElem moves to the next element of the array begun by BeginArray. It
+// returns true with the scanner at the element (which the caller must
+// consume) or false at the end of the array (which it consumes).
+func (s *Scanner) NextElem() (bool, error) {
+	s.ws()
+	if s.pos >= len(s.buf) {
+		return false, s.syntax("unterminated list")
+	}
+	bit := uint64(1) << uint(s.depth-1)
+	if s.buf[s.pos] == ']' {
+		s.pos++
+		s.depth--
+		return false, nil
+	}
+	if s.more&bit != 0 {
+		if s.buf[s.pos] != ',' {
+			return false, s.syntax("want ',' or ']' in list")
+		}
+		s.pos++
+		s.ws()
+		if s.pos < len(s.buf) && s.buf[s.pos] == ']' {
+			return false, s.syntax("want a value after ','")
+		}
+	}
+	s.more |= bit
+	return true, nil
+}
+
+// SkipRest skips the remaining members of the current object, up to and
+// including its '}'.
+func (s *Scanner) SkipRest() error {
+	for {
+		_, ok, err := s.NextKey()
+		if err != nil || !ok {
+			return err
+		}
+		if err := s.Skip(); err != nil {
+			return err
+		}
+	}
+}
+
+// Skip consumes and validates one value of any kind.
+func (s *Scanner) Skip() error {
+	switch k := s.Kind(); k {
+	case KindObject:
+		if err := s.push(); err != nil {
+			return err
+		}
+		return s.SkipRest()
+	case KindArray:
+		if err := s.push(); err != nil {
+			return err
+		}
+		for {
+			ok, err := s.NextElem()
+			if err != nil || !ok {
+				return err
+			}
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	case KindString:
+		return s.skipString()
+	case KindNumber:
+		_, _, err := s.number()
+		return err
+	case KindBool:
+		_, err := s.Bool()
+		return err
+	case KindNull:
+		if !s.Null() {
+			return s.syntax("want a value")
+		}
+		return nil
+	default:
+		return s.syntax("want a value")
+	}
+}
+
+func (s *Scanner) literal(lit string) bool {
+	if len(s.buf)-s.pos >= len(lit) && string(s.buf[s.pos:s.pos+len(lit)]) == lit {
+		s.pos += len(lit)
+		return true
+	}
+	return false
+}
+
+// Null consumes a null and reports whether there was one.
+func (s *Scanner) Null() bool {
+	if s.Kind() != KindNull {
+		return false
+	}
+	return s.literal("null")
+}
+
+// Bool consumes a boolean.
+func (s *Scanner) Bool() (bool, error) {
+	if k := s.Kind(); k != KindBool {
+		return false, s.want("a boolean", k)
+	}
+	if s.literal("true") {
+		return true, nil
+	}
+	if s.literal("false") {
+		return false, nil
+	}
+	return false, s.syntax("want a value")
+}
+
+// number consumes a JSON number and returns its text and whether it is an
+// integer (no fraction, no exponent).
+func (s *Scanner) number() (text []byte, integer bool, err error) {
+	start := s.pos
+	b := s.buf
+	i := s.pos
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		s.pos = i
+		return nil, false, s.syntax("want a digit")
+	}
+	integer = true
+	if i < len(b) && b[i] == '.' {
+		integer = false
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			s.pos = i
+			return nil, false, s.syntax("want a digit after '.'")
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		integer = false
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			s.pos = i
+			return nil, false, s.syntax("want a digit in exponent")
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.pos = i
+	return b[start:i], integer, nil
+}
+
+// Int consumes an integer that fits in an int64.
+func (s *Scanner) Int() (int64, error) {
+	if k := s.Kind(); k != KindNumber {
+		return 0, s.want("an integer", k)
+	}
+	text, integer, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	if !integer {
+		return 0, errorf(ErrType, "want an integer, got %s", text)
+	}
+	neg := text[0] == '-'
+	if neg {
+		text = text[1:]
+	}
+	var u uint64
+	for _, c := range text {
+		d := uint64(c - '0')
+		if u > (1<<63)/10 || u*10 > 1<<63-d {
+			return 0, errorf(ErrRange, "integer %s%s does not fit in 64 bits", sign(neg), text)
+		}
+		u = u*10 + d
+	}
+	if neg {
+		return -int64(u), nil // -(1<<63) wraps to itself
+	}
+	if u > 1<<63-1 {
+		return 0, errorf(ErrRange, "integer %s does not fit in 64 bits", text)
+	}
+	return int64(u), nil
+}
+
+func sign(neg bool) string {
+	if neg {
+		return "-"
+	}
+	return ""
+}
+
+// Ints consumes a list of integers, appending them to dst[:0].
+func (s *Scanner) Ints(dst []int64) ([]int64, error) {
+	dst = dst[:0]
+	if err := s.BeginArray(); err != nil {
+		return dst, err
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return dst, err
+		}
+		v, err := s.Int()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v)
+	}
+}
+
+// Strings consumes a list of strings, appending them, interned, to dst[:0].
+func (s *Scanner) Strings(dst []string) ([]string, error) {
+	dst = dst[:0]
+	if err := s.BeginArray(); err != nil {
+		return dst, err
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return dst, err
+		}
+		v, err := s.String()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v)
+	}
+}
+
+// Str consumes a string and returns it unescaped. The bytes alias the line
+// or an internal buffer and are valid until the next call of Str.
+func (s *Scanner) Str() ([]byte, error) {
+	if k := s.Kind(); k != KindString {
+		return nil, s.want("a string", k)
+	}
+	return s.str(&s.strBuf)
+}
+
+// String consumes a string and returns it interned.
+func (s *Scanner) String() (string, error) {
+	b, err := s.Str()
+	if err != nil {
+		return "", err
+	}
+	return s.Intern(b), nil
+}
+
+// Intern returns a string equal to b. Equal byte strings give the same
+// string, allocated once, until MaxInterned strings are held; longer or
+// further strings are copied.
+func (s *Scanner) Intern(b []byte) string {
+	if v, ok := s.intern[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(b) <= MaxInternedBytes && len(s.intern) < MaxInterned {
+		if s.intern == nil {
+			s.intern = make(map[string]string)
+		}
+		s.intern[v] = v
+	}
+	return v
+}
+
+// str consumes the string at s.pos (a '"'), unescaping into *scratch when it
+// holds escapes.
+func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
+	b := s.buf
+	start := s.pos + 1
+	i := start
+	for i < len(b) {
+		c := b[i]
+		if c == '"' {
+			s.pos = i + 1
+			return b[start:i:i], nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			s.pos = i
+			return nil, s.syntax("control character in string")
+		}
+		i++
+	}
+	if i >= len(b) {
+		s.pos = i
+		return nil, s.syntax("unterminated string")
+	}
+	out := append((*scratch)[:0], b[start:i]...)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			*scratch = out
+			return out, nil
+		case c < 0x20:
+			s.pos = i
+			return nil, s.syntax("control character in string")
+		case c != '\\':
+			out = append(out, c)
+			i++
+			continue
+		}
+		i++
+		if i >= len(b) {
+			break
+		}
+		switch b[i] {
+		case '"', '\\', '/':
+			out = append(out, b[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(b, i+1)
+			if !ok {
+				s.pos = i
+				return nil, s.syntax("want 4 hex digits after \\u")
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(-1), false
+				if i+6 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+					r2, ok2 = hex4(b, i+3)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			s.pos = i
+			return nil, s.syntax("invalid escape in string")
+		}
+		i++
+	}
+	s.pos = i
+	return nil, s.syntax("unterminated string")
+}
+
+func (s *Scanner) skipString() error {
+	b := s.buf
+	i := s.pos + 1
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			return nil
+		case c < 0x20:
+			s.pos = i
+			return s.syntax("control character in string")
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				s.pos = i
+				return s.syntax("unterminated string")
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := hex4(b, i+1); !ok {
+					s.pos = i
+					return s.syntax("want 4 hex digits after \\u")
+				}
+				i += 4
+			default:
+				s.pos = i
+				return s.syntax("invalid escape in string")
+			}
+		}
+		i++
+	}
+	s.pos = i
+	return s.syntax("unterminated string")
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

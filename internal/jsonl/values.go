@@ -1,0 +1,271 @@
+package jsonl
+
+// Tensor is a fully-resolved tensor reference: later mentions that give only
+// {"tensor":N} are filled in from the first mention.
+type Tensor struct {
+	ID      int64   // the controller's ref id
+	Idx     int32   // dense index: 0,1,2,... in order of first mention in the history
+	Storage int64   // storage id (default: ID)
+	NBytes  int64   // storage size in bytes (default 0)
+	Dtype   string  // interned (same string value for same dtype)
+	Shape   []int64 // owned by the registry: callers must not modify
+	CPU     bool    // device == "cpu" (default "cuda")
+}
+
+// Stream is a stream reference; Name is given where the stream is created.
+type Stream struct {
+	Ref     int64
+	Name    string
+	HasName bool
+}
+
+// Slice is a strided block of ranks: offset + sum(i_k * Strides[k]) for every
+// index vector with 0 <= i_k < Sizes[k].
+type Slice struct {
+	Offset  int64
+	Sizes   []int64
+	Strides []int64
+}
+
+// Tree is a JSON value in which tensors may appear at any depth.
+type Tree struct {
+	// Leaves holds every object with a "tensor" key, depth-first in document
+	// order. A tensor object's own fields are not walked further.
+	Leaves []Tensor
+	// Raw is the exact JSON text of the value. It may alias the line buffer
+	// and is valid until the next record.
+	Raw []byte
+}
+
+// Reset empties t, keeping the capacity of Leaves.
+func (t *Tree) Reset() {
+	t.Leaves = t.Leaves[:0]
+	t.Raw = nil
+}
+
+// Reset empties s, keeping the capacity of its slices.
+func (s *Slice) Reset() {
+	s.Offset = 0
+	s.Sizes = s.Sizes[:0]
+	s.Strides = s.Strides[:0]
+}
+
+// Len is the number of ranks the slice enumerates (the product of its sizes;
+// 1 for 0 dimensions). It assumes a slice that passed Check.
+func (s *Slice) Len() int64 {
+	n := int64(1)
+	for _, v := range s.Sizes {
+		n *= v
+	}
+	return n
+}
+
+// AppendRanks appends the ranks of the slice to dst, row-major (last
+// dimension fastest).
+func (s *Slice) AppendRanks(dst []int64) []int64 {
+	nd := len(s.Sizes)
+	if nd == 0 {
+		return append(dst, s.Offset)
+	}
+	for _, v := range s.Sizes {
+		if v <= 0 {
+			return dst
+		}
+	}
+	var idx [MaxSliceDims]int64
+	if nd > MaxSliceDims {
+		return dst
+	}
+	r := s.Offset
+	for {
+		dst = append(dst, r)
+		k := nd - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			r += s.Strides[k]
+			if idx[k] < s.Sizes[k] {
+				break
+			}
+			r -= idx[k] * s.Strides[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			return dst
+		}
+	}
+}
+
+// Equal reports whether both slices have the same offset, sizes and strides.
+func (s *Slice) Equal(o *Slice) bool {
+	if s.Offset != o.Offset || len(s.Sizes) != len(o.Sizes) || len(s.Strides) != len(o.Strides) {
+		return false
+	}
+	for i := range s.Sizes {
+		if s.Sizes[i] != o.Sizes[i] {
+			return false
+		}
+	}
+	for i := range s.Strides {
+		if s.Strides[i] != o.Strides[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Bounds returns the smallest and largest rank of the slice without
+// enumerating it. An empty slice (a size of 0) returns lo > hi.
+func (s *Slice) Bounds() (lo, hi int64) {
+	lo, hi = s.Offset, s.Offset
+	for k, n := range s.Sizes {
+		if n <= 0 {
+			return 0, -1
+		}
+		ext := (n - 1) * s.Strides[k]
+		if ext < 0 {
+			lo += ext
+		} else {
+			hi += ext
+		}
+	}
+	return lo, hi
+}
+
+// Check validates the slice against a world of world ranks: equal numbers of
+// sizes and strides, at most MaxSliceDims of them, no negative size, at most
+// MaxSliceRanks ranks, every rank in [0, world). It never overflows, so Len
+// and Bounds are safe on a slice that passed it.
+func (s *Slice) Check(world int64) error {
+	if len(s.Sizes) != len(s.Strides) {
+		return errorf(ErrSlice, "%d sizes but %d strides", len(s.Sizes), len(s.Strides))
+	}
+	if len(s.Sizes) > MaxSliceDims {
+		return errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(s.Sizes), MaxSliceDims)
+	}
+	n := int64(1)
+	for k, v := range s.Sizes {
+		if v < 0 {
+			return errorf(ErrSlice, "negative size %d in dimension %d", v, k)
+		}
+		if v > MaxSliceRanks || (n > 0 && v > MaxSliceRanks/n) {
+			return errorf(ErrLimit, "more than %d ranks", MaxSliceRanks)
+		}
+		n *= v
+	}
+	if n == 0 {
+		return nil
+	}
+	if s.Offset < 0 || s.Offset >= world {
+		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", s.Offset, world)
+	}
+	for k, v := range s.Sizes {
+		if v > 1 && (s.Strides[k] >= world || s.Strides[k] <= -world) {
+			return errorf(ErrSlice, "stride %d over %d ranks reaches outside the world of %d ranks", s.Strides[k], v, world)
+		}
+	}
+	lo, hi := s.Bounds()
+	if lo < 0 {
+		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", lo, world)
+	}
+	if hi >= world {
+		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", hi, world)
+	}
+	return nil
+}
+
+// DecodeSlice decodes a SLICE object into sl, reusing its slices.
+func DecodeSlice(s *Scanner, sl *Slice) error {
+	sl.Reset()
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	var seen uint8
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "offset":
+			seen |= 1
+			if sl.Offset, err = s.Int(); err != nil {
+				return FieldError("offset", err)
+			}
+		case "sizes":
+			seen |= 2
+			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
+				return FieldError("sizes", err)
+			}
+		case "strides":
+			seen |= 4
+			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
+				return FieldError("strides", err)
+			}
+		default:
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case seen&1 == 0:
+		return MissingError("offset")
+	case seen&2 == 0:
+		return MissingError("sizes")
+	case seen&4 == 0:
+		return MissingError("strides")
+	}
+	if len(sl.Sizes) > MaxSliceDims {
+		return errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(sl.Sizes), MaxSliceDims)
+	}
+	if len(sl.Sizes) != len(sl.Strides) {
+		return errorf(ErrSlice, "%d sizes but %d strides", len(sl.Sizes), len(sl.Strides))
+	}
+	for k, v := range sl.Sizes {
+		if v < 0 {
+			return errorf(ErrSlice, "negative size %d in dimension %d", v, k)
+		}
+	}
+	return nil
+}
+
+// DecodeStream decodes a STREAM object: "ref" (required) and "name".
+func DecodeStream(s *Scanner, st *Stream) error {
+	*st = Stream{}
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	hasRef := false
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(key) {
+		case "ref":
+			hasRef = true
+			if st.Ref, err = s.Int(); err != nil {
+				return FieldError("ref", err)
+			}
+		case "name":
+			if st.Name, err = s.String(); err != nil {
+				return FieldError("name", err)
+			}
+			st.HasName = true
+		default:
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	if !hasRef {
+		return MissingError("ref")
+	}
+	return nil
+}

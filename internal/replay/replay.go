@@ -1,0 +1,130 @@
+// Package replay drives one replay end to end: it reads a history file,
+// feeds every record to the engine, collects the step reports and writes the
+// trace. The CLI and the tests share it, so both replay the same way.
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// Options say how to replay.
+type Options struct {
+	Mode      sched.Mode
+	Costs     sched.Costs
+	TracePath string // where to write the trace; empty: no trace
+	Strict    bool   // unknown message types are errors, not warnings
+	// Progress, when set, is called about once a second with the records
+	// read so far.
+	Progress func(records int64)
+}
+
+// Result is what a replay found.
+type Result struct {
+	Header       history.Header
+	Final        sched.Report   // at the end of the file
+	Steps        []sched.Report // at each step line
+	Commands     int64          // commands processed, sub-commands included
+	Records      int64          // command records read
+	Warnings     int64
+	FirstWarning string
+	Wall         time.Duration
+}
+
+// ErrUnknownType is returned in strict mode for a message type the spec
+// does not know.
+var ErrUnknownType = errors.New("unknown message type")
+
+// File replays the history at path.
+func File(path string, opt Options) (*Result, error) {
+	r, err := history.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return run(r, path, opt)
+}
+
+// Reader replays a history read from src; name labels errors.
+func Reader(src io.Reader, name string, opt Options) (*Result, error) {
+	r, err := history.NewReader(src, name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return run(r, name, opt)
+}
+
+func run(r *history.Reader, name string, opt Options) (*Result, error) {
+	began := time.Now()
+	h := r.Header()
+	eng, err := sched.New(sched.Options{
+		WorldSize:  h.WorldSize,
+		Mode:       opt.Mode,
+		Costs:      opt.Costs,
+		KeepEvents: opt.TracePath != "",
+	})
+	if err != nil {
+		return nil, &history.Error{File: name, Line: 1, Err: err}
+	}
+	res := &Result{Header: h}
+	var rec history.Record
+	lastTick := began
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.IsStep {
+			res.Steps = append(res.Steps, eng.Step())
+			continue
+		}
+		res.Records++
+		if opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
+			return nil, &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
+		}
+		if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg); err != nil {
+			return nil, &history.Error{File: name, Line: rec.Line, Err: err}
+		}
+		if opt.Progress != nil && res.Records&1023 == 0 {
+			if now := time.Now(); now.Sub(lastTick) >= time.Second {
+				lastTick = now
+				opt.Progress(res.Records)
+			}
+		}
+	}
+	res.Final = eng.Report()
+	res.Commands = eng.Commands()
+	res.Warnings, res.FirstWarning = eng.Warnings()
+	if opt.TracePath != "" {
+		if err := writeTrace(eng, opt.TracePath); err != nil {
+			return nil, err
+		}
+	}
+	res.Wall = time.Since(began)
+	return res, nil
+}
+
+// writeTrace writes to a temp file beside path and renames it at the end, so
+// path is either the whole trace or untouched.
+func writeTrace(eng *sched.Engine, path string) error {
+	f, err := trace.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := eng.WriteTrace(f.W); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
+}

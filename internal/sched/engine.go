@@ -1,0 +1,354 @@
+package sched
+
+import (
+	"fmt"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/soa"
+)
+
+// Mode says which parts of the timeline are simulated and traced.
+type Mode uint8
+
+// Trace modes, as in SEMANTICS.md.
+const (
+	Everything     Mode = iota // controller and streams
+	StreamOnly                 // streams; the controller clock stays 0
+	ControllerOnly             // the controller alone; no handler runs
+)
+
+// ParseMode reads a mode name: everything, stream-only or controller-only
+// (underscores are accepted for hyphens).
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "everything":
+		return Everything, nil
+	case "stream-only", "stream_only":
+		return StreamOnly, nil
+	case "controller-only", "controller_only":
+		return ControllerOnly, nil
+	}
+	return 0, fmt.Errorf("%w: trace mode %q (want everything, stream-only or controller-only)", ErrOptions, s)
+}
+
+func (m Mode) String() string {
+	return [...]string{"everything", "stream-only", "controller-only"}[m]
+}
+
+func (m Mode) controller() bool { return m != StreamOnly }
+func (m Mode) streams() bool    { return m != ControllerOnly }
+
+// Costs are the runtimes the engine charges, in nanoseconds.
+type Costs struct {
+	CallFunctionNs int64
+	ReduceNs       int64
+	SendLocalNs    int64 // SendTensor whose from_ranks equal its to_ranks
+	SendRemoteNs   int64
+	EventWaitNs    int64
+	KernelLaunchNs int64 // CPU side only; does not affect results
+}
+
+// DefaultCosts are the reference simulator's runtimes.
+func DefaultCosts() Costs {
+	return Costs{
+		CallFunctionNs: 10_000,
+		ReduceNs:       100_000,
+		SendLocalNs:    1_000,
+		SendRemoteNs:   100_000,
+		EventWaitNs:    500,
+		KernelLaunchNs: 500,
+	}
+}
+
+// Options configure an Engine.
+type Options struct {
+	WorldSize int64
+	Mode      Mode
+	Costs     Costs
+	// KeepEvents keeps every stream and controller event so WriteTrace can
+	// write them; without it only the report is computed.
+	KeepEvents bool
+}
+
+// Engine replays commands. It is not safe for concurrent use.
+type Engine struct {
+	opt Options
+
+	nowNs   int64 // the controller clock
+	cmdID   int64
+	line    int64
+	ranks   []int32  // receiving workers of the current record
+	mark    []uint32 // per worker: epoch it was last added to ranks
+	epoch   uint32
+	scratch []int64
+
+	tasks    soa.Tasks
+	tensors  soa.Tensors
+	storages soa.Storages
+	colls    soa.Colls
+	names    soa.Intern
+
+	workers []worker
+	streams []stream
+	borrows []borrow
+	freeBor []int32
+
+	borrowed []bool // by tensor Idx: the tensor is the result of a borrow
+
+	work   []int32 // streams whose head may move
+	inputs []jsonl.Tensor
+	outs   []jsonl.Tensor
+	pairs  []soa.TaskID // tasks of one SendTensor
+
+	ctrlName  []int32 // controller events, when kept
+	ctrlStart []int64
+	ctrlEnd   []int64
+	ctrlCmd   []int64
+	ctrlMaxNs int64
+	evMaxNs   int64 // latest end of any stream event
+
+	viewName int32
+	fnNames  map[string]int32 // function path -> interned clean name
+
+	warnings    int64
+	firstWarn   string
+	reports     []Report
+	unknownSeen map[string]bool
+}
+
+type worker struct {
+	streams  []int32         // stream ids in creation order
+	cpu      map[int64]int32 // tensor id -> row of a CPU tensor
+	storages map[int64]int32 // storage id -> storage row
+	borrows  map[int64]int32 // borrow id -> borrow row
+	active   bool            // given any task: it appears in the trace
+}
+
+type stream struct {
+	worker  int32
+	ref     int64
+	name    int32
+	waitFor int32 // interned "waiting for <name>"
+	nowNs   int64
+	last    soa.TaskID // last executed task, or -1
+	queue   soa.Ring[soa.TaskID]
+	io      soa.Ring[int32] // tensor rows of queued tasks: inputs, then new outputs
+	tensors map[int64]int32 // tensor id -> row
+	usage   int64           // bytes allocated on this stream and not yet released
+	inWork  bool
+
+	mem    []memEvent // allocations and releases, in the order they happened
+	sorted int        // mem[:sorted] is in (time, delta) order
+
+	evStart []int64 // trace events, when kept
+	evEnd   []int64
+	evName  []int32
+	evCmd   []int64
+}
+
+const (
+	borrowCreated uint8 = iota
+	borrowFirstUsed
+	borrowLastUsed
+)
+
+type borrow struct {
+	src      int64 // lent tensor id
+	srcRow   int32
+	from, to int32      // streams
+	create   soa.TaskID // the event the destination waits on at first use
+	last     soa.TaskID // the event the source waits on at drop, or -1
+	state    uint8
+	holdsSrc bool
+}
+
+// Task states.
+const (
+	statePending uint8 = iota
+	stateReady
+	stateExecuting
+	stateExecuted
+)
+
+// Task flags.
+const (
+	taskEvent  uint8 = 1 << iota // a wait on another stream's task
+	taskView                     // aten.view: ends when it starts
+	taskQueued                   // entered a stream's queue
+)
+
+// New returns an engine for a world of opt.WorldSize workers.
+func New(opt Options) (*Engine, error) {
+	if opt.WorldSize < 1 || opt.WorldSize > MaxWorld {
+		return nil, fmt.Errorf("%w: world size %d (want 1..%d)", ErrOptions, opt.WorldSize, int64(MaxWorld))
+	}
+	if opt.Costs == (Costs{}) {
+		opt.Costs = DefaultCosts()
+	}
+	e := &Engine{
+		opt:         opt,
+		workers:     make([]worker, opt.WorldSize),
+		mark:        make([]uint32, opt.WorldSize),
+		fnNames:     make(map[string]int32),
+		unknownSeen: make(map[string]bool),
+	}
+	e.viewName = e.names.ID("aten.view")
+	return e, nil
+}
+
+// MaxWorld is the largest world an ungrouped engine accepts.
+const MaxWorld = 1 << 24
+
+// Command applies one command record: ts is the controller's send time,
+// ranks the slices receiving it, line its line number (for messages).
+func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
+	e.line = line
+	if err := e.setRanks(ranks); err != nil {
+		return err
+	}
+	return e.process(ts, m)
+}
+
+// Step closes an iteration: it records and returns the report so far.
+func (e *Engine) Step() Report {
+	r := e.Report()
+	e.reports = append(e.reports, r)
+	return r
+}
+
+// Steps returns the reports recorded by Step.
+func (e *Engine) Steps() []Report { return e.reports }
+
+// Warnings returns how many commands had an unknown type and the first
+// such warning.
+func (e *Engine) Warnings() (int64, string) { return e.warnings, e.firstWarn }
+
+// Commands is the number of commands processed, sub-commands included.
+func (e *Engine) Commands() int64 { return e.cmdID }
+
+// process runs one command: steps 1-4 of SEMANTICS.md.
+func (e *Engine) process(ts int64, m *gen.Msg) error {
+	e.cmdID++
+	if e.opt.Mode.controller() {
+		if m.Kind != gen.MsgCreateDeviceMesh && m.Kind != gen.MsgCreateStream {
+			e.controllerEvent(e.controllerName(m), e.nowNs, ts)
+		}
+		e.nowNs = ts
+	}
+	if !e.opt.Mode.streams() && m.Kind != gen.MsgCommandGroup {
+		return nil
+	}
+	if err := gen.Dispatch(e, m); err != nil {
+		return e.wrap(m, err)
+	}
+	e.run()
+	return nil
+}
+
+func (e *Engine) controllerName(m *gen.Msg) int32 {
+	switch m.Kind {
+	case gen.MsgCallFunction:
+		return e.fnName(m.CallFunction.Function)
+	case gen.MsgUnknown:
+		return e.names.ID(m.TypeName)
+	}
+	return e.names.ID(m.Kind.String())
+}
+
+func (e *Engine) controllerEvent(name int32, start, end int64) {
+	if end > e.ctrlMaxNs {
+		e.ctrlMaxNs = end
+	}
+	if e.opt.KeepEvents {
+		e.ctrlName = append(e.ctrlName, name)
+		e.ctrlStart = append(e.ctrlStart, start)
+		e.ctrlEnd = append(e.ctrlEnd, end)
+		e.ctrlCmd = append(e.ctrlCmd, e.cmdID)
+	}
+}
+
+// fnName interns the clean name of a function path.
+func (e *Engine) fnName(path string) int32 {
+	if id, ok := e.fnNames[path]; ok {
+		return id
+	}
+	id := e.names.ID(CleanName(path))
+	e.fnNames[path] = id
+	return id
+}
+
+// CleanName shortens an operator path for display: a leading "torch.ops."
+// goes when the path starts with "torch.ops.aten.", a trailing ".default"
+// always.
+func CleanName(name string) string {
+	const ops, aten, def = "torch.ops.", "torch.ops.aten.", ".default"
+	if len(name) >= len(aten) && name[:len(aten)] == aten {
+		name = name[len(ops):]
+	}
+	if len(name) >= len(def) && name[len(name)-len(def):] == def {
+		name = name[:len(name)-len(def)]
+	}
+	return name
+}
+
+// setRanks expands the record's slices into the distinct receiving workers.
+func (e *Engine) setRanks(slices []jsonl.Slice) error {
+	e.ranks = e.ranks[:0]
+	e.epoch++
+	if e.epoch == 0 { // wrapped: clear the marks once every 2^32 records
+		clear(e.mark)
+		e.epoch = 1
+	}
+	for i := range slices {
+		var err error
+		if e.ranks, err = e.appendRanks(e.ranks, &slices[i], true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendRanks appends the ranks of s to dst, skipping repeats when dedup is
+// set (repeats are judged by the current epoch).
+func (e *Engine) appendRanks(dst []int32, s *jsonl.Slice, dedup bool) ([]int32, error) {
+	lo, hi := s.Bounds()
+	if lo < 0 || hi >= e.opt.WorldSize {
+		return dst, fmt.Errorf("%w: slice spans ranks %d..%d, world size is %d", ErrRankRange, lo, hi, e.opt.WorldSize)
+	}
+	e.scratch = s.AppendRanks(e.scratch[:0])
+	for _, r := range e.scratch {
+		if dedup {
+			if e.mark[r] == e.epoch {
+				continue
+			}
+			e.mark[r] = e.epoch
+		}
+		dst = append(dst, int32(r))
+	}
+	return dst, nil
+}
+
+func (e *Engine) wrap(m *gen.Msg, err error) error {
+	if _, ok := err.(*CommandError); ok { // a sub-command's, already named
+		return err
+	}
+	name := m.Kind.String()
+	if m.Kind == gen.MsgCallFunction {
+		name += " " + m.CallFunction.Function
+	}
+	return &CommandError{Command: e.cmdID, Type: name, Err: err}
+}
+
+// CommandError is an error met while applying a command.
+type CommandError struct {
+	Command int64  // 1-based command number, sub-commands included
+	Type    string // message type (and function)
+	Err     error
+}
+
+func (c *CommandError) Error() string {
+	return fmt.Sprintf("command %d (%s): %v", c.Command, c.Type, c.Err)
+}
+
+func (c *CommandError) Unwrap() error { return c.Err }

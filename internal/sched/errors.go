@@ -1,0 +1,20 @@
+package sched
+
+import "errors"
+
+// Errors a replay can meet. Each is returned wrapped with the command that
+// caused it; callers add the file and line.
+var (
+	ErrUnknownStream   = errors.New("unknown stream")
+	ErrStreamExists    = errors.New("stream already exists")
+	ErrMissingTensor   = errors.New("tensor not available")
+	ErrTensorInUse     = errors.New("tensor produced again while still in use")
+	ErrBorrow          = errors.New("borrow out of order")
+	ErrNoTaskToWaitFor = errors.New("no task to wait for")
+	ErrRankCount       = errors.New("rank counts differ")
+	ErrStreams         = errors.New("unsupported stream pair")
+	ErrMemory          = errors.New("memory release the model forbids")
+	ErrNotCPU          = errors.New("tensor is not a CPU tensor")
+	ErrRankRange       = errors.New("rank outside the world")
+	ErrOptions         = errors.New("bad options")
+)

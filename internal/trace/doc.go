@@ -1,0 +1,14 @@
+// Package trace writes Chrome trace event JSON (the format Perfetto and
+// chrome://tracing load) as a stream.
+//
+// A Writer never holds the trace in memory: every event is formatted into a
+// reused buffer and handed to a bufio.Writer as soon as it is given, one event
+// per line inside {"traceEvents":[ ... ]}. Formatting an event allocates
+// nothing. Engine times are integer nanoseconds and are written as exact
+// decimal microseconds; byte counts are written as exact decimal megabytes
+// (bytes / 1e6).
+//
+// File wraps a Writer around a temporary file next to the destination,
+// optionally zstd-compressed, and renames it into place on Commit, so a
+// reader never sees a partial trace.
+package trace

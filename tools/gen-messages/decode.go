@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+func scannerParams() jen.Code {
+	return jen.List(
+		jen.Id("s").Op("*").Add(jsonl("Scanner")),
+		jen.Id("reg").Op("*").Add(jsonl("Registry")),
+	)
+}
+
+func usesMessages(sp *spec) bool {
+	for _, m := range sp.messages {
+		for _, fd := range m.fields {
+			if fd.kind == "messages" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func renderDecode(sp *spec, f *jen.File) {
+	errNil := jen.Err().Op("!=").Nil()
+	f.Comment("DecodeMsg decodes the JSON object at the scanner into m. The \"type\" key may")
+	f.Comment("come anywhere in the object; unknown extra fields are skipped. A missing")
+	f.Comment("required field or a field of the wrong JSON type is an error naming the")
+	f.Comment("field and the message type. Accepted and unknown kinds have their fields")
+	f.Comment("skipped. Decoding reuses the slices of m and allocates nothing in steady state.")
+	f.Func().Id("DecodeMsg").Params(scannerParams(), jen.Id("m").Op("*").Id("Msg")).Error().Block(
+		jen.Id("mark").Op(":=").Id("s").Dot("Mark").Call(),
+		jen.If(jen.Err().Op(":=").Id("s").Dot("BeginObject").Call(), errNil).Block(jen.Return(jen.Err())),
+		jen.Id("first").Op(":=").True(),
+		jen.Var().Id("typ").Index().Byte(),
+		jen.For().Block(
+			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
+			jen.If(errNil).Block(jen.Return(jen.Err())),
+			jen.If(jen.Op("!").Id("ok")).Block(jen.Return(jsonl("MissingError").Call(jen.Lit("type")))),
+			jen.If(jen.String().Call(jen.Id("key")).Op("==").Lit("type")).Block(
+				jen.If(jen.List(jen.Id("typ"), jen.Err()).Op("=").Id("s").Dot("Str").Call(), errNil).Block(
+					jen.Return(jsonl("FieldError").Call(jen.Lit("type"), jen.Err())),
+				),
+				jen.Break(),
+			),
+			jen.Id("first").Op("=").False(),
+			jen.If(jen.Err().Op(":=").Id("s").Dot("Skip").Call(), errNil).Block(jen.Return(jen.Err())),
+		),
+		jen.Id("m").Dot("Kind").Op("=").Id("KindOf").Call(jen.Id("typ")),
+		jen.If(jen.Id("m").Dot("Kind").Op("==").Id("MsgUnknown")).Block(
+			jen.Id("m").Dot("TypeName").Op("=").Id("s").Dot("Intern").Call(jen.Id("typ")),
+		).Else().Block(
+			jen.Id("m").Dot("TypeName").Op("=").Id("m").Dot("Kind").Dot("String").Call(),
+		),
+		jen.If(jen.Op("!").Id("first")).Block(
+			jen.Id("s").Dot("Rewind").Call(jen.Id("mark")),
+			jen.If(jen.Err().Op(":=").Id("s").Dot("BeginObject").Call(), errNil).Block(jen.Return(jen.Err())),
+		),
+		jen.Var().Err().Error(),
+		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, m := range simulated(sp) {
+				g.Case(jen.Id("Msg"+m.name)).Block(
+					jen.Err().Op("=").Id("decode"+m.name).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Id("m").Dot(m.name)),
+				)
+			}
+			g.Default().Block(jen.Err().Op("=").Id("s").Dot("SkipRest").Call())
+		}),
+		jen.If(errNil).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w"), jen.Id("m").Dot("TypeName"), jen.Err())),
+		),
+		jen.Return(jen.Nil()),
+	)
+	f.Line()
+	for _, m := range simulated(sp) {
+		renderDecodeMsg(f, m)
+		f.Line()
+	}
+	if usesMessages(sp) {
+		f.Comment("decodeMsgs decodes a list of messages into dst[:0], reusing its elements.")
+		f.Func().Id("decodeMsgs").Params(scannerParams(), jen.Id("dst").Index().Id("Msg")).Params(jen.Index().Id("Msg"), jen.Error()).Block(
+			jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Lit(0)),
+			jen.If(jen.Err().Op(":=").Id("s").Dot("BeginArray").Call(), errNil).Block(jen.Return(jen.Id("dst"), jen.Err())),
+			jen.For().Block(
+				jen.List(jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextElem").Call(),
+				jen.If(jen.Err().Op("!=").Nil().Op("||").Op("!").Id("ok")).Block(jen.Return(jen.Id("dst"), jen.Err())),
+				jen.If(jen.Len(jen.Id("dst")).Op("<").Cap(jen.Id("dst"))).Block(
+					jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Len(jen.Id("dst")).Op("+").Lit(1)),
+				).Else().Block(
+					jen.Id("dst").Op("=").Append(jen.Id("dst"), jen.Id("Msg").Values()),
+				),
+				jen.If(jen.Err().Op(":=").Id("DecodeMsg").Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Id("dst").Index(jen.Len(jen.Id("dst")).Op("-").Lit(1))), errNil).Block(
+					jen.Return(jen.Id("dst"), jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Len(jen.Id("dst")).Op("-").Lit(1), jen.Err())),
+				),
+			),
+		)
+	}
+}
+
+// resetField returns the statements that empty field fd of x, keeping capacity.
+func resetField(fd *field) []jen.Code {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	switch fd.kind {
+	case "int":
+		return []jen.Code{x().Op("=").Lit(0)}
+	case "bool":
+		return []jen.Code{x().Op("=").False()}
+	case "string":
+		return []jen.Code{x().Op("=").Lit("")}
+	case "ints", "strings", "tensors", "messages":
+		return []jen.Code{x().Op("=").Add(x()).Index(jen.Empty(), jen.Lit(0))}
+	case "stream", "tensor":
+		return []jen.Code{x().Op("=").Add(goType(fd.kind)).Values()}
+	case "tensor?":
+		return []jen.Code{
+			x().Op("=").Add(goType(fd.kind)).Values(),
+			jen.Id("x").Dot("Has" + fd.goName).Op("=").False(),
+		}
+	case "slice", "tree":
+		return []jen.Code{x().Dot("Reset").Call()}
+	}
+	panic("gen-messages: unknown kind " + fd.kind)
+}
+
+// decodeField returns the statement that decodes field fd into x, setting err.
+func decodeField(fd *field) jen.Code {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	s := func(method string, args ...jen.Code) *jen.Statement { return jen.Id("s").Dot(method).Call(args...) }
+	switch fd.kind {
+	case "int":
+		return jen.List(x(), jen.Err()).Op("=").Add(s("Int"))
+	case "bool":
+		return jen.List(x(), jen.Err()).Op("=").Add(s("Bool"))
+	case "string":
+		return jen.List(x(), jen.Err()).Op("=").Add(s("String"))
+	case "ints":
+		return jen.List(x(), jen.Err()).Op("=").Add(s("Ints", x()))
+	case "strings":
+		return jen.List(x(), jen.Err()).Op("=").Add(s("Strings", x()))
+	case "stream":
+		return jen.Err().Op("=").Add(jsonl("DecodeStream")).Call(jen.Id("s"), jen.Op("&").Add(x()))
+	case "slice":
+		return jen.Err().Op("=").Add(jsonl("DecodeSlice")).Call(jen.Id("s"), jen.Op("&").Add(x()))
+	case "tensor", "tensor?":
+		return jen.Err().Op("=").Add(jsonl("DecodeTensor")).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
+	case "tensors":
+		return jen.List(x(), jen.Err()).Op("=").Add(jsonl("DecodeTensors")).Call(jen.Id("s"), jen.Id("reg"), x())
+	case "tree":
+		return jen.Err().Op("=").Add(jsonl("DecodeTree")).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
+	case "messages":
+		return jen.List(x(), jen.Err()).Op("=").Id("decodeMsgs").Call(jen.Id("s"), jen.Id("reg"), x())
+	}
+	panic("gen-messages: unknown kind " + fd.kind)
+}
+
+func renderDecodeMsg(f *jen.File, m *message) {
+	var required []*field
+	bit := map[*field]int{}
+	for _, fd := range m.fields {
+		if !fd.optional {
+			bit[fd] = len(required)
+			required = append(required, fd)
+		}
+	}
+	f.Comment(fmt.Sprintf("decode%s decodes the fields of a %s after its '{'.", m.name, m.name))
+	f.Func().Id("decode"+m.name).Params(scannerParams(), jen.Id("x").Op("*").Id(m.name)).Error().BlockFunc(func(g *jen.Group) {
+		for _, fd := range m.fields {
+			for _, c := range resetField(fd) {
+				g.Add(c)
+			}
+		}
+		if len(required) > 0 {
+			g.Var().Id("seen").Uint64()
+		}
+		g.For().Block(
+			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+			jen.If(jen.Op("!").Id("ok")).Block(jen.Break()),
+			jen.Switch(jen.String().Call(jen.Id("key"))).BlockFunc(func(g *jen.Group) {
+				for _, fd := range m.fields {
+					g.Case(jen.Lit(fd.json)).BlockFunc(func(g *jen.Group) {
+						if !fd.optional {
+							g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
+						}
+						switch {
+						case fd.kind == "tensor?":
+							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
+							g.Id("x").Dot("Has" + fd.goName).Op("=").True()
+						case fd.optional && fd.kind != "tree":
+							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
+						}
+						g.If(decodeField(fd), jen.Err().Op("!=").Nil()).Block(
+							jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())),
+						)
+					})
+				}
+				g.Default().Block(
+					jen.If(jen.Err().Op(":=").Id("s").Dot("Skip").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+				)
+			}),
+		)
+		for _, fd := range required {
+			g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("==").Lit(0)).Block(
+				jen.Return(jsonl("MissingError").Call(jen.Lit(fd.json))),
+			)
+		}
+		g.Return(jen.Nil())
+	})
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"go/token"
+	"strings"
+	"unicode"
+)
+
+// spec is a parsed messages.spec.
+type spec struct {
+	name     string // file name used in errors and the generated header
+	messages []*message
+	tables   []*table
+}
+
+type message struct {
+	name      string
+	simulated bool
+	line      int
+	fields    []*field
+}
+
+type field struct {
+	json     string // name in JSON
+	goName   string // CamelCase
+	kind     string // one of fieldKinds
+	optional bool
+	line     int
+}
+
+type table struct {
+	name    string
+	idType  string
+	line    int
+	columns []*column
+}
+
+type column struct {
+	name   string
+	goType string
+	doc    string
+	line   int
+}
+
+// fieldKinds lists the field kinds a spec may use.
+var fieldKinds = map[string]bool{
+	"int": true, "bool": true, "string": true, "ints": true, "strings": true,
+	"stream": true, "slice": true, "tensor": true, "tensor?": true,
+	"tensors": true, "tree": true, "messages": true,
+}
+
+// columnTypes lists the Go types a column may have besides its table's id type.
+var columnTypes = map[string]bool{
+	"bool": true, "int8": true, "int16": true, "int32": true, "int64": true,
+	"uint8": true, "uint16": true, "uint32": true, "uint64": true,
+	"float32": true, "float64": true,
+}
+
+// Limits of a spec.
+const (
+	maxMessages = 250 // MsgKind is a uint8 with Invalid and Unknown around them
+	maxFields   = 64  // required fields are tracked in a uint64
+)
+
+// specError is an error at a line of the spec: "spec:line: reason".
+type specError struct {
+	file string
+	line int
+	msg  string
+}
+
+func (e *specError) Error() string { return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg) }
+
+// parseSpec parses the spec text src; name is used in errors and headers.
+func parseSpec(name string, src []byte) (*spec, error) {
+	sp := &spec{name: name}
+	errf := func(line int, format string, args ...any) error {
+		return &specError{file: name, line: line, msg: fmt.Sprintf(format, args...)}
+	}
+	var (
+		curMsg   *message
+		curTable *table
+		names    = map[string]int{} // Go names at package level -> line
+	)
+	declare := func(line int, goName string) error {
+		if prev, ok := names[goName]; ok {
+			return errf(line, "%s is already declared at line %d", goName, prev)
+		}
+		names[goName] = line
+		return nil
+	}
+	for _, reserved := range []string{"MsgKind", "Msg", "Handler", "Dispatch", "DecodeMsg", "KindOf", "Invalid", "Unknown", "Accepted", "Kind", "TypeName"} {
+		names[reserved] = 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	sc.Buffer(nil, 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		tok := strings.Fields(text)
+		if len(tok) == 0 {
+			continue
+		}
+		switch tok[0] {
+		case "message":
+			curTable = nil
+			if len(tok) != 3 {
+				return nil, errf(line, "want `message NAME simulated|accepted`")
+			}
+			if !isExported(tok[1]) {
+				return nil, errf(line, "message name %q is not an exported Go identifier", tok[1])
+			}
+			if err := declare(line, tok[1]); err != nil {
+				if names[tok[1]] == 0 {
+					return nil, errf(line, "message name %s is reserved", tok[1])
+				}
+				return nil, err
+			}
+			if err := declare(line, "Msg"+tok[1]); err != nil {
+				return nil, errf(line, "message name %s: Msg%s clashes with a generated name", tok[1], tok[1])
+			}
+			m := &message{name: tok[1], line: line}
+			switch tok[2] {
+			case "simulated":
+				m.simulated = true
+			case "accepted":
+			default:
+				return nil, errf(line, "message %s: want simulated or accepted, got %q", tok[1], tok[2])
+			}
+			if len(sp.messages) >= maxMessages {
+				return nil, errf(line, "more than %d messages", maxMessages)
+			}
+			sp.messages = append(sp.messages, m)
+			curMsg = m
+		case "field":
+			if curMsg == nil {
+				return nil, errf(line, "field outside a message")
+			}
+			if !curMsg.simulated {
+				return nil, errf(line, "field in accepted message %s (accepted messages carry any fields)", curMsg.name)
+			}
+			if len(tok) < 3 || len(tok) > 4 || (len(tok) == 4 && tok[3] != "optional") {
+				return nil, errf(line, "want `field JSON_NAME KIND [optional]`")
+			}
+			if !isJSONName(tok[1]) {
+				return nil, errf(line, "field name %q: want letters, digits and '_', starting with a letter", tok[1])
+			}
+			if tok[1] == "type" {
+				return nil, errf(line, `field name "type" is reserved for the message type`)
+			}
+			if !fieldKinds[tok[2]] {
+				return nil, errf(line, "field %s: unknown kind %q", tok[1], tok[2])
+			}
+			f := &field{json: tok[1], goName: camel(tok[1]), kind: tok[2], optional: len(tok) == 4, line: line}
+			for _, g := range curMsg.fields {
+				if g.json == f.json {
+					return nil, errf(line, "field %s is already declared at line %d", f.json, g.line)
+				}
+				if g.goName == f.goName || (g.kind == "tensor?" && "Has"+g.goName == f.goName) ||
+					(f.kind == "tensor?" && "Has"+f.goName == g.goName) {
+					return nil, errf(line, "field %s: its Go name clashes with field %s (line %d)", f.json, g.json, g.line)
+				}
+			}
+			if len(curMsg.fields) >= maxFields {
+				return nil, errf(line, "message %s has more than %d fields", curMsg.name, maxFields)
+			}
+			curMsg.fields = append(curMsg.fields, f)
+		case "table":
+			curMsg = nil
+			if len(tok) != 3 {
+				return nil, errf(line, "want `table NAME ID_TYPE`")
+			}
+			if !isExported(tok[1]) || !isExported(tok[2]) {
+				return nil, errf(line, "table %q and id type %q must be exported Go identifiers", tok[1], tok[2])
+			}
+			if err := declare(line, tok[1]+"Table"); err != nil {
+				return nil, err
+			}
+			if err := declare(line, tok[2]); err != nil {
+				return nil, err
+			}
+			curTable = &table{name: tok[1], idType: tok[2], line: line}
+			sp.tables = append(sp.tables, curTable)
+		case "column":
+			if curTable == nil {
+				return nil, errf(line, "column outside a table")
+			}
+			if len(tok) < 3 {
+				return nil, errf(line, "want `column NAME GO_TYPE [doc...]`")
+			}
+			if !isExported(tok[1]) {
+				return nil, errf(line, "column name %q is not an exported Go identifier", tok[1])
+			}
+			if !columnTypes[tok[2]] && tok[2] != curTable.idType {
+				return nil, errf(line, "column %s: unsupported type %q", tok[1], tok[2])
+			}
+			for _, c := range curTable.columns {
+				if c.name == tok[1] {
+					return nil, errf(line, "column %s is already declared at line %d", c.name, c.line)
+				}
+			}
+			curTable.columns = append(curTable.columns, &column{name: tok[1], goType: tok[2], doc: strings.Join(tok[3:], " "), line: line})
+		default:
+			return nil, errf(line, "unknown declaration %q (want message, field, table or column)", tok[0])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, errf(line+1, "%v", err)
+	}
+	if len(sp.messages) == 0 {
+		return nil, errf(line, "no messages")
+	}
+	for _, t := range sp.tables {
+		if len(t.columns) == 0 {
+			return nil, errf(t.line, "table %s has no columns", t.name)
+		}
+	}
+	return sp, nil
+}
+
+func isExported(s string) bool {
+	return token.IsIdentifier(s) && token.IsExported(s)
+}
+
+func isJSONName(s string) bool {
+	for i, r := range s {
+		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || (i > 0 && (unicode.IsDigit(r) || r == '_')))
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// camel turns a JSON name into an exported Go name: from_ranks -> FromRanks.
+func camel(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		if r == '_' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
