@@ -2,7 +2,10 @@
 
 package gen
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // TaskID indexes the rows of a TaskTable.
 type TaskID int32
@@ -141,4 +144,27 @@ func (t *TaskTable) CopyRow(dst, src TaskID) {
 	t.NIn[dst] = t.NIn[src]
 	t.NOut[dst] = t.NOut[src]
 	t.Holds[dst] = t.Holds[src]
+}
+
+// Clone returns an independent copy of the table: same rows, same ids, same
+// free list. Every column is copied with one copy call.
+func (t *TaskTable) Clone() TaskTable {
+	return TaskTable{
+		Borrow:    slices.Clone(t.Borrow),
+		Coll:      slices.Clone(t.Coll),
+		Command:   slices.Clone(t.Command),
+		EndNs:     slices.Clone(t.EndNs),
+		Flags:     slices.Clone(t.Flags),
+		Holds:     slices.Clone(t.Holds),
+		IOOff:     slices.Clone(t.IOOff),
+		NIn:       slices.Clone(t.NIn),
+		NOut:      slices.Clone(t.NOut),
+		Name:      slices.Clone(t.Name),
+		RuntimeNs: slices.Clone(t.RuntimeNs),
+		StartNs:   slices.Clone(t.StartNs),
+		State:     slices.Clone(t.State),
+		Stream:    slices.Clone(t.Stream),
+		Wait:      slices.Clone(t.Wait),
+		free:      slices.Clone(t.free),
+	}
 }

@@ -26,6 +26,7 @@ each device peaks at, with a Chrome/Perfetto trace of the timeline.
 
 Usage:
   fastsim replay [flags] HISTORY   replay a history (.hist or .hist.zst)
+  fastsim synth --random SEED OUT  write a random valid history
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
@@ -43,10 +44,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
+	case "synth":
+		return synthCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "fastsim: unknown command %q (want replay or help)\n", args[0])
+	fmt.Fprintf(stderr, "fastsim: unknown command %q (want replay, synth or help)\n", args[0])
 	return exitInput
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -38,6 +39,8 @@ type replayFlags struct {
 	strict     bool
 	cpuprofile string
 	quiet      bool
+	grouped    bool
+	jobs       int
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -50,24 +53,16 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
+	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
+	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines;\nresults do not depend on it")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), replayUsage)
 		fs.PrintDefaults()
 	}
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitInput
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
 	}
 	if len(positional) != 1 {
 		fmt.Fprintf(stderr, "fastsim replay: want exactly one HISTORY file, got %d (see fastsim replay --help)\n", len(positional))
@@ -79,7 +74,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
 		return exitInput
 	}
-	opt := replay.Options{Mode: mode, Strict: f.strict}
+	if f.jobs < 1 {
+		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)
+		return exitInput
+	}
+	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
 	if !f.reportOnly {
 		opt.TracePath = f.trace
 		if opt.TracePath == "" {
@@ -186,7 +185,14 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	} else {
 		fmt.Fprintf(w, "peak memory          %.6f MB\n", res.Final.PeakMB())
 	}
+	const shown = 8
 	for i, st := range res.Steps {
+		if i == shown && len(res.Steps) > shown+1 {
+			fmt.Fprintf(w, "  ... %d more steps (--summary-json lists them all)\n", len(res.Steps)-shown-1)
+			i, st = len(res.Steps)-1, res.Steps[len(res.Steps)-1]
+			fmt.Fprintf(w, "  step %-4d          %.6f s, %.6f MB\n", i, st.ExecSeconds(), st.PeakMB())
+			break
+		}
 		fmt.Fprintf(w, "  step %-4d          %.6f s, %.6f MB\n", i, st.ExecSeconds(), st.PeakMB())
 	}
 	secs := res.Wall.Seconds()
@@ -194,7 +200,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	if secs > 0 {
 		rate = float64(res.Commands) / secs
 	}
-	fmt.Fprintf(w, "commands replayed    %d on %d workers\n", res.Commands, res.Header.WorldSize)
+	fmt.Fprintf(w, "commands replayed    %d on %d workers (%d simulated groups)\n", res.Commands, res.Header.WorldSize, res.Groups)
 	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s)\n", secs, rate)
 	if res.Warnings > 0 {
 		fmt.Fprintf(w, "warnings             %d (first: %s)\n", res.Warnings, res.FirstWarning)

@@ -21,6 +21,8 @@ type Options struct {
 	Costs     sched.Costs
 	TracePath string // where to write the trace; empty: no trace
 	Strict    bool   // unknown message types are errors, not warnings
+	Grouped   bool   // simulate identical ranks once, as a group
+	Jobs      int    // goroutines running groups in parallel (<= 1: serial)
 	// Progress, when set, is called about once a second with the records
 	// read so far.
 	Progress func(records int64)
@@ -35,6 +37,7 @@ type Result struct {
 	Records      int64          // command records read
 	Warnings     int64
 	FirstWarning string
+	Groups       int // groups simulated at the end (the world size, ungrouped)
 	Wall         time.Duration
 }
 
@@ -70,6 +73,8 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		Mode:       opt.Mode,
 		Costs:      opt.Costs,
 		KeepEvents: opt.TracePath != "",
+		Grouped:    opt.Grouped,
+		Jobs:       opt.Jobs,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
@@ -105,6 +110,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	}
 	res.Final = eng.Report()
 	res.Commands = eng.Commands()
+	res.Groups = eng.Groups()
 	res.Warnings, res.FirstWarning = eng.Warnings()
 	if opt.TracePath != "" {
 		if err := writeTrace(eng, opt.TracePath); err != nil {

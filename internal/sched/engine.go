@@ -3,7 +3,10 @@ package sched
 import (
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
 )
@@ -69,34 +72,36 @@ type Options struct {
 	// KeepEvents keeps every stream and controller event so WriteTrace can
 	// write them; without it only the report is computed.
 	KeepEvents bool
+	// Grouped simulates ranks that received exactly the same commands once,
+	// as a group; results are the same as ungrouped.
+	Grouped bool
+	// Jobs bounds the goroutines that run groups in parallel after a
+	// command (<= 1: serial). Results do not depend on it.
+	Jobs int
 }
 
-// Engine replays commands. It is not safe for concurrent use.
+// Engine replays commands. It is not safe for concurrent use; inside, the
+// groups touched by a command run their streams in parallel (Options.Jobs).
 type Engine struct {
 	opt Options
 
-	nowNs   int64 // the controller clock
-	cmdID   int64
-	line    int64
-	ranks   []int32  // receiving workers of the current record
-	mark    []uint32 // per worker: epoch it was last added to ranks
-	epoch   uint32
-	scratch []int64
+	nowNs int64 // the controller clock
+	cmdID int64
+	line  int64
+	cur   []jsonl.Slice // ranks of the current command
 
-	tasks    soa.Tasks
-	tensors  soa.Tensors
-	storages soa.Storages
-	colls    soa.Colls
-	names    soa.Intern
-
-	workers []worker
-	streams []stream
-	borrows []borrow
-	freeBor []int32
+	part   *groups.Partition
+	gs     []group   // one per group of identical ranks (per rank, ungrouped)
+	colls  soa.Colls // collectives span groups
+	names  soa.Intern
+	recv   []int32 // groups receiving the current command
+	ready  []int32 // groups with streams to move in the next round
+	round  []int32
+	eg     errgroup.Group
+	splitF groups.Split
 
 	borrowed []bool // by tensor Idx: the tensor is the result of a borrow
 
-	work   []int32 // streams whose head may move
 	inputs []jsonl.Tensor
 	outs   []jsonl.Tensor
 	pairs  []soa.TaskID // tasks of one SendTensor
@@ -106,27 +111,40 @@ type Engine struct {
 	ctrlEnd   []int64
 	ctrlCmd   []int64
 	ctrlMaxNs int64
-	evMaxNs   int64 // latest end of any stream event
 
 	viewName int32
 	fnNames  map[string]int32 // function path -> interned clean name
 
-	warnings    int64
-	firstWarn   string
-	reports     []Report
-	unknownSeen map[string]bool
+	warnings  int64
+	firstWarn string
+	reports   []Report
 }
 
-type worker struct {
-	streams  []int32         // stream ids in creation order
+// group is the simulation state of a group of identical ranks (one rank
+// when ungrouped). Every table is its own, with ids local to the group, so
+// a split copies the tables wholesale and groups run in parallel without
+// sharing anything but the collectives.
+type group struct {
+	tasks    soa.Tasks
+	tensors  soa.Tensors
+	storages soa.Storages
+	streams  []stream        // in creation order; a stream's id is its index
 	cpu      map[int64]int32 // tensor id -> row of a CPU tensor
-	storages map[int64]int32 // storage id -> storage row
-	borrows  map[int64]int32 // borrow id -> borrow row
-	active   bool            // given any task: it appears in the trace
+	storage  map[int64]int32 // storage id -> storage row
+	borrowOf map[int64]int32 // borrow id -> borrow row
+	borrows  []borrow
+	freeBor  []int32
+	active   bool  // given any task: it appears in the trace
+	evMaxNs  int64 // latest end of any of its stream events
+
+	work      []int32 // streams whose head may move
+	ready     bool    // in Engine.ready
+	wakeColls []int32 // collectives that this round's tasks completed the starts of
+	doneColls []int32 // collectives whose last member executed this round
+	err       error
 }
 
 type stream struct {
-	worker  int32
 	ref     int64
 	name    int32
 	waitFor int32 // interned "waiting for <name>"
@@ -180,34 +198,46 @@ const (
 
 // New returns an engine for a world of opt.WorldSize workers.
 func New(opt Options) (*Engine, error) {
-	if opt.WorldSize < 1 || opt.WorldSize > MaxWorld {
-		return nil, fmt.Errorf("%w: world size %d (want 1..%d)", ErrOptions, opt.WorldSize, int64(MaxWorld))
+	limit := int64(MaxWorld)
+	if opt.Grouped {
+		limit = MaxGroupedWorld
+	}
+	if opt.WorldSize < 1 || opt.WorldSize > limit {
+		return nil, fmt.Errorf("%w: world size %d (want 1..%d; larger worlds need grouped workers)", ErrOptions, opt.WorldSize, limit)
 	}
 	if opt.Costs == (Costs{}) {
 		opt.Costs = DefaultCosts()
 	}
+	part, err := groups.New(opt.WorldSize, opt.Grouped)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
+	}
 	e := &Engine{
-		opt:         opt,
-		workers:     make([]worker, opt.WorldSize),
-		mark:        make([]uint32, opt.WorldSize),
-		fnNames:     make(map[string]int32),
-		unknownSeen: make(map[string]bool),
+		opt:     opt,
+		part:    part,
+		gs:      make([]group, part.Len()),
+		fnNames: make(map[string]int32),
+	}
+	e.splitF = e.split
+	if opt.Jobs > 1 {
+		e.eg.SetLimit(opt.Jobs)
 	}
 	e.viewName = e.names.ID("aten.view")
 	return e, nil
 }
 
-// MaxWorld is the largest world an ungrouped engine accepts.
-const MaxWorld = 1 << 24
+// MaxWorld is the largest world an ungrouped engine accepts: each rank
+// carries its own tables.
+const MaxWorld = 1 << 20
+
+// MaxGroupedWorld is the largest world with grouped workers.
+const MaxGroupedWorld = 1 << 24
 
 // Command applies one command record: ts is the controller's send time,
 // ranks the slices receiving it, line its line number (for messages).
 func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.line = line
-	if err := e.setRanks(ranks); err != nil {
-		return err
-	}
-	return e.process(ts, m)
+	return e.process(ts, ranks, m)
 }
 
 // Step closes an iteration: it records and returns the report so far.
@@ -227,8 +257,8 @@ func (e *Engine) Warnings() (int64, string) { return e.warnings, e.firstWarn }
 // Commands is the number of commands processed, sub-commands included.
 func (e *Engine) Commands() int64 { return e.cmdID }
 
-// process runs one command: steps 1-4 of SEMANTICS.md.
-func (e *Engine) process(ts int64, m *gen.Msg) error {
+// process runs one command sent to ranks: steps 1-4 of SEMANTICS.md.
+func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.cmdID++
 	if e.opt.Mode.controller() {
 		if m.Kind != gen.MsgCreateDeviceMesh && m.Kind != gen.MsgCreateStream {
@@ -239,11 +269,25 @@ func (e *Engine) process(ts int64, m *gen.Msg) error {
 	if !e.opt.Mode.streams() && m.Kind != gen.MsgCommandGroup {
 		return nil
 	}
+	e.cur = ranks
 	if err := gen.Dispatch(e, m); err != nil {
 		return e.wrap(m, err)
 	}
-	e.run()
+	if err := e.run(); err != nil {
+		return e.wrap(m, err)
+	}
 	return nil
+}
+
+// resolve returns the groups receiving the current command, splitting the
+// groups it covers in part.
+func (e *Engine) resolve() ([]int32, error) {
+	r, err := e.part.Resolve(e.cur, e.splitF)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRankRange, err)
+	}
+	e.recv = append(e.recv[:0], r...)
+	return e.recv, nil
 }
 
 func (e *Engine) controllerName(m *gen.Msg) int32 {
@@ -290,43 +334,6 @@ func CleanName(name string) string {
 		name = name[:len(name)-len(def)]
 	}
 	return name
-}
-
-// setRanks expands the record's slices into the distinct receiving workers.
-func (e *Engine) setRanks(slices []jsonl.Slice) error {
-	e.ranks = e.ranks[:0]
-	e.epoch++
-	if e.epoch == 0 { // wrapped: clear the marks once every 2^32 records
-		clear(e.mark)
-		e.epoch = 1
-	}
-	for i := range slices {
-		var err error
-		if e.ranks, err = e.appendRanks(e.ranks, &slices[i], true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// appendRanks appends the ranks of s to dst, skipping repeats when dedup is
-// set (repeats are judged by the current epoch).
-func (e *Engine) appendRanks(dst []int32, s *jsonl.Slice, dedup bool) ([]int32, error) {
-	lo, hi := s.Bounds()
-	if lo < 0 || hi >= e.opt.WorldSize {
-		return dst, fmt.Errorf("%w: slice spans ranks %d..%d, world size is %d", ErrRankRange, lo, hi, e.opt.WorldSize)
-	}
-	e.scratch = s.AppendRanks(e.scratch[:0])
-	for _, r := range e.scratch {
-		if dedup {
-			if e.mark[r] == e.epoch {
-				continue
-			}
-			e.mark[r] = e.epoch
-		}
-		dst = append(dst, int32(r))
-	}
-	return dst, nil
 }
 
 func (e *Engine) wrap(m *gen.Msg, err error) error {

@@ -71,8 +71,9 @@ func replayText(t *testing.T, mode Mode, text string) (*Engine, error) {
 // timeline lists a worker's stream events as "name start-end" in ns.
 func timeline(e *Engine, w int, name string) string {
 	var b strings.Builder
-	for _, s := range e.workers[w].streams {
-		st := &e.streams[s]
+	g := &e.gs[e.part.GroupOf(int64(w))]
+	for s := range g.streams {
+		st := &g.streams[s]
 		if e.names.Name(st.name) != name {
 			continue
 		}
@@ -86,7 +87,7 @@ func timeline(e *Engine, w int, name string) string {
 // memory lists a worker's merged memory series as "ns:bytes".
 func memory(e *Engine, w int) string {
 	var parts []string
-	e.mergeMemory(int32(w), func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
+	e.mergeMemory(&e.gs[e.part.GroupOf(int64(w))], func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
 	return strings.Join(parts, " ")
 }
 
@@ -390,8 +391,8 @@ func TestControllerOnly(t *testing.T) {
 	))
 	r := e.Report()
 	// Only the controller: f from 1000 to 5000; no device was given a task.
-	if r.ExecNs != 5000 || r.PeakBytes != 0 || e.workers[0].active {
-		t.Errorf("report %+v active %v, want exec 5000, no memory, no device", r, e.workers[0].active)
+	if r.ExecNs != 5000 || r.PeakBytes != 0 || e.gs[0].active {
+		t.Errorf("report %+v active %v, want exec 5000, no memory, no device", r, e.gs[0].active)
 	}
 }
 

@@ -9,38 +9,54 @@ import (
 )
 
 // The Engine is the generated handler interface: gen.Dispatch calls one of
-// these per command, after the controller's part is done.
+// these per command, after the controller's part is done. Each resolves the
+// groups that receive the command (splitting groups it covers in part) and
+// applies the message to each group once.
 var _ gen.Handler = (*Engine)(nil)
 
 // CreateStream creates the stream on every receiving worker.
 func (e *Engine) CreateStream(m *gen.CreateStream) error {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
 	name := e.names.ID(m.Result.Name)
 	wait := e.names.ID("waiting for " + m.Result.Name)
-	for _, w := range e.ranks {
-		if e.streamOf(w, m.Result.Ref) >= 0 {
-			return fmt.Errorf("%w: stream %d (%q) on worker %d", ErrStreamExists, m.Result.Ref, m.Result.Name, w)
+	for _, gi := range gs {
+		g := &e.gs[gi]
+		if g.streamOf(m.Result.Ref) >= 0 {
+			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
 		}
-		e.newStream(w, m.Result.Ref, name, wait)
+		g.newStream(m.Result.Ref, name, wait)
 	}
 	return nil
 }
 
 // CallFunction queues the function on its stream of every receiving worker.
 func (e *Engine) CallFunction(m *gen.CallFunction) error {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
 	e.inputs = appendUnique(e.inputs[:0], m.Args.Leaves)
 	e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
 	e.outs = appendUnique(e.outs, m.Mutates)
 	name := e.fnName(m.Function)
-	for _, w := range e.ranks {
-		if _, err := e.addTask(w, m.Stream.Ref, name, e.opt.Costs.CallFunctionNs, e.inputs, e.outs, -1); err != nil {
+	for _, gi := range gs {
+		if _, err := e.addTask(gi, m.Stream.Ref, name, e.opt.Costs.CallFunctionNs, e.inputs, e.outs, -1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Reduce queues one collective across every receiving worker.
+// Reduce queues one collective across every receiving worker: one task per
+// group, since a group's ranks start together.
 func (e *Engine) Reduce(m *gen.Reduce) error {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
 	var name string
 	switch {
 	case m.Reduction == "stack" && m.Scatter:
@@ -56,22 +72,23 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	e.inputs = append(e.inputs[:0], m.LocalTensor)
 	e.outs = append(e.outs[:0], m.Result)
 	c := e.colls.Alloc()
-	for _, w := range e.ranks {
-		t, err := e.addTask(w, m.Stream.Ref, id, e.opt.Costs.ReduceNs, e.inputs, e.outs, c)
+	for _, gi := range gs {
+		t, err := e.addTask(gi, m.Stream.Ref, id, e.opt.Costs.ReduceNs, e.inputs, e.outs, c)
 		if err != nil {
 			return err
 		}
-		e.colls.Add(c, t)
+		e.colls.Add(c, soa.Member{Group: gi, Task: t})
 	}
 	if e.colls.Len[c] == 0 {
-		e.colls.Live[c] = 1 // an empty collective: recycle the row at once
-		e.colls.Done(c)
+		e.colls.Free(c)
 	}
 	return nil
 }
 
-// SendTensor queues a local copy, or pairs of send and receive tasks
-// between the ranks of from_ranks and to_ranks, position by position.
+// SendTensor queues a local copy on every rank of from_ranks when it equals
+// to_ranks, else pairs of send and receive tasks between the ranks of
+// from_ranks and to_ranks, position by position. The record's own ranks do
+// not matter, as in the reference.
 func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	if m.FromStream.Ref != m.ToStream.Ref {
 		return fmt.Errorf("%w: SendTensor from stream %d to stream %d (both must be the same)", ErrStreams, m.FromStream.Ref, m.ToStream.Ref)
@@ -79,42 +96,35 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	stream := m.FromStream.Ref
 	send := e.names.ID("SendTensor")
 	if m.FromRanks.Equal(&m.ToRanks) {
-		e.epoch++ // a fresh epoch: from_ranks is deduplicated on its own
-		ws, err := e.appendRanks(e.ranks[:0], &m.FromRanks, true)
-		e.ranks = ws
+		gs, err := e.part.Resolve([]jsonl.Slice{m.FromRanks}, e.splitF)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: from_ranks: %v", ErrRankRange, err)
 		}
+		e.recv = append(e.recv[:0], gs...)
 		e.inputs = append(e.inputs[:0], m.Tensor)
 		e.outs = append(e.outs[:0], m.Result)
-		for _, w := range e.ranks {
-			if _, err := e.addTask(w, stream, send, e.opt.Costs.SendLocalNs, e.inputs, e.outs, -1); err != nil {
+		for _, gi := range e.recv {
+			if _, err := e.addTask(gi, stream, send, e.opt.Costs.SendLocalNs, e.inputs, e.outs, -1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	from, err := e.appendRanks(e.ranks[:0], &m.FromRanks, false)
+	senders, receivers, err := e.part.Pairs(&m.FromRanks, &m.ToRanks, e.splitF)
 	if err != nil {
-		return err
-	}
-	n := len(from)
-	all, err := e.appendRanks(from, &m.ToRanks, false)
-	e.ranks = all
-	if err != nil {
-		return err
-	}
-	if len(all)-n != n {
-		return fmt.Errorf("%w: SendTensor from %d ranks to %d ranks", ErrRankCount, n, len(all)-n)
+		if m.FromRanks.Len() != m.ToRanks.Len() {
+			return fmt.Errorf("%w: SendTensor from %d ranks to %d ranks", ErrRankCount, m.FromRanks.Len(), m.ToRanks.Len())
+		}
+		return fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
 	recv := e.names.ID("RecvTensor")
 	// Sends first, then receives, as the reference queues them: the order
-	// matters when a rank is on both sides. Each pair is then one
-	// collective (a collective's members are added together).
+	// matters when a rank is on both sides. Each pair is one collective.
+	n := len(senders)
 	tasks := e.pairs[:0]
 	e.inputs = append(e.inputs[:0], m.Tensor)
 	for i := 0; i < n; i++ {
-		t, err := e.addTask(all[i], stream, send, e.opt.Costs.SendRemoteNs, e.inputs, nil, -1)
+		t, err := e.addTask(senders[i], stream, send, e.opt.Costs.SendRemoteNs, e.inputs, nil, -1)
 		if err != nil {
 			return err
 		}
@@ -122,7 +132,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	}
 	e.outs = append(e.outs[:0], m.Result)
 	for i := 0; i < n; i++ {
-		t, err := e.addTask(all[n+i], stream, recv, e.opt.Costs.SendRemoteNs, nil, e.outs, -1)
+		t, err := e.addTask(receivers[i], stream, recv, e.opt.Costs.SendRemoteNs, nil, e.outs, -1)
 		if err != nil {
 			return err
 		}
@@ -130,9 +140,10 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	}
 	for i := 0; i < n; i++ {
 		c := e.colls.Alloc()
-		for _, t := range [2]soa.TaskID{tasks[i], tasks[n+i]} {
-			e.tasks.Coll[t] = c
-			e.colls.Add(c, t)
+		for k, gi := range [2]int32{senders[i], receivers[i]} {
+			t := tasks[i+k*n]
+			e.gs[gi].tasks.Coll[t] = c
+			e.colls.Add(c, soa.Member{Group: gi, Task: t})
 		}
 	}
 	e.pairs = tasks
@@ -142,66 +153,75 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 // BorrowCreate lends a tensor from one stream to another on every
 // receiving worker.
 func (e *Engine) BorrowCreate(m *gen.BorrowCreate) error {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
 	e.markBorrowed(m.Result.Idx)
-	for _, w := range e.ranks {
-		if err := e.borrowCreate(w, m); err != nil {
+	for _, gi := range gs {
+		if err := e.borrowCreate(gi, m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (e *Engine) borrowCreate(w int32, m *gen.BorrowCreate) error {
-	wk := &e.workers[w]
-	if _, dup := wk.borrows[m.Borrow]; dup {
-		return fmt.Errorf("%w: borrow %d created twice on worker %d", ErrBorrow, m.Borrow, w)
+func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
+	g := &e.gs[gi]
+	if _, dup := g.borrowOf[m.Borrow]; dup {
+		return fmt.Errorf("%w: borrow %d created twice on %s", ErrBorrow, m.Borrow, e.who(gi))
 	}
-	from := e.streamOf(w, m.FromStream.Ref)
-	to := e.streamOf(w, m.ToStream.Ref)
+	from := g.streamOf(m.FromStream.Ref)
+	to := g.streamOf(m.ToStream.Ref)
 	if from < 0 || to < 0 {
-		return e.noStream(w, m.FromStream.Ref, m.ToStream.Ref)
+		return e.noStream(gi, m.FromStream.Ref, m.ToStream.Ref)
 	}
-	recorded := e.newest(from)
+	recorded := g.newest(from)
 	if recorded < 0 {
-		return fmt.Errorf("%w: borrow %d: stream %q of worker %d has no task yet", ErrNoTaskToWaitFor, m.Borrow, e.streamName(from), w)
+		return fmt.Errorf("%w: borrow %d: stream %q of %s has no task yet", ErrNoTaskToWaitFor, m.Borrow, e.streamName(g, from), e.who(gi))
 	}
-	src, ok := e.streams[from].tensors[m.Tensor.ID]
+	src, ok := g.streams[from].tensors[m.Tensor.ID]
 	if !ok {
-		return fmt.Errorf("%w: borrow %d lends tensor %d, which is not on stream %q of worker %d", ErrMissingTensor, m.Borrow, m.Tensor.ID, e.streamName(from), w)
+		return fmt.Errorf("%w: borrow %d lends tensor %d, which is not on stream %q of %s", ErrMissingTensor, m.Borrow, m.Tensor.ID, e.streamName(g, from), e.who(gi))
 	}
-	ev := e.newEvent(from, recorded)
-	b := e.allocBorrow()
-	e.tasks.Borrow[ev] = b
-	e.tasks.Holds[ev]++ // held by the borrow until it is dropped
-	e.borrows[b] = borrow{src: m.Tensor.ID, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
-	if wk.borrows == nil {
-		wk.borrows = make(map[int64]int32)
+	ev := e.newEvent(g, from, recorded)
+	b := g.allocBorrow()
+	g.tasks.Borrow[ev] = b
+	g.tasks.Holds[ev]++ // held by the borrow until it is dropped
+	g.borrows[b] = borrow{src: m.Tensor.ID, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
+	if g.borrowOf == nil {
+		g.borrowOf = make(map[int64]int32)
 	}
-	wk.borrows[m.Borrow] = b
-	e.tensors.Refs[src]++
+	g.borrowOf[m.Borrow] = b
+	g.tensors.Refs[src]++
 	// The borrowed tensor appears on the destination stream already in
 	// use; its storage is never charged.
-	dst := e.putTensor(to, &m.Result)
-	if e.tensors.Refs[dst] > 0 {
+	dst := e.putTensor(g, to, &m.Result)
+	if g.tensors.Refs[dst] > 0 {
 		return fmt.Errorf("%w: borrow %d result tensor %d", ErrTensorInUse, m.Borrow, m.Result.ID)
 	}
-	return e.firstUse(dst, -1, to)
+	return e.firstUse(g, dst, -1, to)
 }
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
-	for _, w := range e.ranks {
-		b, err := e.borrowOf(w, m.Borrow)
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
+	for _, gi := range gs {
+		g := &e.gs[gi]
+		b, err := e.borrowOf(gi, m.Borrow)
 		if err != nil {
 			return err
 		}
-		br := &e.borrows[b]
+		br := &g.borrows[b]
 		if br.state != borrowCreated {
-			return fmt.Errorf("%w: borrow %d first used twice or after its last use on worker %d", ErrBorrow, m.Borrow, w)
+			return fmt.Errorf("%w: borrow %d first used twice or after its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
 		}
 		br.state = borrowFirstUsed
-		e.workers[w].active = true
-		e.enqueue(br.to, br.create)
+		g.active = true
+		e.enqueue(gi, br.to, br.create)
 	}
 	return nil
 }
@@ -209,21 +229,26 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 // BorrowLastUse records the destination stream's newest task as the one the
 // source stream must wait for when the borrow is dropped.
 func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
-	for _, w := range e.ranks {
-		b, err := e.borrowOf(w, m.Borrow)
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
+	for _, gi := range gs {
+		g := &e.gs[gi]
+		b, err := e.borrowOf(gi, m.Borrow)
 		if err != nil {
 			return err
 		}
-		br := &e.borrows[b]
+		br := &g.borrows[b]
 		if br.state == borrowLastUsed {
-			return fmt.Errorf("%w: borrow %d last used twice on worker %d", ErrBorrow, m.Borrow, w)
+			return fmt.Errorf("%w: borrow %d last used twice on %s", ErrBorrow, m.Borrow, e.who(gi))
 		}
-		recorded := e.newest(br.to)
+		recorded := g.newest(br.to)
 		if recorded < 0 {
-			return fmt.Errorf("%w: borrow %d: stream %q of worker %d has no task yet", ErrNoTaskToWaitFor, m.Borrow, e.streamName(br.to), w)
+			return fmt.Errorf("%w: borrow %d: stream %q of %s has no task yet", ErrNoTaskToWaitFor, m.Borrow, e.streamName(g, br.to), e.who(gi))
 		}
-		ev := e.newEvent(br.to, recorded)
-		e.tasks.Holds[ev]++
+		ev := e.newEvent(g, br.to, recorded)
+		g.tasks.Holds[ev]++
 		br.last = ev
 		br.state = borrowLastUsed
 	}
@@ -233,30 +258,35 @@ func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
-	for _, w := range e.ranks {
-		b, err := e.borrowOf(w, m.Borrow)
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
+	for _, gi := range gs {
+		g := &e.gs[gi]
+		b, err := e.borrowOf(gi, m.Borrow)
 		if err != nil {
 			return err
 		}
-		br := e.borrows[b]
+		br := g.borrows[b]
 		if br.state != borrowLastUsed {
-			return fmt.Errorf("%w: borrow %d dropped before its last use on worker %d", ErrBorrow, m.Borrow, w)
+			return fmt.Errorf("%w: borrow %d dropped before its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
 		}
-		e.workers[w].active = true
-		e.enqueue(br.from, br.last)
-		e.release(br.last)
+		g.active = true
+		e.enqueue(gi, br.from, br.last)
+		g.release(br.last)
 		// The create event no longer returns anything once the borrow is
 		// gone (it may still be queued behind a collective).
-		e.tasks.Borrow[br.create] = -1
-		e.release(br.create)
-		delete(e.workers[w].borrows, m.Borrow)
-		e.freeBorrow(b)
-		s := &e.streams[br.from]
+		g.tasks.Borrow[br.create] = -1
+		g.release(br.create)
+		delete(g.borrowOf, m.Borrow)
+		g.freeBorrow(b)
+		s := &g.streams[br.from]
 		row, ok := s.tensors[br.src]
 		if !ok || row != br.srcRow || !br.holdsSrc {
-			return fmt.Errorf("%w: borrow %d: lent tensor %d is no longer on stream %q of worker %d", ErrBorrow, m.Borrow, br.src, e.streamName(br.from), w)
+			return fmt.Errorf("%w: borrow %d: lent tensor %d is no longer on stream %q of %s", ErrBorrow, m.Borrow, br.src, e.streamName(g, br.from), e.who(gi))
 		}
-		if err := e.unref(row, s.nowNs); err != nil {
+		if err := e.unref(g, row, s.nowNs); err != nil {
 			return err
 		}
 	}
@@ -265,20 +295,24 @@ func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
 
 // DeleteRefs deletes tensors: CPU ones at once, stream ones once unused.
 func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
-	for _, w := range e.ranks {
-		wk := &e.workers[w]
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
+	for _, gi := range gs {
+		g := &e.gs[gi]
 		for _, id := range m.Refs {
-			if row, ok := wk.cpu[id]; ok {
-				if err := e.deleteTensor(row, e.nowNs); err != nil {
+			if row, ok := g.cpu[id]; ok {
+				if err := e.deleteTensor(g, row, e.nowNs); err != nil {
 					return err
 				}
 			}
 		}
-		for _, s := range wk.streams {
-			st := &e.streams[s]
+		for s := range g.streams {
 			for _, id := range m.Refs {
+				st := &g.streams[s]
 				if row, ok := st.tensors[id]; ok {
-					if err := e.deleteTensor(row, max(st.nowNs, e.nowNs)); err != nil {
+					if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
 						return err
 					}
 				}
@@ -295,9 +329,13 @@ func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
 			return fmt.Errorf("%w: PipeRecv result tensor %d is on the GPU; only CPU tensors can be received from a pipe", ErrNotCPU, t.ID)
 		}
 	}
-	for _, w := range e.ranks {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
+	}
+	for _, gi := range gs {
 		for i := range m.Result.Leaves {
-			if err := e.putCPU(w, &m.Result.Leaves[i]); err != nil {
+			if err := e.putCPU(gi, &m.Result.Leaves[i]); err != nil {
 				return err
 			}
 		}
@@ -305,14 +343,12 @@ func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
 	return nil
 }
 
-// CommandGroup processes each sub-command in order, at the current time.
+// CommandGroup processes each sub-command in order, fully, at the current
+// time and for the group's ranks.
 func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
-	// Sub-commands overwrite the receiving set's scratch space only for
-	// SendTensor; keep a copy so every sub-command sees the group's ranks.
-	ranks := append([]int32(nil), e.ranks...)
+	ranks := e.cur
 	for i := range m.Commands {
-		e.ranks = append(e.ranks[:0], ranks...)
-		if err := e.process(e.nowNs, &m.Commands[i]); err != nil {
+		if err := e.process(e.nowNs, ranks, &m.Commands[i]); err != nil {
 			return err
 		}
 	}
@@ -356,34 +392,45 @@ func (e *Engine) isBorrowed(idx int32) bool {
 	return int(idx) < len(e.borrowed) && e.borrowed[idx]
 }
 
-func (e *Engine) borrowOf(w int32, id int64) (int32, error) {
-	b, ok := e.workers[w].borrows[id]
+func (e *Engine) borrowOf(gi int32, id int64) (int32, error) {
+	b, ok := e.gs[gi].borrowOf[id]
 	if !ok {
-		return -1, fmt.Errorf("%w: unknown borrow %d on worker %d", ErrBorrow, id, w)
+		return -1, fmt.Errorf("%w: unknown borrow %d on %s (never created, or already dropped)", ErrBorrow, id, e.who(gi))
 	}
 	return b, nil
 }
 
-func (e *Engine) allocBorrow() int32 {
-	if n := len(e.freeBor); n > 0 {
-		b := e.freeBor[n-1]
-		e.freeBor = e.freeBor[:n-1]
+func (g *group) allocBorrow() int32 {
+	if n := len(g.freeBor); n > 0 {
+		b := g.freeBor[n-1]
+		g.freeBor = g.freeBor[:n-1]
 		return b
 	}
-	e.borrows = append(e.borrows, borrow{})
-	return int32(len(e.borrows) - 1)
+	g.borrows = append(g.borrows, borrow{})
+	return int32(len(g.borrows) - 1)
 }
 
-func (e *Engine) freeBorrow(b int32) {
-	e.borrows[b] = borrow{}
-	e.freeBor = append(e.freeBor, b)
+func (g *group) freeBorrow(b int32) {
+	g.borrows[b] = borrow{}
+	g.freeBor = append(g.freeBor, b)
 }
 
-func (e *Engine) noStream(w int32, refs ...int64) error {
+func (e *Engine) noStream(gi int32, refs ...int64) error {
 	for _, r := range refs {
-		if e.streamOf(w, r) < 0 {
-			return fmt.Errorf("%w: stream %d on worker %d (create it with CreateStream first)", ErrUnknownStream, r, w)
+		if e.gs[gi].streamOf(r) < 0 {
+			return fmt.Errorf("%w: stream %d on %s (create it with CreateStream first)", ErrUnknownStream, r, e.who(gi))
 		}
 	}
 	return nil
+}
+
+// who names group gi for messages: "worker 3", or "workers [0-3] [8-11]".
+func (e *Engine) who(gi int32) string {
+	if !e.part.Grouped() {
+		return fmt.Sprintf("worker %d", gi)
+	}
+	if e.part.Size(gi) == 1 {
+		return fmt.Sprintf("worker %d", e.part.Lowest(gi))
+	}
+	return "workers " + string(e.part.AppendRanges(nil, gi))
 }

@@ -24,38 +24,44 @@ func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 
 // Report computes exec time and peak memory of everything so far.
 func (e *Engine) Report() Report {
-	r := Report{ExecNs: max(e.ctrlMaxNs, e.evMaxNs), PeakDevice: -1}
-	for w := range e.workers {
-		if !e.workers[w].active {
+	r := Report{ExecNs: e.ctrlMaxNs, PeakDevice: -1}
+	for gi := range e.gs {
+		g := &e.gs[gi]
+		r.ExecNs = max(r.ExecNs, g.evMaxNs)
+		if !g.active {
 			continue
 		}
-		e.mergeMemory(int32(w), func(_, running int64) {
-			if running > r.PeakBytes {
-				r.PeakBytes, r.PeakDevice = running, int64(w)
-			}
-		})
+		peak := int64(0)
+		e.mergeMemory(g, func(_, running int64) { peak = max(peak, running) })
+		// Ties go to the lowest rank, as a rank-by-rank scan would find.
+		low := e.part.Lowest(int32(gi))
+		if peak > r.PeakBytes || peak == r.PeakBytes && peak > 0 && low < r.PeakDevice {
+			r.PeakBytes, r.PeakDevice = peak, low
+		}
 	}
 	return r
 }
 
-// mergeMemory walks worker w's memory events merged across its streams in
+// Groups is the number of groups simulated (the world size, ungrouped).
+func (e *Engine) Groups() int { return len(e.gs) }
+
+// mergeMemory walks a group's memory events merged across its streams in
 // time order (ties: the earlier-created stream first; within a stream, the
 // smaller delta first) and calls fn with each event's time and the running
 // total.
-func (e *Engine) mergeMemory(w int32, fn func(ns, running int64)) {
-	ss := e.workers[w].streams
+func (e *Engine) mergeMemory(g *group, fn func(ns, running int64)) {
 	var cur [8]int
 	pos := cur[:0]
-	for _, s := range ss {
-		e.sortMemory(s)
+	for s := range g.streams {
+		g.sortMemory(int32(s))
 		pos = append(pos, 0)
 	}
 	running := int64(0)
 	for {
 		best := -1
 		var bestNs int64
-		for i, s := range ss {
-			m := e.streams[s].mem
+		for i := range g.streams {
+			m := g.streams[i].mem
 			if pos[i] < len(m) && (best < 0 || m[pos[i]].ns < bestNs) {
 				best, bestNs = i, m[pos[i]].ns
 			}
@@ -63,7 +69,7 @@ func (e *Engine) mergeMemory(w int32, fn func(ns, running int64)) {
 		if best < 0 {
 			return
 		}
-		ev := e.streams[ss[best]].mem[pos[best]]
+		ev := g.streams[best].mem[pos[best]]
 		pos[best]++
 		running += ev.delta
 		fn(ev.ns, running)
@@ -72,8 +78,8 @@ func (e *Engine) mergeMemory(w int32, fn func(ns, running int64)) {
 
 // sortMemory puts stream s's memory events in (time, delta) order. Events
 // arrive nearly sorted, so only the new tail is sorted and merged in.
-func (e *Engine) sortMemory(s int32) {
-	st := &e.streams[s]
+func (g *group) sortMemory(s int32) {
+	st := &g.streams[s]
 	if st.sorted == len(st.mem) {
 		return
 	}
@@ -107,24 +113,36 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 	for i := range e.ctrlName {
 		w.Complete(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
 	}
+	// Devices in order of their lowest rank; grouped, a device is named by
+	// its position in that order and its ranks: "Device 2 [4-7] [12-15]".
+	order := make([]int32, len(e.gs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(e.part.Lowest(a), e.part.Lowest(b)) })
 	var name []byte
-	for rank := range e.workers {
-		wk := &e.workers[rank]
-		if !wk.active {
+	for i, gi := range order {
+		g := &e.gs[gi]
+		if !g.active {
 			continue
 		}
 		pid := id()
-		name = fmt.Appendf(name[:0], "Device %d", rank)
+		if e.part.Grouped() {
+			name = fmt.Appendf(name[:0], "Device %d ", i)
+			name = e.part.AppendRanges(name, gi)
+		} else {
+			name = fmt.Appendf(name[:0], "Device %d", gi)
+		}
 		w.ProcessName(pid, string(name))
-		for _, s := range wk.streams {
-			st := &e.streams[s]
+		for s := range g.streams {
+			st := &g.streams[s]
 			tid := id()
 			w.ThreadName(pid, tid, e.names.Name(st.name))
 			for i := range st.evStart {
 				w.Complete(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
 			}
 		}
-		e.mergeMemory(int32(rank), func(ns, running int64) { w.Counter(pid, ns, running) })
+		e.mergeMemory(g, func(ns, running int64) { w.Counter(pid, ns, running) })
 	}
 	return nil
 }

@@ -2,42 +2,41 @@ package sched
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
 )
 
-func (e *Engine) newStream(w int32, ref int64, name, waitFor int32) int32 {
-	id := int32(len(e.streams))
-	e.streams = append(e.streams, stream{
-		worker:  w,
+func (g *group) newStream(ref int64, name, waitFor int32) int32 {
+	g.streams = append(g.streams, stream{
 		ref:     ref,
 		name:    name,
 		waitFor: waitFor,
 		last:    -1,
 		tensors: make(map[int64]int32),
 	})
-	e.workers[w].streams = append(e.workers[w].streams, id)
-	return id
+	return int32(len(g.streams) - 1)
 }
 
-// streamOf finds worker w's stream by its ref, or -1. Workers have a handful
-// of streams, so a scan beats a map.
-func (e *Engine) streamOf(w int32, ref int64) int32 {
-	for _, s := range e.workers[w].streams {
-		if e.streams[s].ref == ref {
-			return s
+// streamOf finds the group's stream by its ref, or -1. Groups have a
+// handful of streams, so a scan beats a map.
+func (g *group) streamOf(ref int64) int32 {
+	for s := range g.streams {
+		if g.streams[s].ref == ref {
+			return int32(s)
 		}
 	}
 	return -1
 }
 
-func (e *Engine) streamName(s int32) string { return e.names.Name(e.streams[s].name) }
+func (e *Engine) streamName(g *group, s int32) string { return e.names.Name(g.streams[s].name) }
 
 // newest is the task an event on stream s records: the newest queued task,
 // else the last executed one, else -1.
-func (e *Engine) newest(s int32) soa.TaskID {
-	st := &e.streams[s]
+func (g *group) newest(s int32) soa.TaskID {
+	st := &g.streams[s]
 	if st.queue.Len() > 0 {
 		return st.queue.Back()
 	}
@@ -46,55 +45,57 @@ func (e *Engine) newest(s int32) soa.TaskID {
 
 // newEvent makes an event task that waits for task recorded of stream
 // recordedOn. It is queued later, on another stream, by enqueue.
-func (e *Engine) newEvent(recordedOn int32, recorded soa.TaskID) soa.TaskID {
-	t := e.tasks.Alloc()
-	e.tasks.State[t] = statePending
-	e.tasks.StartNs[t] = e.nowNs
-	e.tasks.RuntimeNs[t] = e.opt.Costs.EventWaitNs
-	e.tasks.Stream[t] = -1
-	e.tasks.Name[t] = e.streams[recordedOn].waitFor
-	e.tasks.Command[t] = e.cmdID
-	e.tasks.Coll[t] = -1
-	e.tasks.Wait[t] = recorded
-	e.tasks.Borrow[t] = -1
-	e.tasks.Flags[t] = taskEvent
-	e.tasks.Holds[recorded]++
+func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.TaskID {
+	tk := &g.tasks
+	t := tk.Alloc()
+	tk.State[t] = statePending
+	tk.StartNs[t] = e.nowNs
+	tk.RuntimeNs[t] = e.opt.Costs.EventWaitNs
+	tk.Stream[t] = -1
+	tk.Name[t] = g.streams[recordedOn].waitFor
+	tk.Command[t] = e.cmdID
+	tk.Coll[t] = -1
+	tk.Wait[t] = recorded
+	tk.Borrow[t] = -1
+	tk.Flags[t] = taskEvent
+	tk.Holds[recorded]++
 	return t
 }
 
 // enqueue puts an existing task (an event) at the back of stream s.
-func (e *Engine) enqueue(s int32, t soa.TaskID) {
-	st := &e.streams[s]
-	e.tasks.StartNs[t] = max(st.nowNs, e.tasks.StartNs[t])
-	e.tasks.Stream[t] = s
-	e.tasks.Flags[t] |= taskQueued
-	e.tasks.IOOff[t] = st.io.Tail()
+func (e *Engine) enqueue(gi int32, s int32, t soa.TaskID) {
+	g := &e.gs[gi]
+	st := &g.streams[s]
+	g.tasks.StartNs[t] = max(st.nowNs, g.tasks.StartNs[t])
+	g.tasks.Stream[t] = s
+	g.tasks.Flags[t] |= taskQueued
+	g.tasks.IOOff[t] = st.io.Tail()
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
-		e.wake(s)
+		e.wake(gi, s)
 	}
 }
 
-// addTask queues a task on worker w's stream ref. ins and outs are distinct
+// addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
-func (e *Engine) addTask(w int32, ref int64, name int32, runtimeNs int64, ins, outs []jsonl.Tensor, coll int32) (soa.TaskID, error) {
-	s := e.streamOf(w, ref)
+func (e *Engine) addTask(gi int32, ref int64, name int32, runtimeNs int64, ins, outs []jsonl.Tensor, coll int32) (soa.TaskID, error) {
+	g := &e.gs[gi]
+	s := g.streamOf(ref)
 	if s < 0 {
-		return -1, e.noStream(w, ref)
+		return -1, e.noStream(gi, ref)
 	}
-	st := &e.streams[s]
-	wk := &e.workers[w]
+	st := &g.streams[s]
 	off := st.io.Tail()
 	// Inputs first: a CPU tensor of the worker, else a tensor of this stream.
 	for i := range ins {
-		row, ok := wk.cpu[ins[i].ID]
+		row, ok := g.cpu[ins[i].ID]
 		if !ok {
 			row, ok = st.tensors[ins[i].ID]
 		}
 		if !ok {
-			return -1, fmt.Errorf("%w: input tensor %d is neither on stream %q of worker %d nor a CPU tensor of that worker", ErrMissingTensor, ins[i].ID, e.streamName(s), w)
+			return -1, fmt.Errorf("%w: input tensor %d is neither on stream %q of %s nor a CPU tensor there", ErrMissingTensor, ins[i].ID, e.streamName(g, s), e.who(gi))
 		}
-		e.tensors.Refs[row]++
+		g.tensors.Refs[row]++
 		st.io.Push(row)
 	}
 	nOut := int32(0)
@@ -105,67 +106,143 @@ outputs:
 				continue outputs
 			}
 		}
-		row := e.putTensor(s, &outs[i])
-		if e.tensors.Refs[row] > 0 {
-			return -1, fmt.Errorf("%w: output tensor %d is already on stream %q of worker %d and used by a queued task", ErrTensorInUse, outs[i].ID, e.streamName(s), w)
+		row := e.putTensor(g, s, &outs[i])
+		if g.tensors.Refs[row] > 0 {
+			return -1, fmt.Errorf("%w: output tensor %d is already on stream %q of %s and used by a queued task", ErrTensorInUse, outs[i].ID, e.streamName(g, s), e.who(gi))
 		}
-		e.tensors.Refs[row] = 1
+		g.tensors.Refs[row] = 1
 		st.io.Push(row)
 		nOut++
 	}
-	t := e.tasks.Alloc()
-	e.tasks.State[t] = statePending
-	e.tasks.StartNs[t] = max(st.nowNs, e.nowNs)
-	e.tasks.RuntimeNs[t] = runtimeNs
-	e.tasks.Stream[t] = s
-	e.tasks.Name[t] = name
-	e.tasks.Command[t] = e.cmdID
-	e.tasks.Coll[t] = coll
-	e.tasks.Wait[t] = -1
-	e.tasks.Borrow[t] = -1
-	e.tasks.Flags[t] = taskQueued
+	tk := &g.tasks
+	t := tk.Alloc()
+	tk.State[t] = statePending
+	tk.StartNs[t] = max(st.nowNs, e.nowNs)
+	tk.RuntimeNs[t] = runtimeNs
+	tk.Stream[t] = s
+	tk.Name[t] = name
+	tk.Command[t] = e.cmdID
+	tk.Coll[t] = coll
+	tk.Wait[t] = -1
+	tk.Borrow[t] = -1
+	tk.Flags[t] = taskQueued
 	if name == e.viewName {
-		e.tasks.Flags[t] |= taskView
+		tk.Flags[t] |= taskView
 	}
-	e.tasks.IOOff[t] = off
-	e.tasks.NIn[t] = int32(len(ins))
-	e.tasks.NOut[t] = nOut
-	wk.active = true
+	tk.IOOff[t] = off
+	tk.NIn[t] = int32(len(ins))
+	tk.NOut[t] = nOut
+	g.active = true
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
-		e.wake(s)
+		e.wake(gi, s)
 	}
 	return t, nil
 }
 
-func (e *Engine) wake(s int32) {
-	if !e.streams[s].inWork {
-		e.streams[s].inWork = true
-		e.work = append(e.work, s)
+// wake marks stream s of group gi for a visit in the next round.
+func (e *Engine) wake(gi, s int32) {
+	g := &e.gs[gi]
+	g.wake(s)
+	if !g.ready {
+		g.ready = true
+		e.ready = append(e.ready, gi)
 	}
 }
 
-// run moves stream heads until nothing can move. Only streams that were
-// woken are visited: a stream whose head got a new task, or whose head waits
-// for a peer or an event that just changed.
+func (g *group) wake(s int32) {
+	if !g.streams[s].inWork {
+		g.streams[s].inWork = true
+		g.work = append(g.work, s)
+	}
+}
+
+// run moves stream heads until nothing can move, in rounds. In a round each
+// ready group moves its streams as far as it can on its own, in parallel
+// with the others; a collective couples groups only through atomic
+// counters, so a group that completes a collective's starts leaves the
+// other members' groups a wake-up for the next round. The fixpoint does not
+// depend on the order, so neither do the results.
 func (e *Engine) run() error {
-	for len(e.work) > 0 {
-		s := e.work[len(e.work)-1]
-		e.work = e.work[:len(e.work)-1]
-		e.streams[s].inWork = false
-		if err := e.advance(s); err != nil {
-			e.work = e.work[:0]
+	for len(e.ready) > 0 {
+		e.round, e.ready = e.ready, e.round[:0]
+		for _, gi := range e.round {
+			e.gs[gi].ready = false
+		}
+		if e.opt.Jobs > 1 && len(e.round) > 1 {
+			for _, gi := range e.round {
+				e.eg.Go(func() error { e.advanceGroup(gi); return nil })
+			}
+			_ = e.eg.Wait()
+		} else {
+			for _, gi := range e.round {
+				e.advanceGroup(gi)
+			}
+		}
+		// Between rounds, one goroutine: errors (the lowest group's, so the
+		// message does not depend on timing), wake-ups, recycling.
+		var err error
+		for _, gi := range e.round {
+			g := &e.gs[gi]
+			if g.err != nil && err == nil {
+				err = g.err
+			}
+			g.err = nil
+			for _, c := range g.wakeColls {
+				for _, m := range e.colls.MembersOf(c) {
+					if m.Group != gi {
+						mg := &e.gs[m.Group]
+						if st := mg.tasks.Stream[m.Task]; st >= 0 {
+							e.wake(m.Group, st)
+						}
+					}
+				}
+			}
+			g.wakeColls = g.wakeColls[:0]
+		}
+		for _, gi := range e.round {
+			g := &e.gs[gi]
+			for _, c := range g.doneColls {
+				e.colls.Free(c)
+			}
+			g.doneColls = g.doneColls[:0]
+		}
+		if err != nil {
+			for _, gi := range e.ready {
+				e.gs[gi].ready = false
+				e.gs[gi].work = e.gs[gi].work[:0]
+			}
+			e.ready = e.ready[:0]
 			return err
 		}
 	}
 	return nil
 }
 
+// advanceGroup moves group gi's woken streams. It touches only the group's
+// own tables and, atomically, its tasks' collectives.
+func (e *Engine) advanceGroup(gi int32) {
+	g := &e.gs[gi]
+	for len(g.work) > 0 {
+		s := g.work[len(g.work)-1]
+		g.work = g.work[:len(g.work)-1]
+		g.streams[s].inWork = false
+		if err := e.advance(gi, g, s); err != nil {
+			g.err = err
+			for _, s := range g.work {
+				g.streams[s].inWork = false
+			}
+			g.work = g.work[:0]
+			return
+		}
+	}
+}
+
 // advance moves the head of stream s as far as it can go.
-func (e *Engine) advance(s int32) error {
-	tk := &e.tasks
+func (e *Engine) advance(gi int32, g *group, s int32) error {
+	tk := &g.tasks
 	for {
-		st := &e.streams[s]
+		st := &g.streams[s]
 		if st.queue.Len() == 0 {
 			return nil
 		}
@@ -180,42 +257,41 @@ func (e *Engine) advance(s int32) error {
 			start := tk.StartNs[t]
 			off := tk.IOOff[t] + int64(tk.NIn[t])
 			for i := int64(0); i < int64(tk.NOut[t]); i++ {
-				if err := e.firstUse(st.io.At(off+i), start, s); err != nil {
+				if err := e.firstUse(g, st.io.At(off+i), start, s); err != nil {
 					return err
 				}
 			}
-			if c := tk.Coll[t]; c >= 0 {
-				e.colls.Pending[c]--
-				e.colls.MaxStartNs[c] = max(e.colls.MaxStartNs[c], start)
-				if e.colls.Pending[c] == 0 {
-					for _, m := range e.colls.MembersOf(c) {
-						if m != t {
-							e.wake(tk.Stream[m])
-						}
+			if c := tk.Coll[t]; c >= 0 && e.colls.Start(c, start) {
+				// The last member to start: peers waiting in this group
+				// move now, those in other groups next round.
+				g.wakeColls = append(g.wakeColls, c)
+				for _, m := range e.colls.MembersOf(c) {
+					if m.Group == gi && m.Task != t {
+						g.wake(tk.Stream[m.Task])
 					}
 				}
 			}
 		}
-		if c := tk.Coll[t]; c >= 0 && e.colls.Pending[c] > 0 {
+		if c := tk.Coll[t]; c >= 0 && !e.colls.Started(c) {
 			return nil // a peer has not started yet
 		}
 		if w := tk.Wait[t]; w >= 0 && tk.State[w] != stateExecuted {
 			return nil // woken when w executes
 		}
-		if err := e.finish(s, t); err != nil {
+		if err := e.finish(g, s, t); err != nil {
 			return err
 		}
 	}
 }
 
 // finish executes the head task t of stream s.
-func (e *Engine) finish(s int32, t soa.TaskID) error {
-	tk := &e.tasks
-	st := &e.streams[s]
+func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
+	tk := &g.tasks
+	st := &g.streams[s]
 	start, end := tk.StartNs[t], int64(0)
 	c, w := tk.Coll[t], tk.Wait[t]
 	if c >= 0 {
-		end = e.colls.MaxStartNs[c] + tk.RuntimeNs[t]
+		end = e.colls.MaxStart(c) + tk.RuntimeNs[t]
 	}
 	if w >= 0 {
 		end = max(end, tk.EndNs[w])
@@ -232,30 +308,27 @@ func (e *Engine) finish(s int32, t soa.TaskID) error {
 	st.last = t
 	tk.Holds[t]++
 	if old >= 0 {
-		e.release(old)
+		g.release(old)
 	}
 
 	n := int(tk.NIn[t] + tk.NOut[t])
 	if tk.Flags[t]&taskEvent != 0 {
 		if b := tk.Borrow[t]; b >= 0 {
-			if err := e.returnAtEvent(s, b, end); err != nil {
+			if err := e.returnAtEvent(g, s, b, end); err != nil {
 				return err
 			}
 		}
 	} else {
 		off := tk.IOOff[t]
 		for i := 0; i < n; i++ {
-			if err := e.unref(st.io.At(off+int64(i)), end); err != nil {
+			if err := e.unref(g, st.io.At(off+int64(i)), end); err != nil {
 				return err
 			}
 		}
 	}
-	st = &e.streams[s]
 	st.io.Pop(n)
 	if end > start {
-		if end > e.evMaxNs {
-			e.evMaxNs = end
-		}
+		g.evMaxNs = max(g.evMaxNs, end)
 		if e.opt.KeepEvents {
 			st.evStart = append(st.evStart, start)
 			st.evEnd = append(st.evEnd, end)
@@ -265,18 +338,20 @@ func (e *Engine) finish(s int32, t soa.TaskID) error {
 	}
 	st.nowNs = end
 	if c >= 0 {
-		e.colls.Done(c)
 		tk.Coll[t] = -1
+		if e.colls.Done(c) {
+			g.doneColls = append(g.doneColls, c)
+		}
 	}
 	if w >= 0 {
 		tk.Wait[t] = -1
-		e.release(w)
+		g.release(w)
 	}
-	// Wake the worker's streams whose head waits for t.
-	for _, o := range e.workers[st.worker].streams {
-		os := &e.streams[o]
-		if o != s && os.queue.Len() > 0 && tk.Wait[os.queue.Front()] == t {
-			e.wake(o)
+	// Wake the group's streams whose head waits for t.
+	for o := range g.streams {
+		os := &g.streams[o]
+		if int32(o) != s && os.queue.Len() > 0 && tk.Wait[os.queue.Front()] == t {
+			g.wake(int32(o))
 		}
 	}
 	return nil
@@ -284,9 +359,9 @@ func (e *Engine) finish(s int32, t soa.TaskID) error {
 
 // returnAtEvent handles a borrow's create event executing on stream s: if s
 // holds the lent tensor, the borrow's reference on it goes.
-func (e *Engine) returnAtEvent(s, b int32, endNs int64) error {
-	br := &e.borrows[b]
-	row, ok := e.streams[s].tensors[br.src]
+func (e *Engine) returnAtEvent(g *group, s, b int32, endNs int64) error {
+	br := &g.borrows[b]
+	row, ok := g.streams[s].tensors[br.src]
 	if !ok {
 		return nil
 	}
@@ -294,13 +369,13 @@ func (e *Engine) returnAtEvent(s, b int32, endNs int64) error {
 		return fmt.Errorf("%w: lent tensor %d returned twice", ErrBorrow, br.src)
 	}
 	br.holdsSrc = false
-	return e.unref(row, endNs)
+	return e.unref(g, row, endNs)
 }
 
 // release drops one hold on task t and recycles its row when nothing can
 // reach it any more.
-func (e *Engine) release(t soa.TaskID) {
-	tk := &e.tasks
+func (g *group) release(t soa.TaskID) {
+	tk := &g.tasks
 	tk.Holds[t]--
 	if tk.Holds[t] > 0 {
 		return
@@ -311,8 +386,49 @@ func (e *Engine) release(t soa.TaskID) {
 		}
 		if w := tk.Wait[t]; w >= 0 { // an event that was never queued
 			tk.Wait[t] = -1
-			e.release(w)
+			g.release(w)
 		}
 	}
 	tk.Free(t)
+}
+
+// split copies group from's state into the new group to: every table is
+// copied wholesale (ids are local to a group, so nothing is renumbered),
+// and the copies of tasks still in a collective join it.
+func (e *Engine) split(from, to int32) error {
+	if int(to) != len(e.gs) {
+		return fmt.Errorf("internal: split into group %d, want %d", to, len(e.gs))
+	}
+	src := &e.gs[from]
+	dst := group{
+		tasks:    src.tasks.Clone(),
+		tensors:  src.tensors.Clone(),
+		storages: src.storages.Clone(),
+		streams:  make([]stream, len(src.streams)),
+		cpu:      maps.Clone(src.cpu),
+		storage:  maps.Clone(src.storage),
+		borrowOf: maps.Clone(src.borrowOf),
+		borrows:  slices.Clone(src.borrows),
+		freeBor:  slices.Clone(src.freeBor),
+		active:   src.active,
+		evMaxNs:  src.evMaxNs,
+	}
+	for i := range src.streams {
+		s := &src.streams[i]
+		dst.streams[i] = stream{
+			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
+			queue: s.queue.Clone(), io: s.io.Clone(), tensors: maps.Clone(s.tensors),
+			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted,
+			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
+			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
+		}
+	}
+	e.gs = append(e.gs, dst)
+	tk := &e.gs[to].tasks
+	for t := range tk.Coll {
+		if c := tk.Coll[t]; c >= 0 && tk.State[t] != stateExecuted {
+			e.colls.Join(c, soa.Member{Group: to, Task: soa.TaskID(t)}, tk.State[t] < stateExecuting, true)
+		}
+	}
+	return nil
 }

@@ -1,5 +1,7 @@
 package soa
 
+import "slices"
+
 // Tensor flags.
 const (
 	TensorPending   uint8 = 1 << iota // deleted by the controller; removed once unreferenced
@@ -50,6 +52,20 @@ func (t *Tensors) Free(r int32) {
 // Live is the number of rows in use.
 func (t *Tensors) Live() int { return t.liveRows }
 
+// Clone returns an independent copy: same rows, same ids.
+func (t *Tensors) Clone() Tensors {
+	return Tensors{
+		ID:       slices.Clone(t.ID),
+		Storage:  slices.Clone(t.Storage),
+		NBytes:   slices.Clone(t.NBytes),
+		Refs:     slices.Clone(t.Refs),
+		Owner:    slices.Clone(t.Owner),
+		Flags:    slices.Clone(t.Flags),
+		free:     slices.Clone(t.free),
+		liveRows: t.liveRows,
+	}
+}
+
 // Storages holds one row per storage alive on a worker: how many of its
 // tensors are in use and, when its allocation was counted, on which stream
 // and when.
@@ -79,3 +95,14 @@ func (s *Storages) Alloc() int32 {
 
 // Free recycles row r.
 func (s *Storages) Free(r int32) { s.free = append(s.free, r) }
+
+// Clone returns an independent copy: same rows, same ids.
+func (s *Storages) Clone() Storages {
+	return Storages{
+		Count:       slices.Clone(s.Count),
+		Bytes:       slices.Clone(s.Bytes),
+		AllocStream: slices.Clone(s.AllocStream),
+		AllocNs:     slices.Clone(s.AllocNs),
+		free:        slices.Clone(s.free),
+	}
+}

@@ -62,7 +62,7 @@ func renderDecode(sp *spec, f *jen.File) {
 		jen.Var().Err().Error(),
 		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
-				g.Case(jen.Id("Msg"+m.name)).Block(
+				g.Case(jen.Id("Msg" + m.name)).Block(
 					jen.Err().Op("=").Id("decode"+m.name).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Id("m").Dot(m.name)),
 				)
 			}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -130,6 +132,7 @@ func TestSpecErrors(t *testing.T) {
 		{"message A simulated\ntable T TID\n column X complex128", `spec:3: column X: unsupported type "complex128"`},
 		{"message A simulated\ntable T TID\n column X int32\n column X int64", "spec:4: column X is already declared at line 3"},
 		{"message A simulated\ntable T TID", "spec:2: table T has no columns"},
+		{"message A simulated\ntable T TID\n column Live bool", "spec:3: column name Live clashes with a method of TTable"},
 		{"message A simulated\ntable A A\n column X int32", "spec:2: A is already declared at line 1"},
 	}
 	for _, tc := range tests {
@@ -145,5 +148,35 @@ func TestCamel(t *testing.T) {
 		if got := camel(in); got != want {
 			t.Errorf("camel(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestGoldenCompiles builds the golden output of small.spec as a package.
+func TestGoldenCompiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build")
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dir := filepath.Join("testdata", "compile-"+strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	goldens, _ := filepath.Glob("testdata/small.golden/*.go.golden")
+	for _, g := range goldens {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, strings.TrimSuffix(filepath.Base(g), ".golden")), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(gobin, "vet", "./"+dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("golden output does not compile: %v\n%s", err, out)
 	}
 }

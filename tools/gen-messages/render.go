@@ -342,5 +342,16 @@ func renderTables(sp *spec, f *jen.File) {
 			}
 		})
 		f.Line()
+		f.Comment("Clone returns an independent copy of the table: same rows, same ids, same")
+		f.Comment("free list. Every column is copied with one copy call.")
+		f.Func().Add(recv()).Id("Clone").Params().Id(tt).BlockFunc(func(g *jen.Group) {
+			g.Return(jen.Id(tt).Values(jen.DictFunc(func(d jen.Dict) {
+				for _, c := range t.columns {
+					d[jen.Id(c.name)] = jen.Qual("slices", "Clone").Call(col(c))
+				}
+				d[jen.Id("free")] = jen.Qual("slices", "Clone").Call(jen.Id("t").Dot("free"))
+			})))
+		})
+		f.Line()
 	}
 }

@@ -201,6 +201,10 @@ func parseSpec(name string, src []byte) (*spec, error) {
 			if !columnTypes[tok[2]] && tok[2] != curTable.idType {
 				return nil, errf(line, "column %s: unsupported type %q", tok[1], tok[2])
 			}
+			switch tok[1] {
+			case "Alloc", "Free", "Len", "Live", "Reset", "CopyRow", "Clone":
+				return nil, errf(line, "column name %s clashes with a method of %sTable", tok[1], curTable.name)
+			}
 			for _, c := range curTable.columns {
 				if c.name == tok[1] {
 					return nil, errf(line, "column %s is already declared at line %d", c.name, c.line)

@@ -1,0 +1,144 @@
+package jsonl
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// valid reports whether the scanner accepts line as exactly one JSON value.
+func valid(line []byte) bool {
+	var s Scanner
+	if s.Reset(line) != nil {
+		return false
+	}
+	return s.Skip() == nil && s.End() == nil
+}
+
+var jsonCases = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `1.5e10`, `-1E-2`, `true`, `false`, `null`,
+	` { "a" : [ 1 , 2 , { "b" : null } ] , "c" : "d\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00" } `,
+	`"\ud800"`, `"\udc00x"`, `"é中😀"`,
+	`{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a" 1}`, `{"a":}`, `{1:2}`, `[1 2]`, `01`, `1.`, `.5`, `-`, `1e`, `+1`,
+	`"abc`, `"\x"`, `"\u12"`, "\"a\tb\"", `tru`, `nul`, `[`, `{`, `{"a":1`, `[1]]`, `{}{}`, `NaN`, `"\u00"`,
+	strings.Repeat("[", 64) + strings.Repeat("]", 64),
+}
+
+func TestSkipMatchesEncodingJSON(t *testing.T) {
+	for _, c := range jsonCases {
+		if got, want := valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("%q: scanner valid=%v, encoding/json valid=%v", c, got, want)
+		}
+	}
+	deep := strings.Repeat("[", 65) + strings.Repeat("]", 65)
+	var s Scanner
+	s.Reset([]byte(deep))
+	if err := s.Skip(); !errors.Is(err, ErrDepth) {
+		t.Errorf("depth 65: %v, want ErrDepth", err)
+	}
+}
+
+func TestStrMatchesEncodingJSON(t *testing.T) {
+	for _, c := range []string{`"plain"`, `"a\"b\\c\/d"`, `"\b\f\n\r\t"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud800"`, `"\ud800\u0041"`, `"\udc00"`, `"x\ud83d"`} {
+		var want string
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatal(err)
+		}
+		var s Scanner
+		s.Reset([]byte(c))
+		got, err := s.Str()
+		if err != nil || string(got) != want {
+			t.Errorf("%s: got %q %v, want %q", c, got, err, want)
+		}
+	}
+}
+
+func TestEncodingErrors(t *testing.T) {
+	var s Scanner
+	if err := s.Reset([]byte("\"a\xffb\"")); !errors.Is(err, ErrEncoding) {
+		t.Errorf("invalid UTF-8: %v", err)
+	}
+	if err := s.Reset([]byte("{}\x00")); !errors.Is(err, ErrEncoding) {
+		t.Errorf("NUL: %v", err)
+	}
+}
+
+func TestInt(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "-0": 0, "42": 42, "-42": -42, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
+		var s Scanner
+		s.Reset([]byte(in))
+		if got, err := s.Int(); err != nil || got != want {
+			t.Errorf("%s: %d %v", in, got, err)
+		}
+	}
+	for in, want := range map[string]string{
+		"9223372036854775808": "does not fit", "-9223372036854775809": "does not fit", "1.0": "want an integer, got 1.0",
+		"1e3": "want an integer, got 1e3", `"1"`: "want an integer, got a string", "[]": "want an integer, got a list", "": "invalid JSON",
+	} {
+		var s Scanner
+		s.Reset([]byte(in))
+		if _, err := s.Int(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+}
+
+func TestObjectWalk(t *testing.T) {
+	var s Scanner
+	s.Reset([]byte(` {"a\u0041" : [1, "x"], "b":{}} `))
+	if err := s.BeginObject(); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for {
+		k, ok, err := s.NextKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		keys = append(keys, string(k))
+		if err := s.Skip(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.End(); err != nil || !reflect.DeepEqual(keys, []string{"aA", "b"}) {
+		t.Errorf("keys %q, end %v", keys, err)
+	}
+}
+
+func TestInternNoAlloc(t *testing.T) {
+	var s Scanner
+	b := []byte("float32")
+	first := s.Intern(b)
+	if n := testing.AllocsPerRun(100, func() { _ = s.Intern(b) }); n != 0 || s.Intern(b) != first {
+		t.Errorf("Intern allocates %v", n)
+	}
+}
+
+// FuzzScanner checks that the scanner never panics and accepts exactly the
+// JSON that encoding/json accepts (within the depth limit).
+func FuzzScanner(f *testing.F) {
+	for _, c := range jsonCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := valid(data)
+		if got && !json.Valid(data) {
+			t.Fatalf("%q: scanner accepts invalid JSON", data)
+		}
+		// The scanner rejects invalid UTF-8, which encoding/json lets through.
+		if !got && json.Valid(data) && utf8.Valid(data) && !strings.ContainsRune(string(data), 0) && strings.Count(string(data), "[")+strings.Count(string(data), "{") <= MaxDepth {
+			t.Fatalf("%q: scanner rejects valid JSON", data)
+		}
+		var s Scanner
+		if s.Reset(data) == nil {
+			var tr Tree
+			_ = DecodeTree(&s, NewRegistry(), &tr)
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package jsonl
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSliceRanks(t *testing.T) {
+	tests := []struct {
+		s      Slice
+		ranks  []int64
+		lo, hi int64
+	}{
+		{Slice{Offset: 3}, []int64{3}, 3, 3},
+		{Slice{Offset: 0, Sizes: []int64{2, 4}, Strides: []int64{4, 1}}, []int64{0, 1, 2, 3, 4, 5, 6, 7}, 0, 7},
+		{Slice{Offset: 1, Sizes: []int64{2, 2}, Strides: []int64{1, 4}}, []int64{1, 5, 2, 6}, 1, 6},
+		{Slice{Offset: 7, Sizes: []int64{3}, Strides: []int64{-2}}, []int64{7, 5, 3}, 3, 7},
+		{Slice{Offset: 0, Sizes: []int64{2, 0}, Strides: []int64{1, 1}}, nil, 0, -1},
+		{Slice{Offset: 2, Sizes: []int64{3}, Strides: []int64{0}}, []int64{2, 2, 2}, 2, 2},
+	}
+	for _, tc := range tests {
+		got := tc.s.AppendRanks(nil)
+		if !reflect.DeepEqual(got, tc.ranks) || int64(len(got)) != tc.s.Len() {
+			t.Errorf("%+v: ranks %v (Len %d), want %v", tc.s, got, tc.s.Len(), tc.ranks)
+		}
+		if lo, hi := tc.s.Bounds(); lo != tc.lo || hi != tc.hi {
+			t.Errorf("%+v: bounds %d..%d, want %d..%d", tc.s, lo, hi, tc.lo, tc.hi)
+		}
+		if err := tc.s.Check(8); err != nil {
+			t.Errorf("%+v: %v", tc.s, err)
+		}
+		c := Slice{Offset: tc.s.Offset, Sizes: append([]int64(nil), tc.s.Sizes...), Strides: append([]int64(nil), tc.s.Strides...)}
+		if !c.Equal(&tc.s) {
+			t.Errorf("%+v not Equal to its copy", tc.s)
+		}
+	}
+	bad := []struct {
+		s    Slice
+		want string
+	}{
+		{Slice{Offset: 8}, "rank 8 is outside"},
+		{Slice{Offset: -1}, "rank -1 is outside"},
+		{Slice{Offset: 0, Sizes: []int64{3}, Strides: []int64{4}}, "rank 8 is outside"},
+		{Slice{Offset: 0, Sizes: []int64{2}, Strides: []int64{9}}, "stride 9 over 2 ranks"},
+		{Slice{Offset: 0, Sizes: []int64{2}, Strides: []int64{-1 << 63}}, "reaches outside"},
+		{Slice{Offset: 0, Sizes: []int64{2}}, "1 sizes but 0 strides"},
+		{Slice{Offset: 0, Sizes: []int64{-1}, Strides: []int64{1}}, "negative size"},
+		{Slice{Offset: 0, Sizes: []int64{1 << 40, 1 << 40}, Strides: []int64{0, 0}}, "more than"},
+	}
+	for _, tc := range bad {
+		if err := tc.s.Check(8); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+func decodeLine(t *testing.T, reg *Registry, line string) (Tree, error) {
+	t.Helper()
+	var s Scanner
+	if err := s.Reset([]byte(line)); err != nil {
+		t.Fatal(err)
+	}
+	var tr Tree
+	err := DecodeTree(&s, reg, &tr)
+	return tr, err
+}
+
+func TestTreeAndRegistry(t *testing.T) {
+	reg := NewRegistry()
+	tr, err := decodeLine(t, reg, ` [{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24}}, 1, {"tensor":6,"storage":5,"device":"cpu","extra":{"tensor":9}}, {"tensor":5}] `)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(tr.Raw) != `[{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24}}, 1, {"tensor":6,"storage":5,"device":"cpu","extra":{"tensor":9}}, {"tensor":5}]` {
+		t.Errorf("raw %q", tr.Raw)
+	}
+	want := []Tensor{
+		{ID: 5, Idx: 0, Storage: 5, NBytes: 24, Dtype: "f", Shape: []int64{2, 3}},
+		{ID: 6, Idx: 1, Storage: 5, Shape: []int64{}, CPU: true},
+		{ID: 5, Idx: 0, Storage: 5, NBytes: 24, Dtype: "f", Shape: []int64{2, 3}},
+	}
+	if fmt.Sprint(tr.Leaves) != fmt.Sprint(want) {
+		t.Errorf("leaves\n %+v\nwant\n %+v", tr.Leaves, want)
+	}
+	if reg.Len() != 2 {
+		t.Errorf("registry holds %d tensors, want 2 (a tensor's own fields are not walked)", reg.Len())
+	}
+	for _, c := range []struct{ line, want string }{
+		{`{"tensor":5,"shape":[3,2]}`, "tensor 5: shape is [3,2] here but [2,3]"},
+		{`{"tensor":5,"storage":6}`, "tensor 5: storage is 6 here but 5"},
+		{`{"tensor":6,"device":"cuda"}`, `tensor 6: device is "cuda" here but "cpu"`},
+		{`{"tensor":5,"dtype":"g"}`, `tensor 5: dtype is "g" here but "f"`},
+	} {
+		_, err := decodeLine(t, reg, c.line)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.line, err, c.want)
+		}
+	}
+	if _, err := decodeLine(t, reg, `{"tensor":5,"dtype":"f","shape":[2,3],"nbytes":24,"storage":5,"device":"cuda"}`); err != nil {
+		t.Errorf("agreeing mention: %v", err)
+	}
+	if _, err := decodeLine(t, reg, `{"tensor":"5"}`); err == nil || err.Error() != `field "tensor": want an integer, got a string` {
+		t.Errorf("bad id: %v", err)
+	}
+}
+
+func TestDecodeTensorNoAlloc(t *testing.T) {
+	reg := NewRegistry()
+	line := []byte(`[{"tensor":1,"storage":1,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"},{"tensor":1}]`)
+	var s Scanner
+	var tr Tree
+	s.Reset(line)
+	if err := DecodeTree(&s, reg, &tr); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		s.Reset(line)
+		if err := DecodeTree(&s, reg, &tr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("DecodeTree allocates %v times per run", n)
+	}
+}
+
+func ExampleDecodeTree() {
+	var s Scanner
+	reg := NewRegistry()
+	s.Reset([]byte(`{"args":[{"tensor":7,"nbytes":400,"dtype":"float32","shape":[10,10]}, 2.5]}`))
+	_ = s.BeginObject()
+	_, _, _ = s.NextKey()
+	var tr Tree
+	if err := DecodeTree(&s, reg, &tr); err != nil {
+		fmt.Println(err)
+	}
+	t := tr.Leaves[0]
+	fmt.Println(t.ID, t.Idx, t.Storage, t.NBytes, t.Dtype, t.Shape, string(tr.Raw))
+	// Output: 7 0 7 400 float32 [10 10] [{"tensor":7,"nbytes":400,"dtype":"float32","shape":[10,10]}, 2.5]
+}

@@ -1,0 +1,118 @@
+package replay
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/golden"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/synth"
+)
+
+// replayBytes replays a history held in memory and returns the result, the
+// trace's normal form and the trace bytes.
+func replayBytes(t *testing.T, hist []byte, opt Options) (*Result, *golden.Normal, []byte) {
+	t.Helper()
+	opt.TracePath = filepath.Join(t.TempDir(), "trace.json")
+	res, err := Reader(bytes.NewReader(hist), "random.hist", opt)
+	if err != nil {
+		t.Fatalf("replay (grouped %v, jobs %d): %v", opt.Grouped, opt.Jobs, err)
+	}
+	raw, err := os.ReadFile(opt.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, devices, err := golden.FromTrace(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("reading our own trace: %v", err)
+	}
+	n := &golden.Normal{ExecTimeS: res.Final.ExecSeconds(), PeakMemoryMB: res.Final.PeakMB(), Controller: ctrl, Devices: devices}
+	for _, st := range res.Steps {
+		n.Steps = append(n.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	return res, n, raw
+}
+
+// TestGroupedEqualsUngroupedRandom replays random valid histories grouped
+// and ungrouped and compares every device's timeline and memory series, the
+// exec time and the peak memory.
+func TestGroupedEqualsUngroupedRandom(t *testing.T) {
+	worlds := []int{4, 5, 6, 8, 12, 16, 31, 32, 48, 64}
+	seeds := 6
+	if testing.Short() {
+		seeds = 2
+	}
+	for _, world := range worlds {
+		for seed := 0; seed < seeds; seed++ {
+			t.Run(fmt.Sprintf("world%d/seed%d", world, seed), func(t *testing.T) {
+				var hist bytes.Buffer
+				if err := synth.Random(&hist, uint64(seed*1000+world), world, 300); err != nil {
+					t.Fatal(err)
+				}
+				for _, mode := range []sched.Mode{sched.Everything, sched.StreamOnly} {
+					ur, un, _ := replayBytes(t, hist.Bytes(), Options{Mode: mode})
+					gr, gn, _ := replayBytes(t, hist.Bytes(), Options{Mode: mode, Grouped: true})
+					if diffs := golden.Compare(un, gn); len(diffs) > 0 {
+						t.Fatalf("%v: grouped differs from ungrouped:\n  %s", mode, strings.Join(diffs, "\n  "))
+					}
+					if ur.Final != gr.Final {
+						t.Fatalf("%v: reports differ: ungrouped %+v, grouped %+v", mode, ur.Final, gr.Final)
+					}
+					if gr.Groups > ur.Groups {
+						t.Fatalf("%d groups for %d workers", gr.Groups, ur.Groups)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestGoldenGrouped replays every golden history with grouped workers: the
+// group processes expand to ranks and must match the reference.
+func TestGoldenGrouped(t *testing.T) {
+	for _, hist := range goldenCases(t) {
+		name := strings.TrimSuffix(filepath.Base(hist), ".hist")
+		t.Run(name, func(t *testing.T) {
+			want, err := golden.LoadExpected(strings.TrimSuffix(hist, ".hist") + ".expected.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mode, err := sched.ParseMode(want.TraceMode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, got, _ := replayBytes(t, data, Options{Mode: mode, Grouped: true, Jobs: 4})
+			got.TraceMode = want.TraceMode
+			if diffs := golden.Compare(want, got); len(diffs) > 0 {
+				t.Errorf("%s grouped differs from the reference:\n  %s", name, strings.Join(diffs, "\n  "))
+			}
+		})
+	}
+}
+
+// TestJobsDoNotChangeOutput checks that the parallel schedule writes the
+// same bytes as the serial one, grouped and not.
+func TestJobsDoNotChangeOutput(t *testing.T) {
+	var hist bytes.Buffer
+	if err := synth.Random(&hist, 7, 64, 600); err != nil {
+		t.Fatal(err)
+	}
+	for _, grouped := range []bool{false, true} {
+		r1, _, t1 := replayBytes(t, hist.Bytes(), Options{Grouped: grouped, Jobs: 1})
+		r8, _, t8 := replayBytes(t, hist.Bytes(), Options{Grouped: grouped, Jobs: 8})
+		if !bytes.Equal(t1, t8) {
+			t.Errorf("grouped %v: traces differ between --jobs 1 and --jobs 8", grouped)
+		}
+		if r1.Final != r8.Final || fmt.Sprint(r1.Steps) != fmt.Sprint(r8.Steps) {
+			t.Errorf("grouped %v: reports differ: %+v vs %+v", grouped, r1, r8)
+		}
+	}
+}
