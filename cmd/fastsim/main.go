@@ -26,7 +26,7 @@ each device peaks at, with a Chrome/Perfetto trace of the timeline.
 
 Usage:
   fastsim replay [flags] HISTORY   replay a history (.hist or .hist.zst)
-  fastsim synth --random SEED OUT  write a random valid history
+  fastsim synth [flags] OUT        write a synthetic training history (or a random one)
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.

@@ -12,12 +12,24 @@ import (
 	"github.com/fastsim/fastsim/internal/synth"
 )
 
-const synthUsage = `Usage: fastsim synth --random SEED [flags] OUT
+const synthUsage = `Usage: fastsim synth [flags] OUT
 
-Writes a synthetic command history to OUT ("-" for stdout). With --random it
-is a random valid history (streams, views, in-place ops, reductions on
-sub-slices, borrows, sends, CPU tensors, deletes, command groups, steps): the
-kind the grouped-workers property tests replay.
+Writes a synthetic command history to OUT ("-" for stdout), streamed: memory
+stays constant whatever its length.
+
+By default it is a training job: a mesh of --pp pipeline stages, --dp data
+replicas and --tp tensor shards (rank = (stage*dp + replica)*tp + shard).
+Per step and microbatch, stage 0 receives a CPU batch and copies it to the
+GPU; each layer all-gathers its parameter shard on stream "comm", borrows the
+full weight into "main", runs its matmuls and activation; activations go to
+the next stage with SendTensor; backward runs the stages in reverse with
+input- and weight-gradient matmuls, reduce-scatters the weight gradient on
+"comm" and updates the shard in place. Tensor sizes follow from the shapes
+(bf16), so memory results mean something.
+
+With --random SEED it is instead a random valid history (streams, views,
+in-place ops, reductions on sub-slices, borrows, sends, CPU tensors,
+deletes, command groups, steps) of --world ranks.
 
 Flags:
 `
@@ -25,9 +37,20 @@ Flags:
 func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (>= 0)")
-	world := fs.Int("world", 16, "number of ranks, 2..64")
-	commands := fs.Int("commands", 1000, "about this many commands")
+	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (>= 0) instead of a training job")
+	world := fs.Int("world", 16, "with --random: number of ranks, 2..64")
+	commands := fs.Int("commands", 1000, "with --random: about this many commands")
+	var c synth.Train
+	fs.IntVar(&c.PP, "pp", 2, "pipeline stages")
+	fs.IntVar(&c.DP, "dp", 2, "data-parallel replicas")
+	fs.IntVar(&c.TP, "tp", 1, "tensor-parallel shards")
+	fs.IntVar(&c.Layers, "layers", 4, "transformer-like blocks, split evenly over the stages")
+	fs.IntVar(&c.Hidden, "hidden", 1024, "hidden size")
+	fs.IntVar(&c.Seq, "seq", 2048, "tokens per sequence")
+	fs.IntVar(&c.Batch, "batch", 8, "sequences per step, across all replicas")
+	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
+	fs.IntVar(&c.Steps, "steps", 2, "training steps")
+	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), synthUsage)
 		fs.PrintDefaults()
@@ -36,19 +59,24 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if *seed < 0 {
-		fmt.Fprintln(stderr, "fastsim synth: --random SEED is required (see fastsim synth --help)")
-		return exitInput
-	}
 	if len(positional) != 1 {
 		fmt.Fprintf(stderr, "fastsim synth: want exactly one OUT path, got %d\n", len(positional))
 		return exitInput
 	}
-	if *world < 2 || *world > synth.MaxRandomWorld || *commands < 0 {
-		fmt.Fprintf(stderr, "fastsim synth: --world must be 2..%d and --commands >= 0\n", synth.MaxRandomWorld)
-		return exitInput
+	var write func(w io.Writer) error
+	if *seed >= 0 {
+		if *world < 2 || *world > synth.MaxRandomWorld || *commands < 0 {
+			fmt.Fprintf(stderr, "fastsim synth: --world must be 2..%d and --commands >= 0\n", synth.MaxRandomWorld)
+			return exitInput
+		}
+		write = func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
+	} else {
+		if err := c.Check(); err != nil {
+			fmt.Fprintf(stderr, "fastsim synth: %v\n", err)
+			return exitInput
+		}
+		write = func(w io.Writer) error { return synth.WriteTrain(w, c) }
 	}
-	write := func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
 	if positional[0] == "-" {
 		bw := bufio.NewWriter(stdout)
 		if err := write(bw); err != nil {
@@ -90,6 +118,9 @@ func writeAtomic(path string, fill func(io.Writer) error) (err error) {
 		return err
 	}
 	if err = bw.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {

@@ -1,0 +1,201 @@
+package groups
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+func sl(offset int64, sizes, strides []int64) jsonl.Slice {
+	return jsonl.Slice{Offset: offset, Sizes: sizes, Strides: strides}
+}
+
+// recorder is a Split that remembers the splits it was asked for.
+type recorder struct{ splits [][2]int32 }
+
+func (r *recorder) split(from, to int32) error {
+	r.splits = append(r.splits, [2]int32{from, to})
+	return nil
+}
+
+func ranksOf(p *Partition, g int32) string { return string(p.AppendRanges(nil, g)) }
+
+func TestResolveSplitsLazily(t *testing.T) {
+	p, err := New(16, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	// The whole world: one group, no split.
+	gs, err := p.Resolve([]jsonl.Slice{sl(0, []int64{16}, []int64{1})}, rec.split)
+	if err != nil || !slices.Equal(gs, []int32{0}) || len(rec.splits) != 0 {
+		t.Fatalf("whole world: groups %v splits %v err %v", gs, rec.splits, err)
+	}
+	// Ranks 0-3: group 0 splits; the smaller side (0-3) takes the new id 1.
+	gs, _ = p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	if !slices.Equal(gs, []int32{1}) || len(rec.splits) != 1 || rec.splits[0] != [2]int32{0, 1} {
+		t.Fatalf("ranks 0-3: groups %v splits %v", gs, rec.splits)
+	}
+	if ranksOf(p, 1) != "[0-3]" || ranksOf(p, 0) != "[4-15]" || p.Lowest(0) != 4 || p.Size(0) != 12 {
+		t.Fatalf("after split: 1=%s 0=%s", ranksOf(p, 1), ranksOf(p, 0))
+	}
+	// Even ranks 0..14 (strided): both groups split, by parity.
+	gs, _ = p.Resolve([]jsonl.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
+	if len(gs) != 2 || p.Len() != 4 {
+		t.Fatalf("evens: groups %v, %d groups in all", gs, p.Len())
+	}
+	var got []string
+	for _, g := range gs {
+		got = append(got, ranksOf(p, g))
+	}
+	slices.Sort(got)
+	if want := []string{"[0-0] [2-2]", "[4-4] [6-6] [8-8] [10-10] [12-12] [14-14]"}; !slices.Equal(got, want) {
+		t.Fatalf("evens resolve to %q, want %q", got, want)
+	}
+	// Every rank's group holds it.
+	for r := int64(0); r < 16; r++ {
+		if !p.ranks[p.GroupOf(r)].Contains(uint32(r)) {
+			t.Fatalf("rank %d: index says group %d, which does not hold it", r, p.GroupOf(r))
+		}
+	}
+	// Resolving the same set again hits the cache and splits nothing.
+	n := len(rec.splits)
+	again, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
+	if !slices.Equal(again, gs) || len(rec.splits) != n {
+		t.Fatalf("second resolve: %v (was %v), splits %d -> %d", again, gs, n, len(rec.splits))
+	}
+}
+
+func TestResolveUnionOfSlices(t *testing.T) {
+	p, _ := New(8, true)
+	var rec recorder
+	// Two slices, one repeated rank: the union is 0-5.
+	gs, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1}), sl(3, []int64{3}, []int64{1})}, rec.split)
+	if len(gs) != 1 || ranksOf(p, gs[0]) != "[0-5]" {
+		t.Fatalf("union: %v %s", gs, ranksOf(p, gs[0]))
+	}
+}
+
+func TestResolveOutsideWorld(t *testing.T) {
+	p, _ := New(8, true)
+	if _, err := p.Resolve([]jsonl.Slice{sl(6, []int64{3}, []int64{1})}, (&recorder{}).split); err == nil {
+		t.Fatal("ranks 6-8 in a world of 8: want an error")
+	}
+}
+
+func TestAddSliceRanges(t *testing.T) {
+	p, _ := New(64, true)
+	for _, c := range []struct {
+		s    jsonl.Slice
+		want string
+	}{
+		{sl(0, []int64{2, 4}, []int64{4, 1}), "[0-7]"},                 // dense: one range
+		{sl(1, []int64{2, 3}, []int64{16, 1}), "[1-3] [17-19]"},        // rows
+		{sl(0, []int64{4}, []int64{8}), "[0-0] [8-8] [16-16] [24-24]"}, // strided
+		{sl(5, nil, nil), "[5-5]"},                                     // 0 dims: the offset
+		{sl(9, []int64{3}, []int64{-1}), "[7-9]"},                      // negative stride
+	} {
+		p.recv.Clear()
+		if err := p.addSlice(p.recv, &c.s); err != nil {
+			t.Fatal(err)
+		}
+		q, _ := New(64, true)
+		q.ranks[0] = p.recv
+		if got := ranksOf(q, 0); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.s, got, c.want)
+		}
+	}
+}
+
+func TestPairsRefineByPartner(t *testing.T) {
+	p, _ := New(8, true)
+	var rec recorder
+	// Make 4-7 one group and split 0-3 into 0-1 and 2-3.
+	p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	p.Resolve([]jsonl.Slice{sl(0, []int64{2}, []int64{1})}, rec.split)
+	// Send 0-3 -> 4-7 by position: 4-5 pair with group 0-1, 6-7 with 2-3,
+	// so the receiving group splits in two.
+	from, to := sl(0, []int64{4}, []int64{1}), sl(4, []int64{4}, []int64{1})
+	snd, rcv, err := p.Pairs(&from, &to, rec.split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snd) != 2 || len(rcv) != 2 {
+		t.Fatalf("pairs %v -> %v, want two", snd, rcv)
+	}
+	var got []string
+	for i := range snd {
+		got = append(got, ranksOf(p, snd[i])+" -> "+ranksOf(p, rcv[i]))
+	}
+	if want := []string{"[0-1] -> [4-5]", "[2-3] -> [6-7]"}; !slices.Equal(got, want) {
+		t.Fatalf("pairs %q, want %q", got, want)
+	}
+	// Reversed order on one side: 0-3 -> 7,6,5,4.
+	rev := sl(7, []int64{4}, []int64{-1})
+	snd, rcv, _ = p.Pairs(&from, &rev, rec.split)
+	got = got[:0]
+	for i := range snd {
+		got = append(got, ranksOf(p, snd[i])+" -> "+ranksOf(p, rcv[i]))
+	}
+	if want := []string{"[0-1] -> [6-7]", "[2-3] -> [4-5]"}; !slices.Equal(got, want) {
+		t.Fatalf("reversed pairs %q, want %q", got, want)
+	}
+	three := sl(4, []int64{3}, []int64{1})
+	if _, _, err := p.Pairs(&from, &three, rec.split); err == nil {
+		t.Fatal("3 ranks to 4: want an error")
+	}
+}
+
+func TestUngroupedIsRanks(t *testing.T) {
+	p, _ := New(8, false)
+	gs, _ := p.Resolve([]jsonl.Slice{sl(6, []int64{2}, []int64{1}), sl(1, []int64{2}, []int64{5})}, nil)
+	if !slices.Equal(gs, []int32{6, 7, 1}) || p.Len() != 8 {
+		t.Fatalf("ungrouped: %v", gs)
+	}
+	from, to := sl(0, []int64{2}, []int64{1}), sl(5, []int64{2}, []int64{-1})
+	snd, rcv, _ := p.Pairs(&from, &to, nil)
+	if fmt.Sprint(snd, rcv) != "[0 1] [5 4]" {
+		t.Fatalf("ungrouped pairs %v %v", snd, rcv)
+	}
+}
+
+// BenchmarkResolveCached is the steady state of a training loop at world
+// 1,048,576: the same stage slices again and again, no more splits.
+func BenchmarkResolveCached(b *testing.B) {
+	const world, stages = 1 << 20, 8
+	p, _ := New(world, true)
+	var rec recorder
+	slices := make([][]jsonl.Slice, stages)
+	for s := range slices {
+		slices[s] = []jsonl.Slice{sl(int64(s)*world/stages, []int64{world / stages}, []int64{1})}
+		p.Resolve(slices[s], rec.split)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := p.Resolve(slices[i%stages], rec.split); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResolveMiss resolves a stage's slice with the cache cleared each
+// time: the cost of finding the touched groups through the index.
+func BenchmarkResolveMiss(b *testing.B) {
+	const world, stages = 1 << 20, 8
+	p, _ := New(world, true)
+	var rec recorder
+	stage := make([]jsonl.Slice, stages)
+	for s := range stage {
+		stage[s] = sl(int64(s)*world/stages, []int64{world / stages}, []int64{1})
+		p.Resolve(stage[s:s+1], rec.split)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		clear(p.cache)
+		if _, err := p.Resolve(stage[i%stages:i%stages+1], rec.split); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
