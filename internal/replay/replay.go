@@ -18,11 +18,12 @@ import (
 // Options say how to replay.
 type Options struct {
 	Mode      sched.Mode
-	Costs     sched.Costs
-	TracePath string // where to write the trace; empty: no trace
-	Strict    bool   // unknown message types are errors, not warnings
-	Grouped   bool   // simulate identical ranks once, as a group
-	Jobs      int    // goroutines running groups in parallel (<= 1: serial)
+	Costs     sched.Costs     // fixed runtimes (zero: the reference's defaults)
+	Model     sched.CostModel // prices tasks instead of Costs when set
+	TracePath string          // where to write the trace; empty: no trace
+	Strict    bool            // unknown message types are errors, not warnings
+	Grouped   bool            // simulate identical ranks once, as a group
+	Jobs      int             // goroutines running groups in parallel (<= 1: serial)
 	// Progress, when set, is called about once a second with the records
 	// read so far.
 	Progress func(records int64)
@@ -69,12 +70,14 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	began := time.Now()
 	h := r.Header()
 	eng, err := sched.New(sched.Options{
-		WorldSize:  h.WorldSize,
-		Mode:       opt.Mode,
-		Costs:      opt.Costs,
-		KeepEvents: opt.TracePath != "",
-		Grouped:    opt.Grouped,
-		Jobs:       opt.Jobs,
+		WorldSize:   h.WorldSize,
+		Mode:        opt.Mode,
+		Costs:       opt.Costs,
+		Model:       opt.Model,
+		GPUsPerHost: h.GPUsPerHost,
+		KeepEvents:  opt.TracePath != "",
+		Grouped:     opt.Grouped,
+		Jobs:        opt.Jobs,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}

@@ -68,7 +68,11 @@ func DefaultCosts() Costs {
 type Options struct {
 	WorldSize int64
 	Mode      Mode
-	Costs     Costs
+	Costs     Costs // fixed runtimes, used when Model is nil
+	// Model prices tasks instead of Costs when set.
+	Model CostModel
+	// GPUsPerHost says which ranks share a host (for Model); 0: all.
+	GPUsPerHost int64
 	// KeepEvents keeps every stream and controller event so WriteTrace can
 	// write them; without it only the report is computed.
 	KeepEvents bool
@@ -207,6 +211,12 @@ func New(opt Options) (*Engine, error) {
 	}
 	if opt.Costs == (Costs{}) {
 		opt.Costs = DefaultCosts()
+	}
+	if opt.Model == nil {
+		opt.Model = opt.Costs
+	}
+	if opt.GPUsPerHost <= 0 {
+		opt.GPUsPerHost = opt.WorldSize
 	}
 	part, err := groups.New(opt.WorldSize, opt.Grouped)
 	if err != nil {

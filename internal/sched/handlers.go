@@ -42,8 +42,9 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
 	e.outs = appendUnique(e.outs, m.Mutates)
 	name := e.fnName(m.Function)
+	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
 	for _, gi := range gs {
-		if _, err := e.addTask(gi, m.Stream.Ref, name, e.opt.Costs.CallFunctionNs, e.inputs, e.outs, -1); err != nil {
+		if _, err := e.addTask(gi, m.Stream.Ref, name, runtime, e.inputs, e.outs, -1); err != nil {
 			return err
 		}
 	}
@@ -71,9 +72,10 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	id := e.names.ID(name)
 	e.inputs = append(e.inputs[:0], m.LocalTensor)
 	e.outs = append(e.outs[:0], m.Result)
+	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
 	c := e.colls.Alloc()
 	for _, gi := range gs {
-		t, err := e.addTask(gi, m.Stream.Ref, id, e.opt.Costs.ReduceNs, e.inputs, e.outs, c)
+		t, err := e.addTask(gi, m.Stream.Ref, id, runtime, e.inputs, e.outs, c)
 		if err != nil {
 			return err
 		}
@@ -103,8 +105,9 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		e.recv = append(e.recv[:0], gs...)
 		e.inputs = append(e.inputs[:0], m.Tensor)
 		e.outs = append(e.outs[:0], m.Result)
+		runtime := e.opt.Model.SendRuntimeNs(m, e.comm(e.recv, nil, &m.FromRanks, true))
 		for _, gi := range e.recv {
-			if _, err := e.addTask(gi, stream, send, e.opt.Costs.SendLocalNs, e.inputs, e.outs, -1); err != nil {
+			if _, err := e.addTask(gi, stream, send, runtime, e.inputs, e.outs, -1); err != nil {
 				return err
 			}
 		}
@@ -118,13 +121,16 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		return fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
 	recv := e.names.ID("RecvTensor")
+	cm := e.comm(nil, []jsonl.Slice{m.FromRanks, m.ToRanks}, nil, false)
+	cm.Ranks = 2
+	runtime := e.opt.Model.SendRuntimeNs(m, cm)
 	// Sends first, then receives, as the reference queues them: the order
 	// matters when a rank is on both sides. Each pair is one collective.
 	n := len(senders)
 	tasks := e.pairs[:0]
 	e.inputs = append(e.inputs[:0], m.Tensor)
 	for i := 0; i < n; i++ {
-		t, err := e.addTask(senders[i], stream, send, e.opt.Costs.SendRemoteNs, e.inputs, nil, -1)
+		t, err := e.addTask(senders[i], stream, send, runtime, e.inputs, nil, -1)
 		if err != nil {
 			return err
 		}
@@ -132,7 +138,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	}
 	e.outs = append(e.outs[:0], m.Result)
 	for i := 0; i < n; i++ {
-		t, err := e.addTask(receivers[i], stream, recv, e.opt.Costs.SendRemoteNs, nil, e.outs, -1)
+		t, err := e.addTask(receivers[i], stream, recv, runtime, nil, e.outs, -1)
 		if err != nil {
 			return err
 		}
@@ -433,4 +439,38 @@ func (e *Engine) who(gi int32) string {
 		return fmt.Sprintf("worker %d", e.part.Lowest(gi))
 	}
 	return "workers " + string(e.part.AppendRanges(nil, gi))
+}
+
+// comm describes a communication to the cost model: the ranks of groups gs
+// (or, with gs nil, 2), and whether every rank of the slices (or of one)
+// lies on one host.
+func (e *Engine) comm(gs []int32, ss []jsonl.Slice, one *jsonl.Slice, local bool) Comm {
+	c := Comm{Local: local, GPUsPerHost: e.opt.GPUsPerHost, Ranks: 2}
+	if gs != nil {
+		c.Ranks = 0
+		for _, g := range gs {
+			c.Ranks += e.part.Size(g)
+		}
+	}
+	lo, hi := int64(-1), int64(-1)
+	span := func(s *jsonl.Slice) {
+		l, h := s.Bounds()
+		if l > h {
+			return
+		}
+		if lo < 0 || l < lo {
+			lo = l
+		}
+		if h > hi {
+			hi = h
+		}
+	}
+	for i := range ss {
+		span(&ss[i])
+	}
+	if one != nil {
+		span(one)
+	}
+	c.SameHost = lo < 0 || lo/e.opt.GPUsPerHost == hi/e.opt.GPUsPerHost
+	return c
 }

@@ -50,7 +50,7 @@ func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.T
 	t := tk.Alloc()
 	tk.State[t] = statePending
 	tk.StartNs[t] = e.nowNs
-	tk.RuntimeNs[t] = e.opt.Costs.EventWaitNs
+	tk.RuntimeNs[t] = e.opt.Model.WaitRuntimeNs()
 	tk.Stream[t] = -1
 	tk.Name[t] = g.streams[recordedOn].waitFor
 	tk.Command[t] = e.cmdID

@@ -1,0 +1,45 @@
+package sched
+
+import "github.com/fastsim/fastsim/gen"
+
+// CostModel prices the tasks of a command. The engine asks once per command,
+// not once per rank, so a model may do real work (look up a table, apply a
+// formula); every rank of the command gets the same runtime, which keeps
+// grouped and ungrouped replays identical.
+type CostModel interface {
+	// CallRuntimeNs is the runtime of a function; name is its clean name
+	// (aten.mm), inputs its distinct tensor inputs.
+	CallRuntimeNs(m *gen.CallFunction, name string) int64
+	// ReduceRuntimeNs is the runtime of a collective.
+	ReduceRuntimeNs(m *gen.Reduce, c Comm) int64
+	// SendRuntimeNs is the runtime of a SendTensor: a local copy when c.Local,
+	// else each send and receive of a point-to-point transfer.
+	SendRuntimeNs(m *gen.SendTensor, c Comm) int64
+	// WaitRuntimeNs is the runtime of a stream waiting for another's event.
+	WaitRuntimeNs() int64
+}
+
+// Comm describes a communication for a CostModel.
+type Comm struct {
+	Ranks       int64 // ranks taking part (for a send between slices: 2)
+	SameHost    bool  // every rank of the command is on one host
+	Local       bool  // a SendTensor whose from_ranks equal its to_ranks
+	GPUsPerHost int64
+}
+
+// CallRuntimeNs is the fixed function runtime.
+func (c Costs) CallRuntimeNs(*gen.CallFunction, string) int64 { return c.CallFunctionNs }
+
+// ReduceRuntimeNs is the fixed collective runtime.
+func (c Costs) ReduceRuntimeNs(*gen.Reduce, Comm) int64 { return c.ReduceNs }
+
+// SendRuntimeNs is the fixed send runtime, local or remote.
+func (c Costs) SendRuntimeNs(_ *gen.SendTensor, cm Comm) int64 {
+	if cm.Local {
+		return c.SendLocalNs
+	}
+	return c.SendRemoteNs
+}
+
+// WaitRuntimeNs is the fixed event wait.
+func (c Costs) WaitRuntimeNs() int64 { return c.EventWaitNs }
