@@ -65,8 +65,52 @@ func TestGroupedEqualsUngroupedRandom(t *testing.T) {
 					if gr.Groups > ur.Groups {
 						t.Fatalf("%d groups for %d workers", gr.Groups, ur.Groups)
 					}
+					// Without a trace the engine settles and drops memory
+					// events as it goes: the reports must not change.
+					for _, grouped := range []bool{false, true} {
+						rr, err := Reader(bytes.NewReader(hist.Bytes()), "random.hist", Options{Mode: mode, Grouped: grouped})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if rr.Final != ur.Final || fmt.Sprint(rr.Steps) != fmt.Sprint(ur.Steps) {
+							t.Fatalf("%v grouped %v: report-only replay differs: %+v %v, traced %+v %v", mode, grouped, rr.Final, rr.Steps, ur.Final, ur.Steps)
+						}
+					}
 				}
 			})
+		}
+	}
+}
+
+// TestTrainGroupedAndSettled replays synthetic training histories
+// (pipeline stages, borrows, sends between stages) grouped and ungrouped,
+// traced and report-only, and compares them.
+func TestTrainGroupedAndSettled(t *testing.T) {
+	for _, c := range []synth.Train{
+		{PP: 2, DP: 2, TP: 2, Layers: 4, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 3},
+		{PP: 4, DP: 3, TP: 1, Layers: 8, Hidden: 32, Seq: 8, Batch: 6, Micro: 2, Steps: 2},
+	} {
+		var hist bytes.Buffer
+		if err := synth.WriteTrain(&hist, c); err != nil {
+			t.Fatal(err)
+		}
+		ur, un, _ := replayBytes(t, hist.Bytes(), Options{})
+		gr, gn, _ := replayBytes(t, hist.Bytes(), Options{Grouped: true, Jobs: 2})
+		if diffs := golden.Compare(un, gn); len(diffs) > 0 {
+			t.Fatalf("%+v: grouped differs:\n  %s", c, strings.Join(diffs, "\n  "))
+		}
+		if gr.Groups != c.PP {
+			t.Errorf("%+v: %d groups, want one per stage (%d)", c, gr.Groups, c.PP)
+		}
+		rr, err := Reader(bytes.NewReader(hist.Bytes()), "train.hist", Options{Grouped: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr.Final != ur.Final || fmt.Sprint(rr.Steps) != fmt.Sprint(ur.Steps) {
+			t.Fatalf("%+v: report-only %+v, traced %+v", c, rr.Final, ur.Final)
+		}
+		if ur.Final.PeakBytes == 0 || len(ur.Steps) != c.Steps {
+			t.Fatalf("%+v: a training history with no memory or %d steps", c, len(ur.Steps))
 		}
 	}
 }

@@ -109,6 +109,7 @@ type Engine struct {
 	inputs []jsonl.Tensor
 	outs   []jsonl.Tensor
 	pairs  []soa.TaskID // tasks of one SendTensor
+	memPos []int        // per stream: events walked by mergeMemory
 
 	ctrlName  []int32 // controller events, when kept
 	ctrlStart []int64
@@ -140,6 +141,8 @@ type group struct {
 	freeBor  []int32
 	active   bool  // given any task: it appears in the trace
 	evMaxNs  int64 // latest end of any of its stream events
+	memBase  int64 // running memory total of the settled events
+	memPeak  int64 // peak of the running total over the settled events
 
 	work      []int32 // streams whose head may move
 	ready     bool    // in Engine.ready
@@ -247,14 +250,29 @@ const MaxGroupedWorld = 1 << 24
 // ranks the slices receiving it, line its line number (for messages).
 func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.line = line
+	if e.cmdID%settleEvery == settleEvery-1 {
+		e.settle()
+	}
 	return e.process(ts, ranks, m)
 }
 
+// settleEvery is how many commands pass between two settlements of the
+// memory events.
+const settleEvery = 4096
+
 // Step closes an iteration: it records and returns the report so far.
 func (e *Engine) Step() Report {
+	e.settle()
 	r := e.Report()
 	e.reports = append(e.reports, r)
 	return r
+}
+
+// settle settles every group's final memory events.
+func (e *Engine) settle() {
+	for gi := range e.gs {
+		e.settleMemory(&e.gs[gi])
+	}
 }
 
 // Steps returns the reports recorded by Step.

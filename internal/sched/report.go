@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/trace"
@@ -31,8 +32,8 @@ func (e *Engine) Report() Report {
 		if !g.active {
 			continue
 		}
-		peak := int64(0)
-		e.mergeMemory(g, func(_, running int64) { peak = max(peak, running) })
+		peak := g.memPeak
+		e.mergeMemory(g, math.MaxInt64, func(_, running int64) { peak = max(peak, running) })
 		// Ties go to the lowest rank, as a rank-by-rank scan would find.
 		low := e.part.Lowest(int32(gi))
 		if peak > r.PeakBytes || peak == r.PeakBytes && peak > 0 && low < r.PeakDevice {
@@ -45,24 +46,25 @@ func (e *Engine) Report() Report {
 // Groups is the number of groups simulated (the world size, ungrouped).
 func (e *Engine) Groups() int { return len(e.gs) }
 
-// mergeMemory walks a group's memory events merged across its streams in
-// time order (ties: the earlier-created stream first; within a stream, the
-// smaller delta first) and calls fn with each event's time and the running
-// total.
-func (e *Engine) mergeMemory(g *group, fn func(ns, running int64)) {
-	var cur [8]int
-	pos := cur[:0]
+// mergeMemory walks a group's memory events before limitNs merged across
+// its streams in time order (ties: the earlier-created stream first; within
+// a stream, the smaller delta first) and calls fn with each event's time
+// and the running total, which starts at the total of the events already
+// settled. It leaves in e.memPos how many events of each stream it walked.
+func (e *Engine) mergeMemory(g *group, limitNs int64, fn func(ns, running int64)) {
+	e.memPos = e.memPos[:0]
 	for s := range g.streams {
 		g.sortMemory(int32(s))
-		pos = append(pos, 0)
+		e.memPos = append(e.memPos, 0)
 	}
-	running := int64(0)
+	pos := e.memPos
+	running := g.memBase
 	for {
 		best := -1
 		var bestNs int64
 		for i := range g.streams {
 			m := g.streams[i].mem
-			if pos[i] < len(m) && (best < 0 || m[pos[i]].ns < bestNs) {
+			if pos[i] < len(m) && m[pos[i]].ns < limitNs && (best < 0 || m[pos[i]].ns < bestNs) {
 				best, bestNs = i, m[pos[i]].ns
 			}
 		}
@@ -73,6 +75,39 @@ func (e *Engine) mergeMemory(g *group, fn func(ns, running int64)) {
 		pos[best]++
 		running += ev.delta
 		fn(ev.ns, running)
+	}
+}
+
+// settleMemory folds into a group's running total and peak the memory
+// events that no later event can come before, and drops them, so memory
+// follows the events in flight rather than the history's length. Every
+// future event of a stream is at or after the stream's now (tasks start no
+// earlier, deletes and returns happen at or after it), and a new stream's
+// at or after the controller clock; so events before the smallest of those
+// are final. Not when events are kept for the trace, nor in stream-only
+// mode, where the controller clock stays 0.
+func (e *Engine) settleMemory(g *group) {
+	if e.opt.KeepEvents || e.opt.Mode == StreamOnly {
+		return
+	}
+	limit, any := e.nowNs, false
+	for s := range g.streams {
+		limit = min(limit, g.streams[s].nowNs)
+		any = any || len(g.streams[s].mem) > 0
+	}
+	if !any {
+		return
+	}
+	e.mergeMemory(g, limit, func(_, running int64) {
+		g.memPeak = max(g.memPeak, running)
+		g.memBase = running
+	})
+	for s, n := range e.memPos {
+		st := &g.streams[s]
+		if n > 0 {
+			st.mem = st.mem[:copy(st.mem, st.mem[n:])]
+			st.sorted -= n
+		}
 	}
 }
 
@@ -142,7 +177,7 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 				w.Complete(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
 			}
 		}
-		e.mergeMemory(g, func(ns, running int64) { w.Counter(pid, ns, running) })
+		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) { w.Counter(pid, ns, running) })
 	}
 	return nil
 }

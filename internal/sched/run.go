@@ -412,6 +412,8 @@ func (e *Engine) split(from, to int32) error {
 		freeBor:  slices.Clone(src.freeBor),
 		active:   src.active,
 		evMaxNs:  src.evMaxNs,
+		memBase:  src.memBase,
+		memPeak:  src.memPeak,
 	}
 	for i := range src.streams {
 		s := &src.streams[i]
