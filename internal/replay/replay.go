@@ -27,6 +27,12 @@ type Options struct {
 	// Progress, when set, is called about once a second with the records
 	// read so far.
 	Progress func(records int64)
+	// Stop, when closed, ends the replay early: the result covers the
+	// commands replayed so far and is marked Partial.
+	Stop <-chan struct{}
+	// PartialTrace writes the trace of a stopped replay too (by default a
+	// stopped replay writes none).
+	PartialTrace bool
 }
 
 // Result is what a replay found.
@@ -38,7 +44,9 @@ type Result struct {
 	Records      int64          // command records read
 	Warnings     int64
 	FirstWarning string
-	Groups       int // groups simulated at the end (the world size, ungrouped)
+	Groups       int   // groups simulated at the end (the world size, ungrouped)
+	Partial      bool  // stopped before the end of the history
+	LastLine     int64 // the last line replayed
 	Wall         time.Duration
 }
 
@@ -98,6 +106,11 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			continue
 		}
 		res.Records++
+		res.LastLine = rec.Line
+		if opt.Stop != nil && res.Records&255 == 0 && stopped(opt.Stop) {
+			res.Partial = true
+			break
+		}
 		if opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
 			return nil, &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
 		}
@@ -115,13 +128,22 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	res.Commands = eng.Commands()
 	res.Groups = eng.Groups()
 	res.Warnings, res.FirstWarning = eng.Warnings()
-	if opt.TracePath != "" {
+	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
 		if err := writeTrace(eng, opt.TracePath); err != nil {
 			return nil, err
 		}
 	}
 	res.Wall = time.Since(began)
 	return res, nil
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // writeTrace writes to a temp file beside path and renames it at the end, so

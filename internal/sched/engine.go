@@ -110,6 +110,7 @@ type Engine struct {
 	outs   []jsonl.Tensor
 	pairs  []soa.TaskID // tasks of one SendTensor
 	memPos []int        // per stream: events walked by mergeMemory
+	batch  batchArgs    // arguments of the batch each is running
 
 	ctrlName  []int32 // controller events, when kept
 	ctrlStart []int64

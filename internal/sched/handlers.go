@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -43,12 +44,7 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	e.outs = appendUnique(e.outs, m.Mutates)
 	name := e.fnName(m.Function)
 	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
-	for _, gi := range gs {
-		if _, err := e.addTask(gi, m.Stream.Ref, name, runtime, e.inputs, e.outs, -1); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.addTasks(gs, m.Stream.Ref, name, runtime, e.inputs, e.outs, -1, nil)
 }
 
 // Reduce queues one collective across every receiving worker: one task per
@@ -74,14 +70,18 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	e.outs = append(e.outs[:0], m.Result)
 	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
 	c := e.colls.Alloc()
-	for _, gi := range gs {
-		t, err := e.addTask(gi, m.Stream.Ref, id, runtime, e.inputs, e.outs, c)
-		if err != nil {
-			return err
-		}
-		e.colls.Add(c, soa.Member{Group: gi, Task: t})
+	tasks := slices.Grow(e.pairs[:0], len(gs))[:len(gs)]
+	if err := e.addTasks(gs, m.Stream.Ref, id, runtime, e.inputs, e.outs, c, tasks); err != nil {
+		e.colls.Free(c)
+		return err
 	}
-	if e.colls.Len[c] == 0 {
+	// Members join after every task exists: none has started yet (they
+	// start in run), so the collective counts all of them as pending.
+	for i, gi := range gs {
+		e.colls.Add(c, soa.Member{Group: gi, Task: tasks[i]})
+	}
+	e.pairs = tasks
+	if len(gs) == 0 {
 		e.colls.Free(c)
 	}
 	return nil
@@ -106,12 +106,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		e.inputs = append(e.inputs[:0], m.Tensor)
 		e.outs = append(e.outs[:0], m.Result)
 		runtime := e.opt.Model.SendRuntimeNs(m, e.comm(e.recv, nil, &m.FromRanks, true))
-		for _, gi := range e.recv {
-			if _, err := e.addTask(gi, stream, send, runtime, e.inputs, e.outs, -1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return e.addTasks(e.recv, stream, send, runtime, e.inputs, e.outs, -1, nil)
 	}
 	senders, receivers, err := e.part.Pairs(&m.FromRanks, &m.ToRanks, e.splitF)
 	if err != nil {
@@ -153,6 +148,8 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		}
 	}
 	e.pairs = tasks
+	e.markReady(senders...)
+	e.markReady(receivers...)
 	return nil
 }
 
@@ -229,6 +226,7 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 		g.active = true
 		e.enqueue(gi, br.to, br.create)
 	}
+	e.markReady(gs...)
 	return nil
 }
 
@@ -296,6 +294,7 @@ func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
 			return err
 		}
 	}
+	e.markReady(gs...)
 	return nil
 }
 

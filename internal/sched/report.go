@@ -90,10 +90,21 @@ func (e *Engine) settleMemory(g *group) {
 	if e.opt.KeepEvents || e.opt.Mode == StreamOnly {
 		return
 	}
-	limit, any := e.nowNs, false
+	// A stream with queued tasks or a tensor out on loan may still record
+	// an event at its own now (a return happens there); an idle one not
+	// before the controller clock.
+	limit, any := int64(math.MaxInt64), false
 	for s := range g.streams {
-		limit = min(limit, g.streams[s].nowNs)
-		any = any || len(g.streams[s].mem) > 0
+		st := &g.streams[s]
+		bound := max(st.nowNs, e.nowNs)
+		if st.queue.Len() > 0 {
+			bound = st.nowNs
+		}
+		limit = min(limit, bound)
+		any = any || len(st.mem) > 0
+	}
+	for _, b := range g.borrowOf {
+		limit = min(limit, g.streams[g.borrows[b].from].nowNs)
 	}
 	if !any {
 		return
@@ -105,7 +116,9 @@ func (e *Engine) settleMemory(g *group) {
 	for s, n := range e.memPos {
 		st := &g.streams[s]
 		if n > 0 {
-			st.mem = st.mem[:copy(st.mem, st.mem[n:])]
+			// Reslice rather than copy: append moves the live events to a
+			// new array when it grows, so each event is copied O(1) times.
+			st.mem = st.mem[n:]
 			st.sorted -= n
 		}
 	}

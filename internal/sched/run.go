@@ -72,7 +72,7 @@ func (e *Engine) enqueue(gi int32, s int32, t soa.TaskID) {
 	g.tasks.IOOff[t] = st.io.Tail()
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
-		e.wake(gi, s)
+		g.wake(s)
 	}
 }
 
@@ -135,19 +135,115 @@ outputs:
 	g.active = true
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
-		e.wake(gi, s)
+		g.wake(s)
 	}
 	return t, nil
 }
 
 // wake marks stream s of group gi for a visit in the next round.
 func (e *Engine) wake(gi, s int32) {
-	g := &e.gs[gi]
-	g.wake(s)
-	if !g.ready {
-		g.ready = true
-		e.ready = append(e.ready, gi)
+	e.gs[gi].wake(s)
+	e.markReady(gi)
+}
+
+// markReady puts group gi in the next round if it has streams to move.
+// Handlers wake streams within their groups only (so they can run groups in
+// parallel) and mark the groups ready afterwards, in order.
+func (e *Engine) markReady(gis ...int32) {
+	for _, gi := range gis {
+		g := &e.gs[gi]
+		if len(g.work) > 0 && !g.ready {
+			g.ready = true
+			e.ready = append(e.ready, gi)
+		}
 	}
+}
+
+// minParallel is the fewest groups worth a parallel section: below it the
+// goroutines cost more than the work they share.
+const minParallel = 8
+
+// A batch is what each does to every group: queue one task (the
+// arguments are in Engine.batch) or move the group's streams. Naming the
+// operation instead of passing a closure keeps the hot path free of
+// allocations and indirect calls.
+type batchOp uint8
+
+const (
+	opAddTask batchOp = iota // addTask with Engine.batch's arguments
+	opAdvance                // advanceGroup
+)
+
+// batchArgs are the arguments of opAddTask, the same for every group.
+type batchArgs struct {
+	ref       int64
+	name      int32
+	runtimeNs int64
+	ins, outs []jsonl.Tensor
+	coll      int32
+	tasks     []soa.TaskID // per group of the batch: the task queued
+}
+
+func (e *Engine) apply(op batchOp, i int, gi int32) error {
+	if op == opAdvance {
+		e.advanceGroup(gi)
+		return nil
+	}
+	b := &e.batch
+	t, err := e.addTask(gi, b.ref, b.name, b.runtimeNs, b.ins, b.outs, b.coll)
+	if b.tasks != nil {
+		b.tasks[i] = t
+	}
+	return err
+}
+
+// each applies op to every group of gs: in parallel, in contiguous chunks,
+// when Jobs allows and there are enough groups. An op touches only its own
+// group's state (and collectives, atomically). The error is the one of the
+// earliest group in gs, so it does not depend on timing.
+func (e *Engine) each(gs []int32, op batchOp) error {
+	if e.opt.Jobs <= 1 || len(gs) < minParallel {
+		for i, gi := range gs {
+			if err := e.apply(op, i, gi); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := min(e.opt.Jobs, len(gs))
+	for k := 0; k < n; k++ {
+		lo, hi := k*len(gs)/n, (k+1)*len(gs)/n
+		e.eg.Go(func() error {
+			for i := lo; i < hi; i++ {
+				if err := e.apply(op, i, gs[i]); err != nil {
+					e.gs[gs[i]].err = err
+					return nil // this chunk stops; the others finish theirs
+				}
+			}
+			return nil
+		})
+	}
+	_ = e.eg.Wait()
+	var first error
+	for _, gi := range gs {
+		if err := e.gs[gi].err; err != nil {
+			if first == nil {
+				first = err
+			}
+			e.gs[gi].err = nil
+		}
+	}
+	return first
+}
+
+// addTasks queues the same task on every group of gs (tasks, when not nil,
+// receives each group's task) and marks the groups ready.
+func (e *Engine) addTasks(gs []int32, ref int64, name int32, runtimeNs int64, ins, outs []jsonl.Tensor, coll int32, tasks []soa.TaskID) error {
+	e.batch = batchArgs{ref: ref, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
+	err := e.each(gs, opAddTask)
+	e.batch = batchArgs{}
+	e.markReady(gs...)
+	return err
 }
 
 func (g *group) wake(s int32) {
@@ -169,16 +265,7 @@ func (e *Engine) run() error {
 		for _, gi := range e.round {
 			e.gs[gi].ready = false
 		}
-		if e.opt.Jobs > 1 && len(e.round) > 1 {
-			for _, gi := range e.round {
-				e.eg.Go(func() error { e.advanceGroup(gi); return nil })
-			}
-			_ = e.eg.Wait()
-		} else {
-			for _, gi := range e.round {
-				e.advanceGroup(gi)
-			}
-		}
+		_ = e.each(e.round, opAdvance)
 		// Between rounds, one goroutine: errors (the lowest group's, so the
 		// message does not depend on timing), wake-ups, recycling.
 		var err error

@@ -22,7 +22,8 @@ type Train struct {
 	Micro       int // microbatches per step
 	Steps       int
 	GPUsPerHost int
-	// CommandNs is the controller's time between two commands.
+	// CommandNs is the controller's time between two commands (default
+	// 20 µs, about what a Python controller spends sending one).
 	CommandNs int
 }
 
@@ -91,7 +92,7 @@ func WriteTrain(out io.Writer, c Train) error {
 		c.GPUsPerHost = 8
 	}
 	if c.CommandNs <= 0 {
-		c.CommandNs = 1000
+		c.CommandNs = 20_000
 	}
 	t := &trainer{c: c, w: bufio.NewWriterSize(out, 1<<20), next: 1}
 	per := int64(c.DP) * int64(c.TP)
