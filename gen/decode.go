@@ -11,8 +11,10 @@ import (
 // come anywhere in the object; unknown extra fields are skipped. A missing
 // required field or a field of the wrong JSON type is an error naming the
 // field and the message type. Accepted and unknown kinds have their fields
-// skipped. Decoding reuses the slices of m and allocates nothing in steady state.
+// skipped (kept in m.Extra, with the order of the keys, when s.KeepExtra is set).
+// Decoding reuses the slices of m and allocates nothing in steady state.
 func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
+	m.Extra.Reset()
 	mark := s.Mark()
 	if err := s.BeginObject(); err != nil {
 		return err
@@ -79,6 +81,11 @@ func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.TypeName, err)
+	}
+	if s.KeepExtra {
+		if err := s.CaptureExtras(mark, FieldNames(m.Kind), &m.Extra); err != nil {
+			return fmt.Errorf("%s: %w", m.TypeName, err)
+		}
 	}
 	return nil
 }

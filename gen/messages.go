@@ -154,4 +154,8 @@ type Msg struct {
 	PipeRecv PipeRecv
 	// CommandGroup holds the message when Kind is MsgCommandGroup.
 	CommandGroup CommandGroup
+	// Extra holds the fields the spec does not declare and the order of the
+	// keys, when the decoder keeps them (jsonl.Scanner.KeepExtra, or a binary
+	// history that carries them); it is empty otherwise.
+	Extra jsonl.Extras
 }

@@ -18,6 +18,8 @@ const (
 	exitOK    = 0
 	exitError = 1 // the run failed for a reason other than its input (I/O, ...)
 	exitInput = 2 // bad input or usage: the message says what to fix
+
+	exitInterrupted = 130 // stopped by Ctrl-C (SIGINT), after a partial report
 )
 
 const usage = `fastsim simulates distributed PyTorch programs (Monarch-style) from a
@@ -27,6 +29,8 @@ each device peaks at, with a Chrome/Perfetto trace of the timeline.
 Usage:
   fastsim replay [flags] HISTORY   replay a history (.hist or .hist.zst)
   fastsim synth [flags] OUT        write a synthetic training history (or a random one)
+  fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
+  fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
@@ -46,6 +50,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return replayCmd(args[1:], stdout, stderr)
 	case "synth":
 		return synthCmd(args[1:], stdout, stderr)
+	case "convert":
+		return convertCmd(args[1:], stdout, stderr)
+	case "search":
+		return searchCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

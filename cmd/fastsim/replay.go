@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 
+	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -39,8 +41,11 @@ type replayFlags struct {
 	strict     bool
 	cpuprofile string
 	quiet      bool
+	decodeOnly bool
 	grouped    bool
 	jobs       int
+	partial    bool
+	costs      string
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -55,6 +60,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines;\nresults do not depend on it")
+	fs.StringVar(&f.costs, "costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
+	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
+	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), replayUsage)
@@ -69,6 +77,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	path := positional[0]
+	if f.decodeOnly {
+		return decodeOnlyCmd(path, stdout, stderr)
+	}
 	mode, err := sched.ParseMode(f.traceMode)
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
@@ -79,6 +90,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
+	if f.costs != "" {
+		m, err := costs.Load(f.costs)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --costs: %v\n", err)
+			return exitInput
+		}
+		opt.Model = m
+	}
 	if !f.reportOnly {
 		opt.TracePath = f.trace
 		if opt.TracePath == "" {
@@ -107,6 +126,21 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 
+	// The first Ctrl-C stops the replay at the next record and reports what
+	// was replayed; a second one kills the process as usual.
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		if _, ok := <-sig; ok {
+			signal.Stop(sig)
+			close(stop)
+		}
+	}()
+	defer func() { signal.Stop(sig); close(sig) }()
+	opt.Stop = stop
+	opt.PartialTrace = f.partial
+
 	res, err := replay.File(path, opt)
 	if opt.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -125,8 +159,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	if !f.quiet {
+	if res.Partial {
+		fmt.Fprintf(stdout, "PARTIAL: interrupted after line %d; the report covers the commands replayed until then\n", res.LastLine)
+		if !f.partial {
+			opt.TracePath = "" // none written
+		}
+	}
+	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
+	}
+	if res.Partial {
+		return exitInterrupted
 	}
 	return exitOK
 }
@@ -201,7 +244,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 		rate = float64(res.Commands) / secs
 	}
 	fmt.Fprintf(w, "commands replayed    %d on %d workers (%d simulated groups)\n", res.Commands, res.Header.WorldSize, res.Groups)
-	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s)\n", secs, rate)
+	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s, %.0f worker-tasks/s)\n", secs, rate, float64(res.WorkerTasks)/max(secs, 1e-9))
 	if res.Warnings > 0 {
 		fmt.Fprintf(w, "warnings             %d (first: %s)\n", res.Warnings, res.FirstWarning)
 	}

@@ -51,6 +51,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
+	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns`")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), synthUsage)
 		fs.PrintDefaults()

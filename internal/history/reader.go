@@ -1,5 +1,8 @@
 // Package history reads command histories (the JSON-lines interchange format
-// of HISTORY.md), plain or zstd-compressed, one record at a time.
+// of HISTORY.md), plain or zstd-compressed, or the binary form (.fhist, see
+// internal/binform), one record at a time; the form is detected by magic
+// bytes. It also writes histories in either form (Writer) and converts
+// between them without loss (Convert).
 //
 // Reading is streamed: memory does not grow with the length of the file, and
 // a Record is reused between calls, so reading allocates nothing per record
@@ -15,6 +18,7 @@ import (
 	"strconv"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/binform"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/klauspost/compress/zstd"
 )
@@ -36,6 +40,10 @@ type Record struct {
 	Ts    int64
 	Ranks []jsonl.Slice // validated against the world
 	Msg   gen.Msg       // the command; Kind is MsgInvalid on a step line
+	// Extra holds the record's keys other than ts, ranks, msg and step
+	// ("tb" frames, keys of later versions) as raw JSON, when the reader
+	// keeps extras (Reader.KeepExtra) or the binary form carries them.
+	Extra jsonl.Extras
 }
 
 const (
@@ -50,6 +58,13 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // Reader reads the records of a history.
 type Reader struct {
+	// KeepExtra makes Next keep what a replay does not need but a lossless
+	// conversion does: message fields the spec does not declare, the order
+	// of their keys, and record keys such as "tb" (Record.Extra,
+	// gen.Msg.Extra). It slows JSON decoding; binary input always carries
+	// them. Set it before the first call of Next.
+	KeepExtra bool
+
 	name   string
 	raw    *bufio.Reader // the source
 	lines  *bufio.Reader // the text: raw, or zbuf over dec
@@ -66,6 +81,9 @@ type Reader struct {
 	lastTs int64
 	hasTs  bool
 	err    error // sticky
+
+	bin    binReader // the binary form
+	rawHdr []byte    // the header line as written
 }
 
 // Open opens the history at path, plain or zstd (detected by magic bytes),
@@ -128,11 +146,19 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 		}
 		r.lines = r.zbuf
 	}
+	r.bin.on = false
+	if magic, _ := r.lines.Peek(len(binform.Magic)); bytes.Equal(magic, binform.Magic) {
+		return r.binHeader()
+	}
 	return r.readHeader()
 }
 
 // Header returns the header read by NewReader.
 func (r *Reader) Header() Header { return r.hdr }
+
+// RawHeader returns the header line as written, unknown keys included (the
+// binary form keeps it verbatim). It is valid until Reset.
+func (r *Reader) RawHeader() []byte { return r.rawHdr }
 
 // Registry returns the tensor registry of the history being read.
 func (r *Reader) Registry() *jsonl.Registry { return r.reg }
@@ -228,6 +254,11 @@ func (r *Reader) readHeader() error {
 	if err != nil {
 		return err
 	}
+	return r.parseHeader(line)
+}
+
+// parseHeader parses and validates the header line.
+func (r *Reader) parseHeader(line []byte) error {
 	s := &r.sc
 	if err := s.Reset(line); err != nil {
 		return r.fail(r.line, wrap(ErrHeader, "no header: %v", err))
@@ -305,6 +336,7 @@ func (r *Reader) readHeader() error {
 	case h.GPUsPerHost < 1:
 		return r.fail(r.line, wrap(ErrHeader, `bad header: "gpus_per_host" is %d, want at least 1`, h.GPUsPerHost))
 	}
+	r.rawHdr = append(r.rawHdr[:0], line...)
 	r.hdr = h
 	return nil
 }
@@ -324,6 +356,9 @@ func (r *Reader) Next(rec *Record) error {
 	if r.err != nil {
 		return r.err
 	}
+	if r.bin.on {
+		return r.nextBinary(rec)
+	}
 	line, err := r.nextLine()
 	if err != nil {
 		return err
@@ -336,7 +371,9 @@ func (r *Reader) Next(rec *Record) error {
 
 func (r *Reader) record(line []byte, rec *Record) error {
 	rec.Line, rec.IsStep, rec.Step, rec.Ranks = r.line, false, 0, rec.Ranks[:0]
+	rec.Extra.Reset()
 	s := &r.sc
+	s.KeepExtra = r.KeepExtra
 	if err := s.Reset(line); err != nil {
 		return err
 	}
@@ -385,6 +422,16 @@ func (r *Reader) record(line []byte, rec *Record) error {
 				return jsonl.FieldError("step", wrap(jsonl.ErrRange, "negative step %d", rec.Step))
 			}
 		default: // "tb" and fields of later versions
+			if r.KeepExtra {
+				k := s.Intern(key)
+				s.Kind() // skip whitespace
+				start := s.Pos()
+				if err := s.Skip(); err != nil {
+					return err
+				}
+				rec.Extra.Add(k, s.Bytes(start, s.Pos()))
+				continue
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}

@@ -339,3 +339,42 @@ func (s *Scanner) objectHasKey(name string) (bool, error) {
 		}
 	}
 }
+
+// Define adds a tensor given with all its fields, as a first mention does,
+// and returns it. Defining an id twice is an ErrConflict; shape is copied.
+func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (Tensor, error) {
+	if i, ok := r.idx[id]; ok {
+		where := ""
+		if r.line[i] > 0 {
+			where = " (line " + strconv.FormatInt(r.line[i], 10) + ")"
+		}
+		return Tensor{}, errorf(ErrConflict, "tensor %d is defined again; first defined%s", id, where)
+	}
+	if len(r.id) >= MaxTensors {
+		return Tensor{}, errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
+	}
+	if nbytes < 0 {
+		return Tensor{}, errorf(ErrRange, "tensor %d: negative size %d", id, nbytes)
+	}
+	if len(shape) > MaxShapeDims {
+		return Tensor{}, errorf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, len(shape), MaxShapeDims)
+	}
+	if len(r.shapes)+len(shape) > 1<<31-1 {
+		return Tensor{}, errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
+	}
+	i := int32(len(r.id))
+	if r.idx == nil {
+		r.idx = make(map[int64]int32)
+	}
+	r.idx[id] = i
+	r.id = append(r.id, id)
+	r.storage = append(r.storage, storage)
+	r.nbytes = append(r.nbytes, nbytes)
+	r.dtype = append(r.dtype, dtype)
+	r.cpu = append(r.cpu, cpu)
+	r.line = append(r.line, r.curLine)
+	r.shapeAt = append(r.shapeAt, int32(len(r.shapes)))
+	r.shapeN = append(r.shapeN, int32(len(shape)))
+	r.shapes = append(r.shapes, shape...)
+	return r.At(i), nil
+}

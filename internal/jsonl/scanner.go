@@ -47,6 +47,11 @@ type Scanner struct {
 	strBuf []byte // unescaped string values
 
 	intern map[string]string
+
+	// KeepExtra makes generated decoders record, in a message's Extras,
+	// the fields the spec does not declare and the order of its keys (see
+	// CaptureExtras). Off, they are skipped at no cost.
+	KeepExtra bool
 }
 
 // Mark is a position in the line that Rewind returns to.

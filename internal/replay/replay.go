@@ -27,6 +27,9 @@ type Options struct {
 	// Progress, when set, is called about once a second with the records
 	// read so far.
 	Progress func(records int64)
+	// MaxWorld refuses histories of more ranks (0: the engine's limit), so
+	// an embedding program or a fuzzer bounds what an input can ask for.
+	MaxWorld int64
 	// Stop, when closed, ends the replay early: the result covers the
 	// commands replayed so far and is marked Partial.
 	Stop <-chan struct{}
@@ -45,6 +48,7 @@ type Result struct {
 	Warnings     int64
 	FirstWarning string
 	Groups       int   // groups simulated at the end (the world size, ungrouped)
+	WorkerTasks  int64 // tasks rank by rank (a group's count once per rank)
 	Partial      bool  // stopped before the end of the history
 	LastLine     int64 // the last line replayed
 	Wall         time.Duration
@@ -77,6 +81,9 @@ func Reader(src io.Reader, name string, opt Options) (*Result, error) {
 func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	began := time.Now()
 	h := r.Header()
+	if opt.MaxWorld > 0 && h.WorldSize > opt.MaxWorld {
+		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: world size %d is over the limit of %d", sched.ErrOptions, h.WorldSize, opt.MaxWorld)}
+	}
 	eng, err := sched.New(sched.Options{
 		WorldSize:   h.WorldSize,
 		Mode:        opt.Mode,
@@ -127,6 +134,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	res.Final = eng.Report()
 	res.Commands = eng.Commands()
 	res.Groups = eng.Groups()
+	res.WorkerTasks = eng.WorkerTasks()
 	res.Warnings, res.FirstWarning = eng.Warnings()
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
 		if err := writeTrace(eng, opt.TracePath); err != nil {

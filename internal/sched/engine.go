@@ -131,19 +131,20 @@ type Engine struct {
 // a split copies the tables wholesale and groups run in parallel without
 // sharing anything but the collectives.
 type group struct {
-	tasks    soa.Tasks
-	tensors  soa.Tensors
-	storages soa.Storages
-	streams  []stream        // in creation order; a stream's id is its index
-	cpu      map[int64]int32 // tensor id -> row of a CPU tensor
-	storage  map[int64]int32 // storage id -> storage row
-	borrowOf map[int64]int32 // borrow id -> borrow row
-	borrows  []borrow
-	freeBor  []int32
-	active   bool  // given any task: it appears in the trace
-	evMaxNs  int64 // latest end of any of its stream events
-	memBase  int64 // running memory total of the settled events
-	memPeak  int64 // peak of the running total over the settled events
+	tasks     soa.Tasks
+	tensors   soa.Tensors
+	storages  soa.Storages
+	streams   []stream        // in creation order; a stream's id is its index
+	cpu       map[int64]int32 // tensor id -> row of a CPU tensor
+	storage   map[int64]int32 // storage id -> storage row
+	borrowOf  map[int64]int32 // borrow id -> borrow row
+	borrows   []borrow
+	freeBor   []int32
+	active    bool  // given any task: it appears in the trace
+	evMaxNs   int64 // latest end of any of its stream events
+	tasksMade int64 // tasks queued on this group (and its ancestors before a split)
+	memBase   int64 // running memory total of the settled events
+	memPeak   int64 // peak of the running total over the settled events
 
 	work      []int32 // streams whose head may move
 	ready     bool    // in Engine.ready

@@ -32,8 +32,7 @@ func (e *Engine) Report() Report {
 		if !g.active {
 			continue
 		}
-		peak := g.memPeak
-		e.mergeMemory(g, math.MaxInt64, func(_, running int64) { peak = max(peak, running) })
+		peak := e.groupPeakBytes(g)
 		// Ties go to the lowest rank, as a rank-by-rank scan would find.
 		low := e.part.Lowest(int32(gi))
 		if peak > r.PeakBytes || peak == r.PeakBytes && peak > 0 && low < r.PeakDevice {
@@ -41,6 +40,16 @@ func (e *Engine) Report() Report {
 		}
 	}
 	return r
+}
+
+// WorkerTasks is the number of tasks the replay stands for, rank by rank:
+// a group's tasks count once for each of its ranks.
+func (e *Engine) WorkerTasks() int64 {
+	n := int64(0)
+	for gi := range e.gs {
+		n += e.gs[gi].tasksMade * e.part.Size(int32(gi))
+	}
+	return n
 }
 
 // Groups is the number of groups simulated (the world size, ungrouped).
@@ -163,11 +172,7 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 	}
 	// Devices in order of their lowest rank; grouped, a device is named by
 	// its position in that order and its ranks: "Device 2 [4-7] [12-15]".
-	order := make([]int32, len(e.gs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(e.part.Lowest(a), e.part.Lowest(b)) })
+	order := e.byLowestRank()
 	var name []byte
 	for i, gi := range order {
 		g := &e.gs[gi]

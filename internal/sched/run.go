@@ -133,6 +133,7 @@ outputs:
 	tk.NIn[t] = int32(len(ins))
 	tk.NOut[t] = nOut
 	g.active = true
+	g.tasksMade++
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
 		g.wake(s)
@@ -488,19 +489,20 @@ func (e *Engine) split(from, to int32) error {
 	}
 	src := &e.gs[from]
 	dst := group{
-		tasks:    src.tasks.Clone(),
-		tensors:  src.tensors.Clone(),
-		storages: src.storages.Clone(),
-		streams:  make([]stream, len(src.streams)),
-		cpu:      maps.Clone(src.cpu),
-		storage:  maps.Clone(src.storage),
-		borrowOf: maps.Clone(src.borrowOf),
-		borrows:  slices.Clone(src.borrows),
-		freeBor:  slices.Clone(src.freeBor),
-		active:   src.active,
-		evMaxNs:  src.evMaxNs,
-		memBase:  src.memBase,
-		memPeak:  src.memPeak,
+		tasks:     src.tasks.Clone(),
+		tensors:   src.tensors.Clone(),
+		storages:  src.storages.Clone(),
+		streams:   make([]stream, len(src.streams)),
+		cpu:       maps.Clone(src.cpu),
+		storage:   maps.Clone(src.storage),
+		borrowOf:  maps.Clone(src.borrowOf),
+		borrows:   slices.Clone(src.borrows),
+		freeBor:   slices.Clone(src.freeBor),
+		active:    src.active,
+		evMaxNs:   src.evMaxNs,
+		tasksMade: src.tasksMade,
+		memBase:   src.memBase,
+		memPeak:   src.memPeak,
 	}
 	for i := range src.streams {
 		s := &src.streams[i]

@@ -284,7 +284,7 @@ func (t *trainer) backward(p, l int, dOut int64, saved [2]int64, act, wide int64
 		bf16Tensor(lent, t.fullBytes(), "cuda"), gb, dw))
 	t.cmd(s, fmt.Sprintf(`{"type":"BorrowFirstUse","borrow":%d}`, gb))
 	g := t.id()
-	t.cmd(s, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":{"tensor":%d},"stream":{"ref":2},"dims":["dp"],"reduction":"sum","scatter":false,"inplace":false,"out":null}`,
+	t.cmd(s, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":{"tensor":%d},"stream":{"ref":2},"dims":["dp"],"reduction":"sum","scatter":true,"inplace":false,"out":null}`,
 		bf16Tensor(g, t.shardBytes(), "cuda"), lent))
 	t.cmd(s, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, gb))
 	t.cmd(s, t.del(lent))

@@ -30,8 +30,10 @@ func renderDecode(sp *spec, f *jen.File) {
 	f.Comment("come anywhere in the object; unknown extra fields are skipped. A missing")
 	f.Comment("required field or a field of the wrong JSON type is an error naming the")
 	f.Comment("field and the message type. Accepted and unknown kinds have their fields")
-	f.Comment("skipped. Decoding reuses the slices of m and allocates nothing in steady state.")
+	f.Comment("skipped (kept in m.Extra, with the order of the keys, when s.KeepExtra is set).")
+	f.Comment("Decoding reuses the slices of m and allocates nothing in steady state.")
 	f.Func().Id("DecodeMsg").Params(scannerParams(), jen.Id("m").Op("*").Id("Msg")).Error().Block(
+		jen.Id("m").Dot("Extra").Dot("Reset").Call(),
 		jen.Id("mark").Op(":=").Id("s").Dot("Mark").Call(),
 		jen.If(jen.Err().Op(":=").Id("s").Dot("BeginObject").Call(), errNil).Block(jen.Return(jen.Err())),
 		jen.Id("first").Op(":=").True(),
@@ -70,6 +72,14 @@ func renderDecode(sp *spec, f *jen.File) {
 		}),
 		jen.If(errNil).Block(
 			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w"), jen.Id("m").Dot("TypeName"), jen.Err())),
+		),
+		jen.If(jen.Id("s").Dot("KeepExtra")).Block(
+			jen.If(
+				jen.Err().Op(":=").Id("s").Dot("CaptureExtras").Call(jen.Id("mark"), jen.Id("FieldNames").Call(jen.Id("m").Dot("Kind")), jen.Op("&").Id("m").Dot("Extra")),
+				errNil,
+			).Block(
+				jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w"), jen.Id("m").Dot("TypeName"), jen.Err())),
+			),
 		),
 		jen.Return(jen.Nil()),
 	)

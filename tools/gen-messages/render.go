@@ -9,8 +9,9 @@ import (
 )
 
 const (
-	genPkgPath = "github.com/fastsim/fastsim/gen"
-	jsonlPath  = "github.com/fastsim/fastsim/internal/jsonl"
+	genPkgPath  = "github.com/fastsim/fastsim/gen"
+	jsonlPath   = "github.com/fastsim/fastsim/internal/jsonl"
+	binformPath = "github.com/fastsim/fastsim/internal/binform"
 )
 
 // output is one rendered file. If Broken is set, Src is the unformatted text
@@ -38,11 +39,14 @@ func render(sp *spec) []output {
 		{"decode.go", renderDecode},
 		{"dispatch.go", renderDispatch},
 		{"tables.go", renderTables},
+		{"binary.go", renderBinary},
+		{"jsonwrite.go", renderJSONWrite},
 	}
 	var outs []output
 	for _, fl := range files {
 		f := jen.NewFilePathName(genPkgPath, "gen")
 		f.ImportName(jsonlPath, "jsonl")
+		f.ImportName(binformPath, "binform")
 		f.HeaderComment(header(sp))
 		f.NoFormat = true
 		fl.fn(sp, f)
@@ -227,6 +231,10 @@ func renderMessages(sp *spec, f *jen.File) {
 			g.Comment(fmt.Sprintf("%s holds the message when Kind is Msg%s.", m.name, m.name))
 			g.Id(m.name).Id(m.name)
 		}
+		g.Comment("Extra holds the fields the spec does not declare and the order of the")
+		g.Comment("keys, when the decoder keeps them (jsonl.Scanner.KeepExtra, or a binary")
+		g.Comment("history that carries them); it is empty otherwise.")
+		g.Id("Extra").Add(jsonl("Extras"))
 	})
 }
 

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/golden"
+	"github.com/fastsim/fastsim/internal/synth"
+)
+
+// TestMain lets a test run the command as a child process: with
+// FASTSIM_CHILD set, the test binary is fastsim itself.
+func TestMain(m *testing.M) {
+	if args := os.Getenv("FASTSIM_CHILD"); args != "" {
+		os.Exit(run(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func child(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(args, "\x1f"))
+	return cmd
+}
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestBadInputs replays every history of the error catalogue: each must end
+// with exit status 2 and one line naming the file, the line and what is
+// wrong.
+func TestBadInputs(t *testing.T) {
+	cases := map[string]string{
+		"not-json.hist:3:":                       "invalid JSON",
+		"no-header.hist:1:":                      "no header",
+		"bad-header.hist:1:":                     `"world_size" is 0`,
+		"unsupported-version.hist:1:":            "version",
+		"neither-command-nor-step.hist:3:":       "neither a command",
+		"missing-field.hist:3:":                  `missing field "function"`,
+		"wrong-type.hist:3:":                     `"ts"`,
+		"slice-sizes-strides.hist:2:":            "strides",
+		"slice-negative-size.hist:2:":            "negative size",
+		"rank-outside-world.hist:2:":             "outside the world",
+		"slice-overflow.hist:2:":                 "slice",
+		"ts-backwards.hist:3:":                   "backwards",
+		"tensor-disagrees.hist:4:":               "first mention",
+		"empty.hist:":                            "empty",
+		"nul-byte.hist:3:":                       "NUL",
+		"invalid-utf8.hist:3:":                   "UTF-8",
+		"nesting-too-deep.hist:2:":               "nest deeper than",
+		"truncated-zstd.hist.zst:":               "zstd",
+		"corrupt-zstd.hist.zst:":                 "zstd",
+		"unknown-stream.hist:3:":                 "unknown stream: stream 7",
+		"input-not-on-stream.hist:3:":            "input tensor 1 is neither on stream",
+		"borrow-first-use-before-create.hist:4:": "unknown borrow 5",
+		"borrow-drop-twice.hist:9:":              "unknown borrow 5",
+		"borrow-unknown.hist:5:":                 "unknown borrow 9",
+		"send-rank-counts.hist:4:":               "from 2 ranks to 1 ranks",
+		"stream-created-twice.hist:3:":           "stream already exists",
+		"memory-release-forbidden.hist:6:":       "memory release the model forbids",
+	}
+	files, _ := filepath.Glob("../../testdata/bad/*")
+	if len(files) != len(cases) {
+		t.Errorf("%d files in testdata/bad, %d cases here: keep them in step", len(files), len(cases))
+	}
+	for prefix, want := range cases {
+		name := prefix[:strings.Index(prefix, ":")]
+		t.Run(name, func(t *testing.T) {
+			path := "../../testdata/bad/" + name
+			for _, grouped := range []string{"--group-workers=false", "--group-workers"} {
+				code, stdout, stderr := runCLI("replay", "--report-only", grouped, path)
+				if code != exitInput {
+					t.Fatalf("exit %d, want %d; stderr %q", code, exitInput, stderr)
+				}
+				lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+				if len(lines) != 1 || stdout != "" {
+					t.Fatalf("want one line on stderr and nothing on stdout, got %q / %q", stderr, stdout)
+				}
+				if !strings.HasPrefix(lines[0], "../../testdata/bad/"+prefix) || !strings.Contains(lines[0], want) {
+					t.Fatalf("message %q, want it to start with %q and say %q", lines[0], "../../testdata/bad/"+prefix, want)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"replay"},
+		{"replay", "a.hist", "b.hist"},
+		{"replay", "--trace-mode", "sometimes", "x.hist"},
+		{"replay", "--jobs", "0", "x.hist"},
+		{"replay", "--trace", "t.json", "--report-only", "x.hist"},
+		{"replay", "--no-such-flag", "x.hist"},
+	} {
+		if code, _, _ := runCLI(args...); code != exitInput {
+			t.Errorf("%q: exit %d, want %d", args, code, exitInput)
+		}
+	}
+	code, _, stderr := runCLI("replay", "/no/such/file.hist")
+	if code != exitInput || !strings.Contains(stderr, "no such file") {
+		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
+
+func TestHelpExplainsEveryFlag(t *testing.T) {
+	code, _, stderr := runCLI("replay", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, flag := range []string{"-trace", "-trace-mode", "-report-only", "-summary-json", "-group-workers", "-jobs", "-strict", "-partial-trace", "-cpuprofile", "-quiet"} {
+		if !strings.Contains(stderr, flag) {
+			t.Errorf("replay --help does not mention %s", flag)
+		}
+	}
+}
+
+// TestReplayOutputs runs the README's main job and checks the summary and
+// that repeated runs (and --jobs) write byte-identical outputs.
+func TestReplayOutputs(t *testing.T) {
+	dir := t.TempDir()
+	var traces, sums [][]byte
+	for i, jobs := range []string{"1", "1", "2"} {
+		tr := filepath.Join(dir, fmt.Sprintf("t%d.json.zst", i))
+		sum := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		code, stdout, stderr := runCLI("replay", "--jobs", jobs, "--group-workers", "--trace", tr, "--summary-json", sum, "../../examples/train_step.hist")
+		if code != exitOK || stderr != "" {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		if !strings.Contains(stdout, "simulated step time") || !strings.Contains(stdout, "on device") {
+			t.Fatalf("summary %q", stdout)
+		}
+		tb, _ := os.ReadFile(tr)
+		sb, _ := os.ReadFile(sum)
+		traces, sums = append(traces, tb), append(sums, sb)
+	}
+	for i := 1; i < len(traces); i++ {
+		if !bytes.Equal(traces[0], traces[i]) || !bytes.Equal(sums[0], sums[i]) {
+			t.Fatalf("run %d wrote different bytes than run 0", i)
+		}
+	}
+	var s summaryJSON
+	if err := json.Unmarshal(sums[0], &s); err != nil {
+		t.Fatal(err)
+	}
+	// train_step is the golden random_105: compare with the reference's
+	// figures for it.
+	want, err := golden.LoadExpected("../../testdata/golden/random_105.expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &golden.Normal{ExecTimeS: s.ExecTimeS, PeakMemoryMB: s.PeakMemoryMB, Steps: s.Steps, TraceMode: want.TraceMode}
+	want.Controller, want.Devices = nil, nil
+	if diffs := golden.Compare(want, got); s.WorldSize != 16 || len(diffs) > 0 {
+		t.Fatalf("summary %+v differs from the reference: %v", s, diffs)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 6 {
+		t.Fatalf("%d files in the output dir, want the 6 outputs and no temp file", len(entries))
+	}
+}
+
+// bigHistory writes a training history large enough that writing its trace
+// takes a while.
+func bigHistory(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := synth.WriteTrain(f, synth.Train{PP: 2, DP: 4, TP: 1, Layers: 16, Hidden: 256, Seq: 128, Batch: 16, Micro: 4, Steps: 60}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKillLeavesNoTrace kills a replay with SIGKILL while it writes its
+// trace: nothing may be left at the destination.
+func TestKillLeavesNoTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large history")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "big.hist")
+	bigHistory(t, hist)
+	dest := filepath.Join(dir, "out.json")
+	cmd := child("replay", "--trace", dest, hist)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.tmp-*"))
+		if len(tmp) > 0 {
+			break // the trace is being written
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the trace never started")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(dest); err == nil {
+		// It may have finished in the instant before the kill; then the
+		// file must be whole.
+		data, _ := os.ReadFile(dest)
+		if !json.Valid(data) {
+			t.Fatal("a killed replay left a half-written trace at the destination")
+		}
+		t.Log("the replay finished before the kill landed; its trace is whole")
+	}
+}
+
+// TestInterrupt sends SIGINT mid-replay: the report so far is printed,
+// marked partial, exit status 130, and no trace unless --partial-trace.
+func TestInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	var hist bytes.Buffer
+	if err := synth.WriteTrain(&hist, synth.Train{PP: 2, DP: 2, TP: 1, Layers: 8, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 40}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(hist.String(), "\n")
+	for _, partial := range []bool{false, true} {
+		dir := t.TempDir()
+		fifo := filepath.Join(dir, "in.hist")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Skip("no named pipes here:", err)
+		}
+		dest := filepath.Join(dir, "out.json")
+		cmd := child("replay", fmt.Sprintf("--partial-trace=%v", partial), "--trace", dest, fifo)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bw := bufio.NewWriter(w)
+		half := len(lines) / 2
+		for _, l := range lines[:half] {
+			bw.WriteString(l)
+		}
+		bw.Flush()
+		time.Sleep(300 * time.Millisecond) // the child replays the first half
+		cmd.Process.Signal(os.Interrupt)
+		time.Sleep(100 * time.Millisecond)
+		for _, l := range lines[half:] {
+			if _, err := bw.WriteString(l); err != nil {
+				break // the child stopped reading
+			}
+		}
+		bw.Flush()
+		w.Close()
+		err = cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+			t.Fatalf("partial-trace=%v: %v, want exit %d; output %q", partial, err, exitInterrupted, out.String())
+		}
+		if !strings.Contains(out.String(), "PARTIAL") || !strings.Contains(out.String(), "simulated step time") {
+			t.Fatalf("output %q", out.String())
+		}
+		_, statErr := os.Stat(dest)
+		if partial != (statErr == nil) {
+			t.Fatalf("partial-trace=%v: trace present %v", partial, statErr == nil)
+		}
+	}
+}
+
+// TestTolerates replays a history with what the format allows: CRLF line
+// ends, blank lines, extra fields, unknown message types (a warning, an
+// error with --strict) and a multi-megabyte kwarg.
+func TestTolerates(t *testing.T) {
+	r := `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	big := strings.Repeat("x", 3<<20)
+	lines := []string{
+		`{"fastsim":"history","version":1,"world_size":2,"recorder":"test","extra":{"a":[1,2]}}`,
+		``,
+		`{"ts":1,` + r + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true,"device_mesh":7}}`,
+		`{"ts":2,` + r + `,"msg":{"type":"Frobnicate","x":1}}`,
+		``,
+		`{"ts":3,` + r + `,"tb":[{"file":"train.py","line":31,"name":"forward"}],"msg":{"type":"CallFunction","function":"torch.ops.aten.randn.default","args":[],"kwargs":{"blob":"` + big + `"},"result":[{"tensor":1,"storage":1,"nbytes":40,"dtype":"float32","shape":[10],"device":"cuda"}],"mutates":[],"stream":{"ref":1},"factory":{"size":[10]}}}`,
+		`{"ts":4,` + r + `,"msg":{"type":"Frobnicate"}}`,
+		`{"step":0}`,
+	}
+	path := filepath.Join(t.TempDir(), "tolerant.hist")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\r\n")+"\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--report-only", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The randn runs from its ts, 3 ns, for 10000 ns on both ranks and
+	// allocates 40 bytes: 0.000010 s at six decimals.
+	if !strings.Contains(stdout, "simulated step time  0.000010 s") || !strings.Contains(stdout, "0.000040 MB") {
+		t.Fatalf("summary %q", stdout)
+	}
+	if !strings.Contains(stdout, `warnings             2 (first: line 4: unknown message type "Frobnicate" skipped)`) {
+		t.Fatalf("no warning for the unknown type in %q", stdout)
+	}
+	code, _, stderr = runCLI("replay", "--report-only", "--strict", path)
+	if code != exitInput || !strings.Contains(stderr, "tolerant.hist:4:") || !strings.Contains(stderr, "Frobnicate") {
+		t.Fatalf("--strict: exit %d, %q", code, stderr)
+	}
+}

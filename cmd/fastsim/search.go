@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/search"
+)
+
+const searchUsage = `Usage: fastsim search [flags]
+       fastsim search merge [flags] SHARD.json...
+
+Searches the parallel layouts of a training job on --world GPUs: every
+(pp, dp, tp, microbatches) that divides the world and the model. Each layout's
+training history (as 'fastsim synth' writes it) is synthesized in memory and
+replayed with grouped workers and the cost model (--costs), layouts in
+parallel (--jobs). The table ranks the layouts that fit --gpu-memory-gb
+first, then by step time.
+
+Step time is the simulated time of the last of --steps training steps (with
+2 or more, a steady-state step without setup); peak memory is the highest of
+any GPU over the run; tokens/s = batch * seq / step time.
+
+--shard K/N evaluates only the layouts whose index is K mod N, so a Slurm job
+array (--shard $SLURM_ARRAY_TASK_ID/N) or a Kubernetes Indexed Job spreads a
+search; 'fastsim search merge' combines the shards' --json files into the
+same ranked output as one unsharded search.
+
+Flags:
+`
+
+const mergeUsage = `Usage: fastsim search merge [flags] SHARD.json...
+
+Combines the --json results of shards 0..N-1 of one search (same space, same
+cost model) and prints the ranked table; --json and --csv write the merged
+result.
+
+Flags:
+`
+
+type searchOut struct {
+	json, csv string
+	top       int
+	quiet     bool
+}
+
+func (o *searchOut) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
+	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader)
+	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no table")
+}
+
+func searchCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "merge" {
+		return mergeCmd(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var s search.Space
+	fs.IntVar(&s.Layers, "layers", 4, "transformer-like blocks, split evenly over the pipeline stages")
+	fs.IntVar(&s.Hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards")
+	fs.IntVar(&s.Seq, "seq", 2048, "tokens per sequence")
+	fs.IntVar(&s.Batch, "batch", 8, "sequences per step, across all replicas")
+	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
+	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
+	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
+	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
+	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
+	costsPath := fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
+	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
+	var out searchOut
+	out.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), searchUsage)
+		fs.PrintDefaults()
+	}
+	positional, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(positional) != 0 {
+		fmt.Fprintf(stderr, "fastsim search: unexpected argument %q (everything is a flag; see fastsim search --help)\n", positional[0])
+		return exitInput
+	}
+	if s.World < 1 {
+		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
+		return exitInput
+	}
+	if *jobs < 1 {
+		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
+		return exitInput
+	}
+	if *memGB <= 0 || *memGB > 1e9 {
+		fmt.Fprintf(stderr, "fastsim search: --gpu-memory-gb %g: want a positive size\n", *memGB)
+		return exitInput
+	}
+	s.MemoryBytes = int64(*memGB * 1e9)
+	shard := search.Shard{K: 0, N: 1}
+	if *shardFlag != "" {
+		var err error
+		if shard, err = parseShard(*shardFlag); err != nil {
+			fmt.Fprintf(stderr, "fastsim search: --shard: %v\n", err)
+			return exitInput
+		}
+	}
+	if err := s.Check(); err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
+		return exitInput
+	}
+	var model sched.CostModel
+	costsID := "reference"
+	if *costsPath != "" {
+		data, err := os.ReadFile(*costsPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
+			return exitInput
+		}
+		m, err := costs.Parse(data)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
+			return exitInput
+		}
+		model = m
+		sum := sha256.Sum256(data)
+		costsID = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	opt := search.Options{Model: model, Jobs: *jobs, Shard: shard}
+	if isTerminal(os.Stderr) {
+		opt.Progress = progress(stderr, time.Now())
+	}
+	rs, layouts, err := search.Run(context.Background(), s, opt)
+	if opt.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
+		if errors.Is(err, search.ErrSpace) {
+			return exitInput
+		}
+		return exitError
+	}
+	if layouts == 0 {
+		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d and batch %d\n", s.World, s.Layers, s.Hidden, s.Batch)
+		return exitInput
+	}
+	return emit(search.NewDoc(s, costsID, shard, layouts, rs), out, stdout, stderr, "search")
+}
+
+func mergeCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("search merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var out searchOut
+	out.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mergeUsage)
+		fs.PrintDefaults()
+	}
+	files, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
+		return exitInput
+	}
+	var docs []*search.Doc
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
+			return exitInput
+		}
+		d, err := search.ReadDoc(f, p)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
+			return exitInput
+		}
+		docs = append(docs, d)
+	}
+	merged, err := search.Merge(docs)
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
+		return exitInput
+	}
+	return emit(merged, out, stdout, stderr, "search merge")
+}
+
+// emit writes the outputs a search or a merge asked for, then the table.
+func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) int {
+	if out.json != "" {
+		if err := writeAtomic(out.json, d.WriteJSON); err != nil {
+			fmt.Fprintf(stderr, "fastsim %s: --json: %v\n", cmd, err)
+			return exitError
+		}
+	}
+	if out.csv != "" {
+		if err := writeAtomic(out.csv, d.WriteCSV); err != nil {
+			fmt.Fprintf(stderr, "fastsim %s: --csv: %v\n", cmd, err)
+			return exitError
+		}
+	}
+	if !out.quiet {
+		if d.Shard.N > 1 {
+			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
+		}
+		if err := d.WriteTable(stdout, out.top); err != nil {
+			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
+			return exitError
+		}
+	}
+	return exitOK
+}
+
+// parseShard reads "K/N" with 0 <= K < N.
+func parseShard(s string) (search.Shard, error) {
+	ks, ns, ok := strings.Cut(s, "/")
+	k, err1 := strconv.Atoi(ks)
+	n, err2 := strconv.Atoi(ns)
+	sh := search.Shard{K: k, N: n}
+	if !ok || err1 != nil || err2 != nil || sh.Check() != nil {
+		return sh, fmt.Errorf("%q: want K/N with 0 <= K < N, like 3/8", s)
+	}
+	return sh, nil
+}
+
+// progress returns a callback that redraws one status line on w: layouts
+// done, the rate and the time left.
+func progress(w io.Writer, began time.Time) func(done, total int) {
+	last := time.Time{}
+	return func(done, total int) {
+		now := time.Now()
+		if now.Sub(last) < 200*time.Millisecond && done < total {
+			return
+		}
+		last = now
+		secs := now.Sub(began).Seconds()
+		rate := float64(done) / max(secs, 1e-9)
+		left := time.Duration(float64(total-done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
+		fmt.Fprintf(w, "\r\033[Kfastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
+	}
+}

@@ -1,0 +1,99 @@
+package fastsim_test
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/fastsim/fastsim"
+)
+
+// A two-rank history: a stream, then one function producing a 4 MB tensor.
+// By SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
+// CallFunction at ts 2,000 starts at 2,000 and runs the default 10,000 ns,
+// so it ends at 12,000 ns = 0.000012 s, and its output's 4,000,000 bytes are
+// allocated on both ranks: 4 MB each, first reached on device 0.
+var records = []string{
+	`{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+	`{"ts":2000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4000000,"dtype":"float32","shape":[1000000],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
+	`{"step":0}`,
+}
+
+// Feed a simulation record by record and read the step report.
+func Example() {
+	sim, err := fastsim.New(fastsim.Options{WorldSize: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, line := range records {
+		if err := sim.Feed([]byte(line)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	r := sim.Steps()[0]
+	fmt.Printf("step 0: %g s, %g MB peak on device %d\n", r.ExecSeconds(), r.PeakMB(), r.PeakDevice)
+	for _, d := range r.Devices {
+		fmt.Printf("device %d: %d bytes\n", d.LowestRank, d.PeakBytes)
+	}
+	// Output:
+	// step 0: 1.2e-05 s, 4 MB peak on device 0
+	// device 0: 4000000 bytes
+	// device 1: 4000000 bytes
+}
+
+// Price commands with a cost model: here every function takes 50 µs, so
+// the function ends at 2,000 + 50,000 = 52,000 ns.
+func ExampleParseCosts() {
+	model, err := fastsim.ParseCosts([]byte(`{"fixed":{"call_function_ns":50000}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	sim, err := fastsim.New(fastsim.Options{WorldSize: 2, Costs: model})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sim.Feed([]byte(strings.Join(records[:2], "\n"))); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sim.Report().ExecNs, "ns")
+	// Output: 52000 ns
+}
+
+// Replay a whole history from an io.Reader, grouped, and write its trace.
+// Both ranks receive the same commands, so grouped they are one device of
+// two ranks.
+func ExampleReplay() {
+	history := `{"fastsim":"history","version":1,"world_size":2}` + "\n" + strings.Join(records, "\n")
+	sim, err := fastsim.Replay(strings.NewReader(history), fastsim.Options{Grouped: true, KeepTrace: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := sim.Report()
+	fmt.Printf("%d commands, %d ns, %d device entries (%d ranks)\n", sim.Commands(), r.ExecNs, len(r.Devices), r.Devices[0].Ranks)
+	var trace bytes.Buffer
+	if err := sim.WriteTrace(&trace); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.HasPrefix(trace.String(), `{"traceEvents":[`))
+	// Output:
+	// 2 commands, 12000 ns, 1 device entries (2 ranks)
+	// true
+}
+
+// Build a synthetic training history in memory and replay it: 2 pipeline
+// stages x 2 replicas x 2 tensor shards is a world of 8 ranks, and each of
+// the 3 steps ends with a step report.
+func ExampleTrain() {
+	job := fastsim.Train{PP: 2, DP: 2, TP: 2, Layers: 4, Hidden: 256, Seq: 128, Batch: 8, Micro: 2, Steps: 3}
+	hist, err := job.History()
+	if err != nil {
+		log.Fatal(err)
+	}
+	sim, err := fastsim.Replay(bytes.NewReader(hist), fastsim.Options{Grouped: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sim.WorldSize(), "ranks,", len(sim.Steps()), "steps")
+	// Output: 8 ranks, 3 steps
+}

@@ -1,0 +1,335 @@
+// Package fastsim embeds the simulator in a Go program: open a Sim, feed
+// it the records of a command history (JSON lines, the interchange format
+// the CLI reads) one at a time, and take reports of the simulated time and
+// memory; or replay a whole history from an io.Reader; write the timeline
+// as a Chrome trace; price commands with a cost model; and build synthetic
+// training histories in memory.
+//
+// Results are those of `fastsim replay`: SEMANTICS.md defines them, and with
+// the default costs they match the reference simulator number for number.
+package fastsim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/synth"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// Errors of the API. Errors in a history are returned as they come from the
+// reader and the engine, naming the line ("sim:3: ...").
+var (
+	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
+	ErrNoTrace = errors.New("fastsim: the simulator was not asked to keep the trace (Options.KeepTrace)")
+	// ErrFinished is returned by Feed on a Sim made by Replay.
+	ErrFinished = errors.New("fastsim: a replayed simulation takes no more records")
+	// ErrUnknownType is returned in strict mode for a message type the
+	// format does not know.
+	ErrUnknownType = errors.New("fastsim: unknown message type")
+)
+
+// TraceMode says which parts of the timeline are simulated and traced.
+type TraceMode uint8
+
+// Trace modes.
+const (
+	TraceEverything     TraceMode = iota // controller and streams (the default)
+	TraceStreamOnly                      // streams; the controller clock stays 0
+	TraceControllerOnly                  // the controller alone
+)
+
+// Options configure a Sim.
+type Options struct {
+	// WorldSize is the number of ranks (New only; Replay reads it from the
+	// history's header).
+	WorldSize int64
+	// GPUsPerHost says which ranks share a host, for the cost model
+	// (New only; 0: all of them).
+	GPUsPerHost int64
+	// Grouped simulates ranks that receive exactly the same commands once;
+	// results are the same, and very large worlds become affordable.
+	Grouped bool
+	// Mode is the trace mode.
+	Mode TraceMode
+	// KeepTrace keeps every event so WriteTrace can write the timeline.
+	KeepTrace bool
+	// Costs prices commands; nil: the reference's fixed runtimes.
+	Costs *Costs
+	// Jobs bounds the goroutines running groups after a command (<= 1:
+	// serial). Results do not depend on it.
+	Jobs int
+	// Strict makes unknown message types errors instead of warnings.
+	Strict bool
+}
+
+// Costs is a cost model (see internal/costs for the JSON schema, and
+// examples/costs.json). It is immutable and may be shared by many Sims.
+type Costs struct{ m *costs.Model }
+
+// ParseCosts builds a cost model from its JSON document; {} is the
+// reference's fixed runtimes.
+func ParseCosts(data []byte) (*Costs, error) {
+	m, err := costs.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Costs{m: m}, nil
+}
+
+// LoadCosts reads a cost model from a JSON file.
+func LoadCosts(path string) (*Costs, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseCosts(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Report is the simulation's state at some point.
+type Report struct {
+	ExecNs     int64 // simulated time: the latest end of any event, in ns
+	PeakBytes  int64 // the highest memory of any device
+	PeakDevice int64 // the lowest rank that reached PeakBytes, or -1
+	// Devices lists every device in order of lowest rank; grouped, an
+	// entry stands for Ranks identical ranks.
+	Devices []DevicePeak
+}
+
+// DevicePeak is one device's (or group of identical ranks') memory peak.
+type DevicePeak struct {
+	LowestRank int64
+	Ranks      int64
+	PeakBytes  int64
+}
+
+// ExecSeconds is the simulated time in seconds.
+func (r Report) ExecSeconds() float64 { return float64(r.ExecNs) / 1000 / 1e6 }
+
+// PeakMB is the peak memory in MB (bytes / 1e6).
+func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
+
+// Sim is one simulation. It is not safe for concurrent use.
+type Sim struct {
+	opt      Options
+	eng      *sched.Engine
+	r        *history.Reader
+	src      lineSource
+	pending  []byte
+	rec      history.Record
+	steps    []Report
+	finished bool
+}
+
+// lineSource hands the history reader the lines given to Feed.
+type lineSource struct{ buf []byte }
+
+func (l *lineSource) Read(p []byte) (int, error) {
+	if len(l.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, l.buf)
+	l.buf = l.buf[n:]
+	return n, nil
+}
+
+// New opens a simulation of opt.WorldSize ranks, to be fed with Feed.
+func New(opt Options) (*Sim, error) {
+	hdr := []byte(`{"fastsim":"history","version":1,"world_size":`)
+	hdr = strconv.AppendInt(hdr, opt.WorldSize, 10)
+	if opt.GPUsPerHost > 0 {
+		hdr = append(hdr, `,"gpus_per_host":`...)
+		hdr = strconv.AppendInt(hdr, opt.GPUsPerHost, 10)
+	}
+	hdr = append(hdr, "}\n"...)
+	s := &Sim{opt: opt}
+	s.src.buf = hdr
+	r, err := history.NewReader(&s.src, "sim")
+	if err != nil {
+		return nil, err
+	}
+	s.r = r
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Replay simulates the whole history read from src (plain or zstd) and
+// returns the finished simulation; opt.WorldSize and opt.GPUsPerHost are
+// taken from the history's header.
+func Replay(src io.Reader, opt Options) (*Sim, error) {
+	r, err := history.NewReader(src, "history")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := &Sim{opt: opt, r: r}
+	if err := s.start(); err != nil {
+		return nil, err
+	}
+	if err := s.drain(); err != nil {
+		return nil, err
+	}
+	s.finished = true
+	return s, nil
+}
+
+func (s *Sim) start() error {
+	h := s.r.Header()
+	mode := [...]sched.Mode{sched.Everything, sched.StreamOnly, sched.ControllerOnly}
+	if int(s.opt.Mode) >= len(mode) {
+		return fmt.Errorf("%w: trace mode %d", sched.ErrOptions, s.opt.Mode)
+	}
+	var model sched.CostModel
+	if s.opt.Costs != nil {
+		model = s.opt.Costs.m
+	}
+	eng, err := sched.New(sched.Options{
+		WorldSize:   h.WorldSize,
+		Mode:        mode[s.opt.Mode],
+		Model:       model,
+		GPUsPerHost: h.GPUsPerHost,
+		KeepEvents:  s.opt.KeepTrace,
+		Grouped:     s.opt.Grouped,
+		Jobs:        s.opt.Jobs,
+	})
+	if err != nil {
+		return err
+	}
+	s.eng = eng
+	return nil
+}
+
+// Feed applies one or more records: JSON lines, each a command
+// ({"ts":...,"ranks":[...],"msg":{...}}) or a step line ({"step":N}, which
+// records a step report). The final newline is optional. After an error
+// the Sim is unusable.
+func (s *Sim) Feed(lines []byte) error {
+	if s.finished {
+		return ErrFinished
+	}
+	s.pending = append(s.pending[:0], lines...)
+	if !bytes.HasSuffix(s.pending, []byte("\n")) {
+		s.pending = append(s.pending, '\n')
+	}
+	s.src.buf = s.pending
+	return s.drain()
+}
+
+// drain applies records until the reader's input runs out.
+func (s *Sim) drain() error {
+	for {
+		err := s.r.Next(&s.rec)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rec := &s.rec
+		if rec.IsStep {
+			s.Step()
+			continue
+		}
+		if s.opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
+			return fmt.Errorf("line %d: %w %q", rec.Line, ErrUnknownType, rec.Msg.TypeName)
+		}
+		if err := s.eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg); err != nil {
+			return &history.Error{File: "sim", Line: rec.Line, Err: err}
+		}
+	}
+}
+
+// Step closes an iteration, as a {"step":N} line does: it records and
+// returns the report so far.
+func (s *Sim) Step() Report {
+	r := s.report(s.eng.Step())
+	s.steps = append(s.steps, r)
+	return r
+}
+
+// Report returns the report so far without closing a step.
+func (s *Sim) Report() Report { return s.report(s.eng.Report()) }
+
+func (s *Sim) report(r sched.Report) Report {
+	out := Report{ExecNs: r.ExecNs, PeakBytes: r.PeakBytes, PeakDevice: r.PeakDevice}
+	s.eng.DevicePeaks(func(low, ranks, peak int64) {
+		out.Devices = append(out.Devices, DevicePeak{LowestRank: low, Ranks: ranks, PeakBytes: peak})
+	})
+	return out
+}
+
+// Steps returns the reports recorded at each step.
+func (s *Sim) Steps() []Report { return s.steps }
+
+// Commands is the number of commands applied, sub-commands included.
+func (s *Sim) Commands() int64 { return s.eng.Commands() }
+
+// WorldSize is the number of ranks simulated.
+func (s *Sim) WorldSize() int64 { return s.r.Header().WorldSize }
+
+// WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
+// in ui.perfetto.dev). It needs Options.KeepTrace.
+func (s *Sim) WriteTrace(w io.Writer) error {
+	if !s.opt.KeepTrace {
+		return ErrNoTrace
+	}
+	tw := trace.NewWriter(w)
+	if err := s.eng.WriteTrace(tw); err != nil {
+		tw.Close()
+		return err
+	}
+	return tw.Close()
+}
+
+// Train describes a synthetic training job: a mesh of PP pipeline stages,
+// DP data-parallel replicas and TP tensor-parallel shards (rank =
+// (stage*DP + replica)*TP + shard) training Layers blocks of width Hidden
+// on Batch sequences of Seq tokens per step, in Micro microbatches, for
+// Steps steps. The history is the one `fastsim synth` writes.
+type Train struct {
+	PP, DP, TP  int
+	Layers      int
+	Hidden      int
+	Seq         int
+	Batch       int // sequences per step, across all replicas
+	Micro       int // microbatches per step
+	Steps       int
+	GPUsPerHost int // 0: 8
+}
+
+func (t Train) synth() synth.Train {
+	return synth.Train{PP: t.PP, DP: t.DP, TP: t.TP, Layers: t.Layers, Hidden: t.Hidden, Seq: t.Seq,
+		Batch: t.Batch, Micro: t.Micro, Steps: t.Steps, GPUsPerHost: t.GPUsPerHost}
+}
+
+// Check reports the first thing about t that does not divide.
+func (t Train) Check() error {
+	st := t.synth()
+	return st.Check()
+}
+
+// WriteHistory streams t's history to w.
+func (t Train) WriteHistory(w io.Writer) error { return synth.WriteTrain(w, t.synth()) }
+
+// History returns t's history in memory.
+func (t Train) History() ([]byte, error) {
+	var b bytes.Buffer
+	if err := t.WriteHistory(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,380 @@
+package binform
+
+import (
+	"unicode/utf8"
+
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// Decoder reads values from one record body. Errors are sticky: after the
+// first one every read returns a zero value, and Err reports it, so decoders
+// check once per record. It holds the string and blob tables of a stream and
+// resolves tensor references against a jsonl.Registry.
+type Decoder struct {
+	buf []byte
+	pos int
+	err error
+
+	reg       *jsonl.Registry
+	strs      []string
+	strBytes  int
+	blobs     [][]byte
+	blobBytes int
+	depth     int
+}
+
+// NewDecoder returns a Decoder with empty tables that resolves tensors
+// against reg.
+func NewDecoder(reg *jsonl.Registry) *Decoder { return &Decoder{reg: reg} }
+
+// Reset empties the tables, for a new stream.
+func (d *Decoder) Reset(reg *jsonl.Registry) {
+	d.reg = reg
+	d.buf, d.pos, d.err, d.depth = nil, 0, nil, 0
+	clear(d.strs)
+	d.strs = d.strs[:0]
+	clear(d.blobs)
+	d.blobs = d.blobs[:0]
+	d.strBytes, d.blobBytes = 0, 0
+}
+
+// Registry returns the registry tensors are resolved against.
+func (d *Decoder) Registry() *jsonl.Registry { return d.reg }
+
+// Begin starts decoding a record body. The body must stay unchanged until
+// the record's values are no longer used unless every string and blob in
+// it was interned (blobs that are not interned alias it).
+func (d *Decoder) Begin(body []byte) {
+	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
+}
+
+// Err returns the first error of the record, nil if none.
+func (d *Decoder) Err() error { return d.err }
+
+// Fail records err, unless an error is already recorded.
+func (d *Decoder) Fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.pos = len(d.buf)
+}
+
+// Failf records an *Error wrapping sentinel.
+func (d *Decoder) Failf(sentinel error, format string, args ...any) {
+	if d.err == nil {
+		d.Fail(Errorf(sentinel, format, args...))
+	}
+}
+
+// End checks that the whole body was read.
+func (d *Decoder) End() error {
+	if d.err == nil && d.pos != len(d.buf) {
+		d.Failf(ErrCorrupt, "%d bytes left over at the end of the record", len(d.buf)-d.pos)
+	}
+	return d.err
+}
+
+// Left is the number of bytes not yet read.
+func (d *Decoder) Left() int { return len(d.buf) - d.pos }
+
+// Uvarint reads an unsigned varint.
+func (d *Decoder) Uvarint() uint64 {
+	if d.pos < len(d.buf) {
+		if b := d.buf[d.pos]; b < 0x80 {
+			d.pos++
+			return uint64(b)
+		}
+	}
+	return d.uvarintSlow()
+}
+
+func (d *Decoder) uvarintSlow() uint64 {
+	var v uint64
+	var s uint
+	for i := 0; i < 10; i++ {
+		if d.pos >= len(d.buf) {
+			d.Failf(ErrTruncated, "record ends inside a varint")
+			return 0
+		}
+		b := d.buf[d.pos]
+		d.pos++
+		if b < 0x80 {
+			if i == 9 && b > 1 {
+				break
+			}
+			return v | uint64(b)<<s
+		}
+		v |= uint64(b&0x7f) << s
+		s += 7
+	}
+	d.Failf(ErrVarint, "varint overflows 64 bits")
+	return 0
+}
+
+// Int reads a signed (zigzag) varint.
+func (d *Decoder) Int() int64 {
+	u := d.Uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+// Nonneg reads an unsigned varint that must fit in an int64.
+func (d *Decoder) Nonneg(what string) int64 {
+	u := d.Uvarint()
+	if u > 1<<63-1 {
+		d.Failf(ErrCorrupt, "%s %d does not fit in 64 bits", what, u)
+		return 0
+	}
+	return int64(u)
+}
+
+// Byte reads one byte.
+func (d *Decoder) Byte() byte {
+	if d.pos >= len(d.buf) {
+		d.Failf(ErrTruncated, "record ends early")
+		return 0
+	}
+	b := d.buf[d.pos]
+	d.pos++
+	return b
+}
+
+// Bool reads a boolean byte (0 or 1).
+func (d *Decoder) Bool() bool {
+	switch d.Byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.Failf(ErrCorrupt, "boolean byte is not 0 or 1")
+	return false
+}
+
+// Count reads a count of items that take at least minBytes each, checking it
+// against max and against the bytes left in the record.
+func (d *Decoder) Count(what string, max, minBytes int) int {
+	u := d.Uvarint()
+	if u > uint64(max) {
+		d.Failf(ErrLimit, "%d %s, more than the limit of %d", u, what, max)
+		return 0
+	}
+	if minBytes > 0 && u > uint64(d.Left()/minBytes) {
+		d.Failf(ErrTruncated, "%d %s but only %d bytes left in the record", u, what, d.Left())
+		return 0
+	}
+	return int(u)
+}
+
+// bytesN reads n bytes (aliasing the body).
+func (d *Decoder) bytesN(what string) []byte {
+	n := d.Uvarint()
+	if n > MaxRecordBytes {
+		d.Failf(ErrLimit, "%s of %d bytes, more than the limit of %d", what, n, MaxRecordBytes)
+		return nil
+	}
+	if n > uint64(d.Left()) {
+		d.Failf(ErrTruncated, "%s of %d bytes but only %d bytes left in the record", what, n, d.Left())
+		return nil
+	}
+	b := d.buf[d.pos : d.pos+int(n) : d.pos+int(n)]
+	d.pos += int(n)
+	return b
+}
+
+// String reads a string reference.
+func (d *Decoder) String() string {
+	ref := d.Uvarint()
+	if ref != 0 {
+		if ref > uint64(len(d.strs)) {
+			if d.err == nil {
+				d.Failf(ErrIndex, "string %d out of range (%d strings so far)", ref-1, len(d.strs))
+			}
+			return ""
+		}
+		return d.strs[ref-1]
+	}
+	b := d.bytesN("string")
+	if d.err != nil {
+		return ""
+	}
+	if !utf8.Valid(b) {
+		d.Failf(ErrCorrupt, "string is not valid UTF-8")
+		return ""
+	}
+	s := string(b)
+	if interns(len(s), len(d.strs), d.strBytes) {
+		d.strs = append(d.strs, s)
+		d.strBytes += len(s)
+	}
+	return s
+}
+
+// Blob reads a reference to raw JSON text. The bytes must not be modified;
+// text that does not join the table aliases the record body. The text is
+// not checked here (decoding for a replay never looks at it): writers of
+// JSON check it (see ValidJSON).
+func (d *Decoder) Blob() []byte {
+	ref := d.Uvarint()
+	if ref >= 2 {
+		if ref-2 >= uint64(len(d.blobs)) {
+			if d.err == nil {
+				d.Failf(ErrIndex, "blob %d out of range (%d blobs so far)", ref-2, len(d.blobs))
+			}
+			return nil
+		}
+		return d.blobs[ref-2]
+	}
+	b := d.bytesN("JSON text")
+	if d.err != nil {
+		return nil
+	}
+	if b == nil {
+		b = []byte{}
+	}
+	if ref == 0 && interns(len(b), len(d.blobs), d.blobBytes) {
+		b = append([]byte(nil), b...)
+		d.blobs = append(d.blobs, b)
+		d.blobBytes += len(b)
+	}
+	return b
+}
+
+
+// Ints reads a count and integers into dst[:0].
+func (d *Decoder) Ints(dst []int64) []int64 {
+	dst = dst[:0]
+	n := d.Count("integers", MaxRecordBytes, 1)
+	for i := 0; i < n; i++ {
+		dst = append(dst, d.Int())
+	}
+	return dst
+}
+
+// Strings reads a count and string references into dst[:0].
+func (d *Decoder) Strings(dst []string) []string {
+	dst = dst[:0]
+	n := d.Count("strings", MaxRecordBytes, 1)
+	for i := 0; i < n; i++ {
+		dst = append(dst, d.String())
+	}
+	return dst
+}
+
+// Stream reads a stream.
+func (d *Decoder) Stream(st *jsonl.Stream) {
+	st.Ref = d.Int()
+	st.HasName = d.Bool()
+	st.Name = ""
+	if st.HasName {
+		st.Name = d.String()
+	}
+}
+
+// Slice reads a slice of ranks into sl, reusing its slices. It checks the
+// number of dimensions; callers check the ranks against the world.
+func (d *Decoder) Slice(sl *jsonl.Slice) {
+	sl.Reset()
+	sl.Offset = d.Int()
+	n := d.Count("slice dimensions", jsonl.MaxSliceDims, 2)
+	for k := 0; k < n; k++ {
+		size := d.Int()
+		if size < 0 {
+			d.Failf(ErrCorrupt, "negative size %d in dimension %d", size, k)
+		}
+		sl.Sizes = append(sl.Sizes, size)
+		sl.Strides = append(sl.Strides, d.Int())
+	}
+}
+
+// Tensor reads a tensor reference into t.
+func (d *Decoder) Tensor(t *jsonl.Tensor) {
+	i := d.Uvarint()
+	if i >= uint64(d.reg.Len()) {
+		if d.err == nil {
+			d.Failf(ErrIndex, "tensor %d out of range (%d tensors defined so far)", i, d.reg.Len())
+		}
+		*t = jsonl.Tensor{}
+		return
+	}
+	*t = d.reg.At(int32(i))
+}
+
+// Tensors reads a count and tensor references into dst[:0].
+func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {
+	dst = dst[:0]
+	n := d.Count("tensors", MaxRecordBytes, 1)
+	for i := 0; i < n; i++ {
+		dst = append(dst, jsonl.Tensor{})
+		d.Tensor(&dst[i])
+	}
+	return dst
+}
+
+// Tree reads a tree into t, reusing its leaves.
+func (d *Decoder) Tree(t *jsonl.Tree) {
+	t.Raw = d.Blob()
+	t.Leaves = d.Tensors(t.Leaves)
+}
+
+// Define reads the definition of the next tensor and adds it to the
+// registry.
+func (d *Decoder) Define(shape []int64) []int64 {
+	id := d.Int()
+	storage := int64(uint64(id) + uint64(d.Int()))
+	nbytes := d.Nonneg("nbytes")
+	dtype := d.String()
+	v := d.Uvarint()
+	cpu := v&1 != 0
+	n := v >> 1
+	if n > jsonl.MaxShapeDims {
+		d.Failf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, n, jsonl.MaxShapeDims)
+		return shape
+	}
+	shape = shape[:0]
+	for k := uint64(0); k < n; k++ {
+		shape = append(shape, d.Int())
+	}
+	if d.err != nil {
+		return shape
+	}
+	if _, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu); err != nil {
+		d.Fail(err)
+	}
+	return shape
+}
+
+// Extras reads a message's key order and extra fields into ex (which the
+// caller has reset), for a message with nfields declared fields.
+func (d *Decoder) Extras(ex *jsonl.Extras, nfields int) {
+	n := d.Count("keys", MaxExtras+jsonl.MaxFields, 1)
+	for i := 0; i < n; i++ {
+		it := d.Byte()
+		if int(it) > nfields {
+			d.Failf(ErrCorrupt, "key order names field %d of %d", it, nfields)
+			return
+		}
+		ex.Order = append(ex.Order, it)
+	}
+	n = d.Count("extra fields", MaxExtras, 2)
+	for i := 0; i < n; i++ {
+		k := d.String()
+		v := d.Blob()
+		if d.err != nil {
+			return
+		}
+		ex.Add(k, v)
+	}
+}
+
+// Enter notes that a nested message begins; it fails past MaxDepth.
+func (d *Decoder) Enter() bool {
+	if d.depth >= MaxDepth {
+		d.Failf(ErrLimit, "messages nest deeper than %d", MaxDepth)
+		return false
+	}
+	d.depth++
+	return true
+}
+
+// Leave notes that a nested message ends.
+func (d *Decoder) Leave() { d.depth-- }

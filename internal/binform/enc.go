@@ -1,0 +1,202 @@
+package binform
+
+import (
+	"encoding/binary"
+
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// Encoder appends the binary encoding of values to Buf. It holds the string
+// and blob tables of one stream: create one per stream (or Reset it).
+type Encoder struct {
+	// Buf is the encoding so far; callers take it and truncate it.
+	Buf []byte
+
+	strs       map[string]uint32
+	strBytes   int
+	blobs      map[string]uint32
+	blobCount  int
+	blobBytes  int
+	seq        []uint8
+	defined    int // tensors defined so far (dense indexes 0..defined-1)
+}
+
+// NewEncoder returns an Encoder with empty tables.
+func NewEncoder() *Encoder {
+	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32)}
+}
+
+// Reset empties the tables and Buf, for a new stream.
+func (e *Encoder) Reset() {
+	e.Buf = e.Buf[:0]
+	clear(e.strs)
+	clear(e.blobs)
+	e.strBytes, e.blobCount, e.blobBytes, e.defined = 0, 0, 0, 0
+}
+
+// Uvarint appends an unsigned varint.
+func (e *Encoder) Uvarint(v uint64) { e.Buf = binary.AppendUvarint(e.Buf, v) }
+
+// Int appends a signed integer (zigzag varint).
+func (e *Encoder) Int(v int64) { e.Buf = binary.AppendVarint(e.Buf, v) }
+
+// Bool appends a boolean as one byte.
+func (e *Encoder) Bool(v bool) {
+	if v {
+		e.Buf = append(e.Buf, 1)
+	} else {
+		e.Buf = append(e.Buf, 0)
+	}
+}
+
+// Byte appends one byte.
+func (e *Encoder) Byte(b byte) { e.Buf = append(e.Buf, b) }
+
+// String appends a string reference.
+func (e *Encoder) String(s string) {
+	if i, ok := e.strs[s]; ok {
+		e.Uvarint(uint64(i) + 1)
+		return
+	}
+	e.Buf = append(e.Buf, 0)
+	e.Uvarint(uint64(len(s)))
+	e.Buf = append(e.Buf, s...)
+	if interns(len(s), len(e.strs), e.strBytes) {
+		e.strs[s] = uint32(len(e.strs))
+		e.strBytes += len(s)
+	}
+}
+
+// Blob appends a reference to raw JSON text that is likely to repeat.
+func (e *Encoder) Blob(b []byte) { e.blob(b, true) }
+
+// blob appends a reference to raw JSON text: 0 and the text when it is new
+// and joins the table, 1 and the text when it is new and does not (unique
+// text: a tree holding tensors, whose ids rarely repeat), 2+index when it is
+// in the table.
+func (e *Encoder) blob(b []byte, share bool) {
+	if i, ok := e.blobs[string(b)]; ok {
+		e.Uvarint(uint64(i) + 2)
+		return
+	}
+	share = share && interns(len(b), e.blobCount, e.blobBytes)
+	if share {
+		e.Buf = append(e.Buf, 0)
+	} else {
+		e.Buf = append(e.Buf, 1)
+	}
+	e.Uvarint(uint64(len(b)))
+	e.Buf = append(e.Buf, b...)
+	if share {
+		e.blobs[string(b)] = uint32(e.blobCount)
+		e.blobCount++
+		e.blobBytes += len(b)
+	}
+}
+
+// Ints appends a count and the integers.
+func (e *Encoder) Ints(v []int64) {
+	e.Uvarint(uint64(len(v)))
+	for _, x := range v {
+		e.Int(x)
+	}
+}
+
+// Strings appends a count and the string references.
+func (e *Encoder) Strings(v []string) {
+	e.Uvarint(uint64(len(v)))
+	for _, s := range v {
+		e.String(s)
+	}
+}
+
+// Stream appends a stream: its ref, whether a name follows, the name.
+func (e *Encoder) Stream(st *jsonl.Stream) {
+	e.Int(st.Ref)
+	e.Bool(st.HasName)
+	if st.HasName {
+		e.String(st.Name)
+	}
+}
+
+// Slice appends a slice of ranks: offset, dimensions, sizes, strides.
+func (e *Encoder) Slice(sl *jsonl.Slice) {
+	e.Int(sl.Offset)
+	n := min(len(sl.Sizes), len(sl.Strides))
+	e.Uvarint(uint64(n))
+	for k := 0; k < n; k++ {
+		e.Int(sl.Sizes[k])
+		e.Int(sl.Strides[k])
+	}
+}
+
+// Tensor appends a tensor reference: its dense index. The tensor must have
+// been defined (see Define).
+func (e *Encoder) Tensor(t *jsonl.Tensor) { e.Uvarint(uint64(t.Idx)) }
+
+// Tensors appends a count and the tensor references.
+func (e *Encoder) Tensors(ts []jsonl.Tensor) {
+	e.Uvarint(uint64(len(ts)))
+	for i := range ts {
+		e.Uvarint(uint64(ts[i].Idx))
+	}
+}
+
+// Tree appends a tree: its raw text (shared when it holds no tensor) and
+// its leaves.
+func (e *Encoder) Tree(t *jsonl.Tree) {
+	e.blob(t.Raw, len(t.Leaves) == 0)
+	e.Tensors(t.Leaves)
+}
+
+// Defined is the number of tensors defined in the stream so far.
+func (e *Encoder) Defined() int { return e.defined }
+
+// Define appends the definition of the next tensor (dense index Defined()):
+// id, storage (as a difference from id), nbytes, dtype, device and shape.
+func (e *Encoder) Define(t *jsonl.Tensor) {
+	e.Int(t.ID)
+	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
+	e.Uvarint(uint64(t.NBytes))
+	e.String(t.Dtype)
+	v := uint64(len(t.Shape)) << 1
+	if t.CPU {
+		v |= 1
+	}
+	e.Uvarint(v)
+	for _, d := range t.Shape {
+		e.Int(d)
+	}
+	e.defined++
+}
+
+// Extras appends a message's extra fields and key order, for a message
+// whose present declared fields are mask out of nfields: the key order
+// (a count of 0 when canonical) and the extra fields (key, raw value).
+func (e *Encoder) Extras(ex *jsonl.Extras, mask uint64, nfields int) {
+	e.seq = ex.Seq(e.seq[:0], mask, nfields)
+	if jsonl.Canonical(e.seq) {
+		e.Uvarint(0)
+	} else {
+		e.Uvarint(uint64(len(e.seq)))
+		e.Buf = append(e.Buf, e.seq...)
+	}
+	e.Uvarint(uint64(len(ex.Keys)))
+	for i, k := range ex.Keys {
+		e.String(k)
+		e.Blob(ex.Vals[i])
+	}
+}
+
+// HasExtras reports whether a message with these extras and present fields
+// needs its extras written (extra fields, or keys out of spec order).
+func (e *Encoder) HasExtras(ex *jsonl.Extras, mask uint64, nfields int) bool {
+	if len(ex.Keys) > 0 {
+		return true
+	}
+	if len(ex.Order) == 0 {
+		return false
+	}
+	e.seq = ex.Seq(e.seq[:0], mask, nfields)
+	return !jsonl.Canonical(e.seq)
+}

@@ -1,0 +1,240 @@
+package history
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/binform"
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// binReader is the state of a Reader reading the binary form. Its line
+// numbers are record numbers: the header is 1, the first record 2.
+type binReader struct {
+	on    bool
+	ended bool
+	dec   *binform.Decoder
+	body  []byte
+	shape []int64
+}
+
+// Record flags (the varint after a record's kind byte).
+const (
+	binFlagExtras = 1 << iota // record extras follow the record
+	binFlagsAll   = binFlagExtras
+)
+
+// ErrBinary wraps every error about corrupt binary input; the binform
+// sentinels (binform.ErrTruncated, ...) are wrapped too.
+var ErrBinary = errors.New("corrupt binary history")
+
+// binErr wraps an error of binary input in ErrBinary.
+func binErr(err error) error { return wrap(ErrBinary, "%v", err) }
+
+// readErr turns an error reading the binary stream into one that says
+// where the data ended.
+func (r *Reader) readErr(err error, what string) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return binErr(binform.Errorf(binform.ErrTruncated, "truncated: the data ends inside %s", what))
+	}
+	if r.zstd {
+		return wrap(ErrZstd, "%v: %v", ErrZstd, err)
+	}
+	return wrap(ErrRead, "%v: %v", ErrRead, err)
+}
+
+// readUvarint reads a varint from the stream.
+func (r *Reader) readUvarint(what string) (uint64, error) {
+	v, err := binary.ReadUvarint(r.lines)
+	if err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return 0, r.readErr(err, what)
+		}
+		if errors.Is(err, ErrZstd) || !isOverflow(err) {
+			return 0, r.readErr(err, what)
+		}
+		return 0, binErr(binform.Errorf(binform.ErrVarint, "bad varint in %s: %v", what, err))
+	}
+	return v, nil
+}
+
+func isOverflow(err error) bool {
+	return err != nil && err.Error() == "binary: varint overflows a 64-bit integer"
+}
+
+// readBody reads n bytes into r.bin.body, growing it at most 1 MiB ahead of
+// the data actually read, so a corrupt length cannot make it allocate much
+// more than the input holds.
+func (r *Reader) readBody(n int, what string) ([]byte, error) {
+	buf := r.bin.body[:0]
+	for len(buf) < n {
+		chunk := n - len(buf)
+		if free := cap(buf) - len(buf); chunk > free {
+			chunk = min(chunk, max(free, 1<<20))
+			buf = slices.Grow(buf, chunk)
+		}
+		m, err := io.ReadFull(r.lines, buf[len(buf):len(buf)+chunk])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			r.bin.body = buf
+			return nil, r.readErr(err, what)
+		}
+	}
+	r.bin.body = buf
+	return buf, nil
+}
+
+// binHeader reads the magic, the version and the header of a binary stream.
+func (r *Reader) binHeader() error {
+	b := &r.bin
+	b.on, b.ended = true, false
+	if b.dec == nil {
+		b.dec = binform.NewDecoder(r.reg)
+	} else {
+		b.dec.Reset(r.reg)
+	}
+	r.line = 1
+	if _, err := r.lines.Discard(len(binform.Magic)); err != nil {
+		return r.fail(1, r.readErr(err, "the magic bytes"))
+	}
+	v, err := r.readUvarint("the version")
+	if err != nil {
+		return r.fail(1, err)
+	}
+	if v != binform.Version {
+		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)", v, binform.Version))
+	}
+	n, err := r.readUvarint("the header length")
+	if err != nil {
+		return r.fail(1, err)
+	}
+	if n > binform.MaxHeaderBytes {
+		return r.fail(1, binErr(binform.Errorf(binform.ErrLimit, "header of %d bytes, more than the limit of %d", n, binform.MaxHeaderBytes)))
+	}
+	line, err := r.readBody(int(n), "the header")
+	if err != nil {
+		return r.fail(1, err)
+	}
+	return r.parseHeader(line)
+}
+
+// nextBinary reads the next record of a binary stream.
+func (r *Reader) nextBinary(rec *Record) error {
+	b := &r.bin
+	if b.ended {
+		return io.EOF
+	}
+	n, err := r.readUvarint("a record length")
+	if err != nil {
+		return r.fail(r.line+1, err)
+	}
+	if n == 0 {
+		if _, err := r.lines.ReadByte(); err != io.EOF {
+			if err == nil {
+				return r.fail(r.line+1, binErr(binform.Errorf(binform.ErrCorrupt, "data after the end marker")))
+			}
+			return r.fail(r.line+1, r.readErr(err, "the end"))
+		}
+		b.ended = true
+		return io.EOF
+	}
+	r.line++
+	if n > binform.MaxRecordBytes {
+		return r.fail(r.line, binErr(binform.Errorf(binform.ErrLimit, "record of %d bytes, more than the limit of %d", n, binform.MaxRecordBytes)))
+	}
+	body, err := r.readBody(int(n), "the record")
+	if err != nil {
+		return r.fail(r.line, err)
+	}
+	if err := r.binRecord(body, rec); err != nil {
+		return r.fail(r.line, err)
+	}
+	return nil
+}
+
+// binRecord decodes one record body.
+func (r *Reader) binRecord(body []byte, rec *Record) error {
+	d := r.bin.dec
+	rec.Line, rec.IsStep, rec.Step, rec.Ranks = r.line, false, 0, rec.Ranks[:0]
+	rec.Extra.Reset()
+	r.reg.SetLine(r.line)
+	d.Begin(body)
+	kind := d.Byte()
+	flags := d.Uvarint()
+	if flags&^binFlagsAll != 0 {
+		d.Failf(binform.ErrCorrupt, "unknown record flags %#x", flags)
+	}
+	ts := int64(uint64(r.lastTs) + uint64(d.Int()))
+	if err := d.Err(); err != nil {
+		return binErr(err)
+	}
+	switch kind {
+	case binform.KindCommand:
+		ndef := d.Count("tensor definitions", jsonl.MaxTensors, 5)
+		for i := 0; i < ndef && d.Err() == nil; i++ {
+			r.bin.shape = d.Define(r.bin.shape)
+		}
+		if err := d.Err(); err != nil {
+			return binErr(fmt.Errorf("tensor definition: %w", err))
+		}
+		nr := d.Count("rank slices", jsonl.MaxRankSlices, 2)
+		for i := 0; i < nr; i++ {
+			if len(rec.Ranks) < cap(rec.Ranks) {
+				rec.Ranks = rec.Ranks[:len(rec.Ranks)+1]
+			} else {
+				rec.Ranks = append(rec.Ranks, jsonl.Slice{})
+			}
+			sl := &rec.Ranks[i]
+			d.Slice(sl)
+			if err := d.Err(); err != nil {
+				return binErr(jsonl.FieldError("ranks", fmt.Errorf("slice %d: %w", i, err)))
+			}
+			if err := sl.Check(r.hdr.WorldSize); err != nil {
+				return jsonl.FieldError("ranks", wrap(err, "slice %d: %v", i, err))
+			}
+		}
+		if err := d.Err(); err != nil {
+			return binErr(jsonl.FieldError("ranks", err))
+		}
+		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
+			return binErr(jsonl.FieldError("msg", err))
+		}
+	case binform.KindStep:
+		rec.IsStep = true
+		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""
+		rec.Step = d.Nonneg("step")
+	default:
+		return binErr(binform.Errorf(binform.ErrCorrupt, "record kind %d is neither a command (%d) nor a step (%d)", kind, binform.KindCommand, binform.KindStep))
+	}
+	if flags&binFlagExtras != 0 {
+		n := d.Count("record extra fields", binform.MaxExtras, 2)
+		for i := 0; i < n; i++ {
+			k := d.String()
+			v := d.Blob()
+			if d.Err() != nil {
+				break
+			}
+			rec.Extra.Add(k, v)
+		}
+	}
+	if err := d.End(); err != nil {
+		return binErr(err)
+	}
+	if !rec.IsStep || ts != r.lastTs {
+		if r.hasTs && ts < r.lastTs {
+			return wrap(ErrTime, "ts %d goes backwards (the previous command's ts is %d)", ts, r.lastTs)
+		}
+		r.lastTs, r.hasTs = ts, true
+	}
+	rec.Ts = r.lastTs
+	if !rec.IsStep {
+		if err := r.checkMsg(&rec.Msg); err != nil {
+			return jsonl.FieldError("msg", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package history
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/binform"
+	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Form is a way of writing a history.
+type Form uint8
+
+// The forms of a history.
+const (
+	FormJSON     Form = iota + 1 // JSON lines, plain (.hist)
+	FormJSONZstd                 // JSON lines in a zstd frame (.hist.zst)
+	FormBinary                   // the binary form, in a zstd frame (.fhist, .fhist.zst)
+)
+
+// FormOf returns the form a file name asks for: .fhist and .fhist.zst are
+// binary, .hist.zst zstd JSON lines, .hist plain JSON lines; false for any
+// other name.
+func FormOf(name string) (Form, bool) {
+	switch {
+	case strings.HasSuffix(name, ".fhist"), strings.HasSuffix(name, ".fhist.zst"):
+		return FormBinary, true
+	case strings.HasSuffix(name, ".hist.zst"):
+		return FormJSONZstd, true
+	case strings.HasSuffix(name, ".hist"):
+		return FormJSON, true
+	}
+	return 0, false
+}
+
+// Writer writes a history in one form: NewWriter writes the header, Write
+// each record, Close the end. Writing is streamed.
+type Writer struct {
+	form Form
+	dst  io.Writer
+	zw   *zstd.Encoder
+	out  []byte // pending output
+
+	// JSON lines
+	jw jsonl.Writer
+	sc jsonl.Scanner // checks each line written
+	// binary
+	enc    *binform.Encoder
+	lastTs int64
+	err    error
+}
+
+const writeFlushBytes = 256 << 10
+
+// NewWriter starts writing a history of header h in form f to dst. The
+// header is written as raw (the line as read, Reader.RawHeader) when given,
+// else made from h. Close does not close dst.
+func NewWriter(dst io.Writer, f Form, h Header, raw []byte) (*Writer, error) {
+	w := &Writer{form: f, dst: dst}
+	if f == FormJSONZstd || f == FormBinary {
+		zw, err := zstd.NewWriter(dst, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		if err != nil {
+			return nil, err
+		}
+		w.zw = zw
+	}
+	if len(raw) == 0 {
+		raw = []byte(`{"fastsim":"history","version":1,"world_size":` + itoa64(h.WorldSize) + `,"gpus_per_host":` + itoa64(h.GPUsPerHost) + `}`)
+	}
+	switch f {
+	case FormJSON, FormJSONZstd:
+		w.out = append(append(w.out, raw...), '\n')
+	case FormBinary:
+		w.enc = binform.NewEncoder()
+		w.out = append(w.out, binform.Magic...)
+		w.out = binary.AppendUvarint(w.out, binform.Version)
+		w.out = binary.AppendUvarint(w.out, uint64(len(raw)))
+		w.out = append(w.out, raw...)
+	default:
+		return nil, errors.New("history: unknown form")
+	}
+	return w, nil
+}
+
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
+
+func (w *Writer) flush(force bool) error {
+	if w.err != nil || (!force && len(w.out) < writeFlushBytes) {
+		return w.err
+	}
+	var err error
+	if w.zw != nil {
+		_, err = w.zw.Write(w.out)
+	} else {
+		_, err = w.dst.Write(w.out)
+	}
+	w.out = w.out[:0]
+	w.err = err
+	return err
+}
+
+// Write writes one record. reg is the registry of the reader it comes from:
+// the binary form defines, ahead of the record, every tensor the registry
+// gained since the previous record.
+func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.form == FormBinary {
+		w.writeBinary(rec, reg)
+	} else if err := w.writeJSON(rec); err != nil {
+		return err
+	}
+	return w.flush(false)
+}
+
+// writeJSON appends the record's line. Raw JSON from a binary history
+// (trees, extras) is not checked when it is read, so the line is checked
+// here: a corrupt input never becomes an unreadable output.
+func (w *Writer) writeJSON(rec *Record) error {
+	jw := &w.jw
+	start := len(w.out)
+	jw.Buf = w.out
+	if rec.IsStep {
+		jw.Buf = append(jw.Buf, `{"step":`...)
+		jw.Int(rec.Step)
+		if rec.Ts != w.lastTs {
+			jw.Field("ts")
+			jw.Int(rec.Ts)
+		}
+	} else {
+		jw.Buf = append(jw.Buf, `{"ts":`...)
+		jw.Int(rec.Ts)
+		jw.Buf = append(jw.Buf, `,"ranks":[`...)
+		for i := range rec.Ranks {
+			if i > 0 {
+				jw.Buf = append(jw.Buf, ',')
+			}
+			jw.Slice(&rec.Ranks[i])
+		}
+		jw.Buf = append(jw.Buf, `],"msg":`...)
+		gen.WriteMsgJSON(jw, &rec.Msg)
+	}
+	w.lastTs = rec.Ts
+	for i, k := range rec.Extra.Keys {
+		jw.Field(k)
+		jw.Raw(rec.Extra.Vals[i])
+	}
+	jw.Buf = append(jw.Buf, '}')
+	w.out = jw.Buf
+	line := w.out[start:]
+	err := w.sc.Reset(line)
+	if err == nil {
+		err = w.sc.Skip()
+	}
+	if err == nil {
+		err = w.sc.End()
+	}
+	if err != nil {
+		w.out = w.out[:start]
+		return wrap(ErrBinary, "the record holds raw JSON that is not valid: %v", err)
+	}
+	w.out = append(w.out, '\n')
+	return nil
+}
+
+func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
+	e := w.enc
+	e.Buf = e.Buf[:0]
+	var flags uint64
+	if len(rec.Extra.Keys) > 0 {
+		flags |= binFlagExtras
+	}
+	if rec.IsStep {
+		e.Byte(binform.KindStep)
+	} else {
+		e.Byte(binform.KindCommand)
+	}
+	e.Uvarint(flags)
+	e.Int(int64(uint64(rec.Ts) - uint64(w.lastTs)))
+	w.lastTs = rec.Ts
+	if rec.IsStep {
+		e.Uvarint(uint64(rec.Step))
+	} else {
+		e.Uvarint(uint64(reg.Len() - e.Defined()))
+		for i := e.Defined(); i < reg.Len(); i++ {
+			t := reg.At(int32(i))
+			e.Define(&t)
+		}
+		e.Uvarint(uint64(len(rec.Ranks)))
+		for i := range rec.Ranks {
+			e.Slice(&rec.Ranks[i])
+		}
+		gen.EncodeMsgBinary(e, &rec.Msg)
+	}
+	if flags&binFlagExtras != 0 {
+		e.Uvarint(uint64(len(rec.Extra.Keys)))
+		for i, k := range rec.Extra.Keys {
+			e.String(k)
+			e.Blob(rec.Extra.Vals[i])
+		}
+	}
+	w.out = binary.AppendUvarint(w.out, uint64(len(e.Buf)))
+	w.out = append(w.out, e.Buf...)
+}
+
+// Close writes the end of the history (the binary end marker), flushes and
+// closes the zstd frame. It does not close the destination.
+func (w *Writer) Close() error {
+	if w.form == FormBinary {
+		w.out = append(w.out, 0)
+	}
+	if err := w.flush(true); err != nil {
+		return err
+	}
+	if w.zw != nil {
+		err := w.zw.Close()
+		w.zw = nil
+		return err
+	}
+	return nil
+}
+
+// Convert copies every record of r to w and returns how many it copied.
+// Set r.KeepExtra first for a lossless copy.
+func Convert(r *Reader, w *Writer) (int64, error) {
+	var rec Record
+	var n int64
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if err := w.Write(&rec, r.Registry()); err != nil {
+			if _, ok := err.(*Error); !ok && errors.Is(err, ErrBinary) {
+				err = &Error{File: r.name, Line: rec.Line, Err: err}
+			}
+			return n, err
+		}
+		n++
+	}
+}

@@ -1,0 +1,205 @@
+package jsonl
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Writer appends the JSON text of values to Buf, the inverse of the
+// decoders of this package. It remembers which tensors it has written in
+// full: the first mention of a tensor (by dense index Idx) carries every
+// field, later ones only the id. Generated code writes a message's fields
+// with Field followed by one value.
+type Writer struct {
+	// Buf is the text written so far; callers take it and truncate it.
+	Buf     []byte
+	written []bool // by Tensor.Idx: written in full
+}
+
+// Reset forgets the tensors written and empties Buf.
+func (w *Writer) Reset() {
+	w.Buf = w.Buf[:0]
+	clear(w.written)
+	w.written = w.written[:0]
+}
+
+// Field writes `,"name":`: every field follows the "type" key or another field.
+func (w *Writer) Field(name string) {
+	w.Buf = append(w.Buf, ',')
+	w.Buf = AppendString(w.Buf, name)
+	w.Buf = append(w.Buf, ':')
+}
+
+// Int writes an integer.
+func (w *Writer) Int(v int64) { w.Buf = strconv.AppendInt(w.Buf, v, 10) }
+
+// Bool writes a boolean.
+func (w *Writer) Bool(v bool) { w.Buf = strconv.AppendBool(w.Buf, v) }
+
+// String writes a string, escaped.
+func (w *Writer) String(v string) { w.Buf = AppendString(w.Buf, v) }
+
+// Raw writes JSON text as it is.
+func (w *Writer) Raw(v []byte) { w.Buf = append(w.Buf, v...) }
+
+// Ints writes a list of integers.
+func (w *Writer) Ints(v []int64) { w.Buf = AppendInts(w.Buf, v) }
+
+// Strings writes a list of strings.
+func (w *Writer) Strings(v []string) {
+	w.Buf = append(w.Buf, '[')
+	for i, s := range v {
+		if i > 0 {
+			w.Buf = append(w.Buf, ',')
+		}
+		w.Buf = AppendString(w.Buf, s)
+	}
+	w.Buf = append(w.Buf, ']')
+}
+
+// Stream writes a STREAM object.
+func (w *Writer) Stream(st *Stream) {
+	w.Buf = append(w.Buf, `{"ref":`...)
+	w.Buf = strconv.AppendInt(w.Buf, st.Ref, 10)
+	if st.HasName {
+		w.Buf = append(w.Buf, `,"name":`...)
+		w.Buf = AppendString(w.Buf, st.Name)
+	}
+	w.Buf = append(w.Buf, '}')
+}
+
+// Slice writes a SLICE object.
+func (w *Writer) Slice(sl *Slice) { w.Buf = AppendSlice(w.Buf, sl) }
+
+// Tensor writes a TENSOR object: every field the first time the tensor is
+// written, {"tensor":ID} after.
+func (w *Writer) Tensor(t *Tensor) {
+	w.Buf = append(w.Buf, `{"tensor":`...)
+	w.Buf = strconv.AppendInt(w.Buf, t.ID, 10)
+	if w.mark(t.Idx) {
+		w.Buf = append(w.Buf, `,"storage":`...)
+		w.Buf = strconv.AppendInt(w.Buf, t.Storage, 10)
+		w.Buf = append(w.Buf, `,"nbytes":`...)
+		w.Buf = strconv.AppendInt(w.Buf, t.NBytes, 10)
+		if t.Dtype != "" {
+			w.Buf = append(w.Buf, `,"dtype":`...)
+			w.Buf = AppendString(w.Buf, t.Dtype)
+		}
+		w.Buf = append(w.Buf, `,"shape":`...)
+		w.Buf = AppendInts(w.Buf, t.Shape)
+		if t.CPU {
+			w.Buf = append(w.Buf, `,"device":"cpu"`...)
+		} else {
+			w.Buf = append(w.Buf, `,"device":"cuda"`...)
+		}
+	}
+	w.Buf = append(w.Buf, '}')
+}
+
+// mark records that tensor idx is written and reports whether it was not yet.
+func (w *Writer) mark(idx int32) bool {
+	if idx < 0 {
+		return true
+	}
+	if int(idx) >= len(w.written) {
+		w.written = append(w.written, make([]bool, int(idx)+1-len(w.written))...)
+	}
+	if w.written[idx] {
+		return false
+	}
+	w.written[idx] = true
+	return true
+}
+
+// Tensors writes a list of TENSOR objects.
+func (w *Writer) Tensors(ts []Tensor) {
+	w.Buf = append(w.Buf, '[')
+	for i := range ts {
+		if i > 0 {
+			w.Buf = append(w.Buf, ',')
+		}
+		w.Tensor(&ts[i])
+	}
+	w.Buf = append(w.Buf, ']')
+}
+
+// Tree writes a tree's raw JSON text; its leaves count as written (the text
+// holds their mentions as they were first written).
+func (w *Writer) Tree(t *Tree) {
+	for i := range t.Leaves {
+		w.mark(t.Leaves[i].Idx)
+	}
+	if t.Raw == nil {
+		w.Buf = append(w.Buf, "null"...)
+		return
+	}
+	w.Buf = append(w.Buf, t.Raw...)
+}
+
+// AppendInts appends a JSON list of integers.
+func AppendInts(b []byte, v []int64) []byte {
+	b = append(b, '[')
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return append(b, ']')
+}
+
+// AppendSlice appends a SLICE object.
+func AppendSlice(b []byte, sl *Slice) []byte {
+	b = append(b, `{"offset":`...)
+	b = strconv.AppendInt(b, sl.Offset, 10)
+	b = append(b, `,"sizes":`...)
+	b = AppendInts(b, sl.Sizes)
+	b = append(b, `,"strides":`...)
+	b = AppendInts(b, sl.Strides)
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string: '"', '\\' and control characters
+// escaped, invalid UTF-8 replaced by U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,39 @@
+package sched
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// DevicePeaks calls fn for every simulated device (a group of identical
+// ranks when grouped) in order of lowest rank, with its rank count and the
+// peak of its memory so far (0 for a device given no task). The largest
+// peak is Report's PeakBytes.
+func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
+	for _, gi := range e.byLowestRank() {
+		fn(e.part.Lowest(gi), e.part.Size(gi), e.groupPeakBytes(&e.gs[gi]))
+	}
+}
+
+// byLowestRank lists the groups in order of their lowest rank: the order
+// devices appear in reports and traces.
+func (e *Engine) byLowestRank() []int32 {
+	order := make([]int32, len(e.gs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(e.part.Lowest(a), e.part.Lowest(b)) })
+	return order
+}
+
+// groupPeakBytes is a group's memory peak so far, computed as Report does:
+// the settled peak, then the events not yet settled.
+func (e *Engine) groupPeakBytes(g *group) int64 {
+	if !g.active {
+		return 0
+	}
+	peak := g.memPeak
+	e.mergeMemory(g, math.MaxInt64, func(_, running int64) { peak = max(peak, running) })
+	return peak
+}

@@ -1,0 +1,305 @@
+// Package search evaluates the parallel layouts of a training job: every
+// (pp, dp, tp, microbatches) that divides the world and the model is
+// synthesized as a training history (internal/synth), replayed grouped with
+// a cost model, and ranked by simulated step time among the layouts whose
+// peak memory fits a GPU.
+//
+// The enumeration order is fixed (pp, then dp, then microbatches, each
+// ascending; tp follows from the world), so a search can be sharded: shard
+// K of N evaluates the layouts whose index mod N is K, and Merge puts the
+// shards back together into exactly the unsharded result.
+package search
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/synth"
+)
+
+// ErrSpace reports a search space that cannot be searched.
+var ErrSpace = errors.New("bad search space")
+
+// ErrMerge reports shard results that do not form one search.
+var ErrMerge = errors.New("shards do not merge")
+
+// Space is what to search: a model, a world and the GPUs' memory.
+type Space struct {
+	Layers      int   `json:"layers"`        // blocks, split evenly over the stages
+	Hidden      int   `json:"hidden"`        // hidden size, split over tp
+	Seq         int   `json:"seq"`           // tokens per sequence
+	Batch       int   `json:"batch"`         // sequences per step, over all replicas
+	World       int64 `json:"world"`         // ranks, pp*dp*tp
+	GPUsPerHost int   `json:"gpus_per_host"` // ranks per host, for the cost model
+	MemoryBytes int64 `json:"memory_bytes"`  // a GPU's capacity
+	// Steps is how many training steps each history holds (>= 1). The step
+	// time is the last step's: with 2 or more, the steady state without the
+	// setup commands.
+	Steps int `json:"steps"`
+	// MaxMicro caps the microbatches tried (0: every divisor).
+	MaxMicro int `json:"max_micro"`
+}
+
+// MaxLayouts bounds an enumeration.
+const MaxLayouts = 1 << 20
+
+// Check reports the first thing about s that cannot be searched.
+func (s *Space) Check() error {
+	switch {
+	case s.Layers < 1 || s.Hidden < 1 || s.Seq < 1 || s.Batch < 1:
+		return fmt.Errorf("%w: layers, hidden, seq and batch must be at least 1", ErrSpace)
+	case s.World < 1 || s.World > sched.MaxGroupedWorld:
+		return fmt.Errorf("%w: world %d (want 1..%d)", ErrSpace, s.World, sched.MaxGroupedWorld)
+	case s.GPUsPerHost < 1:
+		return fmt.Errorf("%w: gpus per host must be at least 1", ErrSpace)
+	case s.MemoryBytes < 1:
+		return fmt.Errorf("%w: GPU memory must be positive", ErrSpace)
+	case s.Steps < 1 || s.Steps > 1000:
+		return fmt.Errorf("%w: steps %d (want 1..1000)", ErrSpace, s.Steps)
+	case s.MaxMicro < 0:
+		return fmt.Errorf("%w: max micro must be 0 (no limit) or positive", ErrSpace)
+	}
+	return nil
+}
+
+// Layout is one way to lay the job out.
+type Layout struct {
+	PP    int `json:"pp"`
+	DP    int `json:"dp"`
+	TP    int `json:"tp"`
+	Micro int `json:"micro"`
+}
+
+// Train is the synthetic training job of layout l in s.
+func (s *Space) Train(l Layout) synth.Train {
+	return synth.Train{
+		PP: l.PP, DP: l.DP, TP: l.TP, Micro: l.Micro,
+		Layers: s.Layers, Hidden: s.Hidden, Seq: s.Seq, Batch: s.Batch,
+		Steps: s.Steps, GPUsPerHost: s.GPUsPerHost,
+	}
+}
+
+// Enumerate lists every layout of s that synth.Train.Check accepts, in the
+// fixed order: pp ascending, then dp, then micro (tp = world/pp/dp).
+func Enumerate(s Space) ([]Layout, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	var out []Layout
+	for _, pp := range divisors(s.World) {
+		for _, dp := range divisors(s.World / pp) {
+			tp := s.World / pp / dp
+			if int64(s.Batch)%dp != 0 {
+				continue
+			}
+			for _, micro := range divisors(int64(s.Batch) / dp) {
+				if s.MaxMicro > 0 && micro > int64(s.MaxMicro) {
+					break
+				}
+				l := Layout{PP: int(pp), DP: int(dp), TP: int(tp), Micro: int(micro)}
+				t := s.Train(l)
+				if t.Check() != nil {
+					continue
+				}
+				if len(out) == MaxLayouts {
+					return nil, fmt.Errorf("%w: more than %d layouts", ErrSpace, MaxLayouts)
+				}
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+// divisors returns n's divisors in ascending order.
+func divisors(n int64) []int64 {
+	var lo, hi []int64
+	for d := int64(1); d*d <= n; d++ {
+		if n%d == 0 {
+			lo = append(lo, d)
+			if d != n/d {
+				hi = append(hi, n/d)
+			}
+		}
+	}
+	slices.Reverse(hi)
+	return append(lo, hi...)
+}
+
+// Result is one layout's outcome.
+type Result struct {
+	Index int `json:"index"` // position in the enumeration
+	Layout
+	StepTimeS    float64 `json:"step_time_s"`
+	PeakMemoryMB float64 `json:"peak_memory_mb"`
+	Fits         bool    `json:"fits"`
+	TokensPerS   float64 `json:"tokens_per_s"`
+	// The exact integers behind StepTimeS and PeakMemoryMB, so merged
+	// shards rank exactly as one search.
+	StepTimeNs int64 `json:"step_time_ns"`
+	PeakBytes  int64 `json:"peak_memory_bytes"`
+}
+
+// Shard selects the layouts whose index mod N is K.
+type Shard struct {
+	K int `json:"k"`
+	N int `json:"n"`
+}
+
+// Has reports whether the layout at index i belongs to the shard.
+func (sh Shard) Has(i int) bool { return sh.N <= 1 || i%sh.N == sh.K }
+
+// Check reports a shard that selects nothing sensible.
+func (sh Shard) Check() error {
+	if sh.N < 1 || sh.K < 0 || sh.K >= sh.N {
+		return fmt.Errorf("%w: shard %d/%d (want K/N with 0 <= K < N)", ErrSpace, sh.K, sh.N)
+	}
+	return nil
+}
+
+// Options say how to run a search.
+type Options struct {
+	Model sched.CostModel // nil: the reference's fixed runtimes
+	Jobs  int             // layouts evaluated at once (< 1: 1)
+	Shard Shard           // zero: every layout
+	// Progress, when set, is called after each layout with the layouts
+	// done and the shard's total; calls are serialized.
+	Progress func(done, total int)
+}
+
+// Run evaluates the layouts of s in opt.Shard, opt.Jobs at a time, and
+// returns them ranked (see Rank) with the number of layouts in the whole
+// enumeration. The result does not depend on opt.Jobs.
+func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
+	if opt.Shard.N == 0 {
+		opt.Shard = Shard{K: 0, N: 1}
+	}
+	if err := opt.Shard.Check(); err != nil {
+		return nil, 0, err
+	}
+	all, err := Enumerate(s)
+	if err != nil {
+		return nil, 0, err
+	}
+	var idx []int
+	for i := range all {
+		if opt.Shard.Has(i) {
+			idx = append(idx, i)
+		}
+	}
+	out := make([]Result, len(idx))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(opt.Jobs, 1))
+	var done atomic.Int64
+	var mu sync.Mutex
+	for j, i := range idx {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := Evaluate(ctx, s, all[i], opt.Model)
+			if err != nil {
+				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
+			}
+			r.Index = i
+			out[j] = r
+			if opt.Progress != nil {
+				n := done.Add(1)
+				mu.Lock()
+				opt.Progress(int(n), len(idx))
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	Rank(out)
+	return out, len(all), nil
+}
+
+// Evaluate synthesizes layout l's history and replays it grouped on one
+// goroutine, streaming through a pipe so memory stays flat.
+func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Result, error) {
+	train := s.Train(l)
+	if err := train.Check(); err != nil {
+		return Result{}, err
+	}
+	pr, pw := io.Pipe()
+	wrote := make(chan error, 1)
+	go func() {
+		err := synth.WriteTrain(pw, train)
+		pw.CloseWithError(err)
+		wrote <- err
+	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
+	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1})
+	stop()
+	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
+	werr := <-wrote
+	if err != nil {
+		return Result{}, err
+	}
+	if werr != nil {
+		return Result{}, werr
+	}
+	return resultOf(s, l, res), nil
+}
+
+// resultOf derives a layout's figures from its replay: the step time is the
+// last step's (the exec time at the last step line minus at the one
+// before; with one step, the whole exec time), the peak the highest over
+// the whole run.
+func resultOf(s Space, l Layout, res *replay.Result) Result {
+	r := Result{Layout: l, PeakBytes: res.Final.PeakBytes}
+	switch n := len(res.Steps); {
+	case n >= 2:
+		r.StepTimeNs = res.Steps[n-1].ExecNs - res.Steps[n-2].ExecNs
+	case n == 1:
+		r.StepTimeNs = res.Steps[0].ExecNs
+	default:
+		r.StepTimeNs = res.Final.ExecNs
+	}
+	fill(&r, s)
+	return r
+}
+
+// fill derives the float figures of r from its integers.
+func fill(r *Result, s Space) {
+	r.StepTimeS = float64(r.StepTimeNs) / 1e9
+	r.PeakMemoryMB = float64(r.PeakBytes) / 1e6
+	r.Fits = r.PeakBytes <= s.MemoryBytes
+	r.TokensPerS = 0
+	if r.StepTimeNs > 0 {
+		r.TokensPerS = float64(s.Batch) * float64(s.Seq) / r.StepTimeS
+	}
+}
+
+// Rank orders results: layouts that fit first, then by step time, then by
+// peak memory, then by enumeration index.
+func Rank(rs []Result) {
+	slices.SortFunc(rs, func(a, b Result) int {
+		if a.Fits != b.Fits {
+			if a.Fits {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(
+			cmp.Compare(a.StepTimeNs, b.StepTimeNs),
+			cmp.Compare(a.PeakBytes, b.PeakBytes),
+			cmp.Compare(a.Index, b.Index),
+		)
+	})
+}

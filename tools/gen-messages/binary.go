@@ -1,0 +1,417 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+func binform(name string) *jen.Statement { return jen.Qual(binformPath, name) }
+
+// bit returns the presence bit of field number i (0-based) as a literal.
+func bitLit(i int) jen.Code { return jen.Lit(1).Op("<<").Lit(i) }
+
+// requiredMask is the mask of the required fields of m.
+func requiredMask(m *message) uint64 {
+	var req uint64
+	for i, fd := range m.fields {
+		if !fd.optional {
+			req |= 1 << i
+		}
+	}
+	return req
+}
+
+// presentCond returns the condition under which the optional field fd of x
+// is written (in either form).
+func presentCond(fd *field) *jen.Statement {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	switch fd.kind {
+	case "int":
+		return x().Op("!=").Lit(0)
+	case "bool":
+		return x()
+	case "string":
+		return x().Op("!=").Lit("")
+	case "ints", "strings", "tensors", "messages":
+		return jen.Len(x()).Op(">").Lit(0)
+	case "stream":
+		return x().Dot("Ref").Op("!=").Lit(0).Op("||").Add(x()).Dot("HasName")
+	case "slice":
+		return x().Dot("Offset").Op("!=").Lit(0).Op("||").Len(x().Dot("Sizes")).Op(">").Lit(0)
+	case "tensor":
+		return x().Dot("ID").Op("!=").Lit(0).Op("||").Add(x()).Dot("Idx").Op("!=").Lit(0)
+	case "tensor?":
+		return jen.Id("x").Dot("Has" + fd.goName)
+	case "tree":
+		return x().Dot("Raw").Op("!=").Nil()
+	}
+	panic("gen-messages: unknown kind " + fd.kind)
+}
+
+func renderBinary(sp *spec, f *jen.File) {
+	errNil := jen.Err().Op("!=").Nil()
+	f.Comment("msgFieldNames lists, by kind, the JSON names of the declared fields:")
+	f.Comment("field number i+1 is msgFieldNames[k][i].")
+	f.Var().Id("msgFieldNames").Op("=").Index(jen.Op("...")).Index().String().ValuesFunc(func(g *jen.Group) {
+		for _, m := range simulated(sp) {
+			g.Line().Id("Msg" + m.name).Op(":").ValuesFunc(func(g *jen.Group) {
+				for _, fd := range m.fields {
+					g.Lit(fd.json)
+				}
+			})
+		}
+		g.Line()
+	})
+	f.Line()
+	f.Comment("FieldNames returns the JSON names of the fields the spec declares for")
+	f.Comment("kind k, in spec order (nil for accepted and unknown kinds).")
+	f.Func().Id("FieldNames").Params(jen.Id("k").Id("MsgKind")).Index().String().Block(
+		jen.If(jen.Int().Call(jen.Id("k")).Op("<").Len(jen.Id("msgFieldNames"))).Block(jen.Return(jen.Id("msgFieldNames").Index(jen.Id("k")))),
+		jen.Return(jen.Nil()),
+	)
+	f.Line()
+
+	// EncodeMsgBinary
+	f.Comment("EncodeMsgBinary appends the binary form of m to e: a head (kind<<1, | 1")
+	f.Comment("when extras follow), the type name of an unknown kind, the fields of a")
+	f.Comment("simulated kind (a presence mask, then each present field), then the")
+	f.Comment("extras (key order and undeclared fields) when m has any.")
+	f.Func().Id("EncodeMsgBinary").Params(jen.Id("e").Op("*").Add(binform("Encoder")), jen.Id("m").Op("*").Id("Msg")).BlockFunc(func(g *jen.Group) {
+		g.Var().Id("mask").Uint64()
+		g.Id("n").Op(":=").Lit(0)
+		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, m := range simulated(sp) {
+				g.Case(jen.Id("Msg"+m.name)).Block(
+					jen.Id("mask").Op(",").Id("n").Op("=").Id("m").Dot(m.name).Dot("present").Call().Op(",").Lit(len(m.fields)),
+				)
+			}
+		})
+		g.Id("has").Op(":=").Id("e").Dot("HasExtras").Call(jen.Op("&").Id("m").Dot("Extra"), jen.Id("mask"), jen.Id("n"))
+		g.Id("head").Op(":=").Uint64().Call(jen.Id("m").Dot("Kind")).Op("<<").Lit(1)
+		g.If(jen.Id("has")).Block(jen.Id("head").Op("|=").Lit(1))
+		g.Id("e").Dot("Uvarint").Call(jen.Id("head"))
+		g.If(jen.Id("m").Dot("Kind").Op("==").Id("MsgUnknown")).Block(jen.Id("e").Dot("String").Call(jen.Id("m").Dot("TypeName")))
+		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, m := range simulated(sp) {
+				g.Case(jen.Id("Msg"+m.name)).Block(
+					jen.Id("encode"+m.name+"Binary").Call(jen.Id("e"), jen.Op("&").Id("m").Dot(m.name), jen.Id("mask")),
+				)
+			}
+		})
+		g.If(jen.Id("has")).Block(jen.Id("e").Dot("Extras").Call(jen.Op("&").Id("m").Dot("Extra"), jen.Id("mask"), jen.Id("n")))
+	})
+	f.Line()
+
+	// DecodeMsgBinary
+	f.Comment("DecodeMsgBinary decodes a message written by EncodeMsgBinary into m,")
+	f.Comment("reusing its slices. Errors name the message type and the field.")
+	f.Func().Id("DecodeMsgBinary").Params(jen.Id("d").Op("*").Add(binform("Decoder")), jen.Id("m").Op("*").Id("Msg")).Error().BlockFunc(func(g *jen.Group) {
+		g.Id("m").Dot("Extra").Dot("Reset").Call()
+		g.Id("head").Op(":=").Id("d").Dot("Uvarint").Call()
+		g.If(jen.Id("k").Op(":=").Id("head").Op(">>").Lit(1), jen.Id("k").Op("==").Lit(0).Op("||").Id("k").Op(">").Uint64().Call(jen.Id("MsgUnknown"))).Block(
+			jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), errNil).Block(jen.Return(jen.Err())),
+			jen.Id("d").Dot("Failf").Call(binform("ErrCorrupt"), jen.Lit("message kind %d is not one of 1..%d"), jen.Id("k"), jen.Int().Call(jen.Id("MsgUnknown"))),
+			jen.Return(jen.Id("d").Dot("Err").Call()),
+		)
+		g.Id("m").Dot("Kind").Op("=").Id("MsgKind").Call(jen.Id("head").Op(">>").Lit(1))
+		g.If(jen.Id("m").Dot("Kind").Op("==").Id("MsgUnknown")).Block(
+			jen.Id("m").Dot("TypeName").Op("=").Id("d").Dot("String").Call(),
+			jen.If(jen.Id("d").Dot("Err").Call().Op("==").Nil().Op("&&").Id("KindOf").Call(jen.Index().Byte().Parens(jen.Id("m").Dot("TypeName"))).Op("!=").Id("MsgUnknown")).Block(
+				jen.Id("d").Dot("Failf").Call(binform("ErrCorrupt"), jen.Lit("unknown message type %q is a known type"), jen.Id("m").Dot("TypeName")),
+			),
+		).Else().Block(
+			jen.Id("m").Dot("TypeName").Op("=").Id("m").Dot("Kind").Dot("String").Call(),
+		)
+		g.Var().Err().Error()
+		g.Id("n").Op(":=").Lit(0)
+		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, m := range simulated(sp) {
+				g.Case(jen.Id("Msg"+m.name)).Block(
+					jen.Err().Op("=").Id("decode"+m.name+"Binary").Call(jen.Id("d"), jen.Op("&").Id("m").Dot(m.name)),
+					jen.Id("n").Op("=").Lit(len(m.fields)),
+				)
+			}
+		})
+		g.If(jen.Err().Op("==").Nil().Op("&&").Id("head").Op("&").Lit(1).Op("!=").Lit(0)).Block(
+			jen.Id("d").Dot("Extras").Call(jen.Op("&").Id("m").Dot("Extra"), jen.Id("n")),
+			jen.Err().Op("=").Id("d").Dot("Err").Call(),
+		)
+		g.If(jen.Err().Op("==").Nil()).Block(jen.Err().Op("=").Id("d").Dot("Err").Call())
+		g.If(errNil).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %w"), jen.Id("m").Dot("TypeName"), jen.Err())),
+		)
+		g.Return(jen.Nil())
+	})
+	f.Line()
+
+	for _, m := range simulated(sp) {
+		renderPresent(f, m)
+		f.Line()
+		renderEncodeBinary(f, m)
+		f.Line()
+		renderDecodeBinary(f, m)
+		f.Line()
+	}
+	if usesMessages(sp) {
+		f.Comment("decodeMsgsBinary decodes a count and messages into dst[:0], reusing its elements.")
+		f.Func().Id("decodeMsgsBinary").Params(jen.Id("d").Op("*").Add(binform("Decoder")), jen.Id("dst").Index().Id("Msg")).Params(jen.Index().Id("Msg"), jen.Error()).Block(
+			jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Lit(0)),
+			jen.Id("n").Op(":=").Id("d").Dot("Count").Call(jen.Lit("messages"), binform("MaxRecordBytes"), jen.Lit(1)),
+			jen.If(jen.Op("!").Id("d").Dot("Enter").Call()).Block(jen.Return(jen.Id("dst"), jen.Id("d").Dot("Err").Call())),
+			jen.Defer().Id("d").Dot("Leave").Call(),
+			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(
+				jen.If(jen.Len(jen.Id("dst")).Op("<").Cap(jen.Id("dst"))).Block(
+					jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Len(jen.Id("dst")).Op("+").Lit(1)),
+				).Else().Block(
+					jen.Id("dst").Op("=").Append(jen.Id("dst"), jen.Id("Msg").Values()),
+				),
+				jen.If(jen.Err().Op(":=").Id("DecodeMsgBinary").Call(jen.Id("d"), jen.Op("&").Id("dst").Index(jen.Id("i"))), errNil).Block(
+					jen.Return(jen.Id("dst"), jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Id("i"), jen.Err())),
+				),
+			),
+			jen.Return(jen.Id("dst"), jen.Id("d").Dot("Err").Call()),
+		)
+	}
+}
+
+func renderPresent(f *jen.File, m *message) {
+	f.Comment(fmt.Sprintf("present returns the fields of x that are written: bit i for field number i+1"))
+	f.Comment("(required fields always, optional ones unless empty, bools when true).")
+	f.Func().Params(jen.Id("x").Op("*").Id(m.name)).Id("present").Params().Uint64().BlockFunc(func(g *jen.Group) {
+		g.Id("mask").Op(":=").Uint64().Call(jen.Lit(int(requiredMask(m))))
+		for i, fd := range m.fields {
+			if fd.optional {
+				g.If(presentCond(fd)).Block(jen.Id("mask").Op("|=").Add(bitLit(i)))
+			}
+		}
+		g.Return(jen.Id("mask"))
+	})
+}
+
+func encodeFieldBinary(fd *field) jen.Code {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	e := func(method string, arg jen.Code) jen.Code { return jen.Id("e").Dot(method).Call(arg) }
+	switch fd.kind {
+	case "int":
+		return e("Int", x())
+	case "bool":
+		return e("Bool", x())
+	case "string":
+		return e("String", x())
+	case "ints":
+		return e("Ints", x())
+	case "strings":
+		return e("Strings", x())
+	case "stream":
+		return e("Stream", jen.Op("&").Add(x()))
+	case "slice":
+		return e("Slice", jen.Op("&").Add(x()))
+	case "tensor", "tensor?":
+		return e("Tensor", jen.Op("&").Add(x()))
+	case "tensors":
+		return e("Tensors", x())
+	case "tree":
+		return e("Tree", jen.Op("&").Add(x()))
+	case "messages":
+		return jen.Block(
+			jen.Id("e").Dot("Uvarint").Call(jen.Uint64().Call(jen.Len(x()))),
+			jen.For(jen.Id("i").Op(":=").Range().Add(x())).Block(
+				jen.Id("EncodeMsgBinary").Call(jen.Id("e"), jen.Op("&").Add(x()).Index(jen.Id("i"))),
+			),
+		)
+	}
+	panic("gen-messages: unknown kind " + fd.kind)
+}
+
+func renderEncodeBinary(f *jen.File, m *message) {
+	f.Comment(fmt.Sprintf("encode%sBinary appends the fields of a %s present in mask.", m.name, m.name))
+	f.Func().Id("encode"+m.name+"Binary").Params(jen.Id("e").Op("*").Add(binform("Encoder")), jen.Id("x").Op("*").Id(m.name), jen.Id("mask").Uint64()).BlockFunc(func(g *jen.Group) {
+		g.Id("e").Dot("Uvarint").Call(jen.Id("mask"))
+		for i, fd := range m.fields {
+			switch {
+			case !fd.optional:
+				g.Add(encodeFieldBinary(fd))
+			case fd.kind == "bool":
+				// the presence bit is the value
+			default:
+				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)).Block(encodeFieldBinary(fd))
+			}
+		}
+	})
+}
+
+func decodeFieldBinary(fd *field) jen.Code {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	d := func(method string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(method).Call(args...) }
+	switch fd.kind {
+	case "int":
+		return x().Op("=").Add(d("Int"))
+	case "bool":
+		return x().Op("=").Add(d("Bool"))
+	case "string":
+		return x().Op("=").Add(d("String"))
+	case "ints":
+		return x().Op("=").Add(d("Ints", x()))
+	case "strings":
+		return x().Op("=").Add(d("Strings", x()))
+	case "stream":
+		return d("Stream", jen.Op("&").Add(x()))
+	case "slice":
+		return d("Slice", jen.Op("&").Add(x()))
+	case "tensor", "tensor?":
+		return d("Tensor", jen.Op("&").Add(x()))
+	case "tensors":
+		return x().Op("=").Add(d("Tensors", x()))
+	case "tree":
+		return d("Tree", jen.Op("&").Add(x()))
+	case "messages":
+		return jen.Block(
+			jen.Var().Err().Error(),
+			jen.If(
+				jen.List(x(), jen.Err()).Op("=").Id("decodeMsgsBinary").Call(jen.Id("d"), x()),
+				jen.Err().Op("!=").Nil(),
+			).Block(jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err()))),
+		)
+	}
+	panic("gen-messages: unknown kind " + fd.kind)
+}
+
+func renderDecodeBinary(f *jen.File, m *message) {
+	var all uint64
+	for i := range m.fields {
+		all |= 1 << i
+	}
+	f.Comment(fmt.Sprintf("decode%sBinary decodes the fields of a %s written by encode%sBinary.", m.name, m.name, m.name))
+	f.Func().Id("decode"+m.name+"Binary").Params(jen.Id("d").Op("*").Add(binform("Decoder")), jen.Id("x").Op("*").Id(m.name)).Error().BlockFunc(func(g *jen.Group) {
+		for _, fd := range m.fields {
+			for _, c := range resetField(fd) {
+				g.Add(c)
+			}
+		}
+		g.Id("mask").Op(":=").Id("d").Dot("Uvarint").Call()
+		g.If(jen.Id("mask").Op("&^").Uint64().Call(jen.Lit(int(all))).Op("!=").Lit(0)).Block(
+			jen.Id("d").Dot("Failf").Call(binform("ErrCorrupt"), jen.Lit("field mask %#x names fields beyond the %d of the spec"), jen.Id("mask"), jen.Lit(len(m.fields))),
+		)
+		for i, fd := range m.fields {
+			if !fd.optional {
+				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("==").Lit(0)).Block(
+					jen.Id("d").Dot("Fail").Call(jsonl("MissingError").Call(jen.Lit(fd.json))),
+				)
+			}
+		}
+		g.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
+		for i, fd := range m.fields {
+			check := jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())),
+			)
+			body := []jen.Code{decodeFieldBinary(fd)}
+			if fd.kind != "messages" {
+				body = append(body, check)
+			}
+			switch {
+			case !fd.optional:
+				for _, c := range body {
+					g.Add(c)
+				}
+			case fd.kind == "bool":
+				g.Id("x").Dot(fd.goName).Op("=").Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)
+			default:
+				if fd.kind == "tensor?" {
+					body = append([]jen.Code{jen.Id("x").Dot("Has" + fd.goName).Op("=").True()}, body...)
+				}
+				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)).Block(body...)
+			}
+		}
+		g.Return(jen.Nil())
+	})
+}
+
+func renderJSONWrite(sp *spec, f *jen.File) {
+	f.Comment("WriteMsgJSON appends m as a JSON object to w.Buf: \"type\" first, then the")
+	f.Comment("fields present and the extras in the order m.Extra records (spec order,")
+	f.Comment("then the extras, when it records none). It is the inverse of DecodeMsg.")
+	f.Func().Id("WriteMsgJSON").Params(jen.Id("w").Op("*").Add(jsonl("Writer")), jen.Id("m").Op("*").Id("Msg")).Block(
+		jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.Lit(`{"type":`).Op("...")),
+		jen.Id("w").Dot("String").Call(jen.Id("m").Dot("TypeName")),
+		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, m := range simulated(sp) {
+				g.Case(jen.Id("Msg"+m.name)).Block(
+					jen.Id("write"+m.name+"JSON").Call(jen.Id("w"), jen.Op("&").Id("m").Dot(m.name), jen.Op("&").Id("m").Dot("Extra")),
+				)
+			}
+			g.Default().Block(
+				jen.For(jen.Id("i").Op(",").Id("k").Op(":=").Range().Id("m").Dot("Extra").Dot("Keys")).Block(
+					jen.Id("w").Dot("Field").Call(jen.Id("k")),
+					jen.Id("w").Dot("Raw").Call(jen.Id("m").Dot("Extra").Dot("Vals").Index(jen.Id("i"))),
+				),
+			)
+		}),
+		jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune('}')),
+	)
+	f.Line()
+	for _, m := range simulated(sp) {
+		renderWriteJSON(f, m)
+		f.Line()
+	}
+}
+
+func writeFieldJSON(fd *field) []jen.Code {
+	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
+	w := func(method string, arg jen.Code) jen.Code { return jen.Id("w").Dot(method).Call(arg) }
+	out := []jen.Code{jen.Id("w").Dot("Field").Call(jen.Lit(fd.json))}
+	switch fd.kind {
+	case "int":
+		out = append(out, w("Int", x()))
+	case "bool":
+		out = append(out, w("Bool", x()))
+	case "string":
+		out = append(out, w("String", x()))
+	case "ints":
+		out = append(out, w("Ints", x()))
+	case "strings":
+		out = append(out, w("Strings", x()))
+	case "stream":
+		out = append(out, w("Stream", jen.Op("&").Add(x())))
+	case "slice":
+		out = append(out, w("Slice", jen.Op("&").Add(x())))
+	case "tensor", "tensor?":
+		out = append(out, w("Tensor", jen.Op("&").Add(x())))
+	case "tensors":
+		out = append(out, w("Tensors", x()))
+	case "tree":
+		out = append(out, w("Tree", jen.Op("&").Add(x())))
+	case "messages":
+		out = append(out,
+			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune('[')),
+			jen.For(jen.Id("i").Op(":=").Range().Add(x())).Block(
+				jen.If(jen.Id("i").Op(">").Lit(0)).Block(jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(','))),
+				jen.Id("WriteMsgJSON").Call(jen.Id("w"), jen.Op("&").Add(x()).Index(jen.Id("i"))),
+			),
+			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(']')),
+		)
+	default:
+		panic("gen-messages: unknown kind " + fd.kind)
+	}
+	return out
+}
+
+func renderWriteJSON(f *jen.File, m *message) {
+	f.Comment(fmt.Sprintf("write%sJSON appends the fields of a %s and its extras, in key order.", m.name, m.name))
+	f.Func().Id("write"+m.name+"JSON").Params(jen.Id("w").Op("*").Add(jsonl("Writer")), jen.Id("x").Op("*").Id(m.name), jen.Id("ex").Op("*").Add(jsonl("Extras"))).Block(
+		jen.Var().Id("buf").Index(jen.Lit(len(m.fields)+8)).Uint8(),
+		jen.Id("e").Op(":=").Lit(0),
+		jen.For(jen.List(jen.Id("_"), jen.Id("it")).Op(":=").Range().Id("ex").Dot("Seq").Call(jen.Id("buf").Index(jen.Empty(), jen.Lit(0)), jen.Id("x").Dot("present").Call(), jen.Lit(len(m.fields)))).Block(
+			jen.Switch(jen.Id("it")).BlockFunc(func(g *jen.Group) {
+				g.Case(jen.Lit(0)).Block(
+					jen.Id("w").Dot("Field").Call(jen.Id("ex").Dot("Keys").Index(jen.Id("e"))),
+					jen.Id("w").Dot("Raw").Call(jen.Id("ex").Dot("Vals").Index(jen.Id("e"))),
+					jen.Id("e").Op("++"),
+				)
+				for i, fd := range m.fields {
+					g.Case(jen.Lit(i + 1)).Block(writeFieldJSON(fd)...)
+				}
+			}),
+		),
+	)
+}
