@@ -17,9 +17,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
 	"github.com/fastsim/fastsim/internal/trace"
@@ -34,7 +34,7 @@ var (
 	ErrFinished = errors.New("fastsim: a replayed simulation takes no more records")
 	// ErrUnknownType is returned in strict mode for a message type the
 	// format does not know.
-	ErrUnknownType = errors.New("fastsim: unknown message type")
+	ErrUnknownType = replay.ErrUnknownType
 )
 
 // TraceMode says which parts of the timeline are simulated and traced.
@@ -244,11 +244,8 @@ func (s *Sim) drain() error {
 			s.Step()
 			continue
 		}
-		if s.opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
-			return fmt.Errorf("line %d: %w %q", rec.Line, ErrUnknownType, rec.Msg.TypeName)
-		}
-		if err := s.eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg); err != nil {
-			return &history.Error{File: "sim", Line: rec.Line, Err: err}
+		if err := replay.Apply(s.eng, s.r, rec, s.opt.Strict, "sim"); err != nil {
+			return err
 		}
 	}
 }

@@ -40,6 +40,7 @@ type replayFlags struct {
 	summary    string
 	strict     bool
 	cpuprofile string
+	memprofile string
 	quiet      bool
 	decodeOnly bool
 	grouped    bool
@@ -58,6 +59,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
+	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", runtime.GOMAXPROCS(0), "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines;\nresults do not depend on it")
 	fs.StringVar(&f.costs, "costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
@@ -142,6 +144,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opt.PartialTrace = f.partial
 
 	res, err := replay.File(path, opt)
+	if f.memprofile != "" {
+		if err := writeHeapProfile(f.memprofile); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --memprofile: %v\n", err)
+			return exitError
+		}
+	}
 	if opt.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -172,6 +180,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // defaultTracePath is NAME.trace.json.zst in the current directory.

@@ -10,7 +10,8 @@ import (
 // Later mentions are filled in from the row; a later mention that repeats a
 // field with a different value is an ErrConflict.
 type Registry struct {
-	idx map[int64]int32
+	idx   map[int64]int32 // ids that do not fit dense
+	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
 
 	id      []int64
 	storage []int64
@@ -21,6 +22,11 @@ type Registry struct {
 	shapeAt []int32 // offset of the shape in shapes
 	shapeN  []int32 // rank of the shape
 	shapes  []int64 // every shape, back to back
+
+	shapeMax []int32 // room for dimensions at shapeAt (a reused row keeps it)
+
+	free []int32 // forgotten rows, reused by Define
+	dead []bool  // by row: forgotten
 
 	curLine int64
 	scratch []int64 // a mention's shape
@@ -37,10 +43,13 @@ func (r *Registry) Reset() {
 		r.idx = make(map[int64]int32)
 	}
 	clear(r.idx)
+	clear(r.dense)
 	r.id, r.storage, r.nbytes, r.dtype = r.id[:0], r.storage[:0], r.nbytes[:0], r.dtype[:0]
 	r.cpu, r.line, r.shapeAt, r.shapeN = r.cpu[:0], r.line[:0], r.shapeAt[:0], r.shapeN[:0]
+	r.shapeMax = r.shapeMax[:0]
 	// Shapes handed out before Reset alias r.shapes and become invalid.
 	r.shapes = r.shapes[:0]
+	r.free, r.dead = r.free[:0], r.dead[:0]
 	r.curLine = 0
 }
 
@@ -67,7 +76,7 @@ func (r *Registry) At(idx int32) Tensor {
 
 // Lookup returns the tensor with ref id id, if it has been mentioned.
 func (r *Registry) Lookup(id int64) (Tensor, bool) {
-	i, ok := r.idx[id]
+	i, ok := r.find(id)
 	if !ok {
 		return Tensor{}, false
 	}
@@ -95,40 +104,25 @@ type mention struct {
 }
 
 func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
-	if i, ok := r.idx[m.id]; ok {
+	if i, ok := r.find(m.id); ok {
 		if err := r.agree(i, m); err != nil {
 			return err
 		}
 		*t = r.At(i)
 		return nil
 	}
-	if len(r.id) >= MaxTensors {
-		return errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
-	}
-	i := int32(len(r.id))
-	r.idx[m.id] = i
-	r.id = append(r.id, m.id)
+	// A first mention: fields it leaves out take their defaults.
 	st := m.id
 	if m.has&hasStorage != 0 {
 		st = m.storage
 	}
-	r.storage = append(r.storage, st)
-	r.nbytes = append(r.nbytes, m.nbytes)
 	dt := ""
 	if m.has&hasDtype != 0 {
 		dt = s.Intern(m.dtype)
 	}
-	r.dtype = append(r.dtype, dt)
-	r.cpu = append(r.cpu, m.cpu)
-	r.line = append(r.line, r.curLine)
-	r.shapeAt = append(r.shapeAt, int32(len(r.shapes)))
-	r.shapeN = append(r.shapeN, int32(len(r.scratch)))
-	if len(r.shapes)+len(r.scratch) > 1<<31-1 {
-		return errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
-	}
-	r.shapes = append(r.shapes, r.scratch...)
-	*t = r.At(i)
-	return nil
+	var err error
+	*t, err = r.Define(m.id, st, m.nbytes, dt, r.scratch, m.cpu)
+	return err
 }
 
 func (r *Registry) agree(i int32, m *mention) error {
@@ -343,7 +337,7 @@ func (s *Scanner) objectHasKey(name string) (bool, error) {
 // Define adds a tensor given with all its fields, as a first mention does,
 // and returns it. Defining an id twice is an ErrConflict; shape is copied.
 func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (Tensor, error) {
-	if i, ok := r.idx[id]; ok {
+	if i, ok := r.find(id); ok {
 		where := ""
 		if r.line[i] > 0 {
 			where = " (line " + strconv.FormatInt(r.line[i], 10) + ")"
@@ -362,11 +356,25 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 	if len(r.shapes)+len(shape) > 1<<31-1 {
 		return Tensor{}, errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
 	}
-	i := int32(len(r.id))
-	if r.idx == nil {
-		r.idx = make(map[int64]int32)
+	if n := len(r.free); n > 0 {
+		// Reuse a forgotten tensor's row; its shape's place too when the
+		// new shape fits (shapes of one program rarely change rank).
+		i := r.free[n-1]
+		r.free = r.free[:n-1]
+		r.dead[i] = false
+		r.insert(id, i)
+		r.id[i], r.storage[i], r.nbytes[i], r.dtype[i], r.cpu[i], r.line[i] = id, storage, nbytes, dtype, cpu, r.curLine
+		if len(shape) > int(r.shapeMax[i]) {
+			r.shapeAt[i], r.shapeMax[i] = int32(len(r.shapes)), int32(len(shape))
+			r.shapes = append(r.shapes, shape...)
+		} else {
+			copy(r.shapes[r.shapeAt[i]:], shape)
+		}
+		r.shapeN[i] = int32(len(shape))
+		return r.At(i), nil
 	}
-	r.idx[id] = i
+	i := int32(len(r.id))
+	r.insert(id, i)
 	r.id = append(r.id, id)
 	r.storage = append(r.storage, storage)
 	r.nbytes = append(r.nbytes, nbytes)
@@ -375,6 +383,48 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 	r.line = append(r.line, r.curLine)
 	r.shapeAt = append(r.shapeAt, int32(len(r.shapes)))
 	r.shapeN = append(r.shapeN, int32(len(shape)))
+	r.shapeMax = append(r.shapeMax, int32(len(shape)))
 	r.shapes = append(r.shapes, shape...)
 	return r.At(i), nil
+}
+
+// find returns the dense index of tensor id.
+func (r *Registry) find(id int64) (int32, bool) {
+	if uint64(id) < uint64(len(r.dense)) {
+		if i := r.dense[id]; i != 0 {
+			return i - 1, true
+		}
+	}
+	if len(r.idx) == 0 {
+		return 0, false
+	}
+	i, ok := r.idx[id]
+	return i, ok
+}
+
+// insert records that tensor id has dense index i. Ids are usually small and
+// dense (a controller counts them up), so they go in a slice indexed by id
+// while they stay below twice the number of tensors (plus a margin), which
+// bounds its memory; others go in the map.
+func (r *Registry) insert(id int64, i int32) {
+	if id >= 0 && id < 2*int64(len(r.id))+4096 {
+		if id >= int64(len(r.dense)) {
+			n := max(int(id)+1, 2*len(r.dense), 1024)
+			if n <= cap(r.dense) {
+				r.dense = r.dense[:n]
+			} else {
+				r.dense = append(r.dense[:cap(r.dense)], make([]int32, n-cap(r.dense))...)
+			}
+		}
+		if r.dense[id] == 0 {
+			if _, inMap := r.idx[id]; !inMap {
+				r.dense[id] = i + 1
+				return
+			}
+		}
+	}
+	if r.idx == nil {
+		r.idx = make(map[int64]int32)
+	}
+	r.idx[id] = i
 }

@@ -118,11 +118,8 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			res.Partial = true
 			break
 		}
-		if opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
-			return nil, &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
-		}
-		if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg); err != nil {
-			return nil, &history.Error{File: name, Line: rec.Line, Err: err}
+		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
+			return nil, err
 		}
 		if opt.Progress != nil && res.Records&1023 == 0 {
 			if now := time.Now(); now.Sub(lastTick) >= time.Second {
@@ -143,6 +140,24 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	}
 	res.Wall = time.Since(began)
 	return res, nil
+}
+
+// Apply feeds one command record of r to the engine (in strict mode an
+// unknown message type is an error), then lets r's tensor registry forget
+// the tensors the command removed from every worker, so the registry holds
+// the tensors alive rather than every tensor the history ever named.
+func Apply(eng *sched.Engine, r *history.Reader, rec *history.Record, strict bool, name string) error {
+	if strict && rec.Msg.Kind == gen.MsgUnknown {
+		return &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
+	}
+	reg := r.Registry()
+	if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, reg.Len()); err != nil {
+		return &history.Error{File: name, Line: rec.Line, Err: err}
+	}
+	for _, idx := range eng.Gone() {
+		reg.Forget(idx)
+	}
+	return nil
 }
 
 func stopped(stop <-chan struct{}) bool {

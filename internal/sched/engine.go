@@ -104,7 +104,9 @@ type Engine struct {
 	eg     errgroup.Group
 	splitF groups.Split
 
-	borrowed []bool // by tensor Idx: the tensor is the result of a borrow
+	borrowed   []bool  // by tensor Idx: the tensor is the result of a borrow
+	tensorRows []int32 // by tensor Idx: rows of it alive in all groups
+	gone       []int32
 
 	inputs []jsonl.Tensor
 	outs   []jsonl.Tensor
@@ -148,6 +150,7 @@ type group struct {
 
 	work      []int32 // streams whose head may move
 	ready     bool    // in Engine.ready
+	gone      []int32 // tensor indices whose last row this group freed
 	wakeColls []int32 // collectives that this round's tasks completed the starts of
 	doneColls []int32 // collectives whose last member executed this round
 	err       error
@@ -250,7 +253,10 @@ const MaxGroupedWorld = 1 << 24
 
 // Command applies one command record: ts is the controller's send time,
 // ranks the slices receiving it, line its line number (for messages).
-func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
+// Tensors' Idx values must be below tensors, the size of the history's
+// registry.
+func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensors int) error {
+	e.reserveRows(tensors)
 	e.line = line
 	if e.cmdID%settleEvery == settleEvery-1 {
 		e.settle()

@@ -2,6 +2,8 @@ package sched
 
 import (
 	"fmt"
+	"slices"
+	"sync/atomic"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
@@ -20,10 +22,7 @@ func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
 	if row, ok := st.tensors[t.ID]; ok {
 		return row
 	}
-	row := g.tensors.Alloc()
-	g.tensors.ID[row] = t.ID
-	g.tensors.Storage[row] = t.Storage
-	g.tensors.NBytes[row] = t.NBytes
+	row := e.newRow(g, t)
 	g.tensors.Owner[row] = s
 	if e.isBorrowed(t.Idx) {
 		g.tensors.Flags[row] = soa.TensorBorrowed
@@ -44,10 +43,7 @@ func (e *Engine) putCPU(gi int32, t *jsonl.Tensor) error {
 	if g.cpu == nil {
 		g.cpu = make(map[int64]int32)
 	}
-	row := g.tensors.Alloc()
-	g.tensors.ID[row] = t.ID
-	g.tensors.Storage[row] = t.Storage
-	g.tensors.NBytes[row] = t.NBytes
+	row := e.newRow(g, t)
 	g.tensors.Flags[row] = soa.TensorCPU
 	g.cpu[t.ID] = row
 	return nil
@@ -109,14 +105,75 @@ func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
 	}
 	if f&soa.TensorCPU != 0 {
 		delete(g.cpu, g.tensors.ID[row])
-		g.tensors.Free(row)
+		e.freeRow(g, row)
 		return nil
 	}
 	owner := g.tensors.Owner[row]
 	err := e.releaseStorage(g, row, ns, owner)
 	delete(g.streams[owner].tensors, g.tensors.ID[row])
-	g.tensors.Free(row)
+	e.freeRow(g, row)
 	return err
+}
+
+// newRow makes a tensor row for t and counts it among t's rows.
+func (e *Engine) newRow(g *group, t *jsonl.Tensor) int32 {
+	row := g.tensors.Alloc()
+	g.tensors.ID[row] = t.ID
+	g.tensors.Idx[row] = t.Idx
+	g.tensors.Storage[row] = t.Storage
+	g.tensors.NBytes[row] = t.NBytes
+	e.rowsOf(t.Idx, 1)
+	return row
+}
+
+// freeRow recycles a tensor row. When it was its tensor's last row in any
+// group, the tensor is gone from the whole world: the group notes it so the
+// history's registry can forget the tensor once the command is done, which
+// keeps the registry as small as the tensors alive, not the history.
+func (e *Engine) freeRow(g *group, row int32) {
+	idx := g.tensors.Idx[row]
+	g.tensors.Free(row)
+	if e.rowsOf(idx, -1) == 0 {
+		g.gone = append(g.gone, idx)
+	}
+}
+
+// rowsOf adds delta to the count of rows of tensor idx, atomically (groups
+// run in parallel), and returns the new count. The counts array grows only
+// between parallel sections: registry indices come from the decoder, before
+// the command runs.
+func (e *Engine) rowsOf(idx int32, delta int32) int32 {
+	return atomic.AddInt32(&e.tensorRows[idx], delta)
+}
+
+// reserveRows makes room in the row counts for tensors up to n, before a
+// command runs.
+func (e *Engine) reserveRows(n int) {
+	for len(e.tensorRows) < n {
+		e.tensorRows = append(e.tensorRows, 0)
+	}
+}
+
+// Gone returns the registry indices of the tensors that the last command
+// removed from every worker, and forgets the list. The caller (who owns the
+// registry) may drop them; the engine clears what it kept by index.
+func (e *Engine) Gone() []int32 {
+	e.gone = e.gone[:0]
+	for gi := range e.gs {
+		g := &e.gs[gi]
+		for _, idx := range g.gone {
+			if e.tensorRows[idx] == 0 { // not made again since
+				e.gone = append(e.gone, idx)
+				if int(idx) < len(e.borrowed) {
+					e.borrowed[idx] = false
+				}
+			}
+		}
+		g.gone = g.gone[:0]
+	}
+	slices.Sort(e.gone)
+	e.gone = slices.Compact(e.gone)
+	return e.gone
 }
 
 // releaseStorage takes tensor row out of its storage at time ns on stream s;

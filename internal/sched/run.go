@@ -515,6 +515,7 @@ func (e *Engine) split(from, to int32) error {
 		}
 	}
 	e.gs = append(e.gs, dst)
+	e.gs[to].tensors.Rows(func(r int32) { e.rowsOf(e.gs[to].tensors.Idx[r], 1) })
 	tk := &e.gs[to].tasks
 	for t := range tk.Coll {
 		if c := tk.Coll[t]; c >= 0 && tk.State[t] != stateExecuted {

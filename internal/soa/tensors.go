@@ -8,6 +8,9 @@ const (
 	TensorInStorage                   // counted among its storage's tensors (first use happened)
 	TensorBorrowed                    // the result of a borrow: its storage is never counted
 	TensorCPU                         // held by the worker, not by a stream
+
+	// TensorFreed marks a recycled row (no live row has every flag).
+	TensorFreed uint8 = 0xff
 )
 
 // Tensors holds one row per tensor copy alive on a worker (a tensor id on
@@ -15,6 +18,7 @@ const (
 // use the row.
 type Tensors struct {
 	ID       []int64 // the controller's tensor id
+	Idx      []int32 // its dense index in the history's tensor registry
 	Storage  []int64 // storage id the tensor views
 	NBytes   []int64 // size of that storage
 	Refs     []int32 // tasks and borrows using the tensor
@@ -30,11 +34,12 @@ func (t *Tensors) Alloc() int32 {
 	if n := len(t.free); n > 0 {
 		r := t.free[n-1]
 		t.free = t.free[:n-1]
-		t.ID[r], t.Storage[r], t.NBytes[r], t.Refs[r], t.Owner[r], t.Flags[r] = 0, 0, 0, 0, 0, 0
+		t.ID[r], t.Idx[r], t.Storage[r], t.NBytes[r], t.Refs[r], t.Owner[r], t.Flags[r] = 0, 0, 0, 0, 0, 0, 0
 		return r
 	}
 	r := int32(len(t.ID))
 	t.ID = append(t.ID, 0)
+	t.Idx = append(t.Idx, 0)
 	t.Storage = append(t.Storage, 0)
 	t.NBytes = append(t.NBytes, 0)
 	t.Refs = append(t.Refs, 0)
@@ -47,6 +52,16 @@ func (t *Tensors) Alloc() int32 {
 func (t *Tensors) Free(r int32) {
 	t.liveRows--
 	t.free = append(t.free, r)
+	t.Flags[r] = TensorFreed
+}
+
+// Rows calls fn with every live row.
+func (t *Tensors) Rows(fn func(r int32)) {
+	for r := range t.ID {
+		if t.Flags[r] != TensorFreed {
+			fn(int32(r))
+		}
+	}
 }
 
 // Live is the number of rows in use.
@@ -56,6 +71,7 @@ func (t *Tensors) Live() int { return t.liveRows }
 func (t *Tensors) Clone() Tensors {
 	return Tensors{
 		ID:       slices.Clone(t.ID),
+		Idx:      slices.Clone(t.Idx),
 		Storage:  slices.Clone(t.Storage),
 		NBytes:   slices.Clone(t.NBytes),
 		Refs:     slices.Clone(t.Refs),

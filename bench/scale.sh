@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Scale benchmarks, outside CI: synthesizes pipeline-shaped training
+# histories (fastsim synth) at world sizes 8 to 1,048,576 and up to 10
+# million commands, in both forms (JSON lines .hist.zst and binary
+# .fhist.zst), and measures for each: replay wall time, commands/s, groups,
+# peak RSS (/usr/bin/time -v) and the decode-only time of the same file
+# (decompress and parse, no simulation), with the ratio replay / decode-only.
+# Ungrouped runs also report worker-tasks/s. Writes bench/RESULTS.md.
+#
+#   bench/scale.sh            the full table (about 15 minutes on 2 cores)
+#   QUICK=1 bench/scale.sh    a smoke run with 20x fewer commands
+#   WORK=/big/dir bench/scale.sh   where the histories go (several GB)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
+bin=$work/fastsim
+go build -o "$bin" ./cmd/fastsim
+div=1
+[ "${QUICK:-0}" = 1 ] && div=20
+out=bench/RESULTS.md
+[ "${QUICK:-0}" = 1 ] && out=$work/RESULTS.md
+
+# history NAME PP DP TP LAYERS COMMANDS: writes $work/NAME.hist.zst and
+# $work/NAME.fhist.zst with about COMMANDS commands.
+history() {
+	local name=$1 pp=$2 dp=$3 tp=$4 layers=$5 cmds=$6
+	local args=(--pp "$pp" --dp "$dp" --tp "$tp" --layers "$layers" --micro 4 --batch $((dp * 4)) --hidden 4096 --seq 2048)
+	[ -f "$work/$name.fhist.zst" ] && return
+	local per
+	per=$("$bin" synth "${args[@]}" --steps 1 - | wc -l)
+	local steps=$(((cmds / div + per - 1) / per))
+	"$bin" synth "${args[@]}" --steps "$steps" - | zstd -q -T2 -o "$work/$name.hist.zst"
+	"$bin" convert "$work/$name.hist.zst" "$work/$name.fhist.zst"
+}
+
+# measure FILE [replay flags]: prints "wall rss_kb" of a replay and keeps its
+# stdout in $work/last.out.
+measure() {
+	local file=$1
+	shift
+	/usr/bin/time -v -o "$work/time" "$bin" replay --report-only "$@" "$file" >"$work/last.out"
+	local wall rss
+	wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$work/time")
+	rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time")
+	echo "$wall $rss"
+}
+
+field() { sed -n "s/.*$1.*/&/p" "$work/last.out"; }
+
+rows=()
+row() { # NAME FORM GROUPED
+	local name=$1 form=$2 grouped=$3
+	local file=$work/$name.$form
+	local flags=(--jobs 1)
+	[ "$grouped" = yes ] && flags+=(--group-workers)
+	read -r wall rss < <(measure "$file" "${flags[@]}")
+	local cmds groups wtasks
+	cmds=$(sed -n 's/^commands replayed *\([0-9]*\) on .*/\1/p' "$work/last.out")
+	groups=$(sed -n 's/.*(\([0-9]*\) simulated groups).*/\1/p' "$work/last.out")
+	wtasks=$(sed -n 's/.*commands\/s, \([0-9]*\) worker-tasks\/s.*/\1/p' "$work/last.out")
+	read -r dwall _ < <(measure "$file" --decode-only)
+	local rate ratio
+	rate=$(awk -v c="$cmds" -v w="$wall" 'BEGIN{printf "%.0f", c/(w>0?w:1e-9)}')
+	ratio=$(awk -v a="$wall" -v b="$dwall" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}')
+	[ "$grouped" = yes ] && wtasks="-"
+	local line="| $name | $form | $grouped | $cmds | $groups | $wall | $rate | $((rss / 1024)) | $dwall | $ratio | $wtasks |"
+	echo "$line"
+	rows+=("$line")
+}
+
+history w8 2 2 2 8 1000000
+history w64 4 4 4 8 1000000
+history w1024 8 16 8 16 1000000
+history w65536-1M 8 1024 8 32 1000000
+history w65536-10M 8 1024 8 32 10000000
+history w1048576 8 16384 8 32 1000000
+
+for form in hist.zst fhist.zst; do
+	row w8 $form no
+	row w8 $form yes
+	row w64 $form no
+	row w64 $form yes
+	row w1024 $form no
+	row w1024 $form yes
+	row w65536-1M $form yes
+	row w65536-10M $form yes
+	row w1048576 $form yes
+done
+
+{
+	echo "# Scale benchmarks"
+	echo
+	echo "Measured by \`bench/scale.sh\` on $(date -u +%Y-%m-%d): $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB, $(go version | cut -d' ' -f3), Linux $(uname -r)."
+	echo "Histories: \`fastsim synth\` training jobs (pp 8 stages unless the world is smaller; hidden 4096, seq 2048, 4 microbatches), every command addressing one pipeline stage; replays with \`--report-only --jobs 1\`, decode-only with \`--decode-only\`. Wall times in seconds, RSS in MiB."
+	echo
+	echo "| history | form | grouped | commands | groups | replay s | commands/s | peak RSS MiB | decode-only s | replay / decode | worker-tasks/s |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	printf '%s\n' "${rows[@]}"
+} >"$out"
+echo "wrote $out"
