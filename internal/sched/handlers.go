@@ -304,22 +304,28 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 	if err != nil {
 		return err
 	}
-	for _, gi := range gs {
-		g := &e.gs[gi]
-		for _, id := range m.Refs {
-			if row, ok := g.cpu[id]; ok {
-				if err := e.deleteTensor(g, row, e.nowNs); err != nil {
-					return err
-				}
+	e.batch = batchArgs{refs: m.Refs}
+	err = e.each(gs, opDelete)
+	e.batch = batchArgs{}
+	return err
+}
+
+// deleteIn deletes tensors refs on group gi.
+func (e *Engine) deleteIn(gi int32, refs []int64) error {
+	g := &e.gs[gi]
+	for _, id := range refs {
+		if row, ok := g.cpu[id]; ok {
+			if err := e.deleteTensor(g, row, e.nowNs); err != nil {
+				return err
 			}
 		}
-		for s := range g.streams {
-			for _, id := range m.Refs {
-				st := &g.streams[s]
-				if row, ok := st.tensors[id]; ok {
-					if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
-						return err
-					}
+	}
+	for s := range g.streams {
+		for _, id := range refs {
+			st := &g.streams[s]
+			if row, ok := st.tensors[id]; ok {
+				if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
+					return err
 				}
 			}
 		}

@@ -173,6 +173,7 @@ type batchOp uint8
 const (
 	opAddTask batchOp = iota // addTask with Engine.batch's arguments
 	opAdvance                // advanceGroup
+	opDelete                 // deleteIn with Engine.batch's refs
 )
 
 // batchArgs are the arguments of opAddTask, the same for every group.
@@ -183,12 +184,16 @@ type batchArgs struct {
 	ins, outs []jsonl.Tensor
 	coll      int32
 	tasks     []soa.TaskID // per group of the batch: the task queued
+	refs      []int64      // opDelete: the tensors to delete
 }
 
 func (e *Engine) apply(op batchOp, i int, gi int32) error {
-	if op == opAdvance {
+	switch op {
+	case opAdvance:
 		e.advanceGroup(gi)
 		return nil
+	case opDelete:
+		return e.deleteIn(gi, e.batch.refs)
 	}
 	b := &e.batch
 	t, err := e.addTask(gi, b.ref, b.name, b.runtimeNs, b.ins, b.outs, b.coll)
