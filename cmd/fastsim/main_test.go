@@ -141,7 +141,7 @@ func TestReplayOutputs(t *testing.T) {
 		if code != exitOK || stderr != "" {
 			t.Fatalf("exit %d, stderr %q", code, stderr)
 		}
-		if !strings.Contains(stdout, "simulated step time") || !strings.Contains(stdout, "on device") {
+		if !strings.Contains(stdout, "simulated time") || !strings.Contains(stdout, "on device") {
 			t.Fatalf("summary %q", stdout)
 		}
 		tb, _ := os.ReadFile(tr)
@@ -274,7 +274,7 @@ func TestInterrupt(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 			t.Fatalf("partial-trace=%v: %v, want exit %d; output %q", partial, err, exitInterrupted, out.String())
 		}
-		if !strings.Contains(out.String(), "PARTIAL") || !strings.Contains(out.String(), "simulated step time") {
+		if !strings.Contains(out.String(), "PARTIAL") || !strings.Contains(out.String(), "simulated time") {
 			t.Fatalf("output %q", out.String())
 		}
 		_, statErr := os.Stat(dest)
@@ -310,7 +310,7 @@ func TestTolerates(t *testing.T) {
 	}
 	// The randn runs from its ts, 3 ns, for 10000 ns on both ranks and
 	// allocates 40 bytes: 0.000010 s at six decimals.
-	if !strings.Contains(stdout, "simulated step time  0.000010 s") || !strings.Contains(stdout, "0.000040 MB") {
+	if !strings.Contains(stdout, "simulated time       0.000010 s") || !strings.Contains(stdout, "0.000040 MB") {
 		t.Fatalf("summary %q", stdout)
 	}
 	if !strings.Contains(stdout, `warnings             2 (first: line 4: unknown message type "Frobnicate" skipped)`) {

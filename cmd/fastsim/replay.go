@@ -242,21 +242,33 @@ func writeSummary(path string, res *replay.Result) error {
 }
 
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
-	fmt.Fprintf(w, "simulated step time  %.6f s\n", res.Final.ExecSeconds())
+	// Reports are cumulative (SEMANTICS.md): a step's own time is the
+	// difference between its report and the previous one.
+	fmt.Fprintf(w, "simulated time       %.6f s", res.Final.ExecSeconds())
+	if n := len(res.Steps); n > 0 {
+		prev := 0.0
+		if n > 1 {
+			prev = res.Steps[n-2].ExecSeconds()
+		}
+		fmt.Fprintf(w, " (%d steps; the last took %.6f s)", n, res.Steps[n-1].ExecSeconds()-prev)
+	}
+	fmt.Fprintln(w)
 	if res.Final.PeakDevice >= 0 {
 		fmt.Fprintf(w, "peak memory          %.6f MB on device %d\n", res.Final.PeakMB(), res.Final.PeakDevice)
 	} else {
 		fmt.Fprintf(w, "peak memory          %.6f MB\n", res.Final.PeakMB())
 	}
 	const shown = 8
+	prev := 0.0
 	for i, st := range res.Steps {
 		if i == shown && len(res.Steps) > shown+1 {
 			fmt.Fprintf(w, "  ... %d more steps (--summary-json lists them all)\n", len(res.Steps)-shown-1)
-			i, st = len(res.Steps)-1, res.Steps[len(res.Steps)-1]
-			fmt.Fprintf(w, "  step %-4d          %.6f s, %.6f MB\n", i, st.ExecSeconds(), st.PeakMB())
+			i, prev, st = len(res.Steps)-1, res.Steps[len(res.Steps)-2].ExecSeconds(), res.Steps[len(res.Steps)-1]
+			fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
 			break
 		}
-		fmt.Fprintf(w, "  step %-4d          %.6f s, %.6f MB\n", i, st.ExecSeconds(), st.PeakMB())
+		fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
+		prev = st.ExecSeconds()
 	}
 	secs := res.Wall.Seconds()
 	rate := 0.0
