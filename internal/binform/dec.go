@@ -1,6 +1,7 @@
 package binform
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -20,6 +21,9 @@ type Decoder struct {
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
+	slices    []jsonl.Slice
+	rows      []int32 // by definition number: the tensor's registry row
+	ids       []int64 // by definition number: the tensor's id
 	depth     int
 }
 
@@ -36,6 +40,8 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 	clear(d.blobs)
 	d.blobs = d.blobs[:0]
 	d.strBytes, d.blobBytes = 0, 0
+	d.slices = d.slices[:0]
+	d.rows, d.ids = d.rows[:0], d.ids[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -83,6 +89,22 @@ func (d *Decoder) Uvarint() uint64 {
 		if b := d.buf[d.pos]; b < 0x80 {
 			d.pos++
 			return uint64(b)
+		}
+	}
+	return d.uvarintMore()
+}
+
+// uvarintMore reads a varint of 2 or 3 bytes without a loop, else calls
+// uvarintSlow.
+func (d *Decoder) uvarintMore() uint64 {
+	if b := d.buf[min(d.pos, len(d.buf)):]; len(b) >= 3 {
+		if b[1] < 0x80 {
+			d.pos += 2
+			return uint64(b[0]&0x7f) | uint64(b[1])<<7
+		}
+		if b[2] < 0x80 {
+			d.pos += 3
+			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2])<<14
 		}
 	}
 	return d.uvarintSlow()
@@ -239,7 +261,6 @@ func (d *Decoder) Blob() []byte {
 	return b
 }
 
-
 // Ints reads a count and integers into dst[:0].
 func (d *Decoder) Ints(dst []int64) []int64 {
 	dst = dst[:0]
@@ -274,6 +295,27 @@ func (d *Decoder) Stream(st *jsonl.Stream) {
 // number of dimensions; callers check the ranks against the world.
 func (d *Decoder) Slice(sl *jsonl.Slice) {
 	sl.Reset()
+	if ref := d.Uvarint(); ref != 0 {
+		if ref > uint64(len(d.slices)) {
+			if d.err == nil {
+				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
+			}
+			return
+		}
+		t := &d.slices[ref-1]
+		sl.Offset = t.Offset
+		sl.Sizes = append(sl.Sizes, t.Sizes...)
+		sl.Strides = append(sl.Strides, t.Strides...)
+		return
+	}
+	d.sliceNew(sl)
+	if d.err == nil && len(d.slices) < MaxTableEntries {
+		d.slices = append(d.slices, jsonl.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
+	}
+}
+
+// sliceNew reads a slice written in full.
+func (d *Decoder) sliceNew(sl *jsonl.Slice) {
 	sl.Offset = d.Int()
 	n := d.Count("slice dimensions", jsonl.MaxSliceDims, 2)
 	for k := 0; k < n; k++ {
@@ -286,17 +328,38 @@ func (d *Decoder) Slice(sl *jsonl.Slice) {
 	}
 }
 
-// Tensor reads a tensor reference into t.
+// Tensor reads a tensor reference (the number of its definition in the
+// stream) into t.
 func (d *Decoder) Tensor(t *jsonl.Tensor) {
 	i := d.Uvarint()
-	if i >= uint64(d.reg.Len()) {
+	if i >= uint64(len(d.rows)) {
 		if d.err == nil {
-			d.Failf(ErrIndex, "tensor %d out of range (%d tensors defined so far)", i, d.reg.Len())
+			d.Failf(ErrIndex, "tensor %d out of range (%d tensors defined so far)", i, len(d.rows))
 		}
 		*t = jsonl.Tensor{}
 		return
 	}
-	*t = d.reg.At(int32(i))
+	*t = d.reg.At(d.rows[i])
+	if t.ID != d.ids[i] {
+		d.forgotten(t, i)
+	}
+}
+
+// forgotten resolves reference i when its registry row now holds another
+// tensor (the replay let the registry forget it): as a bare mention of its
+// id would in JSON lines.
+func (d *Decoder) forgotten(t *jsonl.Tensor, i uint64) {
+	id := d.ids[i]
+	if v, ok := d.reg.Lookup(id); ok {
+		*t = v
+	} else if v, err := d.reg.Define(id, id, 0, "", nil, false); err == nil {
+		*t = v
+	} else {
+		d.Fail(err)
+		*t = jsonl.Tensor{}
+		return
+	}
+	d.rows[i] = t.Idx
 }
 
 // Tensors reads a count and tensor references into dst[:0].
@@ -317,7 +380,7 @@ func (d *Decoder) Tree(t *jsonl.Tree) {
 }
 
 // Define reads the definition of the next tensor and adds it to the
-// registry.
+// registry; later references name it by the number of its definition.
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := d.Int()
 	storage := int64(uint64(id) + uint64(d.Int()))
@@ -337,9 +400,13 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	if d.err != nil {
 		return shape
 	}
-	if _, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu); err != nil {
+	t, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu)
+	if err != nil {
 		d.Fail(err)
+		return shape
 	}
+	d.rows = append(d.rows, t.Idx)
+	d.ids = append(d.ids, id)
 	return shape
 }
 

@@ -12,18 +12,19 @@ type Encoder struct {
 	// Buf is the encoding so far; callers take it and truncate it.
 	Buf []byte
 
-	strs       map[string]uint32
-	strBytes   int
-	blobs      map[string]uint32
-	blobCount  int
-	blobBytes  int
-	seq        []uint8
-	defined    int // tensors defined so far (dense indexes 0..defined-1)
+	strs      map[string]uint32
+	slices    map[string]uint32 // encoded slice -> index
+	strBytes  int
+	blobs     map[string]uint32
+	blobCount int
+	blobBytes int
+	seq       []uint8
+	defined   int // tensors defined so far (dense indexes 0..defined-1)
 }
 
 // NewEncoder returns an Encoder with empty tables.
 func NewEncoder() *Encoder {
-	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32)}
+	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32), slices: make(map[string]uint32)}
 }
 
 // Reset empties the tables and Buf, for a new stream.
@@ -31,6 +32,7 @@ func (e *Encoder) Reset() {
 	e.Buf = e.Buf[:0]
 	clear(e.strs)
 	clear(e.blobs)
+	clear(e.slices)
 	e.strBytes, e.blobCount, e.blobBytes, e.defined = 0, 0, 0, 0
 }
 
@@ -119,8 +121,12 @@ func (e *Encoder) Stream(st *jsonl.Stream) {
 	}
 }
 
-// Slice appends a slice of ranks: offset, dimensions, sizes, strides.
+// Slice appends a reference to a slice of ranks: 1+index into the slice
+// table, or 0 and the slice (offset, dimensions, then size and stride of
+// each), which then joins the table while it holds fewer than
+// MaxTableEntries slices.
 func (e *Encoder) Slice(sl *jsonl.Slice) {
+	at := len(e.Buf)
 	e.Int(sl.Offset)
 	n := min(len(sl.Sizes), len(sl.Strides))
 	e.Uvarint(uint64(n))
@@ -128,6 +134,16 @@ func (e *Encoder) Slice(sl *jsonl.Slice) {
 		e.Int(sl.Sizes[k])
 		e.Int(sl.Strides[k])
 	}
+	if i, ok := e.slices[string(e.Buf[at:])]; ok {
+		e.Buf = binary.AppendUvarint(e.Buf[:at], uint64(i)+1)
+		return
+	}
+	if len(e.slices) < MaxTableEntries {
+		e.slices[string(e.Buf[at:])] = uint32(len(e.slices))
+	}
+	e.Buf = append(e.Buf, 0)
+	copy(e.Buf[at+1:], e.Buf[at:])
+	e.Buf[at] = 0
 }
 
 // Tensor appends a tensor reference: its dense index. The tensor must have

@@ -128,6 +128,21 @@ func (r *Reader) nextBinary(rec *Record) error {
 	if b.ended {
 		return io.EOF
 	}
+	var n uint64
+	if p, _ := r.lines.Peek(binary.MaxVarintLen64); len(p) > 0 && p[0] != 0 {
+		// The common case: the length and the body are in the buffer; the
+		// body is decoded where it lies, valid until the next record.
+		if v, k := binary.Uvarint(p); k > 0 && v <= binform.MaxRecordBytes {
+			if body, err := r.lines.Peek(k + int(v)); err == nil {
+				r.lines.Discard(k + int(v))
+				r.line++
+				if err := r.binRecord(body[k:], rec); err != nil {
+					return r.fail(r.line, err)
+				}
+				return nil
+			}
+		}
+	}
 	n, err := r.readUvarint("a record length")
 	if err != nil {
 		return r.fail(r.line+1, err)

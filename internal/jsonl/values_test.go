@@ -141,3 +141,40 @@ func ExampleDecodeTree() {
 	fmt.Println(t.ID, t.Idx, t.Storage, t.NBytes, t.Dtype, t.Shape, string(tr.Raw))
 	// Output: 7 0 7 400 float32 [10 10] [{"tensor":7,"nbytes":400,"dtype":"float32","shape":[10,10]}, 2.5]
 }
+
+func TestRegistryIDs(t *testing.T) {
+	r := NewRegistry()
+	ids := []int64{5000, -7, 1 << 40, 1, 2, 3, 100000, 4999, 0}
+	for k := 0; k < 3; k++ {
+		for i := int64(0); i < 3000; i++ {
+			ids = append(ids, 6000+i*int64(k+1))
+		}
+	}
+	seen := map[int64]int32{}
+	for _, id := range ids {
+		if _, dup := seen[id]; dup {
+			if _, err := r.Define(id, id, 0, "", nil, false); err == nil {
+				t.Fatalf("id %d defined twice without error", id)
+			}
+			continue
+		}
+		tv, err := r.Define(id, id, 0, "", nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[id] = tv.Idx
+	}
+	for id, idx := range seen {
+		tv, ok := r.Lookup(id)
+		if !ok || tv.Idx != idx || tv.ID != id {
+			t.Fatalf("Lookup(%d) = %+v, %v; want index %d", id, tv, ok, idx)
+		}
+	}
+	if _, ok := r.Lookup(77); ok {
+		t.Error("Lookup of an unknown id")
+	}
+	r.Reset()
+	if _, ok := r.Lookup(5000); ok || r.Len() != 0 {
+		t.Error("Reset keeps tensors")
+	}
+}

@@ -82,7 +82,7 @@ func renderBinary(sp *spec, f *jen.File) {
 		g.Id("n").Op(":=").Lit(0)
 		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
-				g.Case(jen.Id("Msg"+m.name)).Block(
+				g.Case(jen.Id("Msg" + m.name)).Block(
 					jen.Id("mask").Op(",").Id("n").Op("=").Id("m").Dot(m.name).Dot("present").Call().Op(",").Lit(len(m.fields)),
 				)
 			}
@@ -94,7 +94,7 @@ func renderBinary(sp *spec, f *jen.File) {
 		g.If(jen.Id("m").Dot("Kind").Op("==").Id("MsgUnknown")).Block(jen.Id("e").Dot("String").Call(jen.Id("m").Dot("TypeName")))
 		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
-				g.Case(jen.Id("Msg"+m.name)).Block(
+				g.Case(jen.Id("Msg" + m.name)).Block(
 					jen.Id("encode"+m.name+"Binary").Call(jen.Id("e"), jen.Op("&").Id("m").Dot(m.name), jen.Id("mask")),
 				)
 			}
@@ -336,7 +336,7 @@ func renderJSONWrite(sp *spec, f *jen.File) {
 		jen.Id("w").Dot("String").Call(jen.Id("m").Dot("TypeName")),
 		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
-				g.Case(jen.Id("Msg"+m.name)).Block(
+				g.Case(jen.Id("Msg" + m.name)).Block(
 					jen.Id("write"+m.name+"JSON").Call(jen.Id("w"), jen.Op("&").Id("m").Dot(m.name), jen.Op("&").Id("m").Dot("Extra")),
 				)
 			}

@@ -1,0 +1,158 @@
+package history
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/binform"
+	"github.com/klauspost/compress/zstd"
+)
+
+// bareBinary converts src to the binary form and strips the zstd frame, so
+// that the fuzzer mutates the records themselves (the reader accepts a bare
+// stream as well).
+func bareBinary(t testing.TB, src []byte) []byte {
+	z := convert(t, src, FormBinary)
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	b, err := dec.DecodeAll(z, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWriteFuzzSeeds rewrites testdata/fuzz-binary from the golden
+// histories when run with -update-seeds.
+func TestWriteFuzzSeeds(t *testing.T) {
+	if os.Getenv("FASTSIM_UPDATE_SEEDS") == "" {
+		t.Skip("set FASTSIM_UPDATE_SEEDS=1 to rewrite testdata/fuzz-binary")
+	}
+	files, _ := filepath.Glob("../../testdata/golden/*.hist")
+	for _, p := range files {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".hist") + ".fhist"
+		if err := os.WriteFile(filepath.Join("testdata/fuzz-binary", name), bareBinary(t, src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// FuzzBinary feeds arbitrary bytes after the binary magic to the reader: it
+// must return records or *Error values, never panic, and never allocate far
+// beyond its input (every length is checked before allocating).
+func FuzzBinary(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/fuzz-binary/*.fhist")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(append(append([]byte{}, binform.Magic...), 1, 2, '{', '}'))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewReader(bytes.NewReader(data), "fuzz.fhist")
+		if err != nil {
+			var he *Error
+			if !errors.As(err, &he) {
+				t.Fatalf("error %T is not *Error", err)
+			}
+			return
+		}
+		defer r.Close()
+		r.KeepExtra = true
+		var rec Record
+		var out bytes.Buffer
+		w, err := NewWriter(&out, FormJSON, r.Header(), r.RawHeader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 1<<16; i++ {
+			err := r.Next(&rec)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				var he *Error
+				if !errors.As(err, &he) {
+					t.Fatalf("error %T is not *Error: %v", err, err)
+				}
+				return
+			}
+			_ = gen.Dispatch(nopHandler{}, &rec.Msg)
+			if err := w.Write(&rec, r.Registry()); err != nil {
+				if !errors.Is(err, ErrBinary) {
+					t.Fatalf("writing JSON: %v", err)
+				}
+				return
+			}
+		}
+		w.Close()
+		// What was written as JSON must read back.
+		if _, err := NewReader(bytes.NewReader(out.Bytes()), "back.hist"); err != nil {
+			t.Fatalf("JSON written from a valid binary does not read: %v", err)
+		}
+	})
+}
+
+// TestBinaryErrors: corrupt binary input gives FILE:N: errors naming what
+// is wrong, never a panic.
+func TestBinaryErrors(t *testing.T) {
+	src, err := os.ReadFile("../../testdata/golden/to_mesh.hist")
+	if err != nil {
+		t.Skip(err)
+	}
+	good := bareBinary(t, src)
+	hdrEnd := len(binform.Magic) + 1 + 1 + int(good[len(binform.Magic)+1]) // magic, version, header length, header
+	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, good...)) }
+	tests := []struct {
+		name string
+		data []byte
+		want string
+		is   error
+	}{
+		{"bad version", mut(func(b []byte) []byte { b[len(binform.Magic)] = 9; return b }), "fuzz.fhist:1: unsupported binary version 9", ErrVersion},
+		{"truncated header", good[:len(binform.Magic)+4], "fuzz.fhist:1: truncated", binform.ErrTruncated},
+		{"truncated record", good[:hdrEnd+5], "fuzz.fhist:2: truncated", binform.ErrTruncated},
+		{"no end marker", good[:len(good)-1], "truncated", binform.ErrTruncated},
+		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
+		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
+		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: record of", binform.ErrLimit},
+		{"bad kind", append(append([]byte{}, good[:hdrEnd]...), 3, 9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
+		{"string index", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
+		{"tensor index", append(append([]byte{}, good[:hdrEnd]...), 8, 1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 9), "fuzz.fhist:2: field \"msg\": SendTensor: field \"result\": tensor 9 out of range (0 tensors defined so far)", binform.ErrIndex},
+		{"missing field", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
+		{"too many slices", append(append([]byte{}, good[:hdrEnd]...), 6, 1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
+	}
+	for _, tc := range tests {
+		_, err := readAll(t, tc.data, "fuzz.fhist")
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		var he *Error
+		if !errors.As(err, &he) {
+			t.Errorf("%s: error %T is not *Error: %v", tc.name, err, err)
+		}
+		if !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+			t.Errorf("%s: error %q, want %q (%v)", tc.name, err, tc.want, tc.is)
+		}
+	}
+	bad := append([]byte("\xf5FHIS"), 'X')
+	if _, err := readAll(t, bad, "x.fhist"); err == nil || !errors.Is(err, ErrHeader) {
+		t.Errorf("bad magic: %v", err)
+	}
+}
