@@ -106,13 +106,18 @@ type Engine struct {
 
 	borrowed   []bool  // by tensor Idx: the tensor is the result of a borrow
 	tensorRows []int32 // by tensor Idx: rows of it alive in all groups
-	gone       []int32
+	gone       []int32 // tensors whose count fell to zero since Gone was called
+	goneOut    []int32
 
 	inputs []jsonl.Tensor
 	outs   []jsonl.Tensor
 	pairs  []soa.TaskID // tasks of one SendTensor
 	memPos []int        // per stream: events walked by mergeMemory
 	batch  batchArgs    // arguments of the batch each is running
+	pool      pool    // helpers for parallel sections
+	secOp     batchOp // the parallel section being run
+	secGroups []int32
+	secChunks int
 
 	ctrlName  []int32 // controller events, when kept
 	ctrlStart []int64
@@ -150,7 +155,8 @@ type group struct {
 
 	work      []int32 // streams whose head may move
 	ready     bool    // in Engine.ready
-	gone      []int32 // tensor indices whose last row this group freed
+	born      []int32 // tensor indices of rows made since the last countRows
+	died      []int32 // tensor indices of rows freed since the last countRows
 	wakeColls []int32 // collectives that this round's tasks completed the starts of
 	doneColls []int32 // collectives whose last member executed this round
 	err       error
@@ -238,7 +244,7 @@ func New(opt Options) (*Engine, error) {
 	}
 	e.splitF = e.split
 	if opt.Jobs > 1 {
-		e.eg.SetLimit(opt.Jobs)
+		e.eg.SetLimit(opt.Jobs - 1) // helpers; the caller works too
 	}
 	e.viewName = e.names.ID("aten.view")
 	return e, nil
@@ -261,7 +267,9 @@ func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensor
 	if e.cmdID%settleEvery == settleEvery-1 {
 		e.settle()
 	}
-	return e.process(ts, ranks, m)
+	err := e.process(ts, ranks, m)
+	e.countRows()
+	return err
 }
 
 // settleEvery is how many commands pass between two settlements of the

@@ -3,7 +3,6 @@ package sched
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
@@ -115,35 +114,47 @@ func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
 	return err
 }
 
-// newRow makes a tensor row for t and counts it among t's rows.
+// newRow makes a tensor row for t. Rows are counted per tensor across all
+// groups, so the engine knows when a tensor is gone from the whole world;
+// groups run in parallel, so each logs its births and deaths and the counts
+// are settled after the command, by one goroutine (a shared atomic counter
+// would be contended by every group at once).
 func (e *Engine) newRow(g *group, t *jsonl.Tensor) int32 {
 	row := g.tensors.Alloc()
 	g.tensors.ID[row] = t.ID
 	g.tensors.Idx[row] = t.Idx
 	g.tensors.Storage[row] = t.Storage
 	g.tensors.NBytes[row] = t.NBytes
-	e.rowsOf(t.Idx, 1)
+	g.born = append(g.born, t.Idx)
 	return row
 }
 
-// freeRow recycles a tensor row. When it was its tensor's last row in any
-// group, the tensor is gone from the whole world: the group notes it so the
-// history's registry can forget the tensor once the command is done, which
-// keeps the registry as small as the tensors alive, not the history.
+// freeRow recycles a tensor row.
 func (e *Engine) freeRow(g *group, row int32) {
-	idx := g.tensors.Idx[row]
+	g.died = append(g.died, g.tensors.Idx[row])
 	g.tensors.Free(row)
-	if e.rowsOf(idx, -1) == 0 {
-		g.gone = append(g.gone, idx)
-	}
 }
 
-// rowsOf adds delta to the count of rows of tensor idx, atomically (groups
-// run in parallel), and returns the new count. The counts array grows only
-// between parallel sections: registry indices come from the decoder, before
-// the command runs.
-func (e *Engine) rowsOf(idx int32, delta int32) int32 {
-	return atomic.AddInt32(&e.tensorRows[idx], delta)
+// countRows settles the groups' logs of tensor rows born and died: a tensor
+// whose count falls to zero is gone from every worker and joins e.gone.
+func (e *Engine) countRows() {
+	for gi := range e.gs {
+		g := &e.gs[gi]
+		for _, idx := range g.born {
+			e.tensorRows[idx]++
+		}
+		g.born = g.born[:0]
+	}
+	for gi := range e.gs {
+		g := &e.gs[gi]
+		for _, idx := range g.died {
+			e.tensorRows[idx]--
+			if e.tensorRows[idx] == 0 {
+				e.gone = append(e.gone, idx)
+			}
+		}
+		g.died = g.died[:0]
+	}
 }
 
 // reserveRows makes room in the row counts for tensors up to n, before a
@@ -154,26 +165,25 @@ func (e *Engine) reserveRows(n int) {
 	}
 }
 
-// Gone returns the registry indices of the tensors that the last command
-// removed from every worker, and forgets the list. The caller (who owns the
-// registry) may drop them; the engine clears what it kept by index.
+// Gone returns the registry indices of the tensors that the commands since
+// the last call removed from every worker, and forgets the list. The caller
+// (who owns the registry) may drop them; the engine clears what it kept by
+// index.
 func (e *Engine) Gone() []int32 {
-	e.gone = e.gone[:0]
-	for gi := range e.gs {
-		g := &e.gs[gi]
-		for _, idx := range g.gone {
-			if e.tensorRows[idx] == 0 { // not made again since
-				e.gone = append(e.gone, idx)
-				if int(idx) < len(e.borrowed) {
-					e.borrowed[idx] = false
-				}
+	out := e.goneOut[:0]
+	for _, idx := range e.gone {
+		if e.tensorRows[idx] == 0 { // not made again since
+			out = append(out, idx)
+			if int(idx) < len(e.borrowed) {
+				e.borrowed[idx] = false
 			}
 		}
-		g.gone = g.gone[:0]
 	}
-	slices.Sort(e.gone)
-	e.gone = slices.Compact(e.gone)
-	return e.gone
+	e.gone = e.gone[:0]
+	slices.Sort(out)
+	out = slices.Compact(out)
+	e.goneOut = out
+	return out
 }
 
 // releaseStorage takes tensor row out of its storage at time ns on stream s;

@@ -216,20 +216,9 @@ func (e *Engine) each(gs []int32, op batchOp) error {
 		}
 		return nil
 	}
-	n := min(e.opt.Jobs, len(gs))
-	for k := 0; k < n; k++ {
-		lo, hi := k*len(gs)/n, (k+1)*len(gs)/n
-		e.eg.Go(func() error {
-			for i := lo; i < hi; i++ {
-				if err := e.apply(op, i, gs[i]); err != nil {
-					e.gs[gs[i]].err = err
-					return nil // this chunk stops; the others finish theirs
-				}
-			}
-			return nil
-		})
-	}
-	_ = e.eg.Wait()
+	e.secOp, e.secGroups, e.secChunks = op, gs, min(e.opt.Jobs, len(gs), 32)
+	e.parallel(e.secChunks)
+	e.secGroups = nil
 	var first error
 	for _, gi := range gs {
 		if err := e.gs[gi].err; err != nil {
@@ -240,6 +229,18 @@ func (e *Engine) each(gs []int32, op batchOp) error {
 		}
 	}
 	return first
+}
+
+// runChunk applies the current section's op to chunk k of its groups,
+// stopping at the chunk's first error (kept on the group).
+func (e *Engine) runChunk(k int) {
+	gs, n := e.secGroups, e.secChunks
+	for i := k * len(gs) / n; i < (k+1)*len(gs)/n; i++ {
+		if err := e.apply(e.secOp, i, gs[i]); err != nil {
+			e.gs[gs[i]].err = err
+			return
+		}
+	}
 }
 
 // addTasks queues the same task on every group of gs (tasks, when not nil,
@@ -520,7 +521,7 @@ func (e *Engine) split(from, to int32) error {
 		}
 	}
 	e.gs = append(e.gs, dst)
-	e.gs[to].tensors.Rows(func(r int32) { e.rowsOf(e.gs[to].tensors.Idx[r], 1) })
+	e.gs[to].tensors.Rows(func(r int32) { e.tensorRows[e.gs[to].tensors.Idx[r]]++ })
 	tk := &e.gs[to].tasks
 	for t := range tk.Coll {
 		if c := tk.Coll[t]; c >= 0 && tk.State[t] != stateExecuted {
