@@ -161,8 +161,9 @@ func AppendSlice(b []byte, sl *Slice) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string: '"', '\\' and control characters
-// escaped, invalid UTF-8 replaced by U+FFFD.
+// AppendString appends s as a quoted JSON string. Quotes, backslashes and
+// control characters are escaped; invalid UTF-8 becomes U+FFFD, and U+2028
+// and U+2029 are escaped so the output is also valid JavaScript.
 func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
@@ -193,7 +194,14 @@ func AppendString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size
 			start = i
 			continue

@@ -109,13 +109,13 @@ type Engine struct {
 	gone       []int32 // tensors whose count fell to zero since Gone was called
 	goneOut    []int32
 
-	inputs []jsonl.Tensor
-	outs   []jsonl.Tensor
-	pairs  []soa.TaskID // tasks of one SendTensor
-	memPos []int        // per stream: events walked by mergeMemory
-	batch  batchArgs    // arguments of the batch each is running
-	pool      pool    // helpers for parallel sections
-	secOp     batchOp // the parallel section being run
+	inputs    []jsonl.Tensor
+	outs      []jsonl.Tensor
+	pairs     []soa.TaskID // tasks of one SendTensor
+	memPos    []int        // per stream: events walked by mergeMemory
+	batch     batchArgs    // arguments of the batch each is running
+	pool      pool         // helpers for parallel sections
+	secOp     batchOp      // the parallel section being run
 	secGroups []int32
 	secChunks int
 

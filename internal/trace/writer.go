@@ -4,7 +4,8 @@ import (
 	"bufio"
 	"io"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/fastsim/fastsim/internal/jsonl"
 )
 
 // bufferBytes is the size of the bufio.Writer between a Writer and its
@@ -192,55 +193,8 @@ func appendScaled(b []byte, v int64, scale uint64, digits int) []byte {
 	return append(b, tmp[i:]...)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// AppendString appends s as a quoted JSON string. Quotes, backslashes and
-// control characters are escaped; invalid UTF-8 becomes U+FFFD, and U+2028
-// and U+2029 are escaped so the output is also valid JavaScript.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// AppendString appends s as a quoted JSON string (jsonl.AppendString: the
+// one JSON string encoder of the project). Quotes, backslashes and control
+// characters are escaped; invalid UTF-8 becomes U+FFFD, and U+2028 and
+// U+2029 are escaped so the output is also valid JavaScript.
+func AppendString(b []byte, s string) []byte { return jsonl.AppendString(b, s) }
