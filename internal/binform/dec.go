@@ -22,8 +22,6 @@ type Decoder struct {
 	blobs     [][]byte
 	blobBytes int
 	slices    []jsonl.Slice
-	rows      []int32 // by definition number: the tensor's registry row
-	ids       []int64 // by definition number: the tensor's id
 	depth     int
 }
 
@@ -41,7 +39,6 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 	d.blobs = d.blobs[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
-	d.rows, d.ids = d.rows[:0], d.ids[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -328,38 +325,26 @@ func (d *Decoder) sliceNew(sl *jsonl.Slice) {
 	}
 }
 
-// Tensor reads a tensor reference (the number of its definition in the
+// Tensor reads a tensor reference (the tensor's id, defined earlier in the
 // stream) into t.
 func (d *Decoder) Tensor(t *jsonl.Tensor) {
-	i := d.Uvarint()
-	if i >= uint64(len(d.rows)) {
-		if d.err == nil {
-			d.Failf(ErrIndex, "tensor %d out of range (%d tensors defined so far)", i, len(d.rows))
-		}
+	id := d.Int()
+	if d.err != nil {
 		*t = jsonl.Tensor{}
 		return
 	}
-	*t = d.reg.At(d.rows[i])
-	if t.ID != d.ids[i] {
-		d.forgotten(t, i)
-	}
-}
-
-// forgotten resolves reference i when its registry row now holds another
-// tensor (the replay let the registry forget it): as a bare mention of its
-// id would in JSON lines.
-func (d *Decoder) forgotten(t *jsonl.Tensor, i uint64) {
-	id := d.ids[i]
 	if v, ok := d.reg.Lookup(id); ok {
 		*t = v
-	} else if v, err := d.reg.Define(id, id, 0, "", nil, false); err == nil {
-		*t = v
-	} else {
-		d.Fail(err)
-		*t = jsonl.Tensor{}
 		return
 	}
-	d.rows[i] = t.Idx
+	// Not defined in this stream, or forgotten by the replay since (it is
+	// gone from every worker): as a bare {"tensor":id} in JSON lines.
+	v, err := d.reg.Define(id, id, 0, "", nil, false)
+	if err != nil {
+		d.Fail(err)
+		v = jsonl.Tensor{}
+	}
+	*t = v
 }
 
 // Tensors reads a count and tensor references into dst[:0].
@@ -379,8 +364,10 @@ func (d *Decoder) Tree(t *jsonl.Tree) {
 	t.Leaves = d.Tensors(t.Leaves)
 }
 
-// Define reads the definition of the next tensor and adds it to the
-// registry; later references name it by the number of its definition.
+// Define reads the definition of a tensor first mentioned and adds it to
+// the registry; later references name it by its id, which the registry
+// resolves (so the decoder keeps no table of its own that would grow with
+// the history).
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := d.Int()
 	storage := int64(uint64(id) + uint64(d.Int()))
@@ -400,13 +387,10 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	if d.err != nil {
 		return shape
 	}
-	t, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu)
-	if err != nil {
+	if _, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu); err != nil {
 		d.Fail(err)
 		return shape
 	}
-	d.rows = append(d.rows, t.Idx)
-	d.ids = append(d.ids, id)
 	return shape
 }
 

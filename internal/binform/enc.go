@@ -148,13 +148,13 @@ func (e *Encoder) Slice(sl *jsonl.Slice) {
 
 // Tensor appends a tensor reference: its dense index. The tensor must have
 // been defined (see Define).
-func (e *Encoder) Tensor(t *jsonl.Tensor) { e.Uvarint(uint64(t.Idx)) }
+func (e *Encoder) Tensor(t *jsonl.Tensor) { e.Int(t.ID) }
 
 // Tensors appends a count and the tensor references.
 func (e *Encoder) Tensors(ts []jsonl.Tensor) {
 	e.Uvarint(uint64(len(ts)))
 	for i := range ts {
-		e.Uvarint(uint64(ts[i].Idx))
+		e.Int(ts[i].ID)
 	}
 }
 
