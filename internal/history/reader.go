@@ -54,10 +54,48 @@ const (
 	zstdMaxMemoryBytes = 1 << 30
 )
 
+// A zstd stream that has expanded past bombMinBytes to more than bombRatio
+// times what was read of the file is refused as a decompression bomb.
+// Histories compress 10x to 100x. (Variables so a test can lower them.)
+var (
+	bombMinBytes int64 = 1 << 30
+	bombRatio    int64 = 5000
+)
+
+// counter counts the bytes read through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// bombGuard stops a zstd stream that expands far beyond its input.
+type bombGuard struct {
+	r   io.Reader
+	in  *counter
+	out int64
+}
+
+func (g *bombGuard) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.out += int64(n)
+	if g.out > bombMinBytes && g.out > bombRatio*max(g.in.n, 1) {
+		return n, fmt.Errorf("%w: %d bytes decompressed from %d: over %dx, refusing a likely decompression bomb", ErrZstd, g.out, g.in.n, bombRatio)
+	}
+	return n, err
+}
+
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // Reader reads the records of a history.
 type Reader struct {
+	in    counter   // the file's bytes read so far
+	guard bombGuard // between the zstd decoder and the line reader
 	// KeepExtra makes Next keep what a replay does not need but a lossless
 	// conversion does: message fields the spec does not declare, the order
 	// of their keys, and record keys such as "tb" (Record.Extra,
@@ -119,10 +157,11 @@ func NewReader(src io.Reader, name string) (*Reader, error) {
 func (r *Reader) Reset(src io.Reader, name string) error {
 	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr = name, 0, 0, false, nil, Header{}
 	r.reg.Reset()
+	r.in = counter{r: src}
 	if r.raw == nil {
-		r.raw = bufio.NewReaderSize(src, readBufBytes)
+		r.raw = bufio.NewReaderSize(&r.in, readBufBytes)
 	} else {
-		r.raw.Reset(src)
+		r.raw.Reset(&r.in)
 	}
 	magic, _ := r.raw.Peek(len(zstdMagic))
 	r.zstd = bytes.Equal(magic, zstdMagic)
@@ -137,12 +176,14 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
 			}
 			r.dec = dec
-			r.zbuf = bufio.NewReaderSize(dec, readBufBytes)
+			r.guard = bombGuard{r: dec, in: &r.in}
+			r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
 		} else {
 			if err := r.dec.Reset(r.raw); err != nil {
 				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
 			}
-			r.zbuf.Reset(r.dec)
+			r.guard = bombGuard{r: r.dec, in: &r.in}
+			r.zbuf.Reset(&r.guard)
 		}
 		r.lines = r.zbuf
 	}
