@@ -29,17 +29,9 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "print nothing on success")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), convertUsage)
-		fs.PrintDefaults()
-	}
-	positional, code := parseInterleaved(fs, args)
+	positional, code := parseArgs(fs, convertUsage, args, 2, "IN and OUT")
 	if code >= 0 {
 		return code
-	}
-	if len(positional) != 2 {
-		fmt.Fprintf(stderr, "fastsim convert: want IN and OUT, got %d arguments (see fastsim convert --help)\n", len(positional))
-		return exitInput
 	}
 	in, out := positional[0], positional[1]
 	form, ok := history.FormOf(out)

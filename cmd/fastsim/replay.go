@@ -67,17 +67,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), replayUsage)
-		fs.PrintDefaults()
-	}
-	positional, code := parseInterleaved(fs, args)
+	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
-	}
-	if len(positional) != 1 {
-		fmt.Fprintf(stderr, "fastsim replay: want exactly one HISTORY file, got %d (see fastsim replay --help)\n", len(positional))
-		return exitInput
 	}
 	path := positional[0]
 	if f.decodeOnly {

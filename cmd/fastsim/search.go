@@ -84,11 +84,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut
 	out.register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), searchUsage)
-		fs.PrintDefaults()
-	}
-	positional, code := parseInterleaved(fs, args)
+	positional, code := parseArgs(fs, searchUsage, args, -1, "")
 	if code >= 0 {
 		return code
 	}

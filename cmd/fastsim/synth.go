@@ -52,17 +52,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
 	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), synthUsage)
-		fs.PrintDefaults()
-	}
-	positional, code := parseInterleaved(fs, args)
+	positional, code := parseArgs(fs, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
 		return code
-	}
-	if len(positional) != 1 {
-		fmt.Fprintf(stderr, "fastsim synth: want exactly one OUT path, got %d\n", len(positional))
-		return exitInput
 	}
 	var write func(w io.Writer) error
 	if *seed >= 0 {
@@ -131,6 +123,25 @@ func writeAtomic(path string, fill func(io.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// parseArgs sets fs's usage text, parses args (flags anywhere) and checks
+// that there are want positional arguments (-1: any number). It returns
+// them, and an exit code >= 0 when the command should stop.
+func parseArgs(fs *flag.FlagSet, usage string, args []string, want int, what string) ([]string, int) {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	positional, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return nil, code
+	}
+	if want >= 0 && len(positional) != want {
+		fmt.Fprintf(fs.Output(), "fastsim %s: want %s, got %d argument(s) (see fastsim %s --help)\n", fs.Name(), what, len(positional), fs.Name())
+		return nil, exitInput
+	}
+	return positional, -1
 }
 
 // parseInterleaved parses flags that may come before or after positional

@@ -240,16 +240,9 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		return binErr(err)
 	}
 	if !rec.IsStep || ts != r.lastTs {
-		if r.hasTs && ts < r.lastTs {
-			return wrap(ErrTime, "ts %d goes backwards (the previous command's ts is %d)", ts, r.lastTs)
-		}
-		r.lastTs, r.hasTs = ts, true
-	}
-	rec.Ts = r.lastTs
-	if !rec.IsStep {
-		if err := r.checkMsg(&rec.Msg); err != nil {
-			return jsonl.FieldError("msg", err)
+		if err := r.advanceTs(ts); err != nil {
+			return err
 		}
 	}
-	return nil
+	return r.finishRecord(rec)
 }

@@ -498,11 +498,26 @@ func (r *Reader) record(line []byte, rec *Record) error {
 		return jsonl.MissingError("ranks")
 	}
 	if has&hasTs != 0 {
-		if r.hasTs && ts < r.lastTs {
-			return wrap(ErrTime, "ts %d goes backwards (the previous command's ts is %d)", ts, r.lastTs)
+		if err := r.advanceTs(ts); err != nil {
+			return err
 		}
-		r.lastTs, r.hasTs = ts, true
 	}
+	return r.finishRecord(rec)
+}
+
+// advanceTs moves the controller clock to a record's ts, which may not go
+// backwards.
+func (r *Reader) advanceTs(ts int64) error {
+	if r.hasTs && ts < r.lastTs {
+		return wrap(ErrTime, "ts %d goes backwards (the previous command's ts is %d)", ts, r.lastTs)
+	}
+	r.lastTs, r.hasTs = ts, true
+	return nil
+}
+
+// finishRecord gives rec the clock and checks a command's message, in both
+// forms.
+func (r *Reader) finishRecord(rec *Record) error {
 	rec.Ts = r.lastTs
 	if !rec.IsStep {
 		if err := r.checkMsg(&rec.Msg); err != nil {
