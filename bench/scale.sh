@@ -9,7 +9,9 @@
 #
 #   bench/scale.sh            the full table (about 15 minutes on 2 cores)
 #   QUICK=1 bench/scale.sh    a smoke run with 20x fewer commands
-#   WORK=/big/dir bench/scale.sh   where the histories go (several GB)
+#   WORK=/big/dir bench/scale.sh   where the histories go (several GB; kept
+#                             between runs: delete them after changing synth)
+# Needs the zstd command (Debian: apt-get install zstd) and /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-$(mktemp -d)}
@@ -26,12 +28,13 @@ out=bench/RESULTS.md
 history() {
 	local name=$1 pp=$2 dp=$3 tp=$4 layers=$5 cmds=$6
 	local args=(--pp "$pp" --dp "$dp" --tp "$tp" --layers "$layers" --micro 4 --batch $((dp * 4)) --hidden 4096 --seq 2048)
-	[ -f "$work/$name.fhist.zst" ] && return
-	local per
-	per=$("$bin" synth "${args[@]}" --steps 1 - | wc -l)
-	local steps=$(((cmds / div + per - 1) / per))
-	"$bin" synth "${args[@]}" --steps "$steps" - | zstd -q -T2 -o "$work/$name.hist.zst"
-	"$bin" convert "$work/$name.hist.zst" "$work/$name.fhist.zst"
+	if [ ! -f "$work/$name.hist.zst" ]; then
+		local per
+		per=$("$bin" synth "${args[@]}" --steps 1 - | wc -l)
+		local steps=$(((cmds / div + per - 1) / per))
+		"$bin" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst"
+	fi
+	[ -f "$work/$name.fhist.zst" ] || "$bin" convert "$work/$name.hist.zst" "$work/$name.fhist.zst"
 }
 
 # measure FILE [replay flags]: prints "wall rss_kb" of a replay and keeps its
@@ -49,6 +52,7 @@ measure() {
 field() { sed -n "s/.*$1.*/&/p" "$work/last.out"; }
 
 rows=()
+declare -A val # NAME/FORM/GROUPED/{wall,dwall,rss}
 row() { # NAME FORM GROUPED
 	local name=$1 form=$2 grouped=$3
 	local file=$work/$name.$form
@@ -67,7 +71,12 @@ row() { # NAME FORM GROUPED
 	local line="| $name | $form | $grouped | $cmds | $groups | $wall | $rate | $((rss / 1024)) | $dwall | $ratio | $wtasks |"
 	echo "$line"
 	rows+=("$line")
+	val[$name/$form/$grouped/wall]=$wall
+	val[$name/$form/$grouped/dwall]=$dwall
+	val[$name/$form/$grouped/rss]=$rss
 }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 
 history w8 2 2 2 8 1000000
 history w64 4 4 4 8 1000000
@@ -97,5 +106,11 @@ done
 	echo "| history | form | grouped | commands | groups | replay s | commands/s | peak RSS MiB | decode-only s | replay / decode | worker-tasks/s |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
+	echo
+	echo "## Targets, from the rows above"
+	echo
+	echo "- Grouped replay of the 10M-command 8-stage history at world 65,536, binary form, over its decode-only time: $(ratio "${val[w65536-10M/fhist.zst/yes/wall]}" "${val[w65536-10M/fhist.zst/yes/dwall]}")x (target: at most 3x)."
+	echo "- Decode-only time of the JSON-lines form over the binary form, same 10M-command history: $(ratio "${val[w65536-10M/hist.zst/yes/dwall]}" "${val[w65536-10M/fhist.zst/yes/dwall]}")x (target: at least 5x)."
+	echo "- Peak RSS of the grouped replay, 10M over 1M commands: $(ratio "${val[w65536-10M/hist.zst/yes/rss]}" "${val[w65536-1M/hist.zst/yes/rss]}")x in JSON lines, $(ratio "${val[w65536-10M/fhist.zst/yes/rss]}" "${val[w65536-1M/fhist.zst/yes/rss]}")x in the binary form (target: within 1.2x)."
 } >"$out"
 echo "wrote $out"
