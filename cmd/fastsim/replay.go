@@ -63,11 +63,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
-	fs.StringVar(&f.costs, "costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
+	costsPath := costsFlag(fs)
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
+	f.costs = *costsPath
 	if code >= 0 {
 		return code
 	}

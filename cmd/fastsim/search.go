@@ -70,16 +70,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var s search.Space
-	fs.IntVar(&s.Layers, "layers", 4, "transformer-like blocks, split evenly over the pipeline stages")
-	fs.IntVar(&s.Hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards")
-	fs.IntVar(&s.Seq, "seq", 2048, "tokens per sequence")
-	fs.IntVar(&s.Batch, "batch", 8, "sequences per step, across all replicas")
+	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
 	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
 	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	costsPath := fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
+	costsPath := costsFlag(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut

@@ -44,10 +44,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.PP, "pp", 2, "pipeline stages")
 	fs.IntVar(&c.DP, "dp", 2, "data-parallel replicas")
 	fs.IntVar(&c.TP, "tp", 1, "tensor-parallel shards")
-	fs.IntVar(&c.Layers, "layers", 4, "transformer-like blocks, split evenly over the stages")
-	fs.IntVar(&c.Hidden, "hidden", 1024, "hidden size")
-	fs.IntVar(&c.Seq, "seq", 2048, "tokens per sequence")
-	fs.IntVar(&c.Batch, "batch", 8, "sequences per step, across all replicas")
+	modelFlags(fs, &c.Layers, &c.Hidden, &c.Seq, &c.Batch)
 	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
@@ -123,6 +120,19 @@ func writeAtomic(path string, fill func(io.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// modelFlags declares the model's shape flags, shared by synth and search.
+func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
+	fs.IntVar(layers, "layers", 4, "transformer-like blocks, split evenly over the pipeline stages")
+	fs.IntVar(hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards")
+	fs.IntVar(seq, "seq", 2048, "tokens per sequence")
+	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas")
+}
+
+// costsFlag declares --costs, shared by replay and search.
+func costsFlag(fs *flag.FlagSet) *string {
+	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
 }
 
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks
