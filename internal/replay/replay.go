@@ -97,6 +97,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
+	defer eng.Close()
 	res := &Result{Header: h}
 	var rec history.Record
 	lastTick := began
