@@ -29,16 +29,18 @@ type pool struct {
 	stop    atomic.Bool
 }
 
-// spin waits a little without entering the scheduler: a Gosched would let
-// the scheduler move the goroutines between threads, which costs more than
-// the wait.
-func spin() {
-	for i := 0; i < 32; i++ {
-		spinSink.Add(0)
+// spin waits a little without entering the scheduler (a Gosched would let
+// the scheduler move goroutines between threads) and without writing
+// memory another core might read: it only computes in registers.
+//
+//go:noinline
+func spin() int {
+	x := 0
+	for i := 0; i < 64; i++ {
+		x += i ^ x
 	}
+	return x
 }
-
-var spinSink atomic.Int32
 
 const (
 	claimWait  = 200                   // spins the caller waits for helpers to claim
