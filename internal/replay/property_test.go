@@ -3,12 +3,15 @@ package replay
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/golden"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
 )
@@ -157,6 +160,54 @@ func TestJobsDoNotChangeOutput(t *testing.T) {
 		}
 		if r1.Final != r8.Final || fmt.Sprint(r1.Steps) != fmt.Sprint(r8.Steps) {
 			t.Errorf("grouped %v: reports differ: %+v vs %+v", grouped, r1, r8)
+		}
+	}
+}
+
+// TestRegistryStaysSmall replays a long training history and checks that
+// the tensor registry holds about the tensors alive at once, not every
+// tensor the history named: rows of tensors gone from every worker are
+// reused.
+func TestRegistryStaysSmall(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		var hist bytes.Buffer
+		c := synth.Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 32, Seq: 8, Batch: 4, Micro: 2, Steps: 30}
+		if err := synth.WriteTrain(&hist, c); err != nil {
+			t.Fatal(err)
+		}
+		r, err := history.NewReader(bytes.NewReader(hist.Bytes()), "train.hist")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := sched.New(sched.Options{WorldSize: r.Header().WorldSize, Grouped: grouped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec history.Record
+		maxID := int64(0)
+		for {
+			err := r.Next(&rec)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.IsStep {
+				continue
+			}
+			for _, ts := range [][]jsonl.Tensor{rec.Msg.CallFunction.Result.Leaves, rec.Msg.CallFunction.Args.Leaves} {
+				for _, x := range ts {
+					maxID = max(maxID, x.ID)
+				}
+			}
+			if err := Apply(eng, r, &rec, false, "train.hist"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Synth numbers tensors 1, 2, 3, ...: maxID is how many it named.
+		if n := int64(r.Registry().Len()); n*10 > maxID {
+			t.Errorf("grouped %v: the registry has %d rows for %d tensors named: it does not forget", grouped, n, maxID)
 		}
 	}
 }

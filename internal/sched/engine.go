@@ -108,6 +108,7 @@ type Engine struct {
 	tensorRows []int32 // by tensor Idx: rows of it alive in all groups
 	gone       []int32 // tensors whose count fell to zero since Gone was called
 	goneOut    []int32
+	touched    []int32 // groups the current command reached (with repeats)
 
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
@@ -331,6 +332,7 @@ func (e *Engine) resolve() ([]int32, error) {
 		return nil, fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
 	e.recv = append(e.recv[:0], r...)
+	e.touched = append(e.touched, r...)
 	return e.recv, nil
 }
 

@@ -103,6 +103,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 			return fmt.Errorf("%w: from_ranks: %v", ErrRankRange, err)
 		}
 		e.recv = append(e.recv[:0], gs...)
+		e.touched = append(e.touched, gs...)
 		e.inputs = append(e.inputs[:0], m.Tensor)
 		e.outs = append(e.outs[:0], m.Result)
 		runtime := e.opt.Model.SendRuntimeNs(m, e.comm(e.recv, nil, &m.FromRanks, true))
@@ -115,6 +116,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		}
 		return fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
+	e.touched = append(append(e.touched, senders...), receivers...)
 	recv := e.names.ID("RecvTensor")
 	cm := e.comm(nil, []jsonl.Slice{m.FromRanks, m.ToRanks}, nil, false)
 	cm.Ranks = 2

@@ -135,17 +135,19 @@ func (e *Engine) freeRow(g *group, row int32) {
 	g.tensors.Free(row)
 }
 
-// countRows settles the groups' logs of tensor rows born and died: a tensor
-// whose count falls to zero is gone from every worker and joins e.gone.
+// countRows settles the logs of tensor rows born and died in the groups
+// the command reached (not every group: a command costs what it touches): a
+// tensor whose count falls to zero is gone from every worker and joins
+// e.gone.
 func (e *Engine) countRows() {
-	for gi := range e.gs {
+	for _, gi := range e.touched {
 		g := &e.gs[gi]
 		for _, idx := range g.born {
 			e.tensorRows[idx]++
 		}
 		g.born = g.born[:0]
 	}
-	for gi := range e.gs {
+	for _, gi := range e.touched {
 		g := &e.gs[gi]
 		for _, idx := range g.died {
 			e.tensorRows[idx]--
@@ -155,6 +157,7 @@ func (e *Engine) countRows() {
 		}
 		g.died = g.died[:0]
 	}
+	e.touched = e.touched[:0]
 }
 
 // reserveRows makes room in the row counts for tensors up to n, before a

@@ -269,6 +269,7 @@ func (g *group) wake(s int32) {
 func (e *Engine) run() error {
 	for len(e.ready) > 0 {
 		e.round, e.ready = e.ready, e.round[:0]
+		e.touched = append(e.touched, e.round...)
 		for _, gi := range e.round {
 			e.gs[gi].ready = false
 		}
