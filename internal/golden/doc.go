@@ -1,5 +1,5 @@
 // Package golden reads replays into the normal form of the golden files
-// (/work/shared/golden/README.md) and compares them.
+// (testdata/golden/README.md) and compares them.
 //
 // A NAME.expected.json file holds the normal form the reference simulator
 // reported; LoadExpected reads it. FromTrace reads the same form off a Chrome

@@ -13,8 +13,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// goldenDir is /work/shared/golden seen from this package's directory.
-const goldenDir = "../../../shared/golden"
+// goldenDir is the golden cases, testdata/golden at the repository root.
+const goldenDir = "../../testdata/golden"
 
 func expectedFiles(t *testing.T) []string {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 // BenchmarkDecode reads random_105.hist from memory; one op is the whole
 // file. In steady state (a Reader reused with Reset) it allocates nothing.
 func BenchmarkDecode(b *testing.B) {
-	data, err := os.ReadFile("../../../shared/golden/random_105.hist")
+	data, err := os.ReadFile("../../testdata/golden/random_105.hist")
 	if err != nil {
 		data, err = os.ReadFile("testdata/fuzz-seed/random_105.hist")
 	}

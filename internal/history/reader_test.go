@@ -151,7 +151,7 @@ func TestAcceptsVariants(t *testing.T) {
 }
 
 func goldenFiles(t testing.TB) []string {
-	files, _ := filepath.Glob("../../../shared/golden/*.hist")
+	files, _ := filepath.Glob("../../testdata/golden/*.hist")
 	if len(files) == 0 {
 		files, _ = filepath.Glob("testdata/fuzz-seed/*.hist")
 	}
