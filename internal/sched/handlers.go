@@ -210,16 +210,7 @@ func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
-	gs, err := e.resolve()
-	if err != nil {
-		return err
-	}
-	for _, gi := range gs {
-		g := &e.gs[gi]
-		b, err := e.borrowOf(gi, m.Borrow)
-		if err != nil {
-			return err
-		}
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
 		br := &g.borrows[b]
 		if br.state != borrowCreated {
 			return fmt.Errorf("%w: borrow %d first used twice or after its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -227,24 +218,14 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 		br.state = borrowFirstUsed
 		g.active = true
 		e.enqueue(gi, br.to, br.create)
-	}
-	e.markReady(gs...)
-	return nil
+		return nil
+	})
 }
 
 // BorrowLastUse records the destination stream's newest task as the one the
 // source stream must wait for when the borrow is dropped.
 func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
-	gs, err := e.resolve()
-	if err != nil {
-		return err
-	}
-	for _, gi := range gs {
-		g := &e.gs[gi]
-		b, err := e.borrowOf(gi, m.Borrow)
-		if err != nil {
-			return err
-		}
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
 		br := &g.borrows[b]
 		if br.state == borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d last used twice on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -257,23 +238,34 @@ func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
 		g.tasks.Holds[ev]++
 		br.last = ev
 		br.state = borrowLastUsed
+		return nil
+	})
+}
+
+// eachBorrow applies fn to borrow id on every receiving group (an unknown
+// borrow is an error), then marks the groups ready.
+func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b int32) error) error {
+	gs, err := e.resolve()
+	if err != nil {
+		return err
 	}
+	for _, gi := range gs {
+		b, err := e.borrowOf(gi, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(gi, &e.gs[gi], b); err != nil {
+			return err
+		}
+	}
+	e.markReady(gs...)
 	return nil
 }
 
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
-	gs, err := e.resolve()
-	if err != nil {
-		return err
-	}
-	for _, gi := range gs {
-		g := &e.gs[gi]
-		b, err := e.borrowOf(gi, m.Borrow)
-		if err != nil {
-			return err
-		}
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
 		br := g.borrows[b]
 		if br.state != borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d dropped before its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -292,12 +284,8 @@ func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
 		if !ok || row != br.srcRow || !br.holdsSrc {
 			return fmt.Errorf("%w: borrow %d: lent tensor %d is no longer on stream %q of %s", ErrBorrow, m.Borrow, br.src, e.streamName(g, br.from), e.who(gi))
 		}
-		if err := e.unref(g, row, s.nowNs); err != nil {
-			return err
-		}
-	}
-	e.markReady(gs...)
-	return nil
+		return e.unref(g, row, s.nowNs)
+	})
 }
 
 // DeleteRefs deletes tensors: CPU ones at once, stream ones once unused.
