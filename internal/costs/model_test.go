@@ -2,15 +2,10 @@ package costs
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/golden"
 	"github.com/fastsim/fastsim/internal/jsonl"
-	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 )
 
@@ -53,53 +48,6 @@ func TestEmptyConfigIsReference(t *testing.T) {
 	}
 	if got, want := m.WaitRuntimeNs(), ref.WaitRuntimeNs(); got != want {
 		t.Errorf("Wait: %d, want %d", got, want)
-	}
-}
-
-// TestGoldenWithEmptyConfig replays every golden history with the {} model
-// and compares with the reference's results, trace included.
-func TestGoldenWithEmptyConfig(t *testing.T) {
-	m := mustParse(t, `{}`)
-	hists, err := filepath.Glob("../../testdata/golden/*.hist")
-	if err != nil || len(hists) == 0 {
-		t.Fatalf("no golden histories (%v)", err)
-	}
-	for _, hist := range hists {
-		name := strings.TrimSuffix(filepath.Base(hist), ".hist")
-		t.Run(name, func(t *testing.T) {
-			want, err := golden.LoadExpected(strings.TrimSuffix(hist, ".hist") + ".expected.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			mode, err := sched.ParseMode(want.TraceMode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tracePath := filepath.Join(t.TempDir(), "trace.json")
-			res, err := replay.File(hist, replay.Options{Mode: mode, Model: m, TracePath: tracePath})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.Open(tracePath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			ctrl, devices, err := golden.FromTrace(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := &golden.Normal{
-				ExecTimeS: res.Final.ExecSeconds(), PeakMemoryMB: res.Final.PeakMB(),
-				TraceMode: want.TraceMode, Controller: ctrl, Devices: devices,
-			}
-			for _, st := range res.Steps {
-				got.Steps = append(got.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
-			}
-			if diffs := golden.Compare(want, got); len(diffs) > 0 {
-				t.Errorf("with {} costs %s differs from the reference:\n  %s", name, strings.Join(diffs, "\n  "))
-			}
-		})
 	}
 }
 

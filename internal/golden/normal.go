@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Event is one complete event: its name and its start and end in
@@ -160,4 +162,30 @@ func roundTo(v, scale float64) float64 {
 		return v // too large to scale: already integral
 	}
 	return r
+}
+
+// Case is one golden case: a history and what the reference reported for
+// it.
+type Case struct {
+	Name string  // NAME of NAME.hist
+	Hist string  // path of the history
+	Want *Normal // its NAME.expected.json
+}
+
+// Cases loads every NAME.hist of dir with its NAME.expected.json.
+func Cases(dir string) ([]Case, error) {
+	hists, err := filepath.Glob(filepath.Join(dir, "*.hist"))
+	if err != nil || len(hists) == 0 {
+		return nil, fmt.Errorf("golden: no histories in %s (%v)", dir, err)
+	}
+	cases := make([]Case, 0, len(hists))
+	for _, h := range hists {
+		base := strings.TrimSuffix(h, ".hist")
+		want, err := LoadExpected(base + ".expected.json")
+		if err != nil {
+			return nil, err
+		}
+		cases = append(cases, Case{Name: filepath.Base(base), Hist: h, Want: want})
+	}
+	return cases, nil
 }

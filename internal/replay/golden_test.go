@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/golden"
 	"github.com/fastsim/fastsim/internal/sched"
 )
@@ -18,29 +19,21 @@ const goldenDir = "../../testdata/golden"
 // sharedGolden is where the development tree keeps the originals.
 const sharedGolden = "../../../shared/golden"
 
-func goldenCases(t *testing.T) []string {
-	t.Helper()
-	hists, err := filepath.Glob(filepath.Join(goldenDir, "*.hist"))
-	if err != nil || len(hists) == 0 {
-		t.Fatalf("no golden histories in %s (%v)", goldenDir, err)
-	}
-	return hists
-}
-
-// replayNormal replays hist in the trace mode its expected file names and
-// returns the result in the golden normal form.
-func replayNormal(t *testing.T, hist string, want *golden.Normal) *golden.Normal {
+// replayNormal replays hist with opt in the trace mode its expected file
+// names and returns the result in the golden normal form.
+func replayNormal(t *testing.T, hist string, want *golden.Normal, opt Options) *golden.Normal {
 	t.Helper()
 	mode, err := sched.ParseMode(want.TraceMode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tracePath := filepath.Join(t.TempDir(), "trace.json.zst")
-	res, err := File(hist, Options{Mode: mode, TracePath: tracePath})
+	opt.Mode = mode
+	opt.TracePath = filepath.Join(t.TempDir(), "trace.json.zst")
+	res, err := File(hist, opt)
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	f, err := os.Open(tracePath)
+	f, err := os.Open(opt.TracePath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,23 +55,39 @@ func replayNormal(t *testing.T, hist string, want *golden.Normal) *golden.Normal
 	return got
 }
 
-// TestGolden replays every golden history ungrouped and compares with what
-// the reference simulator reported for it.
-func TestGolden(t *testing.T) {
-	for _, hist := range goldenCases(t) {
-		name := strings.TrimSuffix(filepath.Base(hist), ".hist")
-		t.Run(name, func(t *testing.T) {
-			want, err := golden.LoadExpected(strings.TrimSuffix(hist, ".hist") + ".expected.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := replayNormal(t, hist, want)
-			if diffs := golden.Compare(want, got); len(diffs) > 0 {
-				t.Errorf("%s differs from the reference:\n  %s", name, strings.Join(diffs, "\n  "))
+// checkGolden replays every golden case with opt and compares it with what
+// the reference simulator reported.
+func checkGolden(t *testing.T, opt Options) {
+	cases, err := golden.Cases(goldenDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			got := replayNormal(t, c.Hist, c.Want, opt)
+			if diffs := golden.Compare(c.Want, got); len(diffs) > 0 {
+				t.Errorf("%s differs from the reference:\n  %s", c.Name, strings.Join(diffs, "\n  "))
 			}
 		})
 	}
 }
+
+// TestGolden replays every golden history ungrouped.
+func TestGolden(t *testing.T) { checkGolden(t, Options{}) }
+
+// TestGoldenWithEmptyCosts replays every golden history priced by the cost
+// model {}: it must be the reference's runtimes exactly.
+func TestGoldenWithEmptyCosts(t *testing.T) {
+	m, err := costs.Parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, Options{Model: m})
+}
+
+// TestGoldenGrouped replays every golden history with grouped workers (in
+// parallel rounds): group processes expand to ranks and must match too.
+func TestGoldenGrouped(t *testing.T) { checkGolden(t, Options{Grouped: true, Jobs: 4}) }
 
 // TestGoldenCopyIsCurrent checks the repository's copy of the golden files
 // against shared/golden when the development tree has it.

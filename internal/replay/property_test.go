@@ -118,33 +118,6 @@ func TestTrainGroupedAndSettled(t *testing.T) {
 	}
 }
 
-// TestGoldenGrouped replays every golden history with grouped workers: the
-// group processes expand to ranks and must match the reference.
-func TestGoldenGrouped(t *testing.T) {
-	for _, hist := range goldenCases(t) {
-		name := strings.TrimSuffix(filepath.Base(hist), ".hist")
-		t.Run(name, func(t *testing.T) {
-			want, err := golden.LoadExpected(strings.TrimSuffix(hist, ".hist") + ".expected.json")
-			if err != nil {
-				t.Fatal(err)
-			}
-			mode, err := sched.ParseMode(want.TraceMode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(hist)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, got, _ := replayBytes(t, data, Options{Mode: mode, Grouped: true, Jobs: 4})
-			got.TraceMode = want.TraceMode
-			if diffs := golden.Compare(want, got); len(diffs) > 0 {
-				t.Errorf("%s grouped differs from the reference:\n  %s", name, strings.Join(diffs, "\n  "))
-			}
-		})
-	}
-}
-
 // TestJobsDoNotChangeOutput checks that the parallel schedule writes the
 // same bytes as the serial one, grouped and not.
 func TestJobsDoNotChangeOutput(t *testing.T) {
