@@ -394,3 +394,53 @@ func TestDescriptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceKeySpellings: the same ranks spelled differently share one cache
+// key, and slices with equal keys always name the same ranks (as sets for
+// Resolve, in the same order for a send's sides).
+func TestSliceKeySpellings(t *testing.T) {
+	same := [][]jsonl.Slice{
+		{sl(5, nil, nil), sl(5, []int64{1}, []int64{1}), sl(5, []int64{1, 1}, []int64{7, 3})},
+		{sl(0, []int64{8}, []int64{1}), sl(0, []int64{2, 4}, []int64{4, 1}), sl(0, []int64{2, 1, 4}, []int64{4, 9, 1})},
+		{sl(0, []int64{4}, []int64{2}), sl(6, []int64{4}, []int64{-2})}, // as sets only
+		{sl(0, []int64{2, 3}, []int64{1, 2}), sl(0, []int64{3, 2}, []int64{2, 1})},
+	}
+	for i, spellings := range same {
+		for _, s := range spellings[1:] {
+			if i < 2 && string(appendSliceKey(nil, &s, false)) != string(appendSliceKey(nil, &spellings[0], false)) {
+				t.Errorf("%+v and %+v: ordered keys differ", s, spellings[0])
+			}
+			if string(appendSliceKey(nil, &s, true)) != string(appendSliceKey(nil, &spellings[0], true)) {
+				t.Errorf("%+v and %+v: set keys differ", s, spellings[0])
+			}
+		}
+	}
+	if string(appendSliceKey(nil, &same[2][0], false)) == string(appendSliceKey(nil, &same[2][1], false)) {
+		t.Error("a reversed send side has the same ordered key")
+	}
+	// Random slices: equal keys, equal ranks.
+	r := rand.New(rand.NewPCG(5, 6))
+	seen := map[string][]int64{}
+	seenSet := map[string][]int64{}
+	for range 20000 {
+		nd := r.IntN(4)
+		s := jsonl.Slice{Offset: int64(r.IntN(50))}
+		for range nd {
+			s.Sizes = append(s.Sizes, int64(1+r.IntN(3)))
+			s.Strides = append(s.Strides, int64(r.IntN(9)-4))
+		}
+		ranks := s.AppendRanks(nil)
+		key := string(appendSliceKey(nil, &s, false))
+		if prev, ok := seen[key]; ok && !slices.Equal(prev, ranks) {
+			t.Fatalf("%+v: ordered key shared with ranks %v, names %v", s, prev, ranks)
+		}
+		seen[key] = ranks
+		set := slices.Sorted(slices.Values(ranks))
+		set = slices.Compact(set)
+		key = string(appendSliceKey(nil, &s, true))
+		if prev, ok := seenSet[key]; ok && !slices.Equal(prev, set) {
+			t.Fatalf("%+v: set key shared with ranks %v, names %v", s, prev, set)
+		}
+		seenSet[key] = set
+	}
+}

@@ -22,6 +22,7 @@
 package groups
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -143,7 +144,7 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]int32, error)
 	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {
-		p.key = appendSliceKey(p.key, &slices_[i])
+		p.key = appendSliceKey(p.key, &slices_[i], true)
 	}
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
@@ -217,28 +218,34 @@ func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) 
 
 // splitOff splits part (a proper, non-empty subset of g) away from g and
 // returns the group id that now holds part. The smaller side takes the new
-// id, so relabelling rankGroup costs the smaller side's size.
+// id, so relabelling rankGroup costs the smaller side's size; and the
+// larger side is edited in place rather than rebuilt, so splitting a few
+// ranks off a large group costs the few ranks, not the group's containers.
 func (p *Partition) splitOff(g int32, part *roaring.Bitmap, split Split) (int32, error) {
-	rest := roaring.AndNot(p.ranks[g], part)
 	n := int32(len(p.ranks))
 	partN := int64(part.GetCardinality())
 	restN := p.size[g] - partN
-	moved, kept := part, rest
-	movedN, keptN := partN, restN
-	partID := n
-	if partN > restN {
-		moved, kept = rest, part
-		movedN, keptN = restN, partN
-		partID = g
-	}
 	if err := split(g, n); err != nil {
 		return 0, err
 	}
+	var moved *roaring.Bitmap
+	partID := n
+	if partN <= restN {
+		p.ranks[g].AndNot(part)
+		moved = part
+	} else {
+		moved = roaring.AndNot(p.ranks[g], part)
+		p.ranks[g] = part
+		partID = g
+	}
 	moved.RunOptimize()
-	kept.RunOptimize()
-	p.ranks[g], p.size[g] = kept, keptN
+	if partN <= restN {
+		p.size[g] = restN
+	} else {
+		p.size[g] = partN
+	}
 	p.ranks = append(p.ranks, moved)
-	p.size = append(p.size, movedN)
+	p.size = append(p.size, min(partN, restN))
 	p.relabel(moved, n)
 	p.epoch++
 	return partID, nil
@@ -303,12 +310,50 @@ func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]int32, error) {
 	return p.out, nil
 }
 
-func appendSliceKey(b []byte, s *jsonl.Slice) []byte {
-	b = binary.AppendVarint(b, s.Offset)
-	b = binary.AppendUvarint(b, uint64(len(s.Sizes)))
-	for k := range s.Sizes {
-		b = binary.AppendVarint(b, s.Sizes[k])
-		b = binary.AppendVarint(b, s.Strides[k])
+// appendSliceKey appends the cache key of s: its dimensions in a canonical
+// spelling, so that the same ranks written differently (a size-1
+// dimension, a 0-d slice against [1], a row split into two dimensions, and
+// for a set, negative strides or dimensions in another order) share one
+// entry. With set false the key keeps the enumeration order, which pairs
+// ranks in a send; with set true it keeps only the set.
+func appendSliceKey(b []byte, s *jsonl.Slice, set bool) []byte {
+	var dims [jsonl.MaxSliceDims][2]int64 // stride, size
+	off, n := s.Offset, 0
+	for k, size := range s.Sizes {
+		if size == 0 {
+			return append(b, 'e') // empty: no ranks
+		}
+		if size == 1 {
+			continue
+		}
+		st := s.Strides[k]
+		if set && st < 0 {
+			off += (size - 1) * st
+			st = -st
+		}
+		dims[n] = [2]int64{st, size}
+		n++
+	}
+	d := dims[:n]
+	if set {
+		slices.SortFunc(d, func(a, b [2]int64) int { return cmp.Compare(b[0], a[0]) })
+	}
+	// Merge a dimension into the one before it when together they walk one
+	// evenly strided run: (stride a*n, size m) then (stride a, size n).
+	m := 0
+	for _, x := range d {
+		if m > 0 && d[m-1][0] == x[0]*x[1] {
+			d[m-1] = [2]int64{x[0], d[m-1][1] * x[1]}
+			continue
+		}
+		d[m] = x
+		m++
+	}
+	b = binary.AppendVarint(b, off)
+	b = binary.AppendUvarint(b, uint64(m))
+	for _, x := range d[:m] {
+		b = binary.AppendVarint(b, x[1])
+		b = binary.AppendVarint(b, x[0])
 	}
 	return b
 }

@@ -67,8 +67,8 @@ func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receiver
 		return p.out, p.outB, nil
 	}
 	p.key = append(p.key[:0], 'P')
-	p.key = appendSliceKey(p.key, from)
-	p.key = appendSliceKey(p.key, to)
+	p.key = appendSliceKey(p.key, from, false)
+	p.key = appendSliceKey(p.key, to, false)
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
 		p.outB = append(p.outB[:0], e.b...)
