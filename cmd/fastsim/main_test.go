@@ -68,6 +68,7 @@ func TestBadInputs(t *testing.T) {
 		"borrow-drop-twice.hist:9:":              "unknown borrow 5",
 		"borrow-unknown.hist:5:":                 "unknown borrow 9",
 		"send-rank-counts.hist:4:":               "from 2 ranks to 1 ranks",
+		"send-repeated-rank.hist:4:":             "to_ranks: a rank named twice: the slice names rank 0 more than once",
 		"stream-created-twice.hist:3:":           "stream already exists",
 		"memory-release-forbidden.hist:6:":       "memory release the model forbids",
 	}
