@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,6 +245,8 @@ func Parse(name string, data []byte) (Set, error) {
 			line = lineAt(data, se.Offset)
 		case errors.As(err, &te):
 			line = lineAt(data, te.Offset)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			line = lineAt(data, int64(len(data)))
 		}
 		return Set{}, fmt.Errorf("%s:%d: %w: %v", name, line, ErrInvalid, err)
 	}
