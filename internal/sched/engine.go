@@ -126,6 +126,10 @@ type Engine struct {
 	ctrlCmd   []int64
 	ctrlMaxNs int64
 
+	placeKey   []byte              // scratch for placement's cache key
+	placeRanks []int64             // scratch for placement's ranks
+	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
+
 	viewName int32
 	fnNames  map[string]int32 // function path -> interned clean name
 
