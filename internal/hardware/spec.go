@@ -23,7 +23,7 @@ type Spec struct {
 	// Name is the preset's name (h100-sxm) or a file's own label.
 	Name string `json:"name"`
 	// Description says what system this is, in a line.
-	Description string `json:"description"`
+	Description string  `json:"description"`
 	GPU         GPU     `json:"gpu"`
 	Host        Host    `json:"host"`
 	Network     Network `json:"network"`
