@@ -31,15 +31,18 @@ import (
 // of it; LL at 1/4 (all-reduce, or across hosts) or 1/3. Latency: a base
 // per protocol (ring: LL 3.6, LL128 10.0, Simple 8.4 µs) plus one step
 // latency per ring step: NVLink steps at host.nvlink_step_latency_us,
-// network steps at network.step_latency_us. A ring all-reduce takes
-// 2(G-1) NVLink steps and 2(M-1) network steps, reduce-scatter and
-// all-gather half as many.
+// network steps at network.step_latency_us. As in tuning.cc, a ring
+// all-reduce over n ranks on M hosts takes 2(n-1) steps of which 2(M-1)
+// cross the network (reduce-scatter and all-gather half as many); across
+// hosts LL's NVLink steps count 1.8 times, Simple all-reduce latency 1.9
+// times ("plateau effect of ring"), and LL128 is off (tuning.cc enables it
+// by default only within NVLink).
 //
 // Trees: for an all-reduce across hosts NCCL may pick a tree instead
 // (tuning.cc: base latency LL 4.4, LL128 4.4, Simple 0 µs; per step
 // NVLink .52/1.2/28, network 5.0/8.5/50 µs; 2·((G-1) NVLink steps +
 // log2(M) network steps); bus bandwidth ×0.9 with algorithm bandwidth
-// half the bus, LL ×1/3.8, LL128 ×0.915). The faster of ring and tree is
+// half the bus, LL ×1/3.8; LL128 off across hosts). The faster of ring and tree is
 // taken, which picks the tree for small messages over many hosts.
 
 // protocol indexes NCCL's protocols.
@@ -122,40 +125,55 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency        // bytes per ns
 	net := s.Network.NICGBpsPerGPU * s.Network.NICEfficiency // bytes per ns, per rank
 	// Bytes each rank moves over NVLink and over the network, and the
-	// ring steps over each.
-	var intraB, interB, intraSteps, interSteps float64
+	// ring's steps in all and across hosts (tuning.cc: a ring over n
+	// ranks on M hosts takes 2(n-1) steps for an all-reduce, 2(M-1) of
+	// them across hosts; n-1 and M-1 for reduce-scatter and all-gather).
+	var intraB, interB, steps, interSteps float64
 	switch c {
 	case AllReduce:
 		intraB, interB = 2*(G-1)/G*S, 2*(M-1)/M*S/G
-		intraSteps, interSteps = 2*(G-1), 2*(M-1)
+		steps, interSteps = 2*(n-1), 2*(M-1)
 	case ReduceScatter, AllGather:
 		intraB, interB = (G-1)/G*S, (M-1)/M*S/G
-		intraSteps, interSteps = G-1, M-1
+		steps, interSteps = n-1, M-1
 	case AllToAll:
 		// Each rank keeps 1/n, sends (G-1)/n of S to its own host and
 		// (n-G)/n over the network, all at once.
 		intraB, interB = (G-1)/n*S, (n-G)/n*S
-		intraSteps, interSteps = 1, 0
+		steps, interSteps = 1, 0
 		if M > 1 {
-			interSteps = 1
+			steps, interSteps = 2, 1
 		}
 	case Broadcast:
-		intraB, interB = S, 0
-		intraSteps, interSteps = G-1, M-1
+		// Pipelined along a ring: every rank receives S; across hosts
+		// the host's ranks relay a share each.
+		intraB = S
 		if M > 1 {
-			interB = S / G // the host's ranks relay a share each
+			interB = S / G
 		}
+		steps, interSteps = n, M
 	case PointToPoint:
 		if M > 1 {
-			interB, interSteps = S, 1
+			interB, steps, interSteps = S, 1, 1
 		} else {
-			intraB, intraSteps = S, 1
+			intraB, steps = S, 1
 		}
 	}
 	best := math.Inf(1)
 	for pr := protoLL; pr < numProtocols; pr++ {
+		if pr == protoLL128 && M > 1 {
+			// tuning.cc enables LL128 by default only within NVLink.
+			continue
+		}
 		f := ringProtoBW(pr, c, p.Hosts)
-		lat := ringBaseLatUs[pr] + intraSteps*protoLat(s.Host.NVLinkStepLatencyUs, pr) + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		intraLat := protoLat(s.Host.NVLinkStepLatencyUs, pr)
+		if pr == protoLL && M > 1 {
+			intraLat *= 1.8 // tuning.cc: LL's NVLink steps slow down when the ring crosses hosts
+		}
+		lat := ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
+			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
+		}
 		t := lat*1e3 + max(intraB/(nv*f), interB/(net*f))
 		best = min(best, t)
 	}
@@ -170,9 +188,12 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 // the host's share of the network, algorithm bandwidth half of it.
 func treeAllReduce(s *hardware.Spec, S, M, G, nv, net float64) float64 {
 	bus := 0.9 * min(nv, G*net)
-	protoBW := [numProtocols]float64{1 / 3.8, 0.915, 1}
+	protoBW := [numProtocols]float64{1 / 3.8, 0, 1}
 	best := math.Inf(1)
 	for pr := protoLL; pr < numProtocols; pr++ {
+		if pr == protoLL128 {
+			continue // off across hosts, as for rings
+		}
 		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*treeNetLatUs[pr])
 		t := lat*1e3 + S/(bus*0.5*protoBW[pr])
 		best = min(best, t)

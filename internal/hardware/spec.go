@@ -92,7 +92,11 @@ type Protocols struct {
 
 // Curve is an efficiency as a function of a size: points [x, efficiency]
 // with x strictly increasing. At is constant below the first point and
-// above the last, and linear in log(x) between points.
+// above the last, and a power law between points (linear in log-log):
+// efficiency that grows like a power of the size, as wave quantization
+// makes a GEMM's (tiles grow as d², FLOPs as d³), is exact between
+// points. Check requires every segment's exponent to stay below 1, so
+// that time = size / efficiency never falls as the size grows.
 type Curve [][2]float64
 
 // At is the curve's efficiency at x.
@@ -109,8 +113,7 @@ func (c Curve) At(x float64) float64 {
 	}
 	i := sort.Search(n, func(i int) bool { return c[i][0] >= x })
 	x0, y0, x1, y1 := c[i-1][0], c[i-1][1], c[i][0], c[i][1]
-	f := (math.Log(x) - math.Log(x0)) / (math.Log(x1) - math.Log(x0))
-	return y0 + f*(y1-y0)
+	return y0 * math.Pow(x/x0, math.Log(y1/y0)/math.Log(x1/x0))
 }
 
 func (c Curve) check(name string) error {
@@ -123,6 +126,9 @@ func (c Curve) check(name string) error {
 		}
 		if i > 0 && p[0] <= c[i-1][0] {
 			return fmt.Errorf("%w: %s sizes must increase (point %d)", ErrSpec, name, i)
+		}
+		if i > 0 && math.Log(p[1]/c[i-1][1]) >= math.Log(p[0]/c[i-1][0]) {
+			return fmt.Errorf("%w: %s from point %d to %d grows as fast as the size or faster: a larger operation would run faster", ErrSpec, name, i-1, i)
 		}
 	}
 	return nil
