@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 )
@@ -76,7 +73,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut
@@ -115,23 +112,15 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	var model sched.CostModel
-	costsID := "reference"
-	if *costsPath != "" {
-		data, err := os.ReadFile(*costsPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
-			return exitInput
-		}
-		m, err := costs.Parse(data)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
-			return exitInput
-		}
-		model = m
-		sum := sha256.Sum256(data)
-		costsID = "sha256:" + hex.EncodeToString(sum[:])
+	m, costsID, ctl, err := mf.build()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
+		return exitInput
 	}
-	opt := search.Options{Model: model, Jobs: *jobs, Shard: shard}
+	if m != nil {
+		model = m
+	}
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}

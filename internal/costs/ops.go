@@ -162,6 +162,13 @@ var opTable = map[string]opRow{
 	"aten.sum":                        ew(1),
 	"aten.mean":                       ew(1),
 	"aten.zero_":                      copyOp,
+	"aten.randn":                      copyOp, // factories write their result
+	"aten.rand":                       copyOp,
+	"aten.zeros":                      copyOp,
+	"aten.ones":                       copyOp,
+	"aten.full":                       copyOp,
+	"aten.zeros_like":                 copyOp,
+	"aten.ones_like":                  copyOp,
 	"aten.fill_":                      copyOp,
 	"aten.embedding":                  {flops: flopNone, bytes: bytesEmbedding, causalArg: -1},
 	"aten.embedding_dense_backward":   ew(1), // accumulate rows of grad_output into the weight gradient
