@@ -70,7 +70,7 @@ func ParseController(s string) (Controller, error) {
 }
 
 func (c Controller) String() string { return [...]string{"monarch", "none"}[c] }
-func (m Mode) streams() bool    { return m != ControllerOnly }
+func (m Mode) streams() bool        { return m != ControllerOnly }
 
 // Costs are the runtimes the engine charges, in nanoseconds.
 type Costs struct {

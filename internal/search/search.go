@@ -172,8 +172,8 @@ type Options struct {
 	Model sched.CostModel // nil: the reference's fixed runtimes
 	// Controller prices the controller's part of each command.
 	Controller sched.Controller
-	Jobs  int             // layouts evaluated at once (< 1: 1)
-	Shard Shard           // zero: every layout
+	Jobs       int   // layouts evaluated at once (< 1: 1)
+	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
 	// done and the shard's total; calls are serialized.
 	Progress func(done, total int)
