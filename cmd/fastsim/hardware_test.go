@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestHardwareCommand(t *testing.T) {
+	code, stdout, _ := runCLI("hardware")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{"a100-40gb", "a100-80gb", "h100-sxm", "h200", "b200"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("fastsim hardware does not list %s:\n%s", name, stdout)
+		}
+	}
+	code, stdout, _ = runCLI("hardware", "h100-sxm")
+	var spec struct {
+		Name    string            `json:"name"`
+		Sources map[string]string `json:"sources"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &spec) != nil || spec.Name != "h100-sxm" || len(spec.Sources) == 0 {
+		t.Errorf("fastsim hardware h100-sxm: exit %d, %.200s", code, stdout)
+	}
+	// A printed preset, saved, is a spec file.
+	path := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(path, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runCLI("hardware", path); code != exitOK || out != stdout {
+		t.Errorf("fastsim hardware FILE: exit %d %s", code, stderr)
+	}
+	if code, _, stderr := runCLI("hardware", "tpu-v9"); code != exitInput || !strings.Contains(stderr, "h100-sxm") {
+		t.Errorf("unknown preset: exit %d, %q", code, stderr)
+	}
+}
+
+func TestHardwareFlags(t *testing.T) {
+	hist := "../../examples/train_step.hist"
+	ref := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(append([]string{"replay", "--report-only"}, append(args, hist)...)...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		return strings.SplitN(stdout, "\n", 2)[0] // the simulated time
+	}
+	// --costs reference is the default.
+	if a, b := ref(), ref("--costs", "reference"); a != b {
+		t.Errorf("--costs reference %q, default %q", b, a)
+	}
+	// Hardware changes the times, and two GPUs differ.
+	a100, h100 := ref("--hardware", "a100-80gb"), ref("--hardware", "h100-sxm")
+	if a100 == ref() || a100 == h100 {
+		t.Errorf("reference %q, a100 %q, h100 %q", ref(), a100, h100)
+	}
+	// The SPMD controller is never slower than Monarch's.
+	secs := func(line string) float64 {
+		var v float64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(line, "simulated time"), "%g", &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return v
+	}
+	if spmd, monarch := secs(ref("--hardware", "h100-sxm", "--controller", "none")), secs(h100); spmd > monarch || spmd <= 0 {
+		t.Errorf("--controller none: %g s, monarch %g s", spmd, monarch)
+	}
+	for _, args := range [][]string{
+		{"--costs", "reference", "--hardware", "h100-sxm"},
+		{"--hardware", "tpu-v9"},
+		{"--hardware", "/no/such/spec.json"},
+		{"--controller", "mpi"},
+	} {
+		code, stdout, stderr := runCLI(append([]string{"replay", "--report-only"}, append(args, hist)...)...)
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q (want exit 2 and one line naming the flag)", args, code, stdout, stderr)
+		}
+	}
+	code, _, stderr := runCLI("replay", "--help")
+	if code != exitOK || !strings.Contains(stderr, "-hardware") || !strings.Contains(stderr, "-controller") {
+		t.Errorf("replay --help lacks --hardware or --controller")
+	}
+	code, _, stderr = runCLI("search", "--help")
+	if code != exitOK || !strings.Contains(stderr, "-hardware") {
+		t.Errorf("search --help lacks --hardware")
+	}
+}
