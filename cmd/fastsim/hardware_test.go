@@ -90,3 +90,31 @@ func TestHardwareFlags(t *testing.T) {
 		t.Errorf("search --help lacks --hardware")
 	}
 }
+
+// Ops the op table does not know are priced by default and reported: a
+// warning line naming them, and unknown_ops in the summary.
+func TestUnknownOpsReported(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "odd.hist")
+	rank := `"ranks":[{"offset":0,"sizes":[],"strides":[]}]`
+	lines := []string{
+		`{"fastsim":"history","version":1,"world_size":1}`,
+		`{"ts":0,` + rank + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+		`{"ts":1,` + rank + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.frobnicate.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":64,"dtype":"float32","shape":[16]}],"mutates":[],"stream":{"ref":1}}}`,
+	}
+	if err := os.WriteFile(hist, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(dir, "s.json")
+	code, _, stderr := runCLI("replay", "--report-only", "--hardware", "h200", "--summary-json", summary, hist)
+	if code != exitOK || !strings.Contains(stderr, "1 calls to 1 ops") || !strings.Contains(stderr, "aten.frobnicate") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	data, err := os.ReadFile(summary)
+	if err != nil || !strings.Contains(string(data), `"unknown_ops":1`) {
+		t.Errorf("summary %s (%v)", data, err)
+	}
+	if code, _, stderr := runCLI("replay", "--report-only", "--quiet", "--hardware", "h200", hist); code != exitOK || stderr != "" {
+		t.Errorf("--quiet: exit %d, stderr %q", code, stderr)
+	}
+}

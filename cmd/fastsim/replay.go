@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -153,7 +154,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f.summary != "" {
-		if err := writeSummary(f.summary, res); err != nil {
+		if err := writeSummary(f.summary, res, model); err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
 			return exitError
 		}
@@ -167,7 +168,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
 	}
-	printUnknownOps(stderr, model)
+	if !f.quiet {
+		printUnknownOps(stderr, model)
+	}
 	if res.Partial {
 		return exitInterrupted
 	}
@@ -212,9 +215,12 @@ type summaryJSON struct {
 	Commands     int64        `json:"commands"`
 	WorldSize    int64        `json:"world_size"`
 	Warnings     int64        `json:"warnings"`
+	// UnknownOps counts calls the hardware model's op table did not know
+	// (with --hardware only).
+	UnknownOps int64 `json:"unknown_ops,omitempty"`
 }
 
-func writeSummary(path string, res *replay.Result) error {
+func writeSummary(path string, res *replay.Result, model *costs.Model) error {
 	s := summaryJSON{
 		ExecTimeS:    res.Final.ExecSeconds(),
 		PeakMemoryMB: res.Final.PeakMB(),
@@ -225,6 +231,9 @@ func writeSummary(path string, res *replay.Result) error {
 	}
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	if model != nil && model.Roofline() != nil {
+		s.UnknownOps, _ = model.Roofline().Unknown()
 	}
 	data, err := json.Marshal(s)
 	if err != nil {

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fastsim/fastsim/gen"
@@ -159,7 +160,7 @@ type Engine struct {
 	ctrlMaxNs int64
 
 	placeKey   []byte              // scratch for placement's cache key
-	placeRanks []int64             // scratch for placement's ranks
+	placeRanks *roaring.Bitmap     // scratch for placement's ranks
 	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
 
 	viewName int32

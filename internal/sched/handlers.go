@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
@@ -498,21 +500,33 @@ func (e *Engine) placement(ss []jsonl.Slice) (hosts, maxPerHost int64) {
 	if p, ok := e.placeCache[string(key)]; ok {
 		return p[0], p[1]
 	}
-	ranks := e.placeRanks[:0]
-	for i := range ss {
-		ranks = ss[i].AppendRanks(ranks)
+	// The union of the slices, without repeats, in order: a bitmap, so
+	// that a collective over millions of ranks stays small.
+	bm := e.placeRanks
+	if bm == nil {
+		bm = roaring.New()
+		e.placeRanks = bm
 	}
-	slices.Sort(ranks)
-	ranks = slices.Compact(ranks)
-	e.placeRanks = ranks[:0]
-	gph := e.opt.GPUsPerHost
-	run := int64(0)
-	for i, r := range ranks {
-		if i == 0 || r/gph != ranks[i-1]/gph {
+	bm.Clear()
+	var buf [256]int64
+	for i := range ss {
+		ss[i].EachRanks(buf[:0], func(rs []int64) {
+			for _, r := range rs {
+				bm.Add(uint32(r))
+			}
+		})
+	}
+	gph := uint32(e.opt.GPUsPerHost)
+	run, prev := int64(0), uint32(0)
+	it := bm.Iterator()
+	for first := true; it.HasNext(); first = false {
+		r := it.Next()
+		if first || r/gph != prev/gph {
 			hosts++
 			run = 0
 		}
 		run++
+		prev = r
 		maxPerHost = max(maxPerHost, run)
 	}
 	if e.placeCache == nil || len(e.placeCache) >= maxPlaceCache {
