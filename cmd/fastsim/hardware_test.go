@@ -118,3 +118,16 @@ func TestUnknownOpsReported(t *testing.T) {
 		t.Errorf("--quiet: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// search on hardware takes the GPU's memory from the spec unless given.
+func TestSearchOnHardware(t *testing.T) {
+	args := []string{"search", "--world", "4", "--layers", "2", "--hidden", "64", "--seq", "16", "--batch", "4", "--steps", "1", "--hardware", "a100-40gb"}
+	code, stdout, stderr := runCLI(args...)
+	if code != exitOK || !strings.Contains(stdout, "fit in 40.0 GB") {
+		t.Errorf("exit %d: %s %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(append(args, "--gpu-memory-gb", "12")...)
+	if code != exitOK || !strings.Contains(stdout, "fit in 12.0 GB") {
+		t.Errorf("exit %d: %s %s", code, stdout, stderr)
+	}
+}

@@ -69,8 +69,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var s search.Space
 	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
-	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
-	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
+	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")
+	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
 	mf := registerPricingFlags(fs)
@@ -89,6 +89,26 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if s.World < 1 {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
 		return exitInput
+	}
+	var model sched.CostModel
+	m, costsID, ctl, err := mf.build()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
+		return exitInput
+	}
+	if m != nil {
+		model = m
+		if r := m.Roofline(); r != nil {
+			// The hardware's memory and host size, unless given.
+			given := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+			if !given["gpu-memory-gb"] {
+				*memGB = r.Spec().GPU.HBMGB
+			}
+			if !given["gpus-per-host"] {
+				s.GPUsPerHost = r.Spec().Host.GPUsPerHost
+			}
+		}
 	}
 	if *jobs < 1 {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
@@ -110,15 +130,6 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if err := s.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
-	}
-	var model sched.CostModel
-	m, costsID, ctl, err := mf.build()
-	if err != nil {
-		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
-		return exitInput
-	}
-	if m != nil {
-		model = m
 	}
 	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
 	if isTerminal(os.Stderr) {
