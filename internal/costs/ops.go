@@ -12,12 +12,13 @@ package costs
 //     element for a bias or beta·self term);
 //   - attention forward counts its two matrix products, QKᵀ and PV:
 //     2·b·h·s·s_kv·d + 2·b·h·s·s_kv·d_v, which is 4·b·h·s²·d for
-//     self-attention (Narayanan et al., SC'21, "Efficient Large-Scale
-//     Language Model Training on GPU Clusters Using Megatron-LM", §5.1,
-//     and Korthikanti et al. 2022, "Reducing Activation Recomputation in
-//     Large Transformer Models", §4: the attention score and the attention
-//     over values are 2·b·s²·h FLOPs each per layer, h = heads·d); softmax
-//     and scaling are not counted;
+//     self-attention: Narayanan et al., SC'21, "Efficient Large-Scale
+//     Language Model Training on GPU Clusters Using Megatron-LM",
+//     appendix "Floating-Point Operations", counts the attention scores
+//     QKᵀ and the attention over values as 2·B·s²·h FLOPs each (h =
+//     heads·d), and Korthikanti et al. 2022, "Reducing Activation
+//     Recomputation in Large Transformer Models", counts model FLOPs the
+//     same way; softmax and scaling are not counted;
 //   - attention backward is 2× its forward (both papers take the backward
 //     pass as twice the forward's FLOPs; FlashAttention's backward also
 //     recomputes the scores, which this count leaves out);
