@@ -56,7 +56,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`; a name ending in .zst is zstd-compressed, else plain JSON\n(default NAME.trace.json.zst)")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
-	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
@@ -211,6 +211,7 @@ func isTerminal(f *os.File) bool {
 type summaryJSON struct {
 	ExecTimeS    float64      `json:"exec_time_s"`
 	PeakMemoryMB float64      `json:"peak_memory_mb"`
+	PeakDevice   int64        `json:"peak_device"` // the rank that peaks first, as everywhere; -1: none
 	Steps        [][2]float64 `json:"steps"`
 	Commands     int64        `json:"commands"`
 	WorldSize    int64        `json:"world_size"`
@@ -224,6 +225,7 @@ func writeSummary(path string, res *replay.Result, model *costs.Model) error {
 	s := summaryJSON{
 		ExecTimeS:    res.Final.ExecSeconds(),
 		PeakMemoryMB: res.Final.PeakMB(),
+		PeakDevice:   res.Final.PeakDevice,
 		Steps:        make([][2]float64, 0, len(res.Steps)),
 		Commands:     res.Commands,
 		WorldSize:    res.Header.WorldSize,

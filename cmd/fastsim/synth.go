@@ -29,7 +29,11 @@ input- and weight-gradient matmuls, reduce-scatters the weight gradient on
 
 With --random SEED it is instead a random valid history (streams, views,
 in-place ops, reductions on sub-slices, borrows, sends, CPU tensors,
-deletes, command groups, steps) of --world ranks.
+deletes, command groups, steps) of --world ranks. From 65,536 ranks on, its
+rank sets gather at the edges of 65,536-rank blocks (runs ending on, before
+and after an edge, single ranks there, strided sets and 2-d blocks across
+one, sends between halves and across edges), where grouped replays are
+checked against ungrouped ones.
 
 Flags:
 `
@@ -38,7 +42,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (>= 0) instead of a training job")
-	world := fs.Int("world", 16, "with --random: number of ranks, 2..64")
+	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
 	var c synth.Train
 	fs.IntVar(&c.PP, "pp", 2, "pipeline stages")

@@ -146,6 +146,7 @@ type Engine struct {
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
 	pairs     []soa.TaskID // tasks of one SendTensor
+	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: events walked by mergeMemory
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
