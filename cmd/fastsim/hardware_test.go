@@ -131,3 +131,24 @@ func TestSearchOnHardware(t *testing.T) {
 		t.Errorf("exit %d: %s %s", code, stdout, stderr)
 	}
 }
+
+// A history that puts more ranks on a host than the hardware's hosts have
+// GPUs gets a warning: placement follows the history.
+func TestHostMismatchWarned(t *testing.T) {
+	hist := filepath.Join(t.TempDir(), "wide.hist")
+	all := `"ranks":[{"offset":0,"sizes":[16],"strides":[1]}]`
+	lines := []string{
+		`{"fastsim":"history","version":1,"world_size":16}`, // gpus_per_host defaults to 16
+		`{"ts":0,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+	}
+	if err := os.WriteFile(hist, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, stderr := runCLI("replay", "--report-only", "--hardware", "b200", hist)
+	if !strings.Contains(stderr, "puts 16 ranks on a host") || !strings.Contains(stderr, "b200 hosts have 8 GPUs") {
+		t.Errorf("no warning: %q", stderr)
+	}
+	if _, _, stderr := runCLI("replay", "--report-only", hist); stderr != "" {
+		t.Errorf("warned without --hardware: %q", stderr)
+	}
+}

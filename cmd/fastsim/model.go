@@ -103,6 +103,20 @@ func printUnknownOps(w io.Writer, m *costs.Model) {
 		n, len(names), strings.Join(list, ", "), more)
 }
 
+// printHostMismatch warns when the history puts more ranks on a host than
+// the hardware's hosts have GPUs: ranks are placed by the history's
+// gpus_per_host, so NVLink would span more GPUs than a host has.
+func printHostMismatch(w io.Writer, m *costs.Model, historyGPUsPerHost int64) {
+	if m == nil || m.Roofline() == nil {
+		return
+	}
+	s := m.Roofline().Spec()
+	if historyGPUsPerHost > int64(s.Host.GPUsPerHost) {
+		fmt.Fprintf(w, "warning              the history puts %d ranks on a host (gpus_per_host) but %s hosts have %d GPUs: collectives within a host were priced on NVLink across all %d\n",
+			historyGPUsPerHost, s.Name, s.Host.GPUsPerHost, historyGPUsPerHost)
+	}
+}
+
 const hardwareUsage = `Usage: fastsim hardware [NAME|FILE]
 
 Without an argument, lists the built-in hardware presets. With a preset

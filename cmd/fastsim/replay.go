@@ -170,6 +170,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !f.quiet {
 		printUnknownOps(stderr, model)
+		printHostMismatch(stderr, model, res.Header.GPUsPerHost)
 	}
 	if res.Partial {
 		return exitInterrupted
