@@ -60,6 +60,9 @@ type GPU struct {
 
 // Host is one server.
 type Host struct {
+	// GPUsPerHost is the system's GPUs per host. A replay places ranks by
+	// its history's gpus_per_host; this one warns of a mismatch and sets
+	// search's default.
 	GPUsPerHost int `json:"gpus_per_host"`
 	// NVLinkGBps is each GPU's NVLink bandwidth in one direction.
 	NVLinkGBps float64 `json:"nvlink_gbps"`

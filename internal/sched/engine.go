@@ -70,6 +70,7 @@ func ParseController(s string) (Controller, error) {
 	return 0, fmt.Errorf("%w: controller %q (want monarch or none)", ErrOptions, s)
 }
 
+// String is the controller's name, as ParseController reads it.
 func (c Controller) String() string { return [...]string{"monarch", "none"}[c] }
 func (m Mode) streams() bool        { return m != ControllerOnly }
 
