@@ -139,7 +139,9 @@ func hardwareCmd(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "fastsim hardware: %v\n", err)
 				return exitError
 			}
-			fmt.Fprintf(stdout, "%-10s  %s\n", name, s.Description)
+			g := s.GPU
+			fmt.Fprintf(stdout, "%-10s  bf16 %6.0f TFLOP/s  HBM %3.0f GB at %.3f TB/s  NVLink %3.0f GB/s and NIC %2.0f GB/s per GPU each way\n            %s\n",
+				name, g.PeakDenseTFLOPS["bf16"], g.HBMGB, g.HBMTBps, s.Host.NVLinkGBps, s.Network.NICGBpsPerGPU, s.Description)
 		}
 		return exitOK
 	case 1:
