@@ -47,7 +47,6 @@ type replayFlags struct {
 	grouped    bool
 	jobs       int
 	partial    bool
-	costs      string
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -63,12 +62,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
-	f.costs = *costsPath
 	if code >= 0 {
 		return code
 	}
@@ -85,14 +83,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)
 		return exitInput
 	}
-	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
-	if f.costs != "" {
-		m, err := costs.Load(f.costs)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --costs: %v\n", err)
-			return exitInput
-		}
-		opt.Model = m
+	model, _, ctl, err := mf.build()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(err))
+		return exitInput
+	}
+	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs, Controller: ctl}
+	if model != nil {
+		opt.Model = model
 	}
 	if !f.reportOnly {
 		opt.TracePath = f.trace
@@ -156,7 +154,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f.summary != "" {
-		if err := writeSummary(f.summary, res); err != nil {
+		if err := writeSummary(f.summary, res, model); err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
 			return exitError
 		}
@@ -169,6 +167,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
+	}
+	if !f.quiet {
+		printUnknownOps(stderr, model)
+		printHostMismatch(stderr, model, res.Header.GPUsPerHost)
 	}
 	if res.Partial {
 		return exitInterrupted
@@ -215,9 +217,12 @@ type summaryJSON struct {
 	Commands     int64        `json:"commands"`
 	WorldSize    int64        `json:"world_size"`
 	Warnings     int64        `json:"warnings"`
+	// UnknownOps counts calls the hardware model's op table did not know
+	// (with --hardware only).
+	UnknownOps int64 `json:"unknown_ops,omitempty"`
 }
 
-func writeSummary(path string, res *replay.Result) error {
+func writeSummary(path string, res *replay.Result, model *costs.Model) error {
 	s := summaryJSON{
 		ExecTimeS:    res.Final.ExecSeconds(),
 		PeakMemoryMB: res.Final.PeakMB(),
@@ -229,6 +234,9 @@ func writeSummary(path string, res *replay.Result) error {
 	}
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	if model != nil && model.Roofline() != nil {
+		s.UnknownOps, _ = model.Roofline().Unknown()
 	}
 	data, err := json.Marshal(s)
 	if err != nil {

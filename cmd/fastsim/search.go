@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 )
@@ -72,11 +69,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var s search.Space
 	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
-	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
-	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
+	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")
+	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut
@@ -92,6 +89,26 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if s.World < 1 {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
 		return exitInput
+	}
+	var model sched.CostModel
+	m, costsID, ctl, err := mf.build()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
+		return exitInput
+	}
+	if m != nil {
+		model = m
+		if r := m.Roofline(); r != nil {
+			// The hardware's memory and host size, unless given.
+			given := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+			if !given["gpu-memory-gb"] {
+				*memGB = r.Spec().GPU.HBMGB
+			}
+			if !given["gpus-per-host"] {
+				s.GPUsPerHost = r.Spec().Host.GPUsPerHost
+			}
+		}
 	}
 	if *jobs < 1 {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
@@ -114,24 +131,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	var model sched.CostModel
-	costsID := "reference"
-	if *costsPath != "" {
-		data, err := os.ReadFile(*costsPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
-			return exitInput
-		}
-		m, err := costs.Parse(data)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
-			return exitInput
-		}
-		model = m
-		sum := sha256.Sum256(data)
-		costsID = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	opt := search.Options{Model: model, Jobs: *jobs, Shard: shard}
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}

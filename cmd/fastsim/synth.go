@@ -134,11 +134,6 @@ func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
 	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas")
 }
 
-// costsFlag declares --costs, shared by replay and search.
-func costsFlag(fs *flag.FlagSet) *string {
-	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
-}
-
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks
 // that there are want positional arguments (-1: any number). It returns
 // them, and an exit code >= 0 when the command should stop.

@@ -3,10 +3,13 @@ package replay
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/synth"
 )
@@ -24,6 +27,14 @@ func FuzzReplay(f *testing.F) {
 			}
 			f.Add(data)
 		}
+	}
+	spec, err := hardware.Preset("h100-sxm")
+	if err != nil {
+		f.Fatal(err)
+	}
+	hw, err := costs.NewWithHardware(costs.Config{}, spec)
+	if err != nil {
+		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Small worlds keep each run fast; a larger header is refused
@@ -49,6 +60,19 @@ func FuzzReplay(f *testing.F) {
 			if u.Steps[i] != g.Steps[i] {
 				t.Fatalf("step %d: ungrouped %+v, grouped %+v", i, u.Steps[i], g.Steps[i])
 			}
+		}
+		// Priced on hardware, where collectives depend on the hosts their
+		// ranks occupy, grouping must not change anything either.
+		hu, err := Reader(bytes.NewReader(data), "fuzz.hist", Options{MaxWorld: 64, Model: hw})
+		if err != nil {
+			t.Fatalf("on hardware: %v", err)
+		}
+		hg, err := Reader(bytes.NewReader(data), "fuzz.hist", Options{MaxWorld: 64, Model: hw, Grouped: true, Jobs: 2})
+		if err != nil {
+			t.Fatalf("on hardware, grouped: %v", err)
+		}
+		if hu.Final != hg.Final || fmt.Sprint(hu.Steps) != fmt.Sprint(hg.Steps) {
+			t.Fatalf("on hardware: ungrouped %+v, grouped %+v", hu.Final, hg.Final)
 		}
 	})
 }

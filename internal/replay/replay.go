@@ -36,6 +36,9 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// Controller prices the controller's part of each command (default:
+	// Monarch's, the record's ts).
+	Controller sched.Controller
 }
 
 // Result is what a replay found.
@@ -93,6 +96,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		KeepEvents:  opt.TracePath != "",
 		Grouped:     opt.Grouped,
 		Jobs:        opt.Jobs,
+		Controller:  opt.Controller,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}

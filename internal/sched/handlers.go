@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -495,5 +497,71 @@ func (e *Engine) comm(gs []int32, ss []jsonl.Slice, one *jsonl.Slice, local bool
 		span(one)
 	}
 	c.SameHost = lo < 0 || lo/e.opt.GPUsPerHost == hi/e.opt.GPUsPerHost
+	switch {
+	case gs != nil && len(ss) > 0:
+		c.Hosts, c.MaxPerHost = e.placement(ss)
+	case c.SameHost:
+		c.Hosts, c.MaxPerHost = 1, c.Ranks
+	default:
+		c.Hosts, c.MaxPerHost = c.Ranks, 1
+	}
 	return c
 }
+
+// placement counts the hosts the ranks of slices ss occupy and the most
+// ranks on one host. Training loops repeat a few rank sets, so results
+// are cached by the slices' values.
+func (e *Engine) placement(ss []jsonl.Slice) (hosts, maxPerHost int64) {
+	key := e.placeKey[:0]
+	for i := range ss {
+		key = strconv.AppendInt(key, ss[i].Offset, 10)
+		for k := range ss[i].Sizes {
+			key = append(key, ' ')
+			key = strconv.AppendInt(key, ss[i].Sizes[k], 10)
+			key = append(key, ':')
+			key = strconv.AppendInt(key, ss[i].Strides[k], 10)
+		}
+		key = append(key, ';')
+	}
+	e.placeKey = key
+	if p, ok := e.placeCache[string(key)]; ok {
+		return p[0], p[1]
+	}
+	// The union of the slices, without repeats, in order: a bitmap, so
+	// that a collective over millions of ranks stays small.
+	bm := e.placeRanks
+	if bm == nil {
+		bm = roaring.New()
+		e.placeRanks = bm
+	}
+	bm.Clear()
+	var buf [256]int64
+	for i := range ss {
+		ss[i].EachRanks(buf[:0], func(rs []int64) {
+			for _, r := range rs {
+				bm.Add(uint32(r))
+			}
+		})
+	}
+	gph := uint32(e.opt.GPUsPerHost)
+	run, prev := int64(0), uint32(0)
+	it := bm.Iterator()
+	for first := true; it.HasNext(); first = false {
+		r := it.Next()
+		if first || r/gph != prev/gph {
+			hosts++
+			run = 0
+		}
+		run++
+		prev = r
+		maxPerHost = max(maxPerHost, run)
+	}
+	if e.placeCache == nil || len(e.placeCache) >= maxPlaceCache {
+		e.placeCache = make(map[string][2]int64)
+	}
+	e.placeCache[string(key)] = [2]int64{hosts, maxPerHost}
+	return hosts, maxPerHost
+}
+
+// maxPlaceCache bounds the placement cache; it starts over when full.
+const maxPlaceCache = 1024

@@ -170,8 +170,10 @@ func (sh Shard) Check() error {
 // Options say how to run a search.
 type Options struct {
 	Model sched.CostModel // nil: the reference's fixed runtimes
-	Jobs  int             // layouts evaluated at once (< 1: 1)
-	Shard Shard           // zero: every layout
+	// Controller prices the controller's part of each command.
+	Controller sched.Controller
+	Jobs       int   // layouts evaluated at once (< 1: 1)
+	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
 	// done and the shard's total; calls are serialized.
 	Progress func(done, total int)
@@ -207,7 +209,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := Evaluate(ctx, s, all[i], opt.Model)
+			r, err := Evaluate(ctx, s, all[i], opt.Model, opt.Controller)
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
@@ -231,7 +233,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
 // goroutine, streaming through a pipe so memory stays flat.
-func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Result, error) {
+func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl sched.Controller) (Result, error) {
 	train := s.Train(l)
 	if err := train.Check(); err != nil {
 		return Result{}, err
@@ -244,7 +246,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Re
 		wrote <- err
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1})
+	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl})
 	stop()
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
 	werr := <-wrote
