@@ -337,7 +337,6 @@ func (g *generator) send(st *stage, dir int, x jsonl.Tensor, to *message) {
 	st.out[dir] = keep
 	n := g.stages[g.neighbour(st.idx, dir)]
 	id, lent := g.e.borrowCreate(st.all, x, st.main, n.main)
-	g.e.borrowFirstUse(st.all, id)
 	g.e.del(st.all, x)
 	o := &outSend{borrow: id}
 	st.out[dir] = append(st.out[dir], o)
@@ -349,6 +348,10 @@ func (g *generator) send(st *stage, dir int, x jsonl.Tensor, to *message) {
 func (g *generator) receive(st *stage, msg *message) jsonl.Tensor {
 	from := msg.from
 	r := g.e.tensor(bf16, msg.lent.Shape...)
+	// The loan's first use is written here, not at the send: the side
+	// stream then runs each wait right before its own transfer, never a
+	// later output's wait ahead of an earlier transfer.
+	g.e.borrowFirstUse(from.all, msg.out.borrow)
 	g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
 	g.e.borrowLastUse(from.all, msg.out.borrow)
 	g.e.del(from.all, msg.lent)
