@@ -213,16 +213,22 @@ func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
 	e.write(ranks)
 }
 
+// The mesh dimensions a collective reduces over.
+var (
+	dimTP = []string{"tp"}
+	dimDP = []string{"dp"}
+)
+
 // reduce is a collective over the ranks of one group: reduction "sum" or
 // "stack", scattered or not. The result is a new tensor unless it aliases
 // the local tensor (an in-place all-reduce).
-func (e *emitter) reduce(ranks jsonl.Slice, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
 	m := e.setMsg(gen.MsgReduce, "Reduce")
 	m.Reduce = gen.Reduce{
 		Result:      result,
 		LocalTensor: local,
 		Stream:      jsonl.Stream{Ref: stream},
-		Dims:        m.Reduce.Dims[:0],
+		Dims:        dims,
 		Reduction:   reduction,
 		Scatter:     scatter,
 		Inplace:     result.Storage == local.Storage,

@@ -68,8 +68,17 @@ type Job struct {
 	// _scaled_dot_product_flash_attention (nothing of size s^2 kept);
 	// otherwise the explicit QK^T, softmax, dropout, AV path.
 	FlashAttention bool
-	Steps          int
-	GPUsPerHost    int
+	// StageCollectives sends each collective as one command to a whole
+	// stage instead of one per tensor-parallel or data-parallel group.
+	// The format gives a Reduce command one peer set, so the exact form
+	// (the default) addresses every group apart, and a grouped replay then
+	// simulates every rank of a stage apart; this form lets it simulate a
+	// stage once, at the price of collectives that join the whole stage
+	// (their dims still name the mesh dimension they reduce over, for a
+	// cost model that prices by it).
+	StageCollectives bool
+	Steps            int
+	GPUsPerHost      int
 	// CommandNs is the controller's time between two commands; 0 means
 	// the default of 20 µs (about what a Python controller spends sending
 	// one); negative means every command is sent at time 0.

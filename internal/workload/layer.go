@@ -132,7 +132,7 @@ func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
 	}
 	r := g.e.alias(x, x.Dtype, x.Shape...)
 	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, st.main, r, x, "sum", false)
+		g.e.reduce(grp, dimTP, st.main, r, x, "sum", false)
 	}
 	return r
 }
@@ -142,7 +142,7 @@ func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
 func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
 	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, st.main, r, x, "sum", true)
+		g.e.reduce(grp, dimTP, st.main, r, x, "sum", true)
 	}
 	return r
 }
@@ -152,7 +152,7 @@ func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) j
 func (g *generator) tpAllGather(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
 	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, st.main, r, x, "stack", false)
+		g.e.reduce(grp, dimTP, st.main, r, x, "stack", false)
 	}
 	return r
 }

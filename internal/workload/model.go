@@ -116,12 +116,13 @@ func LoadModel(nameOrFile string) (Model, error) {
 	}
 	m, err := ParseModel(data)
 	if err != nil {
-		return Model{}, fmt.Errorf("%s: %w", nameOrFile, err)
+		return Model{}, fmt.Errorf("%s:%w", nameOrFile, err)
 	}
 	return m, nil
 }
 
-// ParseModel reads a JSON model description and checks it.
+// ParseModel reads a JSON model description and checks it; errors start
+// with the line they are about ("3: ...").
 func ParseModel(data []byte) (Model, error) {
 	var m Model
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -138,7 +138,7 @@ func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
 		}
 		full := g.e.tensor(bf16, s...)
 		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, streamComm, full, w.pshard, "stack", false)
+			g.e.reduce(grp, dimDP, streamComm, full, w.pshard, "stack", false)
 		}
 		id, lent := g.e.borrowCreate(st.all, full, streamComm, st.main)
 		g.e.borrowFirstUse(st.all, id)
@@ -214,7 +214,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 			w.reduced = g.e.alias(w.grad, f32, w.shard)
 		}
 		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, streamComm, w.reduced, lent, "sum", z == 1)
+			g.e.reduce(grp, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
 		}
 		g.e.borrowLastUse(st.all, id)
 		g.e.del(st.all, lent)
@@ -234,7 +234,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	g.e.borrowFirstUse(st.all, id)
 	rs := g.e.tensor(f32, w.shard)
 	for _, grp := range st.dpGroups {
-		g.e.reduce(grp, streamComm, rs, lent, "sum", true)
+		g.e.reduce(grp, dimDP, streamComm, rs, lent, "sum", true)
 	}
 	r := g.e.alias(w.gshard, f32, w.shard)
 	g.e.call(st.all, streamComm, opAddInPlace, []any{w.gshard, rs}, []any{r}, w.gshard)
@@ -290,7 +290,7 @@ func (g *generator) optimizerStep(st *stage) {
 			g.e.call(st.all, streamComm, opToCopy, []any{w.master}, []any{half})
 			full := g.e.tensor(bf16, w.shard*int64(g.j.DP))
 			for _, grp := range st.dpGroups {
-				g.e.reduce(grp, streamComm, full, half, "stack", false)
+				g.e.reduce(grp, dimDP, streamComm, full, half, "stack", false)
 			}
 			g.e.del(st.all, half, full)
 		}

@@ -30,6 +30,7 @@ func layouts() []workload.Job {
 		j(gpt, 2, 3, 2, 12, workload.Interleaved, func(j *workload.Job) { j.Chunks = 2; j.Recompute = workload.RecomputeSelective }),
 		j(gpt, 2, 2, 4, 16, workload.OneFOneB, func(j *workload.Job) { j.Zero = 2; j.Recompute = workload.RecomputeFull }),
 		j(gpt, 4, 2, 4, 16, workload.OneFOneB, func(j *workload.Job) { j.Zero = 3; j.SequenceParallel = true }),
+		j(gpt, 2, 2, 4, 16, workload.OneFOneB, func(j *workload.Job) { j.StageCollectives = true; j.Zero = 1 }),
 		j(llama, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.FlashAttention = true; j.Zero = 3 }),
 		j(llama, 1, 3, 2, 12, workload.Interleaved, func(j *workload.Job) { j.Chunks = 2; j.FlashAttention = true; j.Zero = 2 }),
 	}

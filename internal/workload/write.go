@@ -133,6 +133,9 @@ func (g *generator) setup() {
 		for sh := int64(0); sh < tp; sh++ {
 			st.dpGroups = append(st.dpGroups, slice1(off+sh, dp, tp))
 		}
+		if j.StageCollectives {
+			st.tpGroups, st.dpGroups = []jsonl.Slice{st.all}, []jsonl.Slice{st.all}
+		}
 		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
 		g.stages = append(g.stages, st)
 	}
