@@ -152,10 +152,10 @@ func writeAtomic(path string, fill func(io.Writer) error) (err error) {
 // modelFlags declares the toy model's shape flags, shared by synth and
 // search (search also builds a transformer from them without --model).
 func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
-	fs.IntVar(layers, "layers", 4, "toy: blocks, split evenly over the pipeline stages")
-	fs.IntVar(hidden, "hidden", 1024, "toy: hidden size, split over the tensor-parallel shards")
-	fs.IntVar(seq, "seq", 2048, "toy: tokens per sequence")
-	fs.IntVar(batch, "batch", 8, "toy: sequences per step, across all replicas")
+	fs.IntVar(layers, "layers", 4, "layers, split evenly over the pipeline stages (the toy's; search: the GPT's without --model)")
+	fs.IntVar(hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards (the toy's; search: the GPT's without --model)")
+	fs.IntVar(seq, "seq", 2048, "tokens per sequence (the toy's; search: the GPT's without --model)")
+	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas (synth: the toy's; search: the global batch)")
 }
 
 // costsFlag declares --costs, shared by replay and search.
