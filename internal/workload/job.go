@@ -31,6 +31,7 @@ type Recompute uint8
 
 // The recomputation policies.
 const (
+	// RecomputeNone keeps every activation the backward needs.
 	RecomputeNone Recompute = iota
 	// RecomputeSelective keeps Q, K and V and recomputes the attention
 	// core (QK^T, softmax, dropout, attention over V) in the backward pass
