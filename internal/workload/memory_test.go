@@ -149,3 +149,31 @@ func TestStage0PeakMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestInterleavedHeldActivations: with v model chunks per stage, stage 0
+// holds (p-1)*2 + (v-1)*p + 1 microbatch-chunks at its first backward
+// (Megatron-LM's warm-up forwards plus the first steady-state one;
+// Narayanan et al., SC'21, §2.2.2 note the interleaved schedule holds
+// more activations). Each holds L/(p*v) layers, so adding p*v layers (one
+// more per chunk) adds that many layer activation sets to stage 0's peak,
+// plus the 18 bytes a parameter of its v more layers; the transfers
+// between stages, the token ids and the backward's working set do not
+// change with the depth and cancel out.
+func TestInterleavedHeldActivations(t *testing.T) {
+	for _, c := range []struct{ p, v, m int }{{3, 2, 6}, {4, 2, 8}, {3, 3, 6}} {
+		j := workload.Job{Model: tiny, TP: 1, PP: c.p, DP: 1, MicroBatch: 2, GlobalBatch: 2 * c.m,
+			Schedule: workload.Interleaved, Chunks: c.v, Steps: 1, CommandNs: 1_000_000_000}
+		j.Model.Layers = c.p * c.v
+		shallow := replayPeaks(t, j, true)[0]
+		j.Model.Layers = 2 * c.p * c.v
+		deep := replayPeaks(t, j, true)[0]
+		s, b, h, a := int64(tiny.Seq), int64(2), int64(tiny.Hidden), int64(tiny.Heads)
+		layer := 34*s*b*h + 5*a*s*s*b + 16*s*b // Korthikanti et al. Table 2, plus the norms' statistics
+		held := int64(min((c.p-1)*2+(c.v-1)*c.p+1, c.m*c.v))
+		state := 18 * int64(c.v) * (12*h*h + 7*h + 6*h)
+		if got, want := deep-shallow, held*layer+state; got != want {
+			t.Errorf("p=%d v=%d m=%d: one more layer per chunk adds %d bytes, want %d held x %d + %d = %d",
+				c.p, c.v, c.m, got, held, layer, state, want)
+		}
+	}
+}
