@@ -45,6 +45,7 @@ type emitter struct {
 	seen    []uint64
 	argBuf  []byte
 	resBuf  []byte
+	extra   []jsonl.Slice // more ranks for the message being written (write2)
 	callErr error
 }
 
@@ -167,7 +168,7 @@ func (e *emitter) write(ranks ...jsonl.Slice) {
 		e.ts += e.cmdNs
 	}
 	e.rec.Ts = e.ts
-	e.rec.Ranks = append(e.rec.Ranks[:0], ranks...)
+	e.rec.Ranks = append(append(e.rec.Ranks[:0], ranks...), e.extra...)
 	if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
 		e.callErr = err
 	}
@@ -217,7 +218,21 @@ func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
 var (
 	dimTP = []string{"tp"}
 	dimDP = []string{"dp"}
+	dimPP = []string{"pp"}
 )
+
+// write2 runs emit, which writes one message to ranks a, with the
+// message sent to ranks b as well.
+func (e *emitter) write2(emit func(), b jsonl.Slice) {
+	e.extra = append(e.extra[:0], b)
+	emit()
+	e.extra = e.extra[:0]
+}
+
+// reduce2 is one all-reduce (sum) over the ranks of a and b together.
+func (e *emitter) reduce2(a, b jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor) {
+	e.write2(func() { e.reduce(a, dims, stream, result, local, "sum", false) }, b)
+}
 
 // reduce is a collective over the ranks of one group: reduction "sum" or
 // "stack", scattered or not. The result is a new tensor unless it aliases

@@ -40,6 +40,7 @@ type stage struct {
 	groups   []*layerW   // every parameter group, in allocation order
 	layers   [][]*layerW // per model chunk
 	emb      *layerW
+	pos      *layerW // learned positions, apart from a tied word embedding
 	head     *layerW
 	acts     []action
 	cursor   int
@@ -81,6 +82,7 @@ type generator struct {
 	head   []headSaved
 	inAct  [][]message
 	inGrad [][]message
+	tied   bool // the word embedding is on the first and the last stage
 }
 
 // Write writes job j's training history to out as JSON lines: setup (mesh,
@@ -157,16 +159,34 @@ func (g *generator) setup() {
 		// projection and fc2 biases (row-parallel, whole on every shard)
 		small += 2*d.h + d.qkvW + d.fc1W + 2*d.h
 	}
+	pos := int64(0)
+	if j.Model.Bias {
+		pos = d.s * d.h // learned positions
+	}
+	// A tied embedding on two stages: Megatron-LM keeps a copy of the word
+	// embedding on the last stage and all-reduces the two gradients at the
+	// end of each step. Both copies get the same tensor ids so that one
+	// Reduce names them on both stages.
+	g.tied = j.Model.Tied && j.PP > 1
+	var wordIDs int64
 	for _, st := range g.stages {
 		st.layers = make([][]*layerW, g.v)
 		if st.idx == 0 {
-			pos := int64(0)
-			if j.Model.Bias {
-				pos = d.s * d.h // learned positions
+			if g.tied {
+				wordIDs = g.e.next
+				st.emb = g.newGroup(0, []int64{d.vt, d.h})
+				g.allocate(st, st.emb)
+				st.groups = append(st.groups, st.emb)
+				if pos > 0 {
+					st.pos = g.newGroup(pos)
+					g.allocate(st, st.pos)
+					st.groups = append(st.groups, st.pos)
+				}
+			} else {
+				st.emb = g.newGroup(pos, []int64{d.vt, d.h})
+				g.allocate(st, st.emb)
+				st.groups = append(st.groups, st.emb)
 			}
-			st.emb = g.newGroup(pos, []int64{d.vt, d.h})
-			g.allocate(st, st.emb)
-			st.groups = append(st.groups, st.emb)
 		}
 		per := j.Model.Layers / (j.PP * g.v)
 		for c := 0; c < g.v; c++ {
@@ -182,12 +202,20 @@ func (g *generator) setup() {
 			if j.Model.Bias {
 				norm = 2 * d.h
 			}
-			if j.Model.Tied && st.emb != nil {
+			switch {
+			case j.Model.Tied && st.emb != nil:
 				st.head = g.newGroup(norm)
 				st.head.shared = st.emb
-			} else {
-				// An untied output layer, or Megatron-LM's copy of the
-				// tied embedding on the last stage.
+			case g.tied:
+				word := g.newGroup(0, []int64{d.vt, d.h})
+				next := g.e.next
+				g.e.next = wordIDs
+				g.allocate(st, word)
+				g.e.next = next
+				st.groups = append(st.groups, word)
+				st.head = g.newGroup(norm)
+				st.head.shared = word
+			default:
 				st.head = g.newGroup(norm, []int64{d.vt, d.h})
 			}
 			g.allocate(st, st.head)
@@ -263,9 +291,55 @@ func (g *generator) runStep() error {
 			}
 			st.out[dir] = st.out[dir][:0]
 		}
+	}
+	if g.tied {
+		g.syncEmbedding()
+	}
+	for _, st := range g.stages {
 		g.optimizerStep(st)
 	}
 	return nil
+}
+
+// syncEmbedding all-reduces the word embedding's gradient between the
+// first and the last stage, rank by rank (Megatron-LM's embedding group:
+// the stage-0 and stage-(p-1) ranks of one replica and shard), before the
+// optimizer step. The two copies have the same tensor ids; with ZeRO < 2
+// each stage lends its gradient to "comm" (the same loan ids on both) and
+// its compute stream waits for the reduction.
+func (g *generator) syncEmbedding() {
+	first, last := g.stages[0], g.stages[g.j.PP-1]
+	w := first.emb
+	local := w.grad
+	z := g.zero()
+	var id int64
+	if z < 2 {
+		next, borrow := g.e.next, g.e.borrow
+		for _, st := range []*stage{first, last} {
+			g.e.next, g.e.borrow = next, borrow
+			id, local = g.e.borrowCreate(st.all, w.grad, st.main, streamComm)
+		}
+		g.e.write2(func() { g.e.borrowFirstUse(first.all, id) }, last.all)
+	} else {
+		local = w.gshard
+	}
+	res := g.e.alias(local, f32, local.Shape...)
+	dp, tp := int64(g.j.DP), int64(g.j.TP)
+	if g.j.StageCollectives {
+		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
+	} else {
+		for r := int64(0); r < dp; r++ {
+			for sh := int64(0); sh < tp; sh++ {
+				g.e.reduce(slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp), dimPP, streamComm, res, local, "sum", false)
+			}
+		}
+	}
+	g.e.write2(func() { g.e.del(first.all, res) }, last.all)
+	if z < 2 {
+		g.e.write2(func() { g.e.borrowLastUse(first.all, id) }, last.all)
+		g.e.write2(func() { g.e.del(first.all, local) }, last.all)
+		g.e.write2(func() { g.e.borrowDrop(first.all, id) }, last.all)
+	}
 }
 
 func (g *generator) vstage(st *stage, chunk int) int { return chunk*g.j.PP + st.idx }
@@ -305,6 +379,9 @@ func (g *generator) run(st *stage, a action) {
 	var dy jsonl.Tensor
 	if vs == last {
 		st.head.last = lastMB
+		if w := st.head.shared; w != nil && st.emb == nil {
+			w.last = lastMB
+		}
 		dy = g.headBackward(st, a.mb)
 	} else {
 		dy = g.receive(st, &g.inGrad[vs][a.mb])
@@ -317,6 +394,9 @@ func (g *generator) run(st *stage, a action) {
 	g.saved[vs][a.mb] = nil
 	if vs == 0 {
 		st.emb.last = lastMB
+		if st.pos != nil {
+			st.pos.last = lastMB
+		}
 		g.embedBackward(st, a.mb, dy)
 	} else {
 		g.send(st, 1, dy, &g.inGrad[vs-1][a.mb])
@@ -393,10 +473,15 @@ func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
 	g.free(st, gb, full, extra, dw, dy, g.ids[mb])
 	g.ids[mb] = jsonl.Tensor{}
 	g.layerDone(st, st.emb)
+	if st.pos != nil {
+		g.layerDone(st, st.pos)
+	}
 }
 
 // headForward: the final norm, the logits against the vocabulary shard,
-// log-softmax and the negative log-likelihood of the labels.
+// log-softmax and the negative log-likelihood of the labels. (Megatron-LM's
+// vocabulary-parallel cross entropy also all-reduces three s*b-float
+// vectors over the tensor-parallel group; they are left out.)
 func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 	d := &g.d
 	h := headSaved{x: x}
@@ -449,5 +534,8 @@ func (g *generator) headBackward(st *stage, mb int) jsonl.Tensor {
 	g.free(st, dlr, h.x, h.mu, h.rs)
 	g.head[mb] = headSaved{}
 	g.layerDone(st, st.head)
+	if st.emb == nil && st.head.shared != nil { // the last stage's copy of a tied embedding
+		g.layerDone(st, st.head.shared)
+	}
 	return dx
 }
