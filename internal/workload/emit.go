@@ -45,6 +45,9 @@ type emitter struct {
 	seen    []uint64
 	argBuf  []byte
 	resBuf  []byte
+	leaves  []jsonl.Tensor // tensors of the tree being built
+	argLv   []jsonl.Tensor
+	resLv   []jsonl.Tensor
 	extra   []jsonl.Slice // more ranks for the message being written (write2)
 	callErr error
 }
@@ -57,7 +60,7 @@ func (e *emitter) tensor(dtype string, shape ...int64) jsonl.Tensor {
 	for _, d := range shape {
 		n *= d
 	}
-	return jsonl.Tensor{ID: id, Idx: -1, Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
+	return jsonl.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
 }
 
 // cpuTensor makes a new CPU tensor.
@@ -70,9 +73,27 @@ func (e *emitter) cpuTensor(dtype string, shape ...int64) jsonl.Tensor {
 // alias makes a new tensor of src's storage (a view, an in-place result,
 // a borrowed or reduced-in-place tensor) with the given shape.
 func (e *emitter) alias(src jsonl.Tensor, dtype string, shape ...int64) jsonl.Tensor {
-	t := jsonl.Tensor{ID: e.next, Idx: -1, Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
+	t := jsonl.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
 	e.next++
 	return t
+}
+
+// idx is the writer's index of tensor id: the id itself (ids are dense
+// from 1), so the writer writes a tensor in full at its first mention in
+// a typed field and by id after; -1 (always in full) past int32.
+func idx(id int64) int32 {
+	if id > math.MaxInt32 {
+		return -1
+	}
+	return int32(id)
+}
+
+// typed notes tensors written in typed fields, so that a later mention in
+// a tree is by id.
+func (e *emitter) typed(ts ...jsonl.Tensor) {
+	for _, t := range ts {
+		e.seenBefore(t.ID)
+	}
 }
 
 func (e *emitter) seenBefore(id int64) bool {
@@ -96,6 +117,7 @@ func (e *emitter) appendValue(b []byte, v any) []byte {
 	case nil:
 		return append(b, "null"...)
 	case jsonl.Tensor:
+		e.leaves = append(e.leaves, x)
 		b = append(b, `{"tensor":`...)
 		b = strconv.AppendInt(b, x.ID, 10)
 		if !e.seenBefore(x.ID) {
@@ -186,13 +208,18 @@ func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
 // order) and the given results; mutated tensors are listed in mutates.
 func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, results []any, mutates ...jsonl.Tensor) {
 	m := e.setMsg(gen.MsgCallFunction, "CallFunction")
+	e.leaves = e.leaves[:0]
 	e.argBuf = e.list(e.argBuf, args)
+	e.argLv = append(e.argLv[:0], e.leaves...)
+	e.leaves = e.leaves[:0]
 	e.resBuf = e.list(e.resBuf, results)
+	e.resLv = append(e.resLv[:0], e.leaves...)
+	e.typed(mutates...)
 	m.CallFunction = gen.CallFunction{
 		Function: fn,
-		Args:     jsonl.Tree{Raw: e.argBuf},
+		Args:     jsonl.Tree{Raw: e.argBuf, Leaves: e.argLv},
 		Kwargs:   jsonl.Tree{Raw: []byte("{}")},
-		Result:   jsonl.Tree{Raw: e.resBuf},
+		Result:   jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv},
 		Mutates:  mutates,
 		Stream:   jsonl.Stream{Ref: stream},
 	}
@@ -239,6 +266,7 @@ func (e *emitter) reduce2(a, b jsonl.Slice, dims []string, stream int64, result,
 // the local tensor (an in-place all-reduce).
 func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
 	m := e.setMsg(gen.MsgReduce, "Reduce")
+	e.typed(result, local)
 	m.Reduce = gen.Reduce{
 		Result:      result,
 		LocalTensor: local,
@@ -255,6 +283,7 @@ func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result,
 func (e *emitter) borrowCreate(ranks jsonl.Slice, src jsonl.Tensor, from, to int64) (id int64, lent jsonl.Tensor) {
 	e.borrow++
 	lent = e.alias(src, src.Dtype, src.Shape...)
+	e.typed(lent, src)
 	m := e.setMsg(gen.MsgBorrowCreate, "BorrowCreate")
 	m.BorrowCreate = gen.BorrowCreate{Result: lent, Borrow: e.borrow, Tensor: src,
 		FromStream: jsonl.Stream{Ref: from}, ToStream: jsonl.Stream{Ref: to}}
@@ -284,6 +313,7 @@ func (e *emitter) borrowDrop(ranks jsonl.Slice, id int64) {
 // the receivers' stream of the same ref.
 func (e *emitter) sendTensor(from, to jsonl.Slice, stream int64, result, src jsonl.Tensor) {
 	m := e.setMsg(gen.MsgSendTensor, "SendTensor")
+	e.typed(result, src)
 	m.SendTensor = gen.SendTensor{Result: result, Tensor: src, FromRanks: from, ToRanks: to,
 		FromStream: jsonl.Stream{Ref: stream}, ToStream: jsonl.Stream{Ref: stream}}
 	e.write(from, to)
@@ -296,8 +326,10 @@ func (e *emitter) pipeRecv(ranks jsonl.Slice, stream int64, ts ...jsonl.Tensor) 
 	for i, t := range ts {
 		vals[i] = t
 	}
+	e.leaves = e.leaves[:0]
 	e.resBuf = e.list(e.resBuf, vals)
-	m.PipeRecv = gen.PipeRecv{Ident: ts[0].ID, Result: jsonl.Tree{Raw: e.resBuf}, Pipe: 1, Stream: jsonl.Stream{Ref: stream}}
+	e.resLv = append(e.resLv[:0], e.leaves...)
+	m.PipeRecv = gen.PipeRecv{Ident: ts[0].ID, Result: jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv}, Pipe: 1, Stream: jsonl.Stream{Ref: stream}}
 	e.write(ranks)
 }
 
