@@ -91,6 +91,25 @@ func TestCollectives(t *testing.T) {
 	if got[collKey{"dp", "sum", true, 2}] != 16 || got[collKey{"dp", "stack", false, 2}] != 16 || got[collKey{"dp", "sum", false, 2}] != 0 {
 		t.Errorf("zero 1: %v", got)
 	}
+	// Full recomputation repeats each layer's forward with its two
+	// all-reduces: 4 layers x 2 x 2 microbatches x 2 replicas = 32 more.
+	j.Zero, j.Recompute = 0, workload.RecomputeFull
+	if got = collectives(t, j); got[collKey{"tp", "sum", false, 2}] != 72+32 {
+		t.Errorf("full recomputation: %v", got)
+	}
+	// Sequence parallelism: per microbatch 4 reduce-scatters a layer
+	// (2 forward, 2 backward) + the embedding's + the output layer's
+	// input gradient = 18, and 2 + 4 all-gathers a layer (before QKV and
+	// fc1 forward; the output gradients, and again the norms' outputs for
+	// the weight gradients, backward) + the output layer's forward and
+	// weight gradient, and the embedding's gradient = 4*6 + 3 = 27; x 2
+	// microbatches x 2 replicas.
+	j.Recompute, j.SequenceParallel = workload.RecomputeNone, true
+	got = collectives(t, j)
+	if got[collKey{"tp", "sum", true, 2}] != 18*4 || got[collKey{"tp", "stack", false, 2}] != 27*4 || got[collKey{"tp", "sum", false, 2}] != 0 {
+		t.Errorf("sequence parallel: %v", got)
+	}
+	j.SequenceParallel = false
 	// Stage collectives: the same count of collectives, one command each.
 	j.Zero, j.StageCollectives = 0, true
 	got = collectives(t, j)
