@@ -132,3 +132,24 @@ func ExampleLoadHardware() {
 	fmt.Println(sim.Report().ExecNs, "ns")
 	// Output: 1480728 ns
 }
+
+// Train Llama-2 7B on 2 stages x 2 replicas x 2 tensor shards with the
+// 1F1B schedule and replay it: 8 ranks, 2 steps.
+func ExampleTransformer() {
+	m, err := fastsim.LoadModel("llama2-7b")
+	if err != nil {
+		log.Fatal(err)
+	}
+	job := fastsim.Transformer{Model: m, TP: 2, PP: 2, DP: 2, MicroBatch: 1, GlobalBatch: 4,
+		Schedule: "1f1b", Recompute: "selective", SequenceParallel: true, Zero: 1, FlashAttention: true, Steps: 2}
+	hist, err := job.History()
+	if err != nil {
+		log.Fatal(err)
+	}
+	sim, err := fastsim.Replay(bytes.NewReader(hist), fastsim.Options{Grouped: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sim.WorldSize(), "ranks,", len(sim.Steps()), "steps")
+	// Output: 8 ranks, 2 steps
+}

@@ -14,7 +14,22 @@ import (
 
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
+	"github.com/fastsim/fastsim/internal/workload"
 )
+
+// gptModel is a GPT of the given shape (biases, learned positions, tied
+// embeddings, as GPT-2 and GPT-3 are); heads 0 means heads of width 64
+// (or the widest divisor of hidden below).
+func gptModel(layers, hidden, seq, heads, vocab int) workload.Model {
+	if heads == 0 {
+		heads = max(1, hidden/64)
+		for heads > 1 && hidden%heads != 0 {
+			heads--
+		}
+	}
+	return workload.Model{Name: "gpt", Layers: layers, Hidden: hidden, Heads: heads, Vocab: vocab, Seq: seq,
+		Bias: true, Tied: true, Dtype: "bfloat16", Source: "search flags"}
+}
 
 const searchUsage = `Usage: fastsim search [flags]
        fastsim search merge [flags] SHARD.json...
@@ -25,6 +40,13 @@ training history (as 'fastsim synth' writes it) is synthesized in memory and
 replayed with grouped workers and the cost model (--costs), layouts in
 parallel (--jobs). The table ranks the layouts that fit --gpu-memory-gb
 first, then by step time.
+
+The job is a transformer (--model NAME|FILE, or a GPT built from --layers,
+--hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it, with
+--schedule, --recompute, --sequence-parallel, --zero and --flash-attention
+applied to every layout; --batch is the global batch, split into
+microbatches of batch/(dp*micro) sequences. --workload toy searches the toy
+micro-benchmark (one weight per layer) instead.
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of
@@ -68,6 +90,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var s search.Space
 	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
+	var tf tfFlags
+	tf.register(fs, false)
+	fs.StringVar(&s.Workload, "workload", search.WorkloadTransformer, "`W`: transformer, or toy (the one-weight-per-layer micro-benchmark)")
+	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
+	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
 	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")
 	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
@@ -127,6 +154,33 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
+	if s.Workload == search.WorkloadToy {
+		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab")); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim search: %s: only the transformer workload reads it\n", bad[0])
+			return exitInput
+		}
+	} else {
+		if tf.model != "" {
+			if bad := setFlags(fs, []string{"layers", "hidden", "seq", "heads", "vocab"}); len(bad) > 0 {
+				fmt.Fprintf(stderr, "fastsim search: %s: --model gives the transformer's shape\n", bad[0])
+				return exitInput
+			}
+			m, err := workload.LoadModel(tf.model)
+			if err != nil {
+				fmt.Fprintf(stderr, "fastsim search: --model: %v\n", err)
+				return exitInput
+			}
+			s.Model = m
+		} else {
+			s.Model = gptModel(s.Layers, s.Hidden, s.Seq, *heads, *vocab)
+		}
+		s.Layers, s.Hidden, s.Seq = s.Model.Layers, s.Model.Hidden, s.Model.Seq
+		s.Schedule, s.Recompute, s.SequenceParallel, s.Zero, s.FlashAttention = tf.schedule, tf.recompute, tf.sp, tf.zero, tf.flash
+		if tf.stageColl {
+			fmt.Fprintln(stderr, "fastsim search: --stage-collectives: search prices collectives per group; not offered here")
+			return exitInput
+		}
+	}
 	if err := s.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
@@ -147,7 +201,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if layouts == 0 {
-		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d and batch %d\n", s.World, s.Layers, s.Hidden, s.Batch)
+		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
 		return exitInput
 	}
 	return emit(search.NewDoc(s, costsID, shard, layouts, rs), out, stdout, stderr, "search")
