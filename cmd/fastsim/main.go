@@ -31,6 +31,7 @@ Usage:
   fastsim synth [flags] OUT        write a synthetic training history (or a random one)
   fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
   fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')
+  fastsim predict [flags]          predict one training layout: step time, MFU, memory
   fastsim hardware [NAME|FILE]     list the hardware presets, or print one spec
   fastsim help                     show this text
 
@@ -55,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return convertCmd(args[1:], stdout, stderr)
 	case "search":
 		return searchCmd(args[1:], stdout, stderr)
+	case "predict":
+		return predictCmd(args[1:], stdout, stderr)
 	case "hardware":
 		return hardwareCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

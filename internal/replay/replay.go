@@ -53,8 +53,12 @@ type Result struct {
 	Groups       int   // groups simulated at the end (the world size, ungrouped)
 	WorkerTasks  int64 // tasks rank by rank (a group's count once per rank)
 	Partial      bool  // stopped before the end of the history
-	LastLine     int64 // the last line replayed
-	Wall         time.Duration
+	// PeakDeviceFinalBytes is what the device that peaks (Final.PeakDevice)
+	// holds at the end of the history, once every transient tensor is
+	// freed: a training job's model state.
+	PeakDeviceFinalBytes int64
+	LastLine             int64 // the last line replayed
+	Wall                 time.Duration
 }
 
 // ErrUnknownType is returned in strict mode for a message type the spec
@@ -134,6 +138,9 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		}
 	}
 	res.Final = eng.Report()
+	if res.Final.PeakDevice >= 0 {
+		_, res.PeakDeviceFinalBytes = eng.DeviceBytes(res.Final.PeakDevice)
+	}
 	res.Commands = eng.Commands()
 	res.Groups = eng.Groups()
 	res.WorkerTasks = eng.WorkerTasks()
