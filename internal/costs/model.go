@@ -256,52 +256,23 @@ func (m *Model) SendRuntimeNs(s *gen.SendTensor, c sched.Comm) int64 {
 // WaitRuntimeNs is the fixed event wait.
 func (m *Model) WaitRuntimeNs() int64 { return m.fixed.EventWaitNs }
 
-// Collective is the communication pattern of a transfer.
-type Collective uint8
+// Collective is the communication pattern of a transfer (sched's: the
+// engine labels a Reduce by the same classification).
+type Collective = sched.Collective
 
 // Collectives, by what they really do (not the trace's labels).
 const (
-	AllReduce Collective = iota + 1
-	ReduceScatter
-	AllGather
-	AllToAll
-	PointToPoint
-	Broadcast
+	AllReduce     = sched.AllReduce
+	ReduceScatter = sched.ReduceScatter
+	AllGather     = sched.AllGather
+	AllToAll      = sched.AllToAll
+	PointToPoint  = sched.PointToPoint
+	Broadcast     = sched.Broadcast
 )
 
-func (c Collective) String() string {
-	switch c {
-	case AllReduce:
-		return "all-reduce"
-	case ReduceScatter:
-		return "reduce-scatter"
-	case AllGather:
-		return "all-gather"
-	case AllToAll:
-		return "all-to-all"
-	case PointToPoint:
-		return "point-to-point"
-	case Broadcast:
-		return "broadcast"
-	}
-	return "invalid"
-}
-
-// CollectiveOf maps a Reduce to the collective it performs: reduction
-// "stack" gathers (all-gather; with scatter, all-to-all); any other
-// reduction reduces (with scatter, reduce-scatter; else all-reduce). The
-// trace keeps the reference's labels, which differ for the latter two.
-func CollectiveOf(r *gen.Reduce) Collective {
-	switch {
-	case r.Reduction == "stack" && r.Scatter:
-		return AllToAll
-	case r.Reduction == "stack":
-		return AllGather
-	case r.Scatter:
-		return ReduceScatter
-	}
-	return AllReduce
-}
+// CollectiveOf maps a Reduce to the collective it performs
+// (sched.ReduceCollective).
+func CollectiveOf(r *gen.Reduce) Collective { return sched.ReduceCollective(r) }
 
 // Factor is the fraction of the buffer each rank sends in the ring
 // algorithm over n ranks: all-reduce 2(n-1)/n, reduce-scatter and

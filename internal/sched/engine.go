@@ -84,15 +84,16 @@ type Costs struct {
 	KernelLaunchNs int64 // CPU side only; does not affect results
 }
 
-// DefaultCosts are the reference simulator's runtimes.
+// DefaultCosts are the reference simulator's runtimes, as the message spec
+// declares them.
 func DefaultCosts() Costs {
 	return Costs{
-		CallFunctionNs: 10_000,
-		ReduceNs:       100_000,
-		SendLocalNs:    1_000,
-		SendRemoteNs:   100_000,
-		EventWaitNs:    500,
-		KernelLaunchNs: 500,
+		CallFunctionNs: gen.MsgCallFunction.Info().RuntimeNs,
+		ReduceNs:       gen.MsgReduce.Info().RuntimeNs,
+		SendLocalNs:    gen.MsgSendTensor.Info().LocalRuntimeNs,
+		SendRemoteNs:   gen.MsgSendTensor.Info().RuntimeNs,
+		EventWaitNs:    gen.MsgBorrowCreate.Info().EventRuntimeNs,
+		KernelLaunchNs: gen.MsgCallFunction.Info().LaunchNs,
 	}
 }
 
@@ -345,7 +346,7 @@ func (e *Engine) Commands() int64 { return e.cmdID }
 func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.cmdID++
 	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
-		if m.Kind != gen.MsgCreateDeviceMesh && m.Kind != gen.MsgCreateStream {
+		if m.Kind.Info().ControllerEvent {
 			e.controllerEvent(e.controllerName(m), e.nowNs, ts)
 		}
 		e.nowNs = ts

@@ -60,18 +60,7 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	if err != nil {
 		return err
 	}
-	var name string
-	switch {
-	case m.Reduction == "stack" && m.Scatter:
-		name = "all_to_all"
-	case m.Reduction == "stack":
-		name = "all_gather"
-	case m.Scatter:
-		name = "all_reduce" // the reference's labels, kept as they are
-	default:
-		name = "reduce_scatter"
-	}
-	id := e.names.ID(name)
+	id := e.names.ID(reduceLabel(ReduceCollective(m)))
 	e.inputs = append(e.inputs[:0], m.LocalTensor)
 	e.outs = append(e.outs[:0], m.Result)
 	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
