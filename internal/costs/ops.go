@@ -56,12 +56,13 @@ const (
 type byteKind uint8
 
 const (
-	bytesIO          byteKind = iota // distinct args + distinct results and mutated tensors
-	bytesNone                        // no kernel at all: a view; costs nothing, not even a launch
-	bytesCopyInto                    // copy_(self, src): src read, self written (self is not read)
-	bytesEmbedding                   // embedding(weight[V,D], indices): gathered rows + indices + result
-	bytesNLLForward                  // nll_loss_forward(self[N,C], target[N], ...): one element of self per target + target + results
-	bytesNLLBackward                 // nll_loss_backward(grad, self, target, ...): every arg but self (only its shape is used) + results
+	bytesIO              byteKind = iota // distinct args + distinct results and mutated tensors
+	bytesNone                            // no kernel at all: a view; costs nothing, not even a launch
+	bytesCopyInto                        // copy_(self, src): src read, self written (self is not read)
+	bytesForeachCopyInto                 // _foreach_copy_(self[], src[]): the second half of the args read, the first half written
+	bytesEmbedding                       // embedding(weight[V,D], indices): gathered rows + indices + result
+	bytesNLLForward                      // nll_loss_forward(self[N,C], target[N], ...): one element of self per target + target + results
+	bytesNLLBackward                     // nll_loss_backward(grad, self, target, ...): every arg but self (only its shape is used) + results
 )
 
 // opRow is one op's pricing.
@@ -178,6 +179,8 @@ var opTable = map[string]opRow{
 	"aten._fused_adam_":     {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
 	"aten._fused_adamw_":    {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
 	"aten.copy_":            {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
+	"aten._foreach_copy_":   {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
+	"aten._foreach_zero_":   copyOp,
 	"aten._to_copy":         copyOp,
 	"aten.clone":            copyOp,
 	"aten.contiguous":       copyOp,

@@ -321,6 +321,14 @@ func bytesOf(row opRow, c *gen.CallFunction) float64 {
 		if len(a) >= 2 {
 			return float64(TensorBytes(&a[1])) + float64(TensorBytes(&a[0]))
 		}
+	case bytesForeachCopyInto:
+		if len(a) >= 2 && len(a)%2 == 0 { // self[0..n), src[n..2n): each src read, each self written
+			b := 0.0
+			for i := range a {
+				b += float64(TensorBytes(&a[i]))
+			}
+			return b
+		}
 	case bytesEmbedding:
 		if len(a) >= 2 { // weight[V, D], indices
 			w, idx := &a[0], &a[1]

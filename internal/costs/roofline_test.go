@@ -126,6 +126,12 @@ func TestRooflineFormulas(t *testing.T) {
 		// + dst written 4,194,304 = 6,291,456 -> 1,976.9 ns; -> 4,977.
 		{"copy_", "aten.copy_", call([]jsonl.Tensor{p1, tn(bf, 1024, 1024)}, "", p1),
 			0, 6_291_456, 4_977},
+		// _foreach_copy_([p1 f32[1024,1024], p2 f32[1024]], [bf16[1024,1024],
+		// bf16[1024]]): the sources read, 2,097,152 + 2,048, and the
+		// destinations written, 4,194,304 + 4,096: 6,297,600 bytes ->
+		// 1,978.8 ns; -> 4,979.
+		{"_foreach_copy_", "aten._foreach_copy_", call([]jsonl.Tensor{p1, p2, tn(bf, 1024, 1024), tn(bf, 1024)}, "", p1, p2),
+			0, 6_297_600, 4_979},
 		// embedding(w[50257,768] bf16, idx int64[4,128]): 512 rows of
 		// 768·2 = 786,432 + indices 4,096 + result 786,432 = 1,576,960 ->
 		// 495.5 ns; -> 3,496.
