@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -114,22 +113,17 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	return r, nil
 }
 
-// replayJob streams j's history into a grouped replay through a pipe, so
-// memory stays flat whatever the job's length.
+// replayJob replays j's history as the workload produces it, typed, with
+// no text in between.
 func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, error) {
-	pr, pw := io.Pipe()
-	wrote := make(chan error, 1)
-	go func() {
-		err := workload.Write(pw, j)
-		pw.CloseWithError(err)
-		wrote <- err
-	}()
-	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone})
-	stop()
-	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
-	if werr := <-wrote; err == nil && werr != nil {
-		err = werr
+	h, err := workload.HeaderOf(j)
+	if err != nil {
+		return nil, err
+	}
+	res, err := replay.Typed(h, "layout", func(s *replay.TypedSink) error { return workload.Emit(j, s) },
+		replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
+	if err == nil && res.Partial {
+		err = ctx.Err()
 	}
 	return res, err
 }

@@ -137,14 +137,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			}
 		}
 	}
-	res.Final = eng.Report()
-	if res.Final.PeakDevice >= 0 {
-		_, res.PeakDeviceFinalBytes = eng.DeviceBytes(res.Final.PeakDevice)
-	}
-	res.Commands = eng.Commands()
-	res.Groups = eng.Groups()
-	res.WorkerTasks = eng.WorkerTasks()
-	res.Warnings, res.FirstWarning = eng.Warnings()
+	finish(eng, res)
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
 		if err := writeTrace(eng, opt.TracePath); err != nil {
 			return nil, err

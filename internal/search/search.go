@@ -177,10 +177,7 @@ func (s *Space) check(l Layout) error {
 
 // write streams layout l's history to w.
 func (s *Space) write(w io.Writer, l Layout) error {
-	if s.toy() {
-		return synth.WriteTrain(w, s.Train(l))
-	}
-	return workload.Write(w, s.Job(l))
+	return synth.WriteTrain(w, s.Train(l))
 }
 
 // Train is the toy micro-benchmark job of layout l in s.
@@ -334,11 +331,30 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 }
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
-// goroutine, streaming through a pipe so memory stays flat.
+// goroutine. A transformer's records go from the workload to the engine as
+// typed values; the toy's stream through a pipe as text. Memory stays flat
+// either way.
 func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl sched.Controller) (Result, error) {
 	if err := s.check(l); err != nil {
 		return Result{}, err
 	}
+	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl, Stop: ctx.Done()}
+	if !s.toy() {
+		j := s.Job(l)
+		h, err := workload.HeaderOf(j)
+		if err != nil {
+			return Result{}, err
+		}
+		res, err := replay.Typed(h, "layout", func(sink *replay.TypedSink) error { return workload.Emit(j, sink) }, opt)
+		if err == nil && res.Partial {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return resultOf(s, l, res), nil
+	}
+	opt.Stop = nil
 	pr, pw := io.Pipe()
 	wrote := make(chan error, 1)
 	go func() {
@@ -347,7 +363,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl
 		wrote <- err
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl})
+	res, err := replay.Reader(pr, "layout", opt)
 	stop()
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
 	werr := <-wrote

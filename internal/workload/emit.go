@@ -36,7 +36,7 @@ func dtypeBytes(d string) int64 {
 // mention and by id after; typed tensor fields are written in full (they
 // agree with the first mention, which the format allows).
 type emitter struct {
-	w       *history.Writer
+	w       Sink
 	rec     history.Record
 	ts      int64
 	cmdNs   int64

@@ -282,6 +282,35 @@ func renderMessages(sp *spec, f *jen.File) {
 		g.Comment("history that carries them); it is empty otherwise.")
 		g.Id("Extra").Add(jsonl("Extras"))
 	})
+	f.Line()
+	f.Comment("EachTensor calls fn with every tensor the message names, in field order:")
+	f.Comment("tensor fields, tensor lists, the leaves of trees, and the tensors of")
+	f.Comment("sub-messages. It allocates nothing.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).Block(
+		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, msg := range simulated(sp) {
+				var body []jen.Code
+				x := func(fd *field) *jen.Statement { return jen.Id("m").Dot(msg.name).Dot(fd.goName) }
+				for _, fd := range msg.fields {
+					switch fd.kind {
+					case "tensor":
+						body = append(body, jen.Id("fn").Call(jen.Op("&").Add(x(fd))))
+					case "tensor?":
+						body = append(body, jen.If(jen.Id("m").Dot(msg.name).Dot("Has"+fd.goName)).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)))))
+					case "tensors":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Index(jen.Id("i")))))
+					case "tree":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd)).Dot("Leaves")).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Dot("Leaves").Index(jen.Id("i")))))
+					case "messages":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Add(x(fd)).Index(jen.Id("i")).Dot("EachTensor").Call(jen.Id("fn"))))
+					}
+				}
+				if len(body) > 0 {
+					g.Case(jen.Id("Msg" + msg.name)).Block(body...)
+				}
+			}
+		}),
+	)
 }
 
 func renderDispatch(sp *spec, f *jen.File) {

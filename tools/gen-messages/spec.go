@@ -112,7 +112,7 @@ func parseSpec(name string, src []byte) (*spec, error) {
 		names[goName] = line
 		return nil
 	}
-	for _, reserved := range []string{"MsgKind", "MsgInfo", "Info", "Msg", "Handler", "Dispatch", "DecodeMsg", "KindOf", "Invalid", "Unknown", "Accepted", "Kind", "TypeName", "Extra", "FieldNames", "EncodeMsgBinary", "DecodeMsgBinary", "WriteMsgJSON"} {
+	for _, reserved := range []string{"MsgKind", "MsgInfo", "Info", "EachTensor", "Msg", "Handler", "Dispatch", "DecodeMsg", "KindOf", "Invalid", "Unknown", "Accepted", "Kind", "TypeName", "Extra", "FieldNames", "EncodeMsgBinary", "DecodeMsgBinary", "WriteMsgJSON"} {
 		names[reserved] = 0
 	}
 	sc := bufio.NewScanner(bytes.NewReader(src))
