@@ -5,7 +5,7 @@
 // as a Chrome trace; price commands with a cost model; and build synthetic
 // training histories in memory.
 //
-// Results are those of `fastsim replay`: SEMANTICS.md defines them, and with
+// Results are those of `fastsim replay`: docs/SEMANTICS.md defines them, and with
 // the default costs they match the reference simulator number for number.
 package fastsim
 

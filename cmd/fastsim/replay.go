@@ -236,7 +236,7 @@ func writeSummary(path string, res *replay.Result) error {
 }
 
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
-	// Reports are cumulative (SEMANTICS.md): a step's own time is the
+	// Reports are cumulative (docs/SEMANTICS.md): a step's own time is the
 	// difference between its report and the previous one.
 	fmt.Fprintf(w, "simulated time       %.6f s", res.Final.ExecSeconds())
 	if n := len(res.Steps); n > 0 {
