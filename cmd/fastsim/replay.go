@@ -28,8 +28,9 @@ detected by its magic bytes) and prints the simulated step time, the peak
 memory and on which device it happens.
 
 By default the trace goes to NAME.trace.json.zst in the current directory,
-where NAME is HISTORY's file name without .hist/.hist.zst. Open it in
-Perfetto (ui.perfetto.dev) or chrome://tracing.
+where NAME is HISTORY's file name without .hist/.hist.zst. Perfetto
+(ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
+they are; decompress a .zst one first (zstd -d).
 
 Flags:
 `
@@ -48,13 +49,15 @@ type replayFlags struct {
 	jobs       int
 	partial    bool
 	costs      string
+	traceSteps string
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	var f replayFlags
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`; a name ending in .zst is zstd-compressed, else plain JSON\n(default NAME.trace.json.zst)")
+	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`: a name ending in .json.gz is gzip-compressed (Perfetto opens it),\n.zst zstd-compressed (smallest; decompress before opening), anything else plain JSON\n(default NAME.trace.json.zst)")
+	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
 	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
@@ -102,6 +105,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	} else if f.trace != "" {
 		fmt.Fprintln(stderr, "fastsim replay: --trace and --report-only contradict each other; pick one")
 		return exitInput
+	}
+	if f.traceSteps != "" {
+		r, err := parseStepRange(f.traceSteps)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --trace-steps: %v\n", err)
+			return exitInput
+		}
+		if f.reportOnly {
+			fmt.Fprintln(stderr, "fastsim replay: --trace-steps and --report-only contradict each other; pick one")
+			return exitInput
+		}
+		opt.TraceSteps = r
 	}
 	if isTerminal(os.Stderr) && !f.quiet {
 		opt.Progress = func(records int64) {
@@ -276,5 +291,6 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	}
 	if tracePath != "" {
 		fmt.Fprintf(w, "trace                %s\n", tracePath)
+		fmt.Fprintf(w, "                     %s\n", trace.OpenHint(tracePath))
 	}
 }

@@ -30,6 +30,7 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 type rawEvent struct {
 	Name string          `json:"name"`
 	Ph   string          `json:"ph"`
+	S    string          `json:"s"`
 	Ts   float64         `json:"ts"`
 	Dur  float64         `json:"dur"`
 	Pid  json.RawMessage `json:"pid"`
@@ -54,7 +55,8 @@ type traceReader struct {
 // Chrome trace in the object form {"traceEvents":[...]} (the bare array form
 // is accepted too), plain or zstd-compressed.
 //
-// The X events of the process named "Controller" are the controller's. A
+// The X events of the process named "Controller" are the controller's;
+// thread-scoped instant events (ph "i") count as X events of no duration. A
 // process named "Device <rank>", or "Device <i> [a-b] [c-d] ..." for a group
 // of workers, gives every rank it names a Device: each of its threads becomes
 // a stream holding the thread's X events (an empty list when it has none),
@@ -181,6 +183,14 @@ func (tr *traceReader) add(ev *rawEvent) error {
 	case "X":
 		tr.sawThread(key)
 		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts + ev.Dur})
+	case "i", "I":
+		// An instant event on a thread ("s" absent or "t") is a span of
+		// zero length; process- and global-scoped ones belong to no thread.
+		if ev.S != "" && ev.S != "t" {
+			return nil
+		}
+		tr.sawThread(key)
+		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts})
 	case "C":
 		var args struct {
 			Allocated *float64 `json:"allocated"`

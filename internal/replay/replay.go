@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fastsim/fastsim/gen"
@@ -36,6 +37,32 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// TraceSteps, when set, limits the trace to the commands of steps
+	// First to Last (see StepRange).
+	TraceSteps *StepRange
+}
+
+// StepRange names the steps First to Last, both included, counted from 0 in
+// the order of the history's step marks: step i is the commands after the
+// i-th step mark's predecessor up to the i-th mark itself; commands after
+// the last mark form one more step.
+type StepRange struct{ First, Last int }
+
+// commandWindow turns a StepRange into engine command numbers (inclusive),
+// given the command count at each step mark and at the end.
+func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64) {
+	first, last = 1, total
+	if r.First > 0 {
+		if r.First-1 < len(atMark) {
+			first = atMark[r.First-1] + 1
+		} else {
+			first = total + 1 // no such step: nothing traced
+		}
+	}
+	if r.Last < len(atMark) {
+		last = atMark[r.Last]
+	}
+	return first, last
 }
 
 // Result is what a replay found.
@@ -99,6 +126,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	}
 	defer eng.Close()
 	res := &Result{Header: h}
+	var atMark []int64 // commands processed at each step mark
 	var rec history.Record
 	lastTick := began
 	for {
@@ -111,6 +139,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		}
 		if rec.IsStep {
 			res.Steps = append(res.Steps, eng.Step())
+			atMark = append(atMark, eng.Commands())
 			continue
 		}
 		res.Records++
@@ -135,7 +164,11 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	res.WorkerTasks = eng.WorkerTasks()
 	res.Warnings, res.FirstWarning = eng.Warnings()
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
-		if err := writeTrace(eng, opt.TracePath); err != nil {
+		first, last := int64(0), int64(math.MaxInt64)
+		if opt.TraceSteps != nil {
+			first, last = opt.TraceSteps.commandWindow(atMark, res.Commands)
+		}
+		if err := writeTrace(eng, opt.TracePath, first, last); err != nil {
 			return nil, err
 		}
 	}
@@ -172,12 +205,12 @@ func stopped(stop <-chan struct{}) bool {
 
 // writeTrace writes to a temp file beside path and renames it at the end, so
 // path is either the whole trace or untouched.
-func writeTrace(eng *sched.Engine, path string) error {
+func writeTrace(eng *sched.Engine, path string, firstCmd, lastCmd int64) error {
 	f, err := trace.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := eng.WriteTrace(f.W); err != nil {
+	if err := eng.WriteTraceWindow(f.W, firstCmd, lastCmd); err != nil {
 		f.Abort()
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -20,13 +21,54 @@ type File struct {
 	// W receives the trace's events.
 	W *Writer
 
-	path string        // destination
-	tmp  *os.File      // temporary file, nil once committed or aborted
-	enc  *zstd.Encoder // nil for plain output
+	path string         // destination
+	tmp  *os.File       // temporary file, nil once committed or aborted
+	enc  io.WriteCloser // the compressor (gzip or zstd), nil for plain output
+}
+
+// Compression is how a trace file is compressed, chosen by its name.
+type Compression uint8
+
+const (
+	Plain Compression = iota // NAME.json: what every viewer opens
+	Gzip                     // NAME.json.gz: Perfetto and chrome://tracing open it as is
+	Zstd                     // NAME.zst: smallest; viewers need it decompressed first
+)
+
+// CompressionOf picks the compression from path's name: ".gz" gzip, ".zst"
+// zstd, anything else plain.
+func CompressionOf(path string) Compression {
+	switch {
+	case strings.HasSuffix(path, ".gz"):
+		return Gzip
+	case strings.HasSuffix(path, ".zst"):
+		return Zstd
+	}
+	return Plain
+}
+
+// OpenHint is one sentence telling how to open the trace at path.
+func OpenHint(path string) string {
+	if CompressionOf(path) == Zstd {
+		return "Perfetto (ui.perfetto.dev) does not read zstd: decompress it first (zstd -d " + path + "), or write a .json.gz trace instead"
+	}
+	return "open it in Perfetto (ui.perfetto.dev: Open trace file) or chrome://tracing"
+}
+
+// newCompressor wraps w in the compressor c asks for, or returns nil for
+// Plain.
+func newCompressor(c Compression, w io.Writer) (io.WriteCloser, error) {
+	switch c {
+	case Gzip:
+		return gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	case Zstd:
+		return zstd.NewWriter(w)
+	}
+	return nil, nil
 }
 
 // Create starts a trace for path. The trace is written to a temporary file
-// in path's directory, zstd-compressed when path ends in ".zst", and appears
+// in path's directory, compressed as CompressionOf(path) says, and appears
 // at path only on Commit.
 func Create(path string) (*File, error) {
 	dir, base := filepath.Split(path)
@@ -39,8 +81,7 @@ func Create(path string) (*File, error) {
 	}
 	f := &File{path: path, tmp: tmp}
 	var out io.Writer = tmp
-	if strings.HasSuffix(path, ".zst") {
-		enc, err := zstd.NewWriter(tmp)
+	if enc, err := newCompressor(CompressionOf(path), tmp); enc != nil || err != nil {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
@@ -53,7 +94,7 @@ func Create(path string) (*File, error) {
 	return f, nil
 }
 
-// Commit finishes the trace: it closes the Writer and the zstd encoder,
+// Commit finishes the trace: it closes the Writer and the compressor,
 // syncs and closes the temporary file and renames it onto the destination.
 // On any error the temporary file is removed and the error returned. Commit
 // returns ErrClosed if the File was already committed or aborted.
