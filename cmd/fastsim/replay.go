@@ -1,16 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -50,6 +47,8 @@ type replayFlags struct {
 	partial    bool
 	costs      string
 	traceSteps string
+
+	overwriteSummary bool
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -60,13 +59,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
-	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings, and partial when interrupted")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
 	costsPath := costsFlag(fs)
+	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
@@ -123,32 +123,41 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "\rfastsim: %d records replayed...", records)
 		}
 	}
+	// Every destination is checked now, so an unwritable one fails before
+	// the replay rather than after it.
+	for _, d := range []struct{ flag, path string }{
+		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
+		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
+	} {
+		if d.path == "" {
+			continue
+		}
+		if err := trace.CheckDest(d.path); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: %s: %v\n", d.flag, err)
+			return exitError
+		}
+	}
+	if opt.TracePath == trace.Stdout {
+		stdout = stderr // the trace owns standard output; the report goes to stderr
+	}
 	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
+		stopProfile, err := startCPUProfile(f.cpuprofile)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
 			return exitError
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
-			return exitError
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+			}
+		}()
 	}
 
 	// The first Ctrl-C stops the replay at the next record and reports what
-	// was replayed; a second one kills the process as usual.
-	stop := make(chan struct{})
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	go func() {
-		if _, ok := <-sig; ok {
-			signal.Stop(sig)
-			close(stop)
-		}
-	}()
-	defer func() { signal.Stop(sig); close(sig) }()
+	// was replayed; a second one, or SIGTERM, removes the temporary files
+	// of the outputs being written and exits.
+	stop, release := handleSignals()
+	defer release()
 	opt.Stop = stop
 	opt.PartialTrace = f.partial
 
@@ -171,9 +180,13 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f.summary != "" {
-		if err := writeSummary(f.summary, res); err != nil {
+		wrote, err := writeSummary(f.summary, res, f.overwriteSummary)
+		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
 			return exitError
+		}
+		if !wrote {
+			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %s holds a complete summary; the partial one was not written (--overwrite-summary writes it anyway)\n", f.summary)
 		}
 	}
 	if res.Partial {
@@ -189,18 +202,6 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	return exitOK
-}
-
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // defaultTracePath is NAME.trace.json.zst in the current directory.
@@ -219,35 +220,6 @@ func oneLine(err error) string {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// summaryJSON is the --summary-json document.
-type summaryJSON struct {
-	ExecTimeS    float64      `json:"exec_time_s"`
-	PeakMemoryMB float64      `json:"peak_memory_mb"`
-	Steps        [][2]float64 `json:"steps"`
-	Commands     int64        `json:"commands"`
-	WorldSize    int64        `json:"world_size"`
-	Warnings     int64        `json:"warnings"`
-}
-
-func writeSummary(path string, res *replay.Result) error {
-	s := summaryJSON{
-		ExecTimeS:    res.Final.ExecSeconds(),
-		PeakMemoryMB: res.Final.PeakMB(),
-		Steps:        make([][2]float64, 0, len(res.Steps)),
-		Commands:     res.Commands,
-		WorldSize:    res.Header.WorldSize,
-		Warnings:     res.Warnings,
-	}
-	for _, st := range res.Steps {
-		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return trace.WriteFileAtomic(path, append(data, '\n'))
 }
 
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {

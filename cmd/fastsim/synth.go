@@ -6,10 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/fastsim/fastsim/internal/synth"
+	"github.com/fastsim/fastsim/internal/trace"
 )
 
 const synthUsage = `Usage: fastsim synth [flags] OUT
@@ -86,40 +85,24 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeAtomic streams fill into a temp file beside path and renames it onto
-// path once complete; on error nothing is left at path.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+// writeAtomic streams fill to path as an output: a regular file through a
+// temporary file renamed onto path once complete (on error nothing is left
+// at path), standard output ("-"), a device or a pipe directly.
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	o, err := trace.CreateOutput(path)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(bw); err != nil {
+	bw := bufio.NewWriterSize(o.W, 1<<20)
+	if err := fill(bw); err != nil {
+		o.Abort()
 		return err
 	}
-	if err = bw.Flush(); err != nil {
+	if err := bw.Flush(); err != nil {
+		o.Abort()
 		return err
 	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return o.Commit()
 }
 
 // modelFlags declares the model's shape flags, shared by synth and search.
