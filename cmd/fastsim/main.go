@@ -58,6 +58,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "fastsim: unknown command %q (want replay, synth or help)\n", args[0])
+	fmt.Fprintf(stderr, "fastsim: unknown command %q\n\n%s", args[0], usage)
 	return exitInput
 }

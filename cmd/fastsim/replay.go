@@ -21,8 +21,9 @@ import (
 const replayUsage = `Usage: fastsim replay [flags] HISTORY
 
 Replays HISTORY (a command history: JSON lines, plain or zstd-compressed,
-detected by its magic bytes) and prints the simulated step time, the peak
-memory and on which device it happens.
+or the binary form, detected by its magic bytes; "-" reads standard input)
+and prints the simulated step time, the peak memory and on which device it
+happens.
 
 By default the trace goes to NAME.trace.json.zst in the current directory,
 where NAME is HISTORY's file name without .hist/.hist.zst. Perfetto
@@ -118,9 +119,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		opt.TraceSteps = r
 	}
-	if isTerminal(os.Stderr) && !f.quiet {
-		opt.Progress = func(records int64) {
-			fmt.Fprintf(stderr, "\rfastsim: %d records replayed...", records)
+	showProgress := isTerminal(os.Stderr) && !f.quiet
+	if !f.grouped && !f.quiet {
+		opt.Header = func(h history.Header) {
+			if h.WorldSize > largeWorld {
+				fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
+			}
 		}
 	}
 	// Every destination is checked now, so an unwritable one fails before
@@ -161,14 +165,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opt.Stop = stop
 	opt.PartialTrace = f.partial
 
-	res, err := replay.File(path, opt)
+	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --memprofile: %v\n", err)
 			return exitError
 		}
 	}
-	if opt.Progress != nil {
+	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
@@ -206,6 +210,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 
 // defaultTracePath is NAME.trace.json.zst in the current directory.
 func defaultTracePath(history string) string {
+	if history == "-" {
+		return "stdin.trace.json.zst"
+	}
 	base := filepath.Base(history)
 	for _, ext := range []string{".zst", ".hist", ".jsonl"} {
 		base = strings.TrimSuffix(base, ext)

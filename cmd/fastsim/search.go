@@ -53,6 +53,7 @@ Flags:
 type searchOut struct {
 	json, csv string
 	top       int
+	costsPath string // the --costs file, for the table's heading
 	quiet     bool
 }
 
@@ -84,6 +85,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	positional, code := parseArgs(fs, searchUsage, args, -1, "")
 	if code >= 0 {
 		return code
+	}
+	out.costsPath = *costsPath
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
 	}
 	if len(positional) != 0 {
 		fmt.Fprintf(stderr, "fastsim search: unexpected argument %q (everything is a flag; see fastsim search --help)\n", positional[0])
@@ -166,6 +172,10 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search merge: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
+	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
 		return exitInput
@@ -211,6 +221,7 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) in
 		if d.Shard.N > 1 {
 			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
 		}
+		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath))
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError
@@ -246,4 +257,18 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 		left := time.Duration(float64(total-done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "\r\033[Kfastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
 	}
+}
+
+// costsLine says which cost model priced the layouts. The default fixed
+// runtimes are the reference simulator's placeholders, the same for every
+// kernel and link, so a ranking by them orders layouts by how many commands
+// they send, not by what a GPU would take.
+func costsLine(id, path string) string {
+	switch {
+	case id == "reference":
+		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --costs FILE for a ranking that means something"
+	case path != "":
+		return fmt.Sprintf("costs: %s (%s)", path, id)
+	}
+	return "costs: the model of " + id
 }

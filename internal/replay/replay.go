@@ -37,6 +37,9 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// Header, when set, is called with the history's header before the
+	// first record is replayed.
+	Header func(history.Header)
 	// TraceSteps, when set, limits the trace to the commands of steps
 	// First to Last (see StepRange).
 	TraceSteps *StepRange
@@ -125,6 +128,9 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
 	defer eng.Close()
+	if opt.Header != nil {
+		opt.Header(h)
+	}
 	res := &Result{Header: h}
 	var atMark []int64 // commands processed at each step mark
 	var rec history.Record
