@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,6 +51,7 @@ type replayFlags struct {
 	traceSteps string
 
 	overwriteSummary bool
+	extra            extraOutputs
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -67,6 +69,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
 	costsPath := costsFlag(fs)
+	f.extra.register(fs)
 	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
@@ -129,10 +132,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// Every destination is checked now, so an unwritable one fails before
 	// the replay rather than after it.
-	for _, d := range []struct{ flag, path string }{
+	if err := f.extra.check(); err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
+		return exitInput
+	}
+	for _, d := range append([]struct{ flag, path string }{
 		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
 		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
-	} {
+	}, f.extra.dests()...) {
 		if d.path == "" {
 			continue
 		}
@@ -143,6 +150,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if opt.TracePath == trace.Stdout {
 		stdout = stderr // the trace owns standard output; the report goes to stderr
+	}
+	var notes bytes.Buffer // lines about the extra outputs, printed after the report
+	if f.extra.wanted() {
+		opt.KeepEvents = true
+		opt.Inspect = f.extra.inspect(&notes)
 	}
 	if f.cpuprofile != "" {
 		stopProfile, err := startCPUProfile(f.cpuprofile)
@@ -175,6 +187,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
+	if fe := (*flagError)(nil); errors.As(err, &fe) {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		return exitError
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
 		var he *history.Error
@@ -201,6 +217,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
+		io.Copy(stdout, &notes)
 	}
 	if res.Partial {
 		return exitInterrupted

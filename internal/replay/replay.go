@@ -37,6 +37,13 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// KeepEvents keeps the whole timeline even without a trace, for
+	// Inspect.
+	KeepEvents bool
+	// Inspect, when set, is called with the engine once the history is
+	// replayed (not after a stop, unless PartialTrace), before the trace is
+	// written: outputs other than the trace read the kept timeline there.
+	Inspect func(eng *sched.Engine, res *Result) error
 	// Header, when set, is called with the history's header before the
 	// first record is replayed.
 	Header func(history.Header)
@@ -120,7 +127,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		Costs:       opt.Costs,
 		Model:       opt.Model,
 		GPUsPerHost: h.GPUsPerHost,
-		KeepEvents:  opt.TracePath != "",
+		KeepEvents:  opt.TracePath != "" || opt.KeepEvents,
 		Grouped:     opt.Grouped,
 		Jobs:        opt.Jobs,
 	})
@@ -169,6 +176,11 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	res.Groups = eng.Groups()
 	res.WorkerTasks = eng.WorkerTasks()
 	res.Warnings, res.FirstWarning = eng.Warnings()
+	if opt.Inspect != nil && (!res.Partial || opt.PartialTrace) {
+		if err := opt.Inspect(eng, res); err != nil {
+			return nil, err
+		}
+	}
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
 		first, last := int64(0), int64(math.MaxInt64)
 		if opt.TraceSteps != nil {
