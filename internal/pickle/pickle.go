@@ -52,10 +52,10 @@ var ErrNesting = errors.New("pickle: containers not closed in order")
 // BeginDict, then key and value alternately, End. Close writes STOP and
 // flushes. The first error is kept and returned by Close.
 type Writer struct {
-	bw    *bufio.Writer
-	open  []byte // kinds of the open containers: 'l' or 'd'
-	err   error
-	buf   [16]byte
+	bw   *bufio.Writer
+	open []byte // kinds of the open containers: 'l' or 'd'
+	err  error
+	buf  [16]byte
 }
 
 // NewWriter starts a protocol 2 pickle on w.
