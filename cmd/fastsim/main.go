@@ -31,6 +31,7 @@ Usage:
   fastsim synth [flags] OUT        write a synthetic training history (or a random one)
   fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
   fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')
+  fastsim ops [flags] HISTORY      list the command kinds with Monarch's timing keys and predicted times
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
@@ -54,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return convertCmd(args[1:], stdout, stderr)
 	case "search":
 		return searchCmd(args[1:], stdout, stderr)
+	case "ops":
+		return opsCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

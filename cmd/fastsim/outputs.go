@@ -95,3 +95,6 @@ func holdsCompleteSummary(path string) bool {
 	}
 	return json.Unmarshal(data, &doc) == nil && doc.ExecTimeS != nil && !doc.Partial
 }
+
+// checkDest checks an output's destination before any work is done.
+func checkDest(path string) error { return trace.CheckDest(path) }

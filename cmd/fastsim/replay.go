@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -94,7 +93,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
 	if f.costs != "" {
-		m, err := costs.Load(f.costs)
+		m, err := loadCostModel(f.costs)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --costs: %v\n", err)
 			return exitInput

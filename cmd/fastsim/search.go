@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 )
@@ -128,7 +127,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
 			return exitInput
 		}
-		m, err := costs.Parse(data)
+		m, err := parseCostModel(data)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
 			return exitInput

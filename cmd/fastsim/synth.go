@@ -128,7 +128,7 @@ func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
 
 // costsFlag declares --costs, shared by replay and search.
 func costsFlag(fs *flag.FlagSet) *string {
-	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
+	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json), or with a\nMonarch timing file {timing_key: microseconds} (see fastsim ops); default: the reference's fixed runtimes")
 }
 
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks
