@@ -35,7 +35,7 @@ type CommandType struct {
 // {"command_types": [...], "timing": {timing_key: microseconds}}, the
 // second in import_timing's format, so the file is itself a timing file.
 type Catalogue struct {
-	CommandTypes []CommandType     `json:"command_types"`
+	CommandTypes []CommandType      `json:"command_types"`
 	Timing       map[string]float64 `json:"timing"`
 }
 
