@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
+	"github.com/fastsim/fastsim/internal/htmlout"
 	"github.com/fastsim/fastsim/internal/memsnap"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -14,24 +16,28 @@ import (
 )
 
 // extraOutputs are the replay's outputs read off the kept timeline once the
-// history is replayed: the memory snapshot (and more to come).
+// history is replayed: the memory snapshot and the HTML report.
 type extraOutputs struct {
 	memSnapshot string
 	memDevice   int64
+	html        string
+	costs       string // the --costs file, named on the HTML page
+	history     string // the history's path, the page's title
 }
 
 func (x *extraOutputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end)")
 	fs.Int64Var(&x.memDevice, "memory-device", -1, "the rank whose memory --memory-snapshot writes (default: the device that peaks)")
+	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed)")
 }
 
 // dests lists the destinations to check before the replay.
 func (x *extraOutputs) dests() []struct{ flag, path string } {
-	return []struct{ flag, path string }{{"--memory-snapshot", x.memSnapshot}}
+	return []struct{ flag, path string }{{"--memory-snapshot", x.memSnapshot}, {"--html", x.html}}
 }
 
 // wanted reports whether any of these outputs was asked for.
-func (x *extraOutputs) wanted() bool { return x.memSnapshot != "" }
+func (x *extraOutputs) wanted() bool { return x.memSnapshot != "" || x.html != "" }
 
 // check validates the flags against nothing but themselves.
 func (x *extraOutputs) check() error {
@@ -74,6 +80,19 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 			if err != nil {
 				return &flagError{"--memory-snapshot", err}
 			}
+		}
+		if x.html != "" {
+			costs := "the reference's fixed runtimes (placeholders, not a hardware model)"
+			if x.costs != "" {
+				costs = x.costs
+			}
+			err := writeOutput(x.html, func(w io.Writer) error {
+				return htmlout.Write(w, htmlout.Input{Title: filepath.Base(x.history), Costs: costs, Res: res, Eng: eng})
+			})
+			if err != nil {
+				return &flagError{"--html", err}
+			}
+			fmt.Fprintf(note, "html report          %s\n", x.html)
 		}
 		return nil
 	}

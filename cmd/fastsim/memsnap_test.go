@@ -127,3 +127,21 @@ func TestMemorySnapshotFlags(t *testing.T) {
 		t.Error("a snapshot was written for a rank outside the world")
 	}
 }
+
+// TestHTMLFlag: --html writes the page next to the other outputs; an
+// unwritable destination fails before the replay, naming the flag.
+func TestHTMLFlag(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "r.html")
+	code, stdout, stderr := runCLI("replay", "--report-only", "--html", page, example)
+	if code != exitOK || !strings.Contains(stdout, "html report") {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	if data, err := os.ReadFile(page); err != nil || strings.Count(string(data), "<svg") != 4 {
+		t.Errorf("page: %v, %d plots", err, strings.Count(string(data), "<svg"))
+	}
+	code, stdout, stderr = runCLI("replay", "--report-only", "--html", filepath.Join(dir, "no", "r.html"), example)
+	if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "fastsim replay: --html:") {
+		t.Errorf("unwritable: exit %d, %q, %q", code, stdout, stderr)
+	}
+}

@@ -151,6 +151,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		stdout = stderr // the trace owns standard output; the report goes to stderr
 	}
 	var notes bytes.Buffer // lines about the extra outputs, printed after the report
+	f.extra.costs, f.extra.history = f.costs, path
 	if f.extra.wanted() {
 		opt.KeepEvents = true
 		opt.Inspect = f.extra.inspect(&notes)

@@ -86,9 +86,12 @@ type Result struct {
 	FirstWarning string
 	Groups       int   // groups simulated at the end (the world size, ungrouped)
 	WorkerTasks  int64 // tasks rank by rank (a group's count once per rank)
-	Partial      bool  // stopped before the end of the history
-	LastLine     int64 // the last line replayed
-	Wall         time.Duration
+	// Kinds counts the command records by message kind (a CommandGroup
+	// once, as the record it is).
+	Kinds    [gen.MsgUnknown + 1]int64
+	Partial  bool  // stopped before the end of the history
+	LastLine int64 // the last line replayed
+	Wall     time.Duration
 }
 
 // ErrUnknownType is returned in strict mode for a message type the spec
@@ -161,6 +164,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			res.Partial = true
 			break
 		}
+		res.Kinds[rec.Msg.Kind]++
 		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
 			return nil, err
 		}

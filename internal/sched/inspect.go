@@ -79,3 +79,21 @@ func (e *Engine) DevicePeak(rank int64) (int64, error) {
 	}
 	return e.groupPeakBytes(g), nil
 }
+
+// Devices returns the lowest rank of every simulated device that was given
+// a task (with grouped workers, of every group), in increasing order.
+func (e *Engine) Devices() []int64 {
+	var out []int64
+	for _, gi := range e.byLowestRank() {
+		if e.gs[gi].active {
+			out = append(out, e.part.Lowest(gi))
+		}
+	}
+	return out
+}
+
+// DeviceRanks returns how many ranks the device of rank stands for: 1
+// ungrouped, its group's size grouped.
+func (e *Engine) DeviceRanks(rank int64) int64 {
+	return e.part.Size(e.part.GroupOf(rank))
+}
