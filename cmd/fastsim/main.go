@@ -47,6 +47,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	switch args[0] {
+	case "synth", "convert", "search", "ops":
+		defer removeTempsOnSignal()()
+	}
+	switch args[0] {
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
 	case "synth":

@@ -242,3 +242,36 @@ func TestCompleteSummaryNotPartial(t *testing.T) {
 		t.Errorf("summary %s", data)
 	}
 }
+
+// TestTermRemovesSynthTemps sends SIGTERM to a long synth: its temporary
+// file goes, and nothing appears at the destination.
+func TestTermRemovesSynthTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "big.hist")
+	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "100000", dest)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".big.hist.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("synth never started writing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitTerminated {
+		t.Fatalf("%v, want exit %d", err, exitTerminated)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("SIGTERM left %v", ents)
+	}
+}

@@ -49,3 +49,28 @@ func handleSignals() (stop <-chan struct{}, release func()) {
 		close(done)
 	}
 }
+
+// removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files of
+// the outputs being written before the process exits (130 or 143), for the
+// commands that have nothing to report when interrupted (synth, convert,
+// search, ops). release undoes it.
+func removeTempsOnSignal() (release func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			trace.RemoveTemps()
+			if s == syscall.SIGTERM {
+				os.Exit(exitTerminated)
+			}
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
