@@ -43,9 +43,6 @@ var temps struct {
 	closed bool // RemoveTemps ran: no more temporary files
 }
 
-// ErrShuttingDown is returned by CreateOutput after RemoveTemps.
-var ErrShuttingDown = errors.New("the process is shutting down")
-
 // CheckDest reports, before any work is done, whether path can be written:
 // standard output, an existing device or pipe, or a file whose directory
 // exists and is writable (and which is not itself a directory).
