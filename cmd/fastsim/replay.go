@@ -25,10 +25,10 @@ or the binary form, detected by its magic bytes; "-" reads standard input)
 and prints the simulated step time, the peak memory and on which device it
 happens.
 
-By default the trace goes to NAME.trace.json.zst in the current directory,
-where NAME is HISTORY's file name without .hist/.hist.zst. Perfetto
+By default the trace goes to NAME.trace.json.gz in the current directory,
+where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
 (ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
-they are; decompress a .zst one first (zstd -d).
+they are; a .zst one is smaller but must be decompressed first (zstd -d).
 
 Flags:
 `
@@ -57,7 +57,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	var f replayFlags
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`: a name ending in .json.gz is gzip-compressed (Perfetto opens it),\n.zst zstd-compressed (smallest; decompress before opening), anything else plain JSON\n(default NAME.trace.json.zst)")
+	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`: a name ending in .json.gz is gzip-compressed (Perfetto opens it),\n.zst zstd-compressed (smallest; decompress before opening), anything else plain JSON\n(default NAME.trace.json.gz)")
 	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
@@ -225,16 +225,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// defaultTracePath is NAME.trace.json.zst in the current directory.
+// defaultTracePath is NAME.trace.json.gz in the current directory: gzip,
+// because the trace viewers open it as it is.
 func defaultTracePath(history string) string {
 	if history == "-" {
-		return "stdin.trace.json.zst"
+		return "stdin.trace.json.gz"
 	}
 	base := filepath.Base(history)
-	for _, ext := range []string{".zst", ".hist", ".jsonl"} {
+	for _, ext := range []string{".zst", ".hist", ".fhist", ".jsonl"} {
 		base = strings.TrimSuffix(base, ext)
 	}
-	return base + ".trace.json.zst"
+	return base + ".trace.json.gz"
 }
 
 func oneLine(err error) string {

@@ -63,3 +63,18 @@ func TestParseStepRange(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultTracePath: the default trace is gzip JSON, which the viewers
+// open as it is, named after the history.
+func TestDefaultTracePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"runs/train.hist.zst": "train.trace.json.gz",
+		"train.hist":          "train.trace.json.gz",
+		"big.fhist.zst":       "big.trace.json.gz",
+		"-":                   "stdin.trace.json.gz",
+	} {
+		if got := defaultTracePath(in); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+}
