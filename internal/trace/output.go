@@ -90,6 +90,12 @@ func CreateOutput(path string) (*Output, error) {
 		}
 		return &Output{W: f, path: path, f: f, direct: true}, nil
 	}
+	// A symbolic link to a file is kept: the file it points to is replaced.
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		if target, err := filepath.EvalSymlinks(path); err == nil {
+			path = target
+		}
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."

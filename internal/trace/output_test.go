@@ -181,3 +181,24 @@ func TestCheckDest(t *testing.T) {
 		t.Error("a file in a read-only directory accepted")
 	}
 }
+
+// TestOutputSymlink: writing through a symbolic link replaces the file it
+// points to and keeps the link.
+func TestOutputSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.json")
+	link := filepath.Join(dir, "link.json")
+	os.WriteFile(target, []byte("old"), 0o644)
+	if err := os.Symlink("real.json", link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := WriteFileAtomic(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced by a file")
+	}
+	if got, _ := os.ReadFile(target); string(got) != "new" {
+		t.Errorf("target holds %q", got)
+	}
+}
