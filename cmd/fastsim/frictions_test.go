@@ -111,6 +111,12 @@ func TestReplayStdin(t *testing.T) {
 	if cut(string(out)) != cut(want) {
 		t.Errorf("stdin replay\n%s\nwant\n%s", out, want)
 	}
+	// The example has 393 lines: the header and 392 records.
+	cmd = child("replay", "--decode-only", "-")
+	cmd.Stdin = bytes.NewReader(data)
+	if out, err := cmd.Output(); err != nil || !strings.HasPrefix(string(out), "decoded 392 records") {
+		t.Errorf("--decode-only -: %v, %q", err, out)
+	}
 	cmd = child("replay", "--report-only", "-")
 	cmd.Stdin = strings.NewReader("not a history\n")
 	var errb bytes.Buffer
