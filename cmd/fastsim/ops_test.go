@@ -73,6 +73,9 @@ func TestOpsRoundTrip(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
+	if strings.Contains(stderr, "has no time") {
+		t.Errorf("every key was given, yet: %q", stderr)
+	}
 	var s summaryJSON
 	data, _ = os.ReadFile(sum)
 	if err := json.Unmarshal(data, &s); err != nil || s.ExecTimeS != 3.9e-05 {
@@ -86,6 +89,15 @@ func TestOpsRoundTrip(t *testing.T) {
 	if code != exitOK || s.ExecTimeS != 0.000112 {
 		t.Errorf("catalogue as costs: exit %d (%s), exec %v, want 0.000112", code, stderr, s.ExecTimeS)
 	}
+	// A file lacking the reduce's key: its tasks take the fixed 100 us, and
+	// the replay says so.
+	partial := filepath.Join(dir, "partial.json")
+	os.WriteFile(partial, []byte(`{"`+mmKey+`": 7}`), 0o644)
+	code, _, stderr = runCLI("replay", "--report-only", "--costs", partial, hist)
+	if code != exitOK || !strings.Contains(stderr, "no time for 1 kinds of command") || !strings.Contains(stderr, redKey) {
+		t.Errorf("missing key: exit %d, %q", code, stderr)
+	}
+
 	// ops with the timing file predicts its times.
 	code, _, _ = runCLI("ops", "--json", cat, "--costs", timing, hist)
 	data, _ = os.ReadFile(cat)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/monarch"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
@@ -218,6 +219,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
 		io.Copy(stdout, &notes)
+	}
+	if tm, ok := opt.Model.(*monarch.Model); ok && !f.quiet {
+		if missed := tm.Missed(); len(missed) > 0 {
+			fmt.Fprintf(stderr, "fastsim replay: --costs: %s has no time for %d kinds of command (the fixed runtimes priced them), e.g. %s; fastsim ops lists them all\n", f.costs, len(missed), missed[0])
+		}
 	}
 	if res.Partial {
 		return exitInterrupted
