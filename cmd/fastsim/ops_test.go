@@ -94,7 +94,7 @@ func TestOpsRoundTrip(t *testing.T) {
 	partial := filepath.Join(dir, "partial.json")
 	os.WriteFile(partial, []byte(`{"`+mmKey+`": 7}`), 0o644)
 	code, _, stderr = runCLI("replay", "--report-only", "--costs", partial, hist)
-	if code != exitOK || !strings.Contains(stderr, "no time for 1 kinds of command") || !strings.Contains(stderr, redKey) {
+	if code != exitOK || !strings.Contains(stderr, "no time for 1 command kind(s)") || !strings.Contains(stderr, redKey) {
 		t.Errorf("missing key: exit %d, %q", code, stderr)
 	}
 

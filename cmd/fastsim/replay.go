@@ -222,7 +222,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if tm, ok := opt.Model.(*monarch.Model); ok && !f.quiet {
 		if missed := tm.Missed(); len(missed) > 0 {
-			fmt.Fprintf(stderr, "fastsim replay: --costs: %s has no time for %d kinds of command (the fixed runtimes priced them), e.g. %s; fastsim ops lists them all\n", f.costs, len(missed), missed[0])
+			fmt.Fprintf(stderr, "fastsim replay: --costs: %s has no time for %d command kind(s) (the fixed runtimes priced them), e.g. %s; fastsim ops lists them all\n", f.costs, len(missed), missed[0])
 		}
 	}
 	if res.Partial {
