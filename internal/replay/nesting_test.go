@@ -135,7 +135,7 @@ func TestNestingRuleCatchesZeroLength(t *testing.T) {
 	}
 }
 
-// TestTraceNesting replays every golden history (whose controller tracks are
+// TestTraceNesting replays every golden history, grouped and not (whose controller tracks are
 // full of zero-length events: command groups, commands sharing a ts) and
 // checks every thread of the trace against the nesting rule; the zero-length
 // spans must be there as instant events, as many as the reference's trace
@@ -146,37 +146,39 @@ func TestTraceNesting(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "trace.json")
-			if _, err := File(c.Hist, Options{TracePath: path}); err != nil {
-				t.Fatal(err)
-			}
-			events := readTraceEvents(t, path)
-			if errs := nestingErrors(events); len(errs) > 0 {
-				t.Errorf("%s", strings.Join(errs, "\n"))
-			}
-			if c.Want.TraceMode != "everything" {
-				return
-			}
-			wantZero := 0
-			for _, ev := range c.Want.Controller {
-				if ev.End == ev.Ts {
-					wantZero++
+		for _, grouped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/grouped=%v", c.Name, grouped), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "trace.json")
+				if _, err := File(c.Hist, Options{TracePath: path, Grouped: grouped}); err != nil {
+					t.Fatal(err)
 				}
-			}
-			instants := 0
-			for _, ev := range events {
-				if ev.Ph == "i" {
-					if ev.S != "t" {
-						t.Errorf("instant event %s is not thread-scoped (s=%q)", ev.Name, ev.S)
+				events := readTraceEvents(t, path)
+				if errs := nestingErrors(events); len(errs) > 0 {
+					t.Errorf("%s", strings.Join(errs, "\n"))
+				}
+				if c.Want.TraceMode != "everything" {
+					return
+				}
+				wantZero := 0
+				for _, ev := range c.Want.Controller {
+					if ev.End == ev.Ts {
+						wantZero++
 					}
-					instants++
 				}
-			}
-			if instants != wantZero {
-				t.Errorf("%d instant events, want the reference's %d zero-length controller events", instants, wantZero)
-			}
-		})
+				instants := 0
+				for _, ev := range events {
+					if ev.Ph == "i" {
+						if ev.S != "t" {
+							t.Errorf("instant event %s is not thread-scoped (s=%q)", ev.Name, ev.S)
+						}
+						instants++
+					}
+				}
+				if instants != wantZero {
+					t.Errorf("%d instant events, want the reference's %d zero-length controller events", instants, wantZero)
+				}
+			})
+		}
 	}
 }
 
