@@ -275,3 +275,48 @@ func TestTermRemovesSynthTemps(t *testing.T) {
 		t.Errorf("SIGTERM left %v", ents)
 	}
 }
+
+// TestSecondInterruptRemovesTemps: Ctrl-C twice while the trace is being
+// written exits 130 at once, without a temporary file or a trace left.
+func TestSecondInterruptRemovesTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large history")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "big.hist")
+	bigHistory(t, hist)
+	dest := filepath.Join(dir, "out.json")
+	cmd := child("replay", "--trace", dest, hist)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the trace never started")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+		t.Errorf("two interrupts left %v", tmp)
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == exitInterrupted {
+		if _, err := os.Stat(dest); err == nil {
+			t.Error("an interrupted replay left a trace")
+		}
+		return
+	}
+	data, _ := os.ReadFile(dest)
+	if err != nil || !json.Valid(data) {
+		t.Fatalf("exit %v, trace valid %v", err, json.Valid(data))
+	}
+	t.Log("the trace was complete before the second interrupt landed")
+}
