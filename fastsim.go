@@ -3,7 +3,8 @@
 // the CLI reads) one at a time, and take reports of the simulated time and
 // memory; or replay a whole history from an io.Reader; write the timeline
 // as a Chrome trace; price commands with a cost model; and build synthetic
-// training histories in memory.
+// training histories in memory: a transformer trained as Megatron-LM trains
+// it (Transformer), or the toy micro-benchmark (Train).
 //
 // Results are those of `fastsim replay`: docs/SEMANTICS.md defines them, and with
 // the default costs they match the reference simulator number for number.
@@ -18,11 +19,13 @@ import (
 	"strconv"
 
 	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
 	"github.com/fastsim/fastsim/internal/trace"
+	"github.com/fastsim/fastsim/internal/workload"
 )
 
 // Errors of the API. Errors in a history are returned as they come from the
@@ -69,7 +72,57 @@ type Options struct {
 	Jobs int
 	// Strict makes unknown message types errors instead of warnings.
 	Strict bool
+	// Hardware prices commands on that hardware: a roofline per ATen op
+	// and collectives from the ranks' placement on hosts. Entries of
+	// Costs' runtime table and its "comm" section still win. nil: no
+	// hardware model.
+	Hardware *Hardware
+	// Controller says what the controller's sending of commands costs.
+	Controller Controller
 }
+
+// Controller says what the controller's part of a command costs.
+type Controller uint8
+
+// Controllers.
+const (
+	// ControllerMonarch: a task starts no earlier than its command's ts,
+	// as recorded by a Monarch controller (the default).
+	ControllerMonarch Controller = iota
+	// ControllerNone: the controller costs nothing and its clock stays 0
+	// (an SPMD program).
+	ControllerNone
+)
+
+// Hardware is a hardware spec: GPU peaks and bandwidths, hosts and
+// network (see `fastsim hardware`). It is immutable and may be shared by
+// many Sims.
+type Hardware struct{ s *hardware.Spec }
+
+// LoadHardware returns a built-in preset by name (HardwarePresets) or
+// reads a spec file.
+func LoadHardware(nameOrPath string) (*Hardware, error) {
+	s, err := hardware.Load(nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Hardware{s: s}, nil
+}
+
+// ParseHardware reads a spec from its JSON document.
+func ParseHardware(data []byte) (*Hardware, error) {
+	s, err := hardware.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Hardware{s: s}, nil
+}
+
+// HardwarePresets lists the built-in hardware specs' names.
+func HardwarePresets() []string { return hardware.Presets() }
+
+// Name is the spec's name.
+func (h *Hardware) Name() string { return h.s.Name }
 
 // Costs is a cost model (see internal/costs for the JSON schema, and
 // examples/costs.json). It is immutable and may be shared by many Sims.
@@ -131,6 +184,17 @@ type Sim struct {
 	rec      history.Record
 	steps    []Report
 	finished bool
+	hw       *costs.Model // the hardware model, when Options.Hardware is set
+}
+
+// UnknownOps returns how many calls had an op the hardware model's op
+// table does not know (priced as memory-bound on their tensors), and
+// those ops' names; zero without Options.Hardware.
+func (s *Sim) UnknownOps() (int64, []string) {
+	if s.hw == nil {
+		return 0, nil
+	}
+	return s.hw.Roofline().Unknown()
 }
 
 // lineSource hands the history reader the lines given to Feed.
@@ -197,7 +261,24 @@ func (s *Sim) start() error {
 	if s.opt.Costs != nil {
 		model = s.opt.Costs.m
 	}
+	if s.opt.Hardware != nil {
+		base := costs.Default()
+		if s.opt.Costs != nil {
+			base = s.opt.Costs.m
+		}
+		m, err := base.WithHardware(s.opt.Hardware.s)
+		if err != nil {
+			return err
+		}
+		s.hw = m
+		model = m
+	}
+	ctl := [...]sched.Controller{sched.ControllerMonarch, sched.ControllerNone}
+	if int(s.opt.Controller) >= len(ctl) {
+		return fmt.Errorf("%w: controller %d", sched.ErrOptions, s.opt.Controller)
+	}
 	eng, err := sched.New(sched.Options{
+		Controller:  ctl[s.opt.Controller],
 		WorldSize:   h.WorldSize,
 		Mode:        mode[s.opt.Mode],
 		Model:       model,
@@ -301,11 +382,92 @@ func (s *Sim) WriteTrace(w io.Writer) error {
 	return tw.Close()
 }
 
-// Train describes a synthetic training job: a mesh of PP pipeline stages,
+// Model describes a decoder-only transformer: layers, hidden size, heads
+// and KV heads, FFN width, vocabulary, sequence length, gated MLP, biases,
+// tied embeddings, dtype and the source of its figures.
+type Model = workload.Model
+
+// LoadModel returns the preset called nameOrFile (see ModelPresets), or
+// reads the JSON model description in that file.
+func LoadModel(nameOrFile string) (Model, error) { return workload.LoadModel(nameOrFile) }
+
+// ModelPresets lists the names of the published models LoadModel knows.
+func ModelPresets() []string { return workload.PresetNames() }
+
+// Transformer describes a transformer training job laid out as Megatron-LM
+// lays it out: TP tensor shards, PP pipeline stages and DP data replicas
+// (rank = (stage*DP + replica)*TP + shard), MicroBatch sequences per
+// microbatch, GlobalBatch sequences per step; Schedule is "1f1b" (the
+// default), "gpipe" or "interleaved:V"; Recompute "none" (the default),
+// "selective" or "full"; Zero the ZeRO stage 0-3. The history is the one
+// `fastsim synth --model` writes.
+type Transformer struct {
+	Model                   Model
+	TP, PP, DP              int
+	MicroBatch, GlobalBatch int
+	Schedule, Recompute     string
+	SequenceParallel        bool
+	Zero                    int
+	FlashAttention          bool
+	// StageCollectives sends each collective to a whole stage at once, so
+	// a grouped replay simulates a stage once (see synth --help).
+	StageCollectives bool
+	Steps            int
+	GPUsPerHost      int   // 0: 8
+	CommandNs        int64 // controller time between commands; 0: 20 µs; negative: 0
+}
+
+func (t Transformer) job() (workload.Job, error) {
+	j := workload.Job{Model: t.Model, TP: t.TP, PP: t.PP, DP: t.DP, MicroBatch: t.MicroBatch, GlobalBatch: t.GlobalBatch,
+		SequenceParallel: t.SequenceParallel, Zero: t.Zero, FlashAttention: t.FlashAttention,
+		StageCollectives: t.StageCollectives, Steps: t.Steps, GPUsPerHost: t.GPUsPerHost, CommandNs: t.CommandNs}
+	sched, rec := t.Schedule, t.Recompute
+	if sched == "" {
+		sched = "1f1b"
+	}
+	if rec == "" {
+		rec = "none"
+	}
+	var err error
+	if j.Schedule, j.Chunks, err = workload.ParseSchedule(sched); err != nil {
+		return j, fmt.Errorf("%w: schedule %v", workload.ErrJob, err)
+	}
+	if j.Recompute, err = workload.ParseRecompute(rec); err != nil {
+		return j, fmt.Errorf("%w: recompute %v", workload.ErrJob, err)
+	}
+	return j, j.Check()
+}
+
+// Check reports the first thing about t that does not fit.
+func (t Transformer) Check() error {
+	_, err := t.job()
+	return err
+}
+
+// WriteHistory streams t's history to w.
+func (t Transformer) WriteHistory(w io.Writer) error {
+	j, err := t.job()
+	if err != nil {
+		return err
+	}
+	return workload.Write(w, j)
+}
+
+// History returns t's history in memory.
+func (t Transformer) History() ([]byte, error) {
+	var b bytes.Buffer
+	if err := t.WriteHistory(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// Train describes the toy micro-benchmark: a mesh of PP pipeline stages,
 // DP data-parallel replicas and TP tensor-parallel shards (rank =
 // (stage*DP + replica)*TP + shard) training Layers blocks of width Hidden
 // on Batch sequences of Seq tokens per step, in Micro microbatches, for
-// Steps steps. The history is the one `fastsim synth` writes.
+// Steps steps; each block is one Hidden x 4*Hidden/TP weight used twice.
+// The history is the one `fastsim synth` writes without --model.
 type Train struct {
 	PP, DP, TP  int
 	Layers      int

@@ -19,7 +19,7 @@ func TestUnknownCommandListsAll(t *testing.T) {
 	if code != exitInput {
 		t.Fatalf("exit %d", code)
 	}
-	for _, c := range []string{"replay", "synth", "convert", "search", "ops", "help"} {
+	for _, c := range []string{"replay", "synth", "convert", "search", "ops", "hardware", "help"} {
 		if !strings.Contains(stderr, "fastsim "+c) {
 			t.Errorf("%q does not list %s", stderr, c)
 		}

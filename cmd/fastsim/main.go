@@ -32,6 +32,7 @@ Usage:
   fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
   fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')
   fastsim ops [flags] HISTORY      list the command kinds with Monarch's timing keys and predicted times
+  fastsim hardware [NAME|FILE]     list the hardware presets, or print one spec
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
@@ -61,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return searchCmd(args[1:], stdout, stderr)
 	case "ops":
 		return opsCmd(args[1:], stdout, stderr)
+	case "hardware":
+		return hardwareCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

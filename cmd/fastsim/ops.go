@@ -10,7 +10,6 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/monarch"
 	"github.com/fastsim/fastsim/internal/replay"
@@ -42,7 +41,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "write the catalogue as JSON to `PATH` (Monarch's command_types, and a timing map)")
 	top := fs.Int("top", 30, "show the `K` kinds with the most predicted time in the table (0: all)")
 	grouped := fs.Bool("group-workers", false, "simulate identical ranks once (same results; for very large worlds)")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	positional, code := parseArgs(fs, opsUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
@@ -57,16 +56,15 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	var model sched.CostModel = sched.DefaultCosts()
-	if *costsPath != "" {
-		m, err := loadCostModel(*costsPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim ops: --costs: %v\n", err)
-			return exitInput
-		}
-		model = m
+	model, _, _, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim ops: %v\n", oneLine(err))
+		return exitInput
 	}
-	cat, err := catalogue(positional[0], model, *grouped)
+	if model == nil {
+		model = sched.DefaultCosts()
+	}
+	cat, err := catalogue(positional[0], model, ctl, *grouped)
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
 		var he *history.Error
@@ -91,7 +89,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // catalogue replays the history at path, recording each command kind.
-func catalogue(path string, model sched.CostModel, grouped bool) (*monarch.Catalogue, error) {
+func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped bool) (*monarch.Catalogue, error) {
 	var r *history.Reader
 	var err error
 	name := path
@@ -107,7 +105,7 @@ func catalogue(path string, model sched.CostModel, grouped bool) (*monarch.Catal
 	defer r.Close()
 	h := r.Header()
 	b := monarch.NewBuilder(model)
-	eng, err := sched.New(sched.Options{WorldSize: h.WorldSize, GPUsPerHost: h.GPUsPerHost, Model: b.Model(), Grouped: grouped})
+	eng, err := sched.New(sched.Options{WorldSize: h.WorldSize, GPUsPerHost: h.GPUsPerHost, Model: b.Model(), Grouped: grouped, Controller: ctl})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
@@ -154,32 +152,4 @@ func printCatalogue(w io.Writer, cat *monarch.Catalogue, top int) {
 		fmt.Fprintf(tw, "%d\t%g\t%g\t  %s%s\n", e.Count, e.PredictedUs, float64(e.Count)*e.PredictedUs, e.TimingKey, varies)
 	}
 	tw.Flush()
-}
-
-// loadCostModel reads a --costs file in either form: fastsim's cost model
-// (examples/costs.json) or a Monarch timing file ({timing_key:
-// microseconds}, or a catalogue written by ops --json). Keys a timing file
-// lacks are priced with the reference's fixed runtimes.
-func loadCostModel(path string) (sched.CostModel, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := parseCostModel(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
-}
-
-// parseCostModel is loadCostModel on the file's bytes.
-func parseCostModel(data []byte) (sched.CostModel, error) {
-	if monarch.IsTiming(data) {
-		t, err := monarch.ParseTiming(data)
-		if err != nil {
-			return nil, err
-		}
-		return monarch.NewModel(t, sched.DefaultCosts())
-	}
-	return costs.Parse(data)
 }

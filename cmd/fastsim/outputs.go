@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -43,10 +44,14 @@ func writeHeapProfile(path string) error {
 type summaryJSON struct {
 	ExecTimeS    float64      `json:"exec_time_s"`
 	PeakMemoryMB float64      `json:"peak_memory_mb"`
+	PeakDevice   int64        `json:"peak_device"` // the rank that peaks first, as everywhere; -1: none
 	Steps        [][2]float64 `json:"steps"`
 	Commands     int64        `json:"commands"`
 	WorldSize    int64        `json:"world_size"`
 	Warnings     int64        `json:"warnings"`
+	// UnknownOps counts calls the hardware model's op table did not know
+	// (with --hardware only).
+	UnknownOps int64 `json:"unknown_ops,omitempty"`
 	// Partial marks the summary of an interrupted replay; absent otherwise.
 	Partial bool `json:"partial,omitempty"`
 }
@@ -55,10 +60,11 @@ type summaryJSON struct {
 // interrupted replay says "partial": true, and does not replace a file
 // holding a complete summary unless overwrite is set: a Ctrl-C must not
 // destroy the result of an earlier full run. It reports whether it wrote.
-func writeSummary(path string, res *replay.Result, overwrite bool) (bool, error) {
+func writeSummary(path string, res *replay.Result, model *costs.Model, overwrite bool) (bool, error) {
 	s := summaryJSON{
 		ExecTimeS:    res.Final.ExecSeconds(),
 		PeakMemoryMB: res.Final.PeakMB(),
+		PeakDevice:   res.Final.PeakDevice,
 		Steps:        make([][2]float64, 0, len(res.Steps)),
 		Commands:     res.Commands,
 		WorldSize:    res.Header.WorldSize,
@@ -67,6 +73,9 @@ func writeSummary(path string, res *replay.Result, overwrite bool) (bool, error)
 	}
 	for _, st := range res.Steps {
 		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	if model != nil && model.Roofline() != nil {
+		s.UnknownOps, _ = model.Roofline().Unknown()
 	}
 	if res.Partial && !overwrite && holdsCompleteSummary(path) {
 		return false, nil

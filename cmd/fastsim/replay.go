@@ -62,23 +62,23 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
-	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings, and partial when interrupted")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings,\nand partial when interrupted")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
 	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
-	f.costs = *costsPath
 	if code >= 0 {
 		return code
 	}
+	f.costs = *mf.costs
 	path := positional[0]
 	if f.decodeOnly {
 		return decodeOnlyCmd(path, stdout, stderr)
@@ -92,14 +92,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)
 		return exitInput
 	}
-	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
-	if f.costs != "" {
-		m, err := loadCostModel(f.costs)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --costs: %v\n", err)
-			return exitInput
-		}
-		opt.Model = m
+	model, cm, _, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(err))
+		return exitInput
+	}
+	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs, Controller: ctl}
+	if model != nil {
+		opt.Model = model
 	}
 	if !f.reportOnly {
 		opt.TracePath = f.trace
@@ -201,7 +201,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f.summary != "" {
-		wrote, err := writeSummary(f.summary, res, f.overwriteSummary)
+		wrote, err := writeSummary(f.summary, res, cm, f.overwriteSummary)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
 			return exitError
@@ -224,6 +224,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		if missed := tm.Missed(); len(missed) > 0 {
 			fmt.Fprintf(stderr, "fastsim replay: --costs: %s has no time for %d command kind(s) (the fixed runtimes priced them), e.g. %s; fastsim ops lists them all\n", f.costs, len(missed), missed[0])
 		}
+	}
+	if !f.quiet {
+		printUnknownOps(stderr, cm)
+		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
 	}
 	if res.Partial {
 		return exitInterrupted

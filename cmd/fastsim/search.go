@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,9 +12,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
+	"github.com/fastsim/fastsim/internal/workload"
 )
+
+// gptModel is a GPT of the given shape (biases, learned positions, tied
+// embeddings, as GPT-2 and GPT-3 are); heads 0 means heads of width 64
+// (or the widest divisor of hidden below).
+func gptModel(layers, hidden, seq, heads, vocab int) workload.Model {
+	if heads == 0 {
+		heads = max(1, hidden/64)
+		for heads > 1 && hidden%heads != 0 {
+			heads--
+		}
+	}
+	return workload.Model{Name: "gpt", Layers: layers, Hidden: hidden, Heads: heads, Vocab: vocab, Seq: seq,
+		Bias: true, Tied: true, Dtype: "bfloat16", Source: "search flags"}
+}
 
 const searchUsage = `Usage: fastsim search [flags]
        fastsim search merge [flags] SHARD.json...
@@ -27,6 +39,13 @@ training history (as 'fastsim synth' writes it) is synthesized in memory and
 replayed with grouped workers and the cost model (--costs), layouts in
 parallel (--jobs). The table ranks the layouts that fit --gpu-memory-gb
 first, then by step time.
+
+The job is a transformer (--model NAME|FILE, or a GPT built from --layers,
+--hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it, with
+--schedule, --recompute, --sequence-parallel, --zero and --flash-attention
+applied to every layout; --batch is the global batch, split into
+microbatches of batch/(dp*micro) sequences. --workload toy searches the toy
+micro-benchmark (one weight per layer) instead.
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of
@@ -53,6 +72,7 @@ type searchOut struct {
 	json, csv string
 	top       int
 	costsPath string // the --costs file, for the table's heading
+	hardware  string // the --hardware preset or file, likewise
 	quiet     bool
 }
 
@@ -71,12 +91,17 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var s search.Space
 	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
+	var tf tfFlags
+	tf.register(fs, false)
+	fs.StringVar(&s.Workload, "workload", search.WorkloadTransformer, "`W`: transformer, or toy (the one-weight-per-layer micro-benchmark)")
+	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
+	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
-	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
-	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
+	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")
+	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut
@@ -85,7 +110,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	out.costsPath = *costsPath
+	out.costsPath, out.hardware = *mf.costs, *mf.hardware
 	if out.top < 0 {
 		fmt.Fprintf(stderr, "fastsim search: --top %d: want 0 (every layout) or more\n", out.top)
 		return exitInput
@@ -97,6 +122,24 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if s.World < 1 {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
 		return exitInput
+	}
+	model, m, costsID, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
+		return exitInput
+	}
+	if m != nil {
+		if r := m.Roofline(); r != nil {
+			// The hardware's memory and host size, unless given.
+			given := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+			if !given["gpu-memory-gb"] {
+				*memGB = r.Spec().GPU.HBMGB
+			}
+			if !given["gpus-per-host"] {
+				s.GPUsPerHost = r.Spec().Host.GPUsPerHost
+			}
+		}
 	}
 	if *jobs < 1 {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
@@ -115,28 +158,38 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
+	if s.Workload == search.WorkloadToy {
+		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab")); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim search: %s: only the transformer workload reads it\n", bad[0])
+			return exitInput
+		}
+	} else {
+		if tf.model != "" {
+			if bad := setFlags(fs, []string{"layers", "hidden", "seq", "heads", "vocab"}); len(bad) > 0 {
+				fmt.Fprintf(stderr, "fastsim search: %s: --model gives the transformer's shape\n", bad[0])
+				return exitInput
+			}
+			m, err := workload.LoadModel(tf.model)
+			if err != nil {
+				fmt.Fprintf(stderr, "fastsim search: --model: %v\n", err)
+				return exitInput
+			}
+			s.Model = m
+		} else {
+			s.Model = gptModel(s.Layers, s.Hidden, s.Seq, *heads, *vocab)
+		}
+		s.Layers, s.Hidden, s.Seq = s.Model.Layers, s.Model.Hidden, s.Model.Seq
+		s.Schedule, s.Recompute, s.SequenceParallel, s.Zero, s.FlashAttention = tf.schedule, tf.recompute, tf.sp, tf.zero, tf.flash
+		if tf.stageColl {
+			fmt.Fprintln(stderr, "fastsim search: --stage-collectives: search prices collectives per group; not offered here")
+			return exitInput
+		}
+	}
 	if err := s.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	var model sched.CostModel
-	costsID := "reference"
-	if *costsPath != "" {
-		data, err := os.ReadFile(*costsPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
-			return exitInput
-		}
-		m, err := parseCostModel(data)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
-			return exitInput
-		}
-		model = m
-		sum := sha256.Sum256(data)
-		costsID = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	opt := search.Options{Model: model, Jobs: *jobs, Shard: shard}
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}
@@ -152,7 +205,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if layouts == 0 {
-		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d and batch %d\n", s.World, s.Layers, s.Hidden, s.Batch)
+		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
 		return exitInput
 	}
 	return emit(search.NewDoc(s, costsID, shard, layouts, rs), out, stdout, stderr, "search")
@@ -220,7 +273,7 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) in
 		if d.Shard.N > 1 {
 			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
 		}
-		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath))
+		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath, out.hardware))
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError
@@ -262,12 +315,19 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 // runtimes are the reference simulator's placeholders, the same for every
 // kernel and link, so a ranking by them orders layouts by how many commands
 // they send, not by what a GPU would take.
-func costsLine(id, path string) string {
-	switch {
-	case id == "reference":
-		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --costs FILE for a ranking that means something"
-	case path != "":
-		return fmt.Sprintf("costs: %s (%s)", path, id)
+func costsLine(id, costsPath, hardware string) string {
+	if id == "reference" || strings.HasPrefix(id, "reference+") {
+		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --hardware or --costs FILE for a ranking that means something"
 	}
-	return "costs: the model of " + id
+	var parts []string
+	if costsPath != "" && costsPath != "reference" {
+		parts = append(parts, costsPath)
+	}
+	if hardware != "" {
+		parts = append(parts, "hardware "+hardware)
+	}
+	if len(parts) == 0 {
+		return "costs: " + id
+	}
+	return fmt.Sprintf("costs: %s (%s)", strings.Join(parts, " with "), id)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/synth"
 	"github.com/fastsim/fastsim/internal/trace"
+	"github.com/fastsim/fastsim/internal/workload"
 )
 
 const synthUsage = `Usage: fastsim synth [flags] OUT
@@ -22,19 +23,33 @@ convert: NAME.hist plain JSON lines, NAME.hist.zst zstd-compressed JSON
 lines, NAME.fhist / NAME.fhist.zst the binary form; any other name gets
 plain JSON lines.
 
-By default it is a training job: a mesh of --pp pipeline stages, --dp data
-replicas and --tp tensor shards (rank = (stage*dp + replica)*tp + shard).
-Per step and microbatch, stage 0 receives a CPU batch and copies it to the
-GPU; each layer all-gathers its parameter shard on stream "comm", borrows the
-full weight into "main", runs its matmuls and activation; activations go to
-the next stage with SendTensor; backward runs the stages in reverse with
-input- and weight-gradient matmuls, reduce-scatters the weight gradient on
-"comm" and updates the shard in place. Tensor sizes follow from the shapes
-(bf16), so memory results mean something.
+With --model NAME|FILE it is a transformer's training job, laid out as
+Megatron-LM lays it out on --tp tensor shards, --pp pipeline stages and --dp
+data replicas (rank = (stage*dp + replica)*tp + shard: tensor parallelism
+inside a host). Each layer runs its ATen operators with their real shapes
+(norms, QKV, attention, projection, MLP, dropouts, residuals; and their
+backward), with the tensor-parallel all-reduces (or, with
+--sequence-parallel, reduce-scatters and all-gathers); stages exchange
+activations and gradients with SendTensor in the order of --schedule; the
+data-parallel gradient reduction runs on stream "comm" overlapped with the
+backward pass, sharded by --zero; one fused Adam step ends each step.
+Tensors are allocated and freed as the program would, so peak memory
+follows the model state (18 bytes a parameter, sharded) and the
+activations the schedule holds.
+
+Without --model (or with --model toy) it is the toy micro-benchmark: one
+h x 4h/t weight used twice per layer (--layers, --hidden, --seq, --batch,
+--micro); stage 0 receives a CPU batch; each layer all-gathers its
+parameter shard on "comm", borrows it into "main", runs its matmuls;
+backward reduce-scatters the weight gradient and updates the shard.
 
 With --random SEED it is instead a random valid history (streams, views,
 in-place ops, reductions on sub-slices, borrows, sends, CPU tensors,
-deletes, command groups, steps) of --world ranks.
+deletes, command groups, steps) of --world ranks. From 65,536 ranks on, its
+rank sets gather at the edges of 65,536-rank blocks (runs ending on, before
+and after an edge, single ranks there, strided sets and 2-d blocks across
+one, sends between halves and across edges), where grouped replays are
+checked against ungrouped ones.
 
 Flags:
 `
@@ -43,9 +58,11 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job")
-	world := fs.Int("world", 16, "with --random: number of ranks, 2..64")
+	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
 	var c synth.Train
+	var tf tfFlags
+	tf.register(fs, true)
 	fs.IntVar(&c.PP, "pp", 2, "pipeline stages")
 	fs.IntVar(&c.DP, "dp", 2, "data-parallel replicas")
 	fs.IntVar(&c.TP, "tp", 1, "tensor-parallel shards")
@@ -53,7 +70,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
-	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns`")
+	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns` (transformer: negative sends every command at time 0)")
 	positional, code := parseArgs(fs, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
 		return code
@@ -69,7 +86,21 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 		write = func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
+	} else if tf.model != "" && tf.model != "toy" {
+		if bad := setFlags(fs, toyOnly); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim synth: %s: only the toy workload reads it (--model gives the transformer's shape; use --micro-batch and --global-batch)\n", bad[0])
+			return exitInput
+		}
+		j, ok := tf.job(stderr, "synth", c.TP, c.PP, c.DP, c.Steps, c.GPUsPerHost, int64(c.CommandNs))
+		if !ok {
+			return exitInput
+		}
+		write = func(w io.Writer) error { return workload.Write(w, j) }
 	} else {
+		if bad := setFlags(fs, tfOnly); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim synth: %s: only the transformer workload reads it (give --model)\n", bad[0])
+			return exitInput
+		}
 		if err := c.Check(); err != nil {
 			fmt.Fprintf(stderr, "fastsim synth: %v\n", err)
 			return exitInput
@@ -118,17 +149,13 @@ func writeAtomic(path string, fill func(io.Writer) error) error {
 	return o.Commit()
 }
 
-// modelFlags declares the model's shape flags, shared by synth and search.
+// modelFlags declares the toy model's shape flags, shared by synth and
+// search (search also builds a transformer from them without --model).
 func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
-	fs.IntVar(layers, "layers", 4, "transformer-like blocks, split evenly over the pipeline stages")
-	fs.IntVar(hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards")
-	fs.IntVar(seq, "seq", 2048, "tokens per sequence")
-	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas")
-}
-
-// costsFlag declares --costs, shared by replay and search.
-func costsFlag(fs *flag.FlagSet) *string {
-	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json), or with a\nMonarch timing file {timing_key: microseconds} (see fastsim ops); default: the reference's fixed runtimes")
+	fs.IntVar(layers, "layers", 4, "layers, split evenly over the pipeline stages (the toy's; search: the GPT's without --model)")
+	fs.IntVar(hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards (the toy's; search: the GPT's without --model)")
+	fs.IntVar(seq, "seq", 2048, "tokens per sequence (the toy's; search: the GPT's without --model)")
+	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas (synth: the toy's; search: the global batch)")
 }
 
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks

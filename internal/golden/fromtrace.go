@@ -49,6 +49,7 @@ type threadKey struct{ pid, tid string }
 type traceReader struct {
 	events      int
 	procNames   map[string]string
+	procRanks   map[string]string // args.ranks of a process standing for a group
 	threadNames map[threadKey]string
 	threads     map[string][]threadKey // per pid, in order of first sight
 	complete    map[threadKey][]Event
@@ -61,8 +62,9 @@ type traceReader struct {
 //
 // The X events of the process named "Controller" are the controller's;
 // thread-scoped instant events (ph "i") count as X events of no duration. A
-// process named "Device <rank>", or "Device <i> [a-b] [c-d] ..." for a group
-// of workers, gives every rank it names a Device: each of its threads becomes
+// process named "Device <rank>", or, for a group of identical workers,
+// "Device <lowest rank>: ..." with every rank it stands for in args.ranks
+// ("a-b,c,d-e"), gives every rank it names a Device: each of its threads becomes
 // a stream holding the thread's X events (an empty list when it has none),
 // except a thread named exactly like the process, and its C events, in trace
 // order, become the memory series [ts, args.allocated]. Other processes are
@@ -88,6 +90,7 @@ func FromTrace(r io.Reader) (controller []Event, devices map[string]*Device, err
 	}
 	tr := &traceReader{
 		procNames:   map[string]string{},
+		procRanks:   map[string]string{},
 		threadNames: map[threadKey]string{},
 		threads:     map[string][]threadKey{},
 		complete:    map[threadKey][]Event{},
@@ -176,7 +179,8 @@ func (tr *traceReader) add(ev *rawEvent) error {
 	switch ev.Ph {
 	case "M":
 		var args struct {
-			Name *string `json:"name"`
+			Name  *string `json:"name"`
+			Ranks *string `json:"ranks"`
 		}
 		switch ev.Name {
 		case "process_name":
@@ -184,6 +188,9 @@ func (tr *traceReader) add(ev *rawEvent) error {
 				return fmt.Errorf("%w: process_name without args.name", ErrFormat)
 			}
 			tr.procNames[pid] = *args.Name
+			if args.Ranks != nil {
+				tr.procRanks[pid] = *args.Ranks
+			}
 		case "thread_name":
 			if err := json.Unmarshal(ev.Args, &args); err != nil || args.Name == nil {
 				return fmt.Errorf("%w: thread_name without args.name", ErrFormat)
@@ -240,7 +247,7 @@ func (tr *traceReader) assemble() ([]Event, map[string]*Device, error) {
 		if !strings.HasPrefix(pname, "Device ") {
 			continue
 		}
-		names, err := parseDeviceName(pname)
+		names, err := parseDeviceName(pname, tr.procRanks[pid])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -290,32 +297,28 @@ func (d *Device) clone() *Device {
 }
 
 // parseDeviceName returns the ranks, as decimal strings, that a device
-// process name stands for: "Device 3" is rank 3; "Device 1 [0-1] [4-5]" is
-// ranks 0, 1, 4 and 5.
-func parseDeviceName(name string) ([]string, error) {
-	fields := strings.Split(strings.TrimPrefix(name, "Device "), " ")
-	first, ok := parseRank(fields[0])
+// process stands for: "Device 3" is rank 3; a process standing for a group
+// of identical ranks is named by its lowest rank and lists them all in
+// args.ranks as inclusive runs, "0-1,4,5": ranks 0, 1, 4 and 5.
+func parseDeviceName(name, ranksArg string) ([]string, error) {
+	head, _, _ := strings.Cut(strings.TrimPrefix(name, "Device "), ":")
+	first, ok := parseRank(head)
 	if !ok {
 		return nil, fmt.Errorf("%w: device process %q", ErrFormat, name)
 	}
-	if len(fields) == 1 {
+	if ranksArg == "" {
 		return []string{strconv.Itoa(first)}, nil
 	}
 	var ranks []string
-	for _, f := range fields[1:] {
-		inner, okOpen := strings.CutPrefix(f, "[")
-		inner, okClose := strings.CutSuffix(inner, "]")
-		if !okOpen || !okClose {
-			return nil, fmt.Errorf("%w: device process %q: range %q", ErrFormat, name, f)
-		}
-		lo, hi, isRange := strings.Cut(inner, "-")
+	for _, f := range strings.Split(ranksArg, ",") {
+		lo, hi, isRange := strings.Cut(f, "-")
 		a, okA := parseRank(lo)
 		b, okB := a, true
 		if isRange {
 			b, okB = parseRank(hi)
 		}
 		if !okA || !okB || b < a {
-			return nil, fmt.Errorf("%w: device process %q: range %q", ErrFormat, name, f)
+			return nil, fmt.Errorf("%w: device process %q: ranks %q", ErrFormat, name, f)
 		}
 		if len(ranks)+b-a+1 > maxRanks {
 			return nil, fmt.Errorf("%w: device process %q names more than %d ranks", ErrLimit, name, maxRanks)
@@ -323,6 +326,9 @@ func parseDeviceName(name string) ([]string, error) {
 		for r := a; r <= b; r++ {
 			ranks = append(ranks, strconv.Itoa(r))
 		}
+	}
+	if ranks[0] != strconv.Itoa(first) {
+		return nil, fmt.Errorf("%w: device process %q: named by rank %d, its lowest is %s", ErrFormat, name, first, ranks[0])
 	}
 	return ranks, nil
 }

@@ -37,6 +37,9 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// Controller prices the controller's part of each command (default:
+	// Monarch's, the record's ts).
+	Controller sched.Controller
 	// KeepEvents keeps the whole timeline even without a trace, for
 	// Inspect.
 	KeepEvents bool
@@ -53,8 +56,8 @@ type Options struct {
 }
 
 // StepRange names the steps First to Last, both included, counted from 0 in
-// the order of the history's step marks: step i is the commands after the
-// i-th step mark's predecessor up to the i-th mark itself; commands after
+// the order of the history's step marks: step i is the commands after step
+// mark i-1 (or from the start, for step 0) up to step mark i; commands after
 // the last mark form one more step.
 type StepRange struct{ First, Last int }
 
@@ -133,6 +136,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		KeepEvents:  opt.TracePath != "" || opt.KeepEvents,
 		Grouped:     opt.Grouped,
 		Jobs:        opt.Jobs,
+		Controller:  opt.Controller,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}

@@ -16,6 +16,10 @@ func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
 	}
 }
 
+// DeviceOf is the device that rank r's results are reported under: its
+// own rank ungrouped, the lowest rank of its group when grouped.
+func (e *Engine) DeviceOf(r int64) int64 { return e.part.Lowest(e.part.GroupOf(r)) }
+
 // byLowestRank lists the groups in order of their lowest rank: the order
 // devices appear in reports and traces.
 func (e *Engine) byLowestRank() []int32 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -204,23 +205,26 @@ func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) erro
 			w.Span(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
 		}
 	}
-	// Devices in order of their lowest rank; grouped, a device is named by
-	// its position in that order and its ranks: "Device 2 [4-7] [12-15]".
+	// Devices in order of their lowest rank, named by it as the report
+	// names them: "Device 8". A group of several ranks says which, briefly
+	// in its name ("Device 8: ranks 8..11 (4 ranks)") and exactly in the
+	// metadata's ranks ("8-11").
 	order := e.byLowestRank()
-	var name []byte
-	for i, gi := range order {
+	var name, runs []byte
+	for _, gi := range order {
 		g := &e.gs[gi]
 		if !g.active {
 			continue
 		}
 		pid := id()
-		if e.part.Grouped() {
-			name = fmt.Appendf(name[:0], "Device %d ", i)
-			name = e.part.AppendRanges(name, gi)
+		name = strconv.AppendInt(append(name[:0], "Device "...), e.part.Lowest(gi), 10)
+		if e.part.Size(gi) == 1 {
+			w.ProcessName(pid, string(name))
 		} else {
-			name = fmt.Appendf(name[:0], "Device %d", gi)
+			name = e.part.AppendRanks(append(name, ": "...), gi)
+			runs = e.part.AppendRuns(runs[:0], gi)
+			w.GroupProcessName(pid, string(name), string(runs))
 		}
-		w.ProcessName(pid, string(name))
 		for s := range g.streams {
 			st := &g.streams[s]
 			tid := id()

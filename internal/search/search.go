@@ -1,8 +1,10 @@
 // Package search evaluates the parallel layouts of a training job: every
 // (pp, dp, tp, microbatches) that divides the world and the model is
-// synthesized as a training history (internal/synth), replayed grouped with
-// a cost model, and ranked by simulated step time among the layouts whose
-// peak memory fits a GPU.
+// synthesized as a training history, replayed grouped with a cost model,
+// and ranked by simulated step time among the layouts whose peak memory
+// fits a GPU. The history is a transformer's (internal/workload: real
+// layers, Megatron-LM's parallelism and memory) unless the space names the
+// toy micro-benchmark (internal/synth: one weight per layer).
 //
 // The enumeration order is fixed (pp, then dp, then microbatches, each
 // ascending; tp follows from the world), so a search can be sharded: shard
@@ -25,6 +27,7 @@ import (
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
+	"github.com/fastsim/fastsim/internal/workload"
 )
 
 // ErrSpace reports a search space that cannot be searched.
@@ -33,8 +36,32 @@ var ErrSpace = errors.New("bad search space")
 // ErrMerge reports shard results that do not form one search.
 var ErrMerge = errors.New("shards do not merge")
 
+// The workloads a search can synthesize.
+const (
+	// WorkloadTransformer is internal/workload's transformer (the default).
+	WorkloadTransformer = "transformer"
+	// WorkloadToy is internal/synth's micro-benchmark: one h x 4h/t
+	// weight used twice per layer.
+	WorkloadToy = "toy"
+)
+
 // Space is what to search: a model, a world and the GPUs' memory.
 type Space struct {
+	// Workload is WorkloadTransformer (or empty) or WorkloadToy.
+	Workload string `json:"workload,omitempty"`
+	// Model is the transformer (WorkloadTransformer); Layers, Hidden and
+	// Seq repeat its figures.
+	Model workload.Model `json:"model"`
+	// How every transformer layout is trained: the pipeline schedule
+	// ("1f1b", "gpipe", "interleaved:V"; empty: 1f1b), the recomputation
+	// ("none", "selective", "full"; empty: none), sequence parallelism,
+	// the ZeRO stage and flash attention.
+	Schedule         string `json:"schedule,omitempty"`
+	Recompute        string `json:"recompute,omitempty"`
+	SequenceParallel bool   `json:"sequence_parallel,omitempty"`
+	Zero             int    `json:"zero,omitempty"`
+	FlashAttention   bool   `json:"flash_attention,omitempty"`
+
 	Layers      int   `json:"layers"`        // blocks, split evenly over the stages
 	Hidden      int   `json:"hidden"`        // hidden size, split over tp
 	Seq         int   `json:"seq"`           // tokens per sequence
@@ -55,9 +82,30 @@ const MaxLayouts = 1 << 20
 
 // Check reports the first thing about s that cannot be searched.
 func (s *Space) Check() error {
+	if s.toy() {
+		if s.Layers < 1 || s.Hidden < 1 || s.Seq < 1 {
+			return fmt.Errorf("%w: layers, hidden and seq must be at least 1", ErrSpace)
+		}
+	} else {
+		if s.Workload != "" && s.Workload != WorkloadTransformer {
+			return fmt.Errorf("%w: workload %q (want %s or %s)", ErrSpace, s.Workload, WorkloadTransformer, WorkloadToy)
+		}
+		if err := s.Model.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrSpace, err)
+		}
+		if _, _, err := workload.ParseSchedule(s.schedule()); err != nil {
+			return fmt.Errorf("%w: schedule %v", ErrSpace, err)
+		}
+		if _, err := workload.ParseRecompute(s.recompute()); err != nil {
+			return fmt.Errorf("%w: recompute %v", ErrSpace, err)
+		}
+		if s.Zero < 0 || s.Zero > 3 {
+			return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrSpace, s.Zero)
+		}
+	}
 	switch {
-	case s.Layers < 1 || s.Hidden < 1 || s.Seq < 1 || s.Batch < 1:
-		return fmt.Errorf("%w: layers, hidden, seq and batch must be at least 1", ErrSpace)
+	case s.Batch < 1:
+		return fmt.Errorf("%w: batch must be at least 1", ErrSpace)
 	case s.World < 1 || s.World > sched.MaxGroupedWorld:
 		return fmt.Errorf("%w: world %d (want 1..%d)", ErrSpace, s.World, sched.MaxGroupedWorld)
 	case s.GPUsPerHost < 1:
@@ -80,7 +128,62 @@ type Layout struct {
 	Micro int `json:"micro"`
 }
 
-// Train is the synthetic training job of layout l in s.
+func (s *Space) toy() bool { return s.Workload == WorkloadToy }
+
+func (s *Space) schedule() string {
+	if s.Schedule == "" {
+		return "1f1b"
+	}
+	return s.Schedule
+}
+
+func (s *Space) recompute() string {
+	if s.Recompute == "" {
+		return "none"
+	}
+	return s.Recompute
+}
+
+// Job is the transformer training job of layout l in s: Micro
+// microbatches of Batch/(DP*Micro) sequences per replica.
+func (s *Space) Job(l Layout) workload.Job {
+	sched, chunks, _ := workload.ParseSchedule(s.schedule())
+	rec, _ := workload.ParseRecompute(s.recompute())
+	mb := 0
+	if l.DP > 0 && l.Micro > 0 {
+		mb = s.Batch / (l.DP * l.Micro)
+	}
+	return workload.Job{
+		Model: s.Model, TP: l.TP, PP: l.PP, DP: l.DP,
+		MicroBatch: mb, GlobalBatch: s.Batch,
+		Schedule: sched, Chunks: chunks, Recompute: rec,
+		SequenceParallel: s.SequenceParallel, Zero: s.Zero, FlashAttention: s.FlashAttention,
+		Steps: s.Steps, GPUsPerHost: s.GPUsPerHost,
+	}
+}
+
+// check reports whether layout l is one s can train.
+func (s *Space) check(l Layout) error {
+	if s.toy() {
+		t := s.Train(l)
+		return t.Check()
+	}
+	if l.DP*l.Micro < 1 || s.Batch%(l.DP*l.Micro) != 0 {
+		return fmt.Errorf("%w: batch %d does not split into %d replicas x %d microbatches", workload.ErrJob, s.Batch, l.DP, l.Micro)
+	}
+	j := s.Job(l)
+	return j.Check()
+}
+
+// write streams layout l's history to w.
+func (s *Space) write(w io.Writer, l Layout) error {
+	if s.toy() {
+		return synth.WriteTrain(w, s.Train(l))
+	}
+	return workload.Write(w, s.Job(l))
+}
+
+// Train is the toy micro-benchmark job of layout l in s.
 func (s *Space) Train(l Layout) synth.Train {
 	return synth.Train{
 		PP: l.PP, DP: l.DP, TP: l.TP, Micro: l.Micro,
@@ -89,7 +192,7 @@ func (s *Space) Train(l Layout) synth.Train {
 	}
 }
 
-// Enumerate lists every layout of s that synth.Train.Check accepts, in the
+// Enumerate lists every layout of s that its workload accepts, in the
 // fixed order: pp ascending, then dp, then micro (tp = world/pp/dp).
 func Enumerate(s Space) ([]Layout, error) {
 	if err := s.Check(); err != nil {
@@ -107,8 +210,7 @@ func Enumerate(s Space) ([]Layout, error) {
 					break
 				}
 				l := Layout{PP: int(pp), DP: int(dp), TP: int(tp), Micro: int(micro)}
-				t := s.Train(l)
-				if t.Check() != nil {
+				if s.check(l) != nil {
 					continue
 				}
 				if len(out) == MaxLayouts {
@@ -170,8 +272,10 @@ func (sh Shard) Check() error {
 // Options say how to run a search.
 type Options struct {
 	Model sched.CostModel // nil: the reference's fixed runtimes
-	Jobs  int             // layouts evaluated at once (< 1: 1)
-	Shard Shard           // zero: every layout
+	// Controller prices the controller's part of each command.
+	Controller sched.Controller
+	Jobs       int   // layouts evaluated at once (< 1: 1)
+	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
 	// done and the shard's total; calls are serialized.
 	Progress func(done, total int)
@@ -207,7 +311,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := Evaluate(ctx, s, all[i], opt.Model)
+			r, err := Evaluate(ctx, s, all[i], opt.Model, opt.Controller)
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
@@ -231,20 +335,19 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
 // goroutine, streaming through a pipe so memory stays flat.
-func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Result, error) {
-	train := s.Train(l)
-	if err := train.Check(); err != nil {
+func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl sched.Controller) (Result, error) {
+	if err := s.check(l); err != nil {
 		return Result{}, err
 	}
 	pr, pw := io.Pipe()
 	wrote := make(chan error, 1)
 	go func() {
-		err := synth.WriteTrain(pw, train)
+		err := s.write(pw, l)
 		pw.CloseWithError(err)
 		wrote <- err
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1})
+	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl})
 	stop()
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
 	werr := <-wrote
@@ -281,8 +384,12 @@ func fill(r *Result, s Space) {
 	r.PeakMemoryMB = float64(r.PeakBytes) / 1e6
 	r.Fits = r.PeakBytes <= s.MemoryBytes
 	r.TokensPerS = 0
+	seq := s.Seq
+	if !s.toy() {
+		seq = s.Model.Seq
+	}
 	if r.StepTimeNs > 0 {
-		r.TokensPerS = float64(s.Batch) * float64(s.Seq) / r.StepTimeS
+		r.TokensPerS = float64(s.Batch) * float64(seq) / r.StepTimeS
 	}
 }
 

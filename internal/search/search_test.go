@@ -14,7 +14,7 @@ import (
 )
 
 func small() Space {
-	return Space{Layers: 2, Hidden: 8, Seq: 4, Batch: 4, World: 4, GPUsPerHost: 2, MemoryBytes: 1e9, Steps: 2}
+	return Space{Workload: WorkloadToy, Layers: 2, Hidden: 8, Seq: 4, Batch: 4, World: 4, GPUsPerHost: 2, MemoryBytes: 1e9, Steps: 2}
 }
 
 func TestDivisors(t *testing.T) {
@@ -218,7 +218,7 @@ func TestCSV(t *testing.T) {
 // synthesized (2 steps) and replayed grouped with the example cost model.
 func BenchmarkSearchWorld1024(b *testing.B) {
 	b.ReportAllocs()
-	s := Space{Layers: 16, Hidden: 1024, Seq: 1024, Batch: 64, World: 1024, GPUsPerHost: 8, MemoryBytes: 80e9, Steps: 2}
+	s := Space{Workload: WorkloadToy, Layers: 16, Hidden: 1024, Seq: 1024, Batch: 64, World: 1024, GPUsPerHost: 8, MemoryBytes: 80e9, Steps: 2}
 	model, err := costs.Load("../../examples/costs.json")
 	if err != nil {
 		b.Fatal(err)

@@ -63,6 +63,26 @@ func (w *Writer) ProcessName(pid int64, name string) {
 	w.metadata("process_name", pid, 0, name)
 }
 
+// GroupProcessName writes the metadata event naming a process that stands
+// for a group of identical ranks, with every rank it stands for in
+// args.ranks ("0-3,8,12-15": inclusive runs), for tools that expand a group
+// back to its ranks; the name itself stays short:
+// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":NAME,"ranks":RANKS}}.
+func (w *Writer) GroupProcessName(pid int64, name, ranks string) {
+	if !w.begin() {
+		return
+	}
+	b := append(w.buf, `{"name":"process_name","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, pid, 10)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = AppendString(b, name)
+	b = append(b, `,"ranks":`...)
+	b = AppendString(b, ranks)
+	b = append(b, `}}`...)
+	w.buf = b
+	w.end()
+}
+
 // ThreadName writes the metadata event naming thread tid of process pid:
 // {"name":"thread_name","ph":"M","pid":P,"tid":T,"args":{"name":NAME}}.
 func (w *Writer) ThreadName(pid, tid int64, name string) {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// tfFlags are the transformer workload's flags, shared by synth and search.
+type tfFlags struct {
+	model                   string
+	microBatch, globalBatch int
+	schedule, recompute     string
+	sp, flash, stageColl    bool
+	zero                    int
+}
+
+// tfOnly names the flags that only the transformer workload reads.
+var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "sequence-parallel", "zero", "flash-attention", "stage-collectives"}
+
+// toyOnly names the flags that only the toy micro-benchmark reads.
+var toyOnly = []string{"layers", "hidden", "seq", "batch", "micro"}
+
+func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
+	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);\n'toy' is the one-weight-per-layer micro-benchmark. Presets: "+joinNames())
+	if batch {
+		fs.IntVar(&f.microBatch, "micro-batch", 1, "transformer: sequences per microbatch (b)")
+		fs.IntVar(&f.globalBatch, "global-batch", 8, "transformer: sequences per step over all replicas (B); microbatches per replica = B/(b*dp)")
+	}
+	fs.StringVar(&f.schedule, "schedule", "1f1b", "transformer: pipeline schedule `S`: 1f1b, gpipe or interleaved:V (V model chunks per stage)")
+	fs.StringVar(&f.recompute, "recompute", "none", "transformer: activation recomputation `R`: none, selective (the attention core) or full (whole layers)")
+	fs.BoolVar(&f.sp, "sequence-parallel", false, "transformer: sequence parallelism (norms and dropouts split over tp; reduce-scatter and all-gather)")
+	fs.IntVar(&f.zero, "zero", 0, "transformer: ZeRO stage `N`: 0 (replicated), 1 (optimizer state sharded over dp), 2 (and gradients), 3 (and parameters: FSDP)")
+	fs.BoolVar(&f.stageColl, "stage-collectives", false, "transformer: send each collective as one command to its whole stage, not one per\ntensor- or data-parallel group (the format gives a Reduce one peer set): a grouped replay\nthen simulates each stage once, but collectives join the whole stage")
+	fs.BoolVar(&f.flash, "flash-attention", false, "transformer: attention as _scaled_dot_product_flash_attention instead of the explicit QK^T, softmax, dropout, AV path")
+}
+
+func joinNames() string {
+	s := ""
+	for i, n := range workload.PresetNames() {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+// setFlags reports which of names were given on the command line.
+func setFlags(fs *flag.FlagSet, names []string) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if f.Name == n {
+				out = append(out, "--"+n)
+			}
+		}
+	})
+	return out
+}
+
+// job builds the transformer job the flags describe (the layout from
+// tp, pp, dp); it reports a bad flag on stderr and returns false.
+func (f *tfFlags) job(stderr io.Writer, cmd string, tp, pp, dp, steps, gpusPerHost int, commandNs int64) (workload.Job, bool) {
+	m, err := workload.LoadModel(f.model)
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim %s: --model: %v\n", cmd, err)
+		return workload.Job{}, false
+	}
+	j := workload.Job{Model: m, TP: tp, PP: pp, DP: dp, MicroBatch: f.microBatch, GlobalBatch: f.globalBatch,
+		Steps: steps, GPUsPerHost: gpusPerHost, CommandNs: commandNs, SequenceParallel: f.sp, Zero: f.zero, FlashAttention: f.flash, StageCollectives: f.stageColl}
+	if j.Schedule, j.Chunks, err = workload.ParseSchedule(f.schedule); err != nil {
+		fmt.Fprintf(stderr, "fastsim %s: --schedule %v\n", cmd, err)
+		return j, false
+	}
+	if j.Recompute, err = workload.ParseRecompute(f.recompute); err != nil {
+		fmt.Fprintf(stderr, "fastsim %s: --recompute %v\n", cmd, err)
+		return j, false
+	}
+	if err := j.Check(); err != nil {
+		fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
+		return j, false
+	}
+	return j, true
+}

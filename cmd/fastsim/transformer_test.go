@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSynthModelCLI writes a transformer history with every transformer
+// flag, replays it grouped, and checks that bad flags exit 2 naming the
+// flag.
+func TestSynthModelCLI(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "llama.hist")
+	var so, se bytes.Buffer
+	args := []string{"synth", "--model", "llama2-7b", "--tp", "2", "--pp", "3", "--dp", "2", "--micro-batch", "1",
+		"--global-batch", "12", "--schedule", "interleaved:2", "--recompute", "selective", "--sequence-parallel",
+		"--zero", "1", "--flash-attention", "--steps", "1", out}
+	// 32 layers do not split into 3 stages x 2 chunks.
+	if code := run(args, &so, &se); code != exitInput || !strings.Contains(se.String(), "32 layers") {
+		t.Fatalf("synth: exit %d: %s", code, se.String())
+	}
+	model := filepath.Join(dir, "m.json")
+	if err := os.WriteFile(model, []byte(`{"name":"m","layers":6,"hidden":128,"heads":4,"kv_heads":2,"ffn":256,"vocab":300,"seq":64,"gated":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args[2] = model
+	se.Reset()
+	if code := run(args, &so, &se); code != exitOK {
+		t.Fatalf("synth: exit %d: %s", code, se.String())
+	}
+	so.Reset()
+	if code := run([]string{"replay", "--group-workers", "--report-only", out}, &so, &se); code != exitOK || !strings.Contains(so.String(), "12 workers") {
+		t.Fatalf("replay: exit %d: %s %s", code, so.String(), se.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"synth", "--model", "megatron-1.7b", "--layers", "3", out}, "--layers"},
+		{[]string{"synth", "--schedule", "gpipe", out}, "--schedule"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--schedule", "pipedream", out}, "--schedule"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--recompute", "some", out}, "--recompute"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--zero", "4", out}, "zero stage 4"},
+		{[]string{"synth", "--model", "nope", out}, "--model"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "5", out}, "tp 5"},
+	} {
+		se.Reset()
+		if code := run(c.args, &so, &se); code != exitInput || !strings.Contains(se.String(), c.want) {
+			t.Errorf("%v: exit %d, %q (want 2 and %q)", c.args, code, se.String(), c.want)
+		}
+	}
+	so.Reset()
+	if code := run([]string{"synth", "--help"}, &so, &se); code != exitOK {
+		t.Fatalf("--help: exit %d", code)
+	}
+}

@@ -1,0 +1,119 @@
+package workload_test
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+type collKey struct {
+	dim       string
+	reduction string
+	scatter   bool
+	ranks     int64
+}
+
+// collectives counts the Reduce commands of one step by mesh dimension,
+// kind and group size.
+func collectives(t *testing.T, j workload.Job) map[collKey]int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.NewReader(&b, "coll")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := map[collKey]int{}
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF || rec.IsStep {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Msg.Kind != gen.MsgReduce {
+			continue
+		}
+		red := &rec.Msg.Reduce
+		n := int64(0)
+		for i := range rec.Ranks {
+			n += rec.Ranks[i].Len()
+		}
+		out[collKey{red.Dims[0], red.Reduction, red.Scatter, n}]++
+	}
+}
+
+// TestCollectives counts one step's collectives by hand for tp=2, pp=2,
+// dp=2, 4 layers, 2 microbatches per replica (Megatron-LM's placement):
+//
+//	tensor parallel, one command per replica (2) of 2 ranks: per
+//	microbatch 4 all-reduces a layer (attention and MLP outputs forward,
+//	their inputs' gradients backward) x 4 layers, the embedding's
+//	forward and the output layer's input gradient: 18 x 2 microbatches
+//	x 2 replicas = 72; with sequence parallelism each becomes a
+//	reduce-scatter and the layers' backward and the output layer add
+//	all-gathers.
+//	data parallel, one command per shard (2) of 2 ranks: one all-reduce
+//	per parameter group and step (stage 0: word embedding, positions, 2
+//	layers; stage 1: 2 layers, the word embedding's copy, the final
+//	norm): 8 x 2 = 16.
+//	the tied embedding, one command per replica and shard (4) of 2 ranks
+//	(stage 0 and stage 1): 4.
+func TestCollectives(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
+	got := collectives(t, j)
+	want := map[collKey]int{
+		{"tp", "sum", false, 2}: 72,
+		{"dp", "sum", false, 2}: 16,
+		{"pp", "sum", false, 2}: 4,
+	}
+	if len(got) != len(want) {
+		t.Errorf("collectives %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%+v: %d commands, want %d", k, got[k], n)
+		}
+	}
+	// ZeRO 1: reduce-scatters into the optimizer's shards, and after the
+	// step all-gathers of the updated parameters (8 groups x 2 shards).
+	j.Zero = 1
+	got = collectives(t, j)
+	if got[collKey{"dp", "sum", true, 2}] != 16 || got[collKey{"dp", "stack", false, 2}] != 16 || got[collKey{"dp", "sum", false, 2}] != 0 {
+		t.Errorf("zero 1: %v", got)
+	}
+	// Full recomputation repeats each layer's forward with its two
+	// all-reduces: 4 layers x 2 x 2 microbatches x 2 replicas = 32 more.
+	j.Zero, j.Recompute = 0, workload.RecomputeFull
+	if got = collectives(t, j); got[collKey{"tp", "sum", false, 2}] != 72+32 {
+		t.Errorf("full recomputation: %v", got)
+	}
+	// Sequence parallelism: per microbatch 4 reduce-scatters a layer
+	// (2 forward, 2 backward) + the embedding's + the output layer's
+	// input gradient = 18, and 2 + 4 all-gathers a layer (before QKV and
+	// fc1 forward; the output gradients, and again the norms' outputs for
+	// the weight gradients, backward) + the output layer's forward and
+	// weight gradient, and the embedding's gradient = 4*6 + 3 = 27; x 2
+	// microbatches x 2 replicas.
+	j.Recompute, j.SequenceParallel = workload.RecomputeNone, true
+	got = collectives(t, j)
+	if got[collKey{"tp", "sum", true, 2}] != 18*4 || got[collKey{"tp", "stack", false, 2}] != 27*4 || got[collKey{"tp", "sum", false, 2}] != 0 {
+		t.Errorf("sequence parallel: %v", got)
+	}
+	j.SequenceParallel = false
+	// Stage collectives: the same count of collectives, one command each.
+	j.Zero, j.StageCollectives = 0, true
+	got = collectives(t, j)
+	if got[collKey{"tp", "sum", false, 4}] != 36 || got[collKey{"dp", "sum", false, 4}] != 8 || got[collKey{"pp", "sum", false, 8}] != 1 {
+		t.Errorf("stage collectives: %v", got)
+	}
+}

@@ -1,0 +1,366 @@
+package workload
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// Dtypes as the history names them, and their sizes in bytes.
+const (
+	bf16  = "bfloat16"
+	f32   = "float32"
+	i64   = "int64"
+	boolT = "bool"
+)
+
+func dtypeBytes(d string) int64 {
+	switch d {
+	case bf16:
+		return 2
+	case f32:
+		return 4
+	case i64:
+		return 8
+	case boolT:
+		return 1
+	}
+	return 0
+}
+
+// emitter writes typed messages through the history writer. Tensor
+// references in trees (args, results) are written in full at their first
+// mention and by id after; typed tensor fields are written in full (they
+// agree with the first mention, which the format allows).
+type emitter struct {
+	w       *history.Writer
+	rec     history.Record
+	ts      int64
+	cmdNs   int64
+	next    int64 // next tensor id
+	borrow  int64 // last borrow id
+	seen    []uint64
+	argBuf  []byte
+	resBuf  []byte
+	leaves  []jsonl.Tensor // tensors of the tree being built
+	argLv   []jsonl.Tensor
+	resLv   []jsonl.Tensor
+	extra   []jsonl.Slice // more ranks for the message being written (write2)
+	callErr error
+}
+
+// tensor makes a new tensor of its own storage.
+func (e *emitter) tensor(dtype string, shape ...int64) jsonl.Tensor {
+	id := e.next
+	e.next++
+	n := dtypeBytes(dtype)
+	for _, d := range shape {
+		n *= d
+	}
+	return jsonl.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
+}
+
+// cpuTensor makes a new CPU tensor.
+func (e *emitter) cpuTensor(dtype string, shape ...int64) jsonl.Tensor {
+	t := e.tensor(dtype, shape...)
+	t.CPU = true
+	return t
+}
+
+// alias makes a new tensor of src's storage (a view, an in-place result,
+// a borrowed or reduced-in-place tensor) with the given shape.
+func (e *emitter) alias(src jsonl.Tensor, dtype string, shape ...int64) jsonl.Tensor {
+	t := jsonl.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
+	e.next++
+	return t
+}
+
+// idx is the writer's index of tensor id: the id itself (ids are dense
+// from 1), so the writer writes a tensor in full at its first mention in
+// a typed field and by id after; -1 (always in full) past int32.
+func idx(id int64) int32 {
+	if id > math.MaxInt32 {
+		return -1
+	}
+	return int32(id)
+}
+
+// typed notes tensors written in typed fields, so that a later mention in
+// a tree is by id.
+func (e *emitter) typed(ts ...jsonl.Tensor) {
+	for _, t := range ts {
+		e.seenBefore(t.ID)
+	}
+}
+
+func (e *emitter) seenBefore(id int64) bool {
+	w, b := id>>6, uint64(1)<<(id&63)
+	for int64(len(e.seen)) <= w {
+		e.seen = append(e.seen, 0)
+	}
+	old := e.seen[w]&b != 0
+	e.seen[w] |= b
+	return old
+}
+
+// tlist is a list of tensors (an ATen Tensor[] argument).
+type tlist []jsonl.Tensor
+
+// appendValue appends one argument or result value as JSON: tensors,
+// tensor lists, nil (None), bools, integers, floats, strings and integer
+// lists (int[] and SymInt[]).
+func (e *emitter) appendValue(b []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case jsonl.Tensor:
+		e.leaves = append(e.leaves, x)
+		b = append(b, `{"tensor":`...)
+		b = strconv.AppendInt(b, x.ID, 10)
+		if !e.seenBefore(x.ID) {
+			b = append(b, `,"storage":`...)
+			b = strconv.AppendInt(b, x.Storage, 10)
+			b = append(b, `,"nbytes":`...)
+			b = strconv.AppendInt(b, x.NBytes, 10)
+			b = append(b, `,"dtype":`...)
+			b = jsonl.AppendString(b, x.Dtype)
+			b = append(b, `,"shape":`...)
+			b = jsonl.AppendInts(b, x.Shape)
+			if x.CPU {
+				b = append(b, `,"device":"cpu"`...)
+			} else {
+				b = append(b, `,"device":"cuda"`...)
+			}
+		}
+		return append(b, '}')
+	case tlist:
+		b = append(b, '[')
+		for i, t := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = e.appendValue(b, t)
+		}
+		return append(b, ']')
+	case bool:
+		return strconv.AppendBool(b, x)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return strconv.AppendFloat(b, x, 'f', 1, 64)
+		}
+		return strconv.AppendFloat(b, x, 'g', -1, 64)
+	case string:
+		return jsonl.AppendString(b, x)
+	case []int64:
+		return jsonl.AppendInts(b, x)
+	case []any:
+		b = append(b, '[')
+		for i, y := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = e.appendValue(b, y)
+		}
+		return append(b, ']')
+	}
+	panic("workload: unsupported argument type")
+}
+
+func (e *emitter) list(b []byte, vals []any) []byte {
+	b = append(b[:0], '[')
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.appendValue(b, v)
+	}
+	return append(b, ']')
+}
+
+// write sends the message in e.rec.Msg to ranks.
+func (e *emitter) write(ranks ...jsonl.Slice) {
+	if e.cmdNs > 0 {
+		e.ts += e.cmdNs
+	}
+	e.rec.Ts = e.ts
+	e.rec.Ranks = append(append(e.rec.Ranks[:0], ranks...), e.extra...)
+	if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
+		e.callErr = err
+	}
+}
+
+func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
+	m := &e.rec.Msg
+	m.Kind = k
+	m.TypeName = name
+	m.Extra.Reset()
+	return m
+}
+
+// call runs ATen function fn on stream with positional args (ATen schema
+// order) and the given results; mutated tensors are listed in mutates.
+func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, results []any, mutates ...jsonl.Tensor) {
+	m := e.setMsg(gen.MsgCallFunction, "CallFunction")
+	e.leaves = e.leaves[:0]
+	e.argBuf = e.list(e.argBuf, args)
+	e.argLv = append(e.argLv[:0], e.leaves...)
+	e.leaves = e.leaves[:0]
+	e.resBuf = e.list(e.resBuf, results)
+	e.resLv = append(e.resLv[:0], e.leaves...)
+	e.typed(mutates...)
+	m.CallFunction = gen.CallFunction{
+		Function: fn,
+		Args:     jsonl.Tree{Raw: e.argBuf, Leaves: e.argLv},
+		Kwargs:   jsonl.Tree{Raw: []byte("{}")},
+		Result:   jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv},
+		Mutates:  mutates,
+		Stream:   jsonl.Stream{Ref: stream},
+	}
+	if len(results) > 0 {
+		if t, ok := results[0].(jsonl.Tensor); ok {
+			m.CallFunction.Ident = t.ID
+		}
+	}
+	e.write(ranks)
+}
+
+// del deletes tensor references on ranks.
+func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
+	m := e.setMsg(gen.MsgDeleteRefs, "DeleteRefs")
+	m.DeleteRefs.Refs = m.DeleteRefs.Refs[:0]
+	for _, t := range ts {
+		m.DeleteRefs.Refs = append(m.DeleteRefs.Refs, t.ID)
+	}
+	e.write(ranks)
+}
+
+// The mesh dimensions a collective reduces over.
+var (
+	dimTP = []string{"tp"}
+	dimDP = []string{"dp"}
+	dimPP = []string{"pp"}
+)
+
+// write2 runs emit, which writes one message to ranks a, with the
+// message sent to ranks b as well.
+func (e *emitter) write2(emit func(), b jsonl.Slice) {
+	e.extra = append(e.extra[:0], b)
+	emit()
+	e.extra = e.extra[:0]
+}
+
+// reduce2 is one all-reduce (sum) over the ranks of a and b together.
+func (e *emitter) reduce2(a, b jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor) {
+	e.write2(func() { e.reduce(a, dims, stream, result, local, "sum", false) }, b)
+}
+
+// reduce is a collective over the ranks of one group: reduction "sum" or
+// "stack", scattered or not. The result is a new tensor unless it aliases
+// the local tensor (an in-place all-reduce).
+func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+	m := e.setMsg(gen.MsgReduce, "Reduce")
+	e.typed(result, local)
+	m.Reduce = gen.Reduce{
+		Result:      result,
+		LocalTensor: local,
+		Stream:      jsonl.Stream{Ref: stream},
+		Dims:        dims,
+		Reduction:   reduction,
+		Scatter:     scatter,
+		Inplace:     result.Storage == local.Storage,
+	}
+	e.write(ranks)
+}
+
+// borrowCreate lends src from one stream to another as result.
+func (e *emitter) borrowCreate(ranks jsonl.Slice, src jsonl.Tensor, from, to int64) (id int64, lent jsonl.Tensor) {
+	e.borrow++
+	lent = e.alias(src, src.Dtype, src.Shape...)
+	e.typed(lent, src)
+	m := e.setMsg(gen.MsgBorrowCreate, "BorrowCreate")
+	m.BorrowCreate = gen.BorrowCreate{Result: lent, Borrow: e.borrow, Tensor: src,
+		FromStream: jsonl.Stream{Ref: from}, ToStream: jsonl.Stream{Ref: to}}
+	e.write(ranks)
+	return e.borrow, lent
+}
+
+func (e *emitter) borrowFirstUse(ranks jsonl.Slice, id int64) {
+	m := e.setMsg(gen.MsgBorrowFirstUse, "BorrowFirstUse")
+	m.BorrowFirstUse.Borrow = id
+	e.write(ranks)
+}
+
+func (e *emitter) borrowLastUse(ranks jsonl.Slice, id int64) {
+	m := e.setMsg(gen.MsgBorrowLastUse, "BorrowLastUse")
+	m.BorrowLastUse.Borrow = id
+	e.write(ranks)
+}
+
+func (e *emitter) borrowDrop(ranks jsonl.Slice, id int64) {
+	m := e.setMsg(gen.MsgBorrowDrop, "BorrowDrop")
+	m.BorrowDrop.Borrow = id
+	e.write(ranks)
+}
+
+// sendTensor moves src (held by the senders' stream) to a new tensor on
+// the receivers' stream of the same ref.
+func (e *emitter) sendTensor(from, to jsonl.Slice, stream int64, result, src jsonl.Tensor) {
+	m := e.setMsg(gen.MsgSendTensor, "SendTensor")
+	e.typed(result, src)
+	m.SendTensor = gen.SendTensor{Result: result, Tensor: src, FromRanks: from, ToRanks: to,
+		FromStream: jsonl.Stream{Ref: stream}, ToStream: jsonl.Stream{Ref: stream}}
+	e.write(from, to)
+}
+
+// pipeRecv receives CPU tensors from the controller's data pipe.
+func (e *emitter) pipeRecv(ranks jsonl.Slice, stream int64, ts ...jsonl.Tensor) {
+	m := e.setMsg(gen.MsgPipeRecv, "PipeRecv")
+	vals := make([]any, len(ts))
+	for i, t := range ts {
+		vals[i] = t
+	}
+	e.leaves = e.leaves[:0]
+	e.resBuf = e.list(e.resBuf, vals)
+	e.resLv = append(e.resLv[:0], e.leaves...)
+	m.PipeRecv = gen.PipeRecv{Ident: ts[0].ID, Result: jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv}, Pipe: 1, Stream: jsonl.Stream{Ref: stream}}
+	e.write(ranks)
+}
+
+// createStream creates stream ref named name on ranks.
+func (e *emitter) createStream(ranks jsonl.Slice, ref int64, name string, def bool) {
+	m := e.setMsg(gen.MsgCreateStream, "CreateStream")
+	m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: ref, Name: name, HasName: true}, Default: def}
+	e.write(ranks)
+}
+
+// createMesh names the mesh's dimensions (accepted, not simulated).
+func (e *emitter) createMesh(ranks jsonl.Slice, names []byte) {
+	m := e.setMsg(gen.MsgCreateDeviceMesh, "CreateDeviceMesh")
+	m.Extra.Add("names", names)
+	e.write(ranks)
+}
+
+// step writes a step line.
+func (e *emitter) step(n int64) {
+	e.rec.IsStep = true
+	e.rec.Step = n
+	e.rec.Ts = e.ts
+	e.rec.Ranks = e.rec.Ranks[:0]
+	e.rec.Msg.Kind = gen.MsgInvalid
+	if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
+		e.callErr = err
+	}
+	e.rec.IsStep = false
+}
+
+// slice1 is a one-dimensional strided block of ranks.
+func slice1(offset, size, stride int64) jsonl.Slice {
+	return jsonl.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
+}

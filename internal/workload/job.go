@@ -1,0 +1,172 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrJob reports a layout that does not fit the model or the mesh.
+var ErrJob = errors.New("bad training layout")
+
+// Schedule is a pipeline schedule (Narayanan et al., SC'21, §2.2).
+type Schedule uint8
+
+// The schedules.
+const (
+	// GPipe runs every microbatch's forward, then every backward
+	// (Huang et al. 2019): m microbatches in flight.
+	GPipe Schedule = iota + 1
+	// OneFOneB is PipeDream-Flush: p-s-1 warm-up forwards on stage s,
+	// then one forward, one backward, then the remaining backwards.
+	OneFOneB
+	// Interleaved is 1F1B with each stage holding Chunks model chunks
+	// (layers s, s+p, s+2p, ... in blocks), cutting the bubble by Chunks.
+	Interleaved
+)
+
+// Recompute is an activation recomputation policy (Korthikanti et al. 2022).
+type Recompute uint8
+
+// The recomputation policies.
+const (
+	// RecomputeNone keeps every activation the backward needs.
+	RecomputeNone Recompute = iota
+	// RecomputeSelective keeps Q, K and V and recomputes the attention
+	// core (QK^T, softmax, dropout, attention over V) in the backward pass
+	// (Korthikanti et al. 2022, §4.2).
+	RecomputeSelective
+	// RecomputeFull keeps only each layer's input and re-runs the layer's
+	// forward (with its collectives) before its backward.
+	RecomputeFull
+)
+
+// Job is a training job: a model, its parallel layout and its batch.
+//
+// Ranks: rank = (stage*DP + replica)*TP + shard, tensor parallelism
+// fastest-varying so a tensor-parallel group sits inside a host when TP
+// divides the GPUs per host, as Megatron-LM orders its groups
+// (Narayanan et al., SC'21, §3.3: tensor parallelism within a server).
+type Job struct {
+	Model       Model
+	TP, PP, DP  int
+	MicroBatch  int // sequences per microbatch (b)
+	GlobalBatch int // sequences per step over all replicas (B)
+	Schedule    Schedule
+	Chunks      int // model chunks per stage with Interleaved (v)
+	Recompute   Recompute
+	// SequenceParallel splits the norms, dropouts and residuals over the
+	// tensor-parallel shards along the sequence, turning each
+	// all-reduce into a reduce-scatter and an all-gather (Korthikanti et
+	// al. 2022, §4.2.2).
+	SequenceParallel bool
+	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
+	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
+	// the gradients, 3 also the parameters (FSDP).
+	Zero int
+	// FlashAttention computes attention with
+	// _scaled_dot_product_flash_attention (nothing of size s^2 kept);
+	// otherwise the explicit QK^T, softmax, dropout, AV path.
+	FlashAttention bool
+	// StageCollectives sends each collective as one command to a whole
+	// stage instead of one per tensor-parallel or data-parallel group.
+	// The format gives a Reduce command one peer set, so the exact form
+	// (the default) addresses every group apart, and a grouped replay then
+	// simulates every rank of a stage apart; this form lets it simulate a
+	// stage once, at the price of collectives that join the whole stage
+	// (their dims still name the mesh dimension they reduce over, for a
+	// cost model that prices by it).
+	StageCollectives bool
+	Steps            int
+	GPUsPerHost      int
+	// CommandNs is the controller's time between two commands; 0 means
+	// the default of 20 µs (about what a Python controller spends sending
+	// one); negative means every command is sent at time 0.
+	CommandNs int64
+}
+
+// World is the number of ranks.
+func (j *Job) World() int64 { return int64(j.TP) * int64(j.PP) * int64(j.DP) }
+
+// Micro is the number of microbatches per replica per step (m).
+func (j *Job) Micro() int { return j.GlobalBatch / (j.MicroBatch * j.DP) }
+
+// VStages is the number of virtual pipeline stages (p * chunks).
+func (j *Job) VStages() int { return j.PP * j.chunks() }
+
+func (j *Job) chunks() int {
+	if j.Schedule == Interleaved {
+		return j.Chunks
+	}
+	return 1
+}
+
+// Check reports the first thing about j that does not fit.
+func (j *Job) Check() error {
+	m := &j.Model
+	if err := m.Check(); err != nil {
+		return err
+	}
+	switch {
+	case j.TP < 1 || j.PP < 1 || j.DP < 1:
+		return fmt.Errorf("%w: tp, pp and dp must be at least 1", ErrJob)
+	case j.World() > 1<<24:
+		return fmt.Errorf("%w: world of %d ranks is over 2^24", ErrJob, j.World())
+	case m.Heads%j.TP != 0 || m.kv()%j.TP != 0:
+		return fmt.Errorf("%w: %d heads (%d KV heads) do not split over tp %d", ErrJob, m.Heads, m.kv(), j.TP)
+	case m.ffn()%j.TP != 0:
+		return fmt.Errorf("%w: ffn %d does not split over tp %d", ErrJob, m.ffn(), j.TP)
+	case j.SequenceParallel && m.Seq%j.TP != 0:
+		return fmt.Errorf("%w: sequence %d does not split over tp %d", ErrJob, m.Seq, j.TP)
+	case j.Schedule < GPipe || j.Schedule > Interleaved:
+		return fmt.Errorf("%w: unknown schedule", ErrJob)
+	case j.Schedule == Interleaved && (j.Chunks < 2 || j.PP < 3):
+		return fmt.Errorf("%w: the interleaved schedule needs at least 2 chunks and 3 stages (as Megatron-LM requires)", ErrJob)
+	case m.Layers%j.VStages() != 0:
+		return fmt.Errorf("%w: %d layers do not split into %d stages x %d chunks", ErrJob, m.Layers, j.PP, j.chunks())
+	case j.MicroBatch < 1 || j.GlobalBatch < 1 || j.GlobalBatch%(j.MicroBatch*j.DP) != 0:
+		return fmt.Errorf("%w: global batch %d does not split into %d replicas x microbatches of %d", ErrJob, j.GlobalBatch, j.DP, j.MicroBatch)
+	case j.Schedule == Interleaved && j.Micro()%j.PP != 0:
+		return fmt.Errorf("%w: the interleaved schedule needs the %d microbatches to be a multiple of the %d stages", ErrJob, j.Micro(), j.PP)
+	case j.Micro() > 1<<20:
+		return fmt.Errorf("%w: %d microbatches per step is over 2^20", ErrJob, j.Micro())
+	case j.Recompute > RecomputeFull:
+		return fmt.Errorf("%w: unknown recomputation policy", ErrJob)
+	case j.Zero < 0 || j.Zero > 3:
+		return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrJob, j.Zero)
+	case j.Steps < 0 || j.Steps > 1<<16:
+		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
+	}
+	return nil
+}
+
+// ParseSchedule reads "gpipe", "1f1b" or "interleaved:V".
+func ParseSchedule(s string) (Schedule, int, error) {
+	switch {
+	case s == "gpipe":
+		return GPipe, 1, nil
+	case s == "1f1b":
+		return OneFOneB, 1, nil
+	case strings.HasPrefix(s, "interleaved:"):
+		v, err := strconv.Atoi(strings.TrimPrefix(s, "interleaved:"))
+		if err != nil || v < 2 || v > 1024 {
+			return 0, 0, fmt.Errorf("%q: want interleaved:V with V (chunks per stage) in 2..1024", s)
+		}
+		return Interleaved, v, nil
+	}
+	return 0, 0, fmt.Errorf("%q: want gpipe, 1f1b or interleaved:V", s)
+}
+
+// ParseRecompute reads "none", "selective" or "full".
+func ParseRecompute(s string) (Recompute, error) {
+	switch s {
+	case "none":
+		return RecomputeNone, nil
+	case "selective":
+		return RecomputeSelective, nil
+	case "full":
+		return RecomputeFull, nil
+	}
+	return 0, fmt.Errorf("%q: want none, selective or full", s)
+}

@@ -1,0 +1,499 @@
+package workload
+
+import "github.com/fastsim/fastsim/internal/jsonl"
+
+// ATen functions, by their qualified overload names.
+const (
+	opView        = "torch.ops.aten.view.default"
+	opMM          = "torch.ops.aten.mm.default"
+	opBMM         = "torch.ops.aten.bmm.default"
+	opLayerNorm   = "torch.ops.aten.native_layer_norm.default"
+	opLayerNormBw = "torch.ops.aten.native_layer_norm_backward.default"
+	opDropout     = "torch.ops.aten.native_dropout.default"
+	opDropoutBw   = "torch.ops.aten.native_dropout_backward.default"
+	opSoftmax     = "torch.ops.aten._softmax.default"
+	opSoftmaxBw   = "torch.ops.aten._softmax_backward_data.default"
+	opFlash       = "torch.ops.aten._scaled_dot_product_flash_attention.default"
+	opFlashBw     = "torch.ops.aten._scaled_dot_product_flash_attention_backward.default"
+	opGelu        = "torch.ops.aten.gelu.default"
+	opGeluBw      = "torch.ops.aten.gelu_backward.default"
+	opSilu        = "torch.ops.aten.silu.default"
+	opSiluBw      = "torch.ops.aten.silu_backward.default"
+	opMul         = "torch.ops.aten.mul.Tensor"
+	opCat         = "torch.ops.aten.cat.default"
+	opAdd         = "torch.ops.aten.add.Tensor"
+	opAddInPlace  = "torch.ops.aten.add_.Tensor"
+	opEmbedding   = "torch.ops.aten.embedding.default"
+	opEmbeddingBw = "torch.ops.aten.embedding_dense_backward.default"
+	opLogSoftmax  = "torch.ops.aten._log_softmax.default"
+	opLogSmBw     = "torch.ops.aten._log_softmax_backward_data.default"
+	opNLL         = "torch.ops.aten.nll_loss_forward.default"
+	opNLLBw       = "torch.ops.aten.nll_loss_backward.default"
+	opToCopy      = "torch.ops.aten._to_copy.default"
+	opOnesLike    = "torch.ops.aten.ones_like.default"
+	opZeros       = "torch.ops.aten.zeros.default"
+	opEmpty       = "torch.ops.aten.empty.memory_format"
+	opZero        = "torch.ops.aten.zero_.default"
+	opAdam        = "torch.ops.aten._fused_adam_.default"
+	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
+)
+
+// dropP is the hidden and attention dropout of the GPT models (Radford et
+// al. 2019 and Megatron-LM's default --hidden-dropout and
+// --attention-dropout, 0.1); Llama trains without dropout.
+const dropP = 0.1
+
+const lnEps = 1e-5
+
+// saved is what one layer's forward keeps for its backward (one
+// microbatch). Korthikanti et al. 2022, §4.1, list the same tensors:
+// the norms' inputs, the projection inputs, Q, K and V, the softmax output,
+// its dropout mask and output, the GELU input and the dropout masks.
+type saved struct {
+	x, mu1, rs1, ln1          jsonl.Tensor
+	qkv, q, k, v              jsonl.Tensor
+	p, pd, amask              jsonl.Tensor // explicit attention
+	o, lse                    jsonl.Tensor // flash attention
+	ctx                       jsonl.Tensor // [s*b, h/t], the output projection's input
+	m1, x2, mu2, rs2, ln2, m2 jsonl.Tensor
+	h1, act                   jsonl.Tensor // fc1 output and the activation (fc2 input)
+	gate, up, sg              jsonl.Tensor // gated MLP: views of h1 and silu(gate)
+	core                      bool         // the attention core's tensors are held
+}
+
+// dims are a job's tensor dimensions on one rank.
+type dims struct {
+	s, b, h, t, sp, sb int64
+	at, gt, hd, qkvW   int64 // heads and KV heads per shard, head width, QKV width per shard
+	f, fc1W            int64 // MLP width per shard, fc1 output width per shard
+	vt                 int64 // padded vocabulary per shard
+	drop               bool
+	flash              bool
+}
+
+func dimsOf(j *Job) dims {
+	m := &j.Model
+	t := int64(j.TP)
+	d := dims{s: int64(m.Seq), b: int64(j.MicroBatch), h: int64(m.Hidden), t: t}
+	d.sp = d.s
+	if j.SequenceParallel {
+		d.sp = d.s / t
+	}
+	d.sb = d.s * d.b
+	d.at, d.gt, d.hd = int64(m.Heads)/t, int64(m.kv())/t, int64(m.HeadDim())
+	d.qkvW = (d.at + 2*d.gt) * d.hd
+	d.f = int64(m.ffn()) / t
+	d.fc1W = d.f
+	if m.Gated {
+		d.fc1W = 2 * d.f
+	}
+	d.vt = int64(m.PaddedVocab(j.TP)) / t
+	d.drop = m.Bias
+	d.flash = j.FlashAttention
+	return d
+}
+
+// view is a reshape or transpose (a view in PyTorch: no data moves, and
+// the replay gives aten.view no time).
+func (g *generator) view(st *stage, src jsonl.Tensor, shape ...int64) jsonl.Tensor {
+	v := g.e.alias(src, src.Dtype, shape...)
+	g.e.call(st.all, st.main, opView, []any{src, shape}, []any{v})
+	return v
+}
+
+func (g *generator) op(st *stage, fn string, args []any, results ...jsonl.Tensor) {
+	res := make([]any, len(results))
+	for i, r := range results {
+		res[i] = r
+	}
+	g.e.call(st.all, st.main, fn, args, res)
+}
+
+// free deletes tensors on the stage's ranks (zero ids are skipped).
+func (g *generator) free(st *stage, ts ...jsonl.Tensor) {
+	n := 0
+	for _, t := range ts {
+		if t.ID != 0 {
+			ts[n] = t
+			n++
+		}
+	}
+	if n > 0 {
+		g.e.del(st.all, ts[:n]...)
+	}
+}
+
+// tpAllReduce sums partial results over each tensor-parallel group, in
+// place (a row-parallel linear's forward, a column-parallel linear's
+// backward: Shoeybi et al. 2019, Fig. 3's g and f).
+func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
+	if g.d.t == 1 {
+		return x
+	}
+	r := g.e.alias(x, x.Dtype, x.Shape...)
+	for _, grp := range st.tpGroups {
+		g.e.reduce(grp, dimTP, st.main, r, x, "sum", false)
+	}
+	return r
+}
+
+// tpReduceScatter sums over each tensor-parallel group and keeps this
+// shard's part of the sequence (sequence parallelism's g).
+func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
+	r := g.e.tensor(x.Dtype, shape...)
+	for _, grp := range st.tpGroups {
+		g.e.reduce(grp, dimTP, st.main, r, x, "sum", true)
+	}
+	return r
+}
+
+// tpAllGather gathers the sequence shards of each tensor-parallel group
+// (sequence parallelism's f).
+func (g *generator) tpAllGather(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
+	r := g.e.tensor(x.Dtype, shape...)
+	for _, grp := range st.tpGroups {
+		g.e.reduce(grp, dimTP, st.main, r, x, "stack", false)
+	}
+	return r
+}
+
+// rowOut finishes a row-parallel linear's output [s*b, h]: the all-reduce,
+// or with sequence parallelism the reduce-scatter, back to [sp, b, h].
+func (g *generator) rowOut(st *stage, o jsonl.Tensor) jsonl.Tensor {
+	d := &g.d
+	if g.j.SequenceParallel && d.t > 1 {
+		r := g.tpReduceScatter(st, o, d.sp, d.b, d.h)
+		g.free(st, o)
+		return r
+	}
+	v := g.view(st, o, d.s, d.b, d.h)
+	r := g.tpAllReduce(st, v)
+	if r.ID != v.ID {
+		g.free(st, v)
+	}
+	g.free(st, o)
+	return r
+}
+
+// gatherSeq makes a norm's output [sp, b, h] whole along the sequence for
+// a column-parallel linear and returns it as [s*b, h]; extra is the
+// gathered tensor to free after use (zero without sequence parallelism).
+func (g *generator) gatherSeq(st *stage, x jsonl.Tensor) (flat, extra jsonl.Tensor) {
+	d := &g.d
+	if g.j.SequenceParallel && d.t > 1 {
+		extra = g.tpAllGather(st, x, d.s, d.b, d.h)
+		x = extra
+	}
+	return g.view(st, x, d.sb, d.h), extra
+}
+
+// layerNorm runs native_layer_norm over the last dimension; the affine
+// parameters live in the layer's small-parameter buffer.
+func (g *generator) layerNorm(st *stage, x jsonl.Tensor) (out, mean, rstd jsonl.Tensor) {
+	d := &g.d
+	out = g.e.tensor(bf16, d.sp, d.b, d.h)
+	mean = g.e.tensor(f32, d.sp, d.b, 1)
+	rstd = g.e.tensor(f32, d.sp, d.b, 1)
+	g.op(st, opLayerNorm, []any{x, []int64{d.h}, nil, nil, lnEps}, out, mean, rstd)
+	return
+}
+
+// dropout runs native_dropout on x when the model has dropout; the mask is
+// kept for the backward.
+func (g *generator) dropout(st *stage, x jsonl.Tensor) (out, mask jsonl.Tensor) {
+	if !g.d.drop {
+		return x, jsonl.Tensor{}
+	}
+	out = g.e.tensor(bf16, x.Shape...)
+	mask = g.e.tensor(boolT, x.Shape...)
+	g.op(st, opDropout, []any{x, dropP, true}, out, mask)
+	return out, mask
+}
+
+// forward runs one transformer layer on x [sp, b, h]: norm, QKV
+// projection (column-parallel), attention, output projection
+// (row-parallel), dropout and residual; norm, fc1 (column-parallel),
+// activation, fc2 (row-parallel), dropout and residual. It returns the
+// output and what the backward needs; with keep false only x is kept
+// (full recomputation).
+func (g *generator) forward(st *stage, w *layerW, x jsonl.Tensor, keep bool) (jsonl.Tensor, *saved) {
+	d := &g.d
+	sv := &saved{x: x, core: true}
+	sv.ln1, sv.mu1, sv.rs1 = g.layerNorm(st, x)
+	in, extra := g.gatherSeq(st, sv.ln1)
+	W := g.weights(st, w, false)
+	sv.qkv = g.e.tensor(bf16, d.sb, d.qkvW)
+	g.op(st, opMM, []any{in, W[0]}, sv.qkv)
+	g.free(st, in, extra)
+	sv.q = g.view(st, sv.qkv, d.b, d.at, d.s, d.hd)
+	sv.k = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
+	sv.v = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
+	var ctx jsonl.Tensor
+	if d.flash {
+		ctx = g.flash(st, sv)
+	} else {
+		ctx = g.attentionCore(st, sv)
+		if g.j.Recompute == RecomputeSelective {
+			g.free(st, sv.p, sv.pd, sv.amask)
+			sv.core = false
+		}
+	}
+	sv.ctx = g.view(st, ctx, d.sb, d.h/d.t)
+	g.free(st, ctx)
+	po := g.e.tensor(bf16, d.sb, d.h)
+	g.op(st, opMM, []any{sv.ctx, W[1]}, po)
+	r := g.rowOut(st, po)
+	dr, m1 := g.dropout(st, r)
+	sv.m1 = m1
+	sv.x2 = g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.op(st, opAdd, []any{x, dr}, sv.x2)
+	g.free(st, r)
+	if dr.ID != r.ID {
+		g.free(st, dr)
+	}
+	sv.ln2, sv.mu2, sv.rs2 = g.layerNorm(st, sv.x2)
+	in, extra = g.gatherSeq(st, sv.ln2)
+	sv.h1 = g.e.tensor(bf16, d.sb, d.fc1W)
+	g.op(st, opMM, []any{in, W[2]}, sv.h1)
+	g.free(st, in, extra)
+	if g.j.Model.Gated {
+		sv.gate = g.view(st, sv.h1, d.sb, d.f)
+		sv.up = g.view(st, sv.h1, d.sb, d.f)
+		sv.sg = g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opSilu, []any{sv.gate}, sv.sg)
+		sv.act = g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opMul, []any{sv.sg, sv.up}, sv.act)
+	} else {
+		sv.act = g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opGelu, []any{sv.h1, "tanh"}, sv.act)
+	}
+	o2 := g.e.tensor(bf16, d.sb, d.h)
+	g.op(st, opMM, []any{sv.act, W[3]}, o2)
+	g.releaseWeights(st, w, W)
+	r = g.rowOut(st, o2)
+	dr, m2 := g.dropout(st, r)
+	sv.m2 = m2
+	y := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.op(st, opAdd, []any{sv.x2, dr}, y)
+	g.free(st, r)
+	if dr.ID != r.ID {
+		g.free(st, dr)
+	}
+	if !keep {
+		g.dropSaved(st, sv, false)
+		sv = &saved{x: x}
+	}
+	return y, sv
+}
+
+// attentionCore is the explicit path: scores = Q K^T, softmax, dropout,
+// context = P V; it returns the context [b*heads/t, s, hd].
+func (g *generator) attentionCore(st *stage, sv *saved) jsonl.Tensor {
+	d := &g.d
+	bh := d.b * d.at
+	q3 := g.view(st, sv.q, bh, d.s, d.hd)
+	kt := g.view(st, sv.k, bh, d.hd, d.s)
+	sc := g.e.tensor(bf16, bh, d.s, d.s)
+	g.op(st, opBMM, []any{q3, kt}, sc)
+	g.free(st, q3, kt)
+	sv.p = g.e.tensor(bf16, bh, d.s, d.s)
+	g.op(st, opSoftmax, []any{sc, -1, false}, sv.p)
+	g.free(st, sc)
+	if d.drop {
+		sv.pd, sv.amask = g.e.tensor(bf16, bh, d.s, d.s), g.e.tensor(boolT, bh, d.s, d.s)
+		g.op(st, opDropout, []any{sv.p, dropP, true}, sv.pd, sv.amask)
+	} else {
+		sv.pd = g.view(st, sv.p, bh, d.s, d.s)
+	}
+	v3 := g.view(st, sv.v, bh, d.s, d.hd)
+	ctx := g.e.tensor(bf16, bh, d.s, d.hd)
+	g.op(st, opBMM, []any{sv.pd, v3}, ctx)
+	g.free(st, v3)
+	return ctx
+}
+
+// flash is _scaled_dot_product_flash_attention (causal): it keeps the
+// output and the log-sum-exp, nothing of size s^2.
+func (g *generator) flash(st *stage, sv *saved) jsonl.Tensor {
+	d := &g.d
+	p := 0.0
+	if d.drop {
+		p = dropP
+	}
+	sv.o = g.e.tensor(bf16, d.b, d.at, d.s, d.hd)
+	sv.lse = g.e.tensor(f32, d.b, d.at, d.s)
+	g.e.call(st.all, st.main, opFlash, []any{sv.q, sv.k, sv.v, p, true, false},
+		[]any{sv.o, sv.lse, nil, nil, d.s, d.s, nil, nil, nil})
+	return g.view(st, sv.o, d.b*d.at, d.s, d.hd)
+}
+
+// dropSaved frees a layer's saved tensors (all but x unless withX).
+func (g *generator) dropSaved(st *stage, sv *saved, withX bool) {
+	x := jsonl.Tensor{}
+	if withX {
+		x = sv.x
+	}
+	g.free(st, x, sv.mu1, sv.rs1, sv.ln1, sv.qkv, sv.q, sv.k, sv.v, sv.p, sv.pd, sv.amask, sv.o, sv.lse, sv.ctx,
+		sv.m1, sv.x2, sv.mu2, sv.rs2, sv.ln2, sv.m2, sv.h1, sv.act, sv.gate, sv.up, sv.sg)
+}
+
+// linearBackward is a linear layer's input and weight gradients:
+// dX = dY W^T and dW = X^T dY, the latter accumulated into the main
+// gradient. dy and x are [s*b, out] and [s*b, in].
+func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x jsonl.Tensor) jsonl.Tensor {
+	d := &g.d
+	in, out := x.Shape[1], dy.Shape[1]
+	dx := g.e.tensor(bf16, d.sb, in)
+	g.op(st, opMM, []any{dy, WT}, dx)
+	xt := g.view(st, x, in, d.sb)
+	dw := g.e.tensor(bf16, in, out)
+	g.op(st, opMM, []any{xt, dy}, dw)
+	g.accumulate(st, w, slot, dw)
+	g.free(st, xt, dw)
+	return dx
+}
+
+// backward runs layer w's backward from the output gradient dy [sp, b, h]
+// and returns the input gradient; it frees what the forward kept.
+func (g *generator) backward(st *stage, w *layerW, dy jsonl.Tensor, sv *saved) jsonl.Tensor {
+	d := &g.d
+	if g.j.Recompute == RecomputeFull {
+		var y jsonl.Tensor
+		y, sv = g.forward(st, w, sv.x, true)
+		g.free(st, y)
+	}
+	WT := g.weights(st, w, true)
+	// MLP
+	dd2 := dy
+	if d.drop {
+		dd2 = g.e.tensor(bf16, d.sp, d.b, d.h)
+		g.op(st, opDropoutBw, []any{dy, sv.m2, 1 / (1 - dropP)}, dd2)
+		g.free(st, sv.m2)
+	}
+	dflat, extra := g.gatherSeq(st, dd2)
+	actIn := sv.act
+	da := g.linearBackward(st, w, 3, WT[3], dflat, actIn)
+	g.free(st, dflat, extra, sv.act)
+	if dd2.ID != dy.ID {
+		g.free(st, dd2)
+	}
+	var dh1 jsonl.Tensor
+	if g.j.Model.Gated {
+		dup := g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opMul, []any{da, sv.sg}, dup)
+		dsg := g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opMul, []any{da, sv.up}, dsg)
+		dgate := g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opSiluBw, []any{dsg, sv.gate}, dgate)
+		dh1 = g.e.tensor(bf16, d.sb, d.fc1W)
+		g.op(st, opCat, []any{tlist{dgate, dup}, 1}, dh1)
+		g.free(st, dup, dsg, dgate, sv.sg, sv.gate, sv.up)
+	} else {
+		dh1 = g.e.tensor(bf16, d.sb, d.f)
+		g.op(st, opGeluBw, []any{da, sv.h1, "tanh"}, dh1)
+	}
+	g.free(st, da, sv.h1)
+	in, extra := g.gatherSeq(st, sv.ln2)
+	dl2 := g.linearBackward(st, w, 2, WT[2], dh1, in)
+	g.free(st, dh1, in, extra, sv.ln2)
+	dl2r := g.columnGradOut(st, dl2)
+	dx2 := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.e.call(st.all, st.main, opLayerNormBw, []any{dl2r, sv.x2, []int64{d.h}, sv.mu2, sv.rs2, nil, nil, []any{true, false, false}}, []any{dx2, nil, nil})
+	g.free(st, dl2r, sv.x2, sv.mu2, sv.rs2)
+	dmid := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.op(st, opAdd, []any{dx2, dy}, dmid)
+	g.free(st, dx2, dy)
+	// attention
+	dd1 := dmid
+	if d.drop {
+		dd1 = g.e.tensor(bf16, d.sp, d.b, d.h)
+		g.op(st, opDropoutBw, []any{dmid, sv.m1, 1 / (1 - dropP)}, dd1)
+		g.free(st, sv.m1)
+	}
+	dflat, extra = g.gatherSeq(st, dd1)
+	dctx := g.linearBackward(st, w, 1, WT[1], dflat, sv.ctx)
+	g.free(st, dflat, extra, sv.ctx)
+	if dd1.ID != dmid.ID {
+		g.free(st, dd1)
+	}
+	dqkv := g.coreBackward(st, sv, dctx)
+	g.free(st, dctx)
+	in, extra = g.gatherSeq(st, sv.ln1)
+	dl1 := g.linearBackward(st, w, 0, WT[0], dqkv, in)
+	g.free(st, dqkv, in, extra, sv.ln1, sv.qkv, sv.q, sv.k, sv.v)
+	g.releaseWeights(st, w, WT)
+	dl1r := g.columnGradOut(st, dl1)
+	dx1 := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.e.call(st.all, st.main, opLayerNormBw, []any{dl1r, sv.x, []int64{d.h}, sv.mu1, sv.rs1, nil, nil, []any{true, false, false}}, []any{dx1, nil, nil})
+	g.free(st, dl1r, sv.x, sv.mu1, sv.rs1)
+	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.op(st, opAdd, []any{dx1, dmid}, dx)
+	g.free(st, dx1, dmid)
+	g.layerDone(st, w)
+	return dx
+}
+
+// columnGradOut finishes a column-parallel linear's input gradient
+// [s*b, h]: the all-reduce of the partial sums, or with sequence
+// parallelism the reduce-scatter, to [sp, b, h].
+func (g *generator) columnGradOut(st *stage, dx jsonl.Tensor) jsonl.Tensor {
+	return g.rowOut(st, dx)
+}
+
+// coreBackward is the attention core's backward from the context gradient
+// [s*b, h/t]; it returns the gradient of the QKV projection's output
+// [s*b, qkv width], whose Q, K and V parts are written into one buffer.
+func (g *generator) coreBackward(st *stage, sv *saved, dctx jsonl.Tensor) jsonl.Tensor {
+	d := &g.d
+	bh := d.b * d.at
+	if d.flash {
+		dO := g.view(st, dctx, d.b, d.at, d.s, d.hd)
+		buf := g.e.tensor(bf16, d.sb, d.qkvW)
+		dq := g.e.alias(buf, bf16, d.b, d.at, d.s, d.hd)
+		dk := g.e.alias(buf, bf16, d.b, d.gt, d.s, d.hd)
+		dv := g.e.alias(buf, bf16, d.b, d.gt, d.s, d.hd)
+		p := 0.0
+		if d.drop {
+			p = dropP
+		}
+		g.e.call(st.all, st.main, opFlashBw, []any{dO, sv.q, sv.k, sv.v, sv.o, sv.lse, nil, nil, d.s, d.s, p, true, nil, nil},
+			[]any{dq, dk, dv})
+		g.free(st, dO, sv.o, sv.lse)
+		out := g.view(st, dq, d.sb, d.qkvW)
+		g.free(st, dq, dk, dv)
+		return out
+	}
+	if !sv.core { // selective recomputation: the core again, as in the forward
+		ctx := g.attentionCore(st, sv)
+		g.free(st, ctx)
+	}
+	dc := g.view(st, dctx, bh, d.s, d.hd)
+	vt := g.view(st, sv.v, bh, d.hd, d.s)
+	dpd := g.e.tensor(bf16, bh, d.s, d.s)
+	g.op(st, opBMM, []any{dc, vt}, dpd)
+	pdt := g.view(st, sv.pd, bh, d.s, d.s)
+	buf := g.e.tensor(bf16, d.sb, d.qkvW)
+	dv := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	g.op(st, opBMM, []any{pdt, dc}, dv)
+	g.free(st, vt, pdt, dc, sv.pd)
+	dp := dpd
+	if d.drop {
+		dp = g.e.tensor(bf16, bh, d.s, d.s)
+		g.op(st, opDropoutBw, []any{dpd, sv.amask, 1 / (1 - dropP)}, dp)
+		g.free(st, dpd, sv.amask)
+	}
+	ds := g.e.tensor(bf16, bh, d.s, d.s)
+	g.op(st, opSoftmaxBw, []any{dp, sv.p, -1, bf16}, ds)
+	g.free(st, dp, sv.p)
+	k3 := g.view(st, sv.k, bh, d.s, d.hd)
+	dq := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	g.op(st, opBMM, []any{ds, k3}, dq)
+	dst := g.view(st, ds, bh, d.s, d.s)
+	q3 := g.view(st, sv.q, bh, d.s, d.hd)
+	dk := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	g.op(st, opBMM, []any{dst, q3}, dk)
+	g.free(st, k3, dst, q3, ds)
+	out := g.view(st, dv, d.sb, d.qkvW)
+	g.free(st, dq, dk, dv)
+	return out
+}

@@ -1,0 +1,179 @@
+package workload_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/fastsim/fastsim"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// tiny is a small GPT (layers of width h = 256, a = 4 heads, s = 64,
+// V = 512) so that histories replay in milliseconds.
+var tiny = workload.Model{Name: "tiny-gpt", Layers: 4, Hidden: 256, Heads: 4, Vocab: 512, Seq: 64,
+	Bias: true, Tied: true, Dtype: "bfloat16"}
+
+// replayPeaks replays j's history (grouped or not) with every command
+// finishing before the next is sent (CommandNs 1 s, far beyond any
+// runtime), so memory follows each stage's program order, and returns the
+// peak of every rank.
+func replayPeaks(t *testing.T, j workload.Job, grouped bool) []int64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	sim, err := fastsim.Replay(&b, fastsim.Options{Grouped: grouped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peaks := make([]int64, j.World())
+	for _, d := range sim.Report().Devices {
+		for r := d.LowestRank; r < d.LowestRank+d.Ranks && r < j.World(); r++ {
+			peaks[r] = d.PeakBytes
+		}
+	}
+	return peaks
+}
+
+// stage0Peak is the peak memory of a first-stage rank, derived by hand
+// from the formulas and the layer's program (GPT with dropout, explicit
+// attention, ZeRO 0 or 1, b sequences per microbatch):
+//
+//	model state    18 bytes per parameter: bf16 weight (2), fp32 main
+//	               gradient (4), fp32 master weight and Adam moments (12)
+//	               (Rajbhandari et al. 2020, §3.1, with Megatron-LM's fp32
+//	               gradient accumulation); ZeRO 1 divides the 12 by dp.
+//	               Stage 0 holds the embedding shard V/t*h, the learned
+//	               positions s*h and L/p layers of 12h^2/t weights plus
+//	               7h/t + 6h small parameters (QKV and fc1 biases split
+//	               over t; projection and fc2 biases, norm scales and
+//	               shifts whole).
+//	activations    held microbatches (p under 1F1B, m under GPipe) x L/p
+//	               layers x Korthikanti et al. 2022 Table 2: sbh(34+5as/h)
+//	               without parallelism, sbh(10+24/t+5as/(ht)) with tensor
+//	               parallelism, sbh(34/t) with sequence parallelism and
+//	               selective recomputation, 2sbh with full recomputation;
+//	               plus the two norms' fp32 mean and rstd (16sb, /t with
+//	               sequence parallelism), which Korthikanti et al. leave
+//	               out as small, and the token ids (8sb bytes, int64).
+//	pipeline       the last output sent (2sbh/t_sp: its loan ends at the
+//	               next send) and the received output gradient (2sbh/t_sp).
+//	backward       the first layer backward's working set at its largest,
+//	               when fc2's weight gradient is made: the dropout
+//	               gradient 2sbh/t_sp, less the mask freed (sbh/t_sp), the
+//	               gathered gradient with sequence parallelism (2sbh), fc2's
+//	               input gradient 8sbh/t and its weight gradient 8h^2/t.
+//	full recompute the last layer's forward again before its backward: its
+//	               whole set (34sbh + 5as^2b + 16sb here, less the 2sbh input
+//	               already counted).
+//
+// t_sp is t with sequence parallelism, else 1.
+func stage0Peak(j workload.Job) int64 {
+	m := j.Model
+	s, b, h, a, t := int64(m.Seq), int64(j.MicroBatch), int64(m.Hidden), int64(m.Heads), int64(j.TP)
+	V := int64(m.PaddedVocab(j.TP))
+	p, L := int64(j.PP), int64(m.Layers)
+	tsp := int64(1)
+	if j.SequenceParallel {
+		tsp = t
+	}
+	sbh := s * b * h
+	emb, layerN := V/t*h+s*h, 12*h*h/t+7*h/t+6*h
+	params := emb + L/p*layerN
+	state := 18 * params
+	if j.Zero == 1 && j.DP > 1 { // each group's optimizer state is a 1/dp shard
+		dp := int64(j.DP)
+		state = 6*params + 12*((emb+dp-1)/dp+L/p*((layerN+dp-1)/dp))
+	}
+	held := p
+	if j.Schedule == workload.GPipe {
+		held = int64(j.Micro())
+	}
+	var layer int64
+	switch {
+	case j.Recompute == workload.RecomputeFull:
+		layer = 2 * sbh / tsp
+	case j.SequenceParallel && j.Recompute == workload.RecomputeSelective:
+		layer = 34*sbh/t + 16*s*b/t
+	case j.SequenceParallel:
+		layer = 34*sbh/t + 5*a*s*s*b/t + 16*s*b/t
+	case j.Recompute == workload.RecomputeSelective:
+		layer = 10*sbh + 24*sbh/t + 16*s*b
+	default:
+		layer = 10*sbh + 24*sbh/t + 5*a*s*s*b/t + 16*s*b
+	}
+	act := held * (L/p*layer + 8*s*b)
+	pipe := 2*sbh/tsp + 2*sbh/tsp
+	gathered := int64(0)
+	if j.SequenceParallel {
+		gathered = 2 * sbh
+	}
+	bw := 2*sbh/tsp - sbh/tsp + gathered + 8*sbh/t + 8*h*h/t
+	if j.Recompute == workload.RecomputeFull {
+		bw += 34*sbh + 5*a*s*s*b + 16*s*b - 2*sbh
+	}
+	return state + act + pipe + bw
+}
+
+func TestStage0PeakMemory(t *testing.T) {
+	base := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
+	cases := []struct {
+		name string
+		edit func(*workload.Job)
+	}{
+		{"1f1b", func(*workload.Job) {}},
+		{"1f1b-p4", func(j *workload.Job) { j.PP = 4 }},
+		{"gpipe", func(j *workload.Job) { j.Schedule = workload.GPipe }},
+		{"tp2", func(j *workload.Job) { j.TP = 2 }},
+		{"tp2-sp", func(j *workload.Job) { j.TP = 2; j.SequenceParallel = true }},
+		{"tp2-sp-selective", func(j *workload.Job) { j.TP = 2; j.SequenceParallel = true; j.Recompute = workload.RecomputeSelective }},
+		{"selective", func(j *workload.Job) { j.Recompute = workload.RecomputeSelective }},
+		{"full", func(j *workload.Job) { j.Recompute = workload.RecomputeFull }},
+		{"dp2", func(j *workload.Job) { j.DP = 2 }},
+		{"dp2-zero1", func(j *workload.Job) { j.DP = 2; j.Zero = 1 }},
+		{"dp2-zero1-tp2-sp", func(j *workload.Job) { j.DP = 2; j.Zero = 1; j.TP = 2; j.SequenceParallel = true }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := base
+			c.edit(&j)
+			want := stage0Peak(j)
+			for _, grouped := range []bool{false, true} {
+				got := replayPeaks(t, j, grouped)[0]
+				if got != want {
+					t.Errorf("grouped=%v: stage 0 peak %d bytes, want %d (diff %d)", grouped, got, want, got-want)
+				}
+			}
+		})
+	}
+}
+
+// TestInterleavedHeldActivations: with v model chunks per stage, stage 0
+// holds (p-1)*2 + (v-1)*p + 1 microbatch-chunks at its first backward
+// (Megatron-LM's warm-up forwards plus the first steady-state one;
+// Narayanan et al., SC'21, §2.2.2 note the interleaved schedule holds
+// more activations). Each holds L/(p*v) layers, so adding p*v layers (one
+// more per chunk) adds that many layer activation sets to stage 0's peak,
+// plus the 18 bytes a parameter of its v more layers; the transfers
+// between stages, the token ids and the backward's working set do not
+// change with the depth and cancel out.
+func TestInterleavedHeldActivations(t *testing.T) {
+	for _, c := range []struct{ p, v, m int }{{3, 2, 6}, {4, 2, 8}, {3, 3, 6}} {
+		j := workload.Job{Model: tiny, TP: 1, PP: c.p, DP: 1, MicroBatch: 2, GlobalBatch: 2 * c.m,
+			Schedule: workload.Interleaved, Chunks: c.v, Steps: 1, CommandNs: 1_000_000_000}
+		j.Model.Layers = c.p * c.v
+		shallow := replayPeaks(t, j, true)[0]
+		j.Model.Layers = 2 * c.p * c.v
+		deep := replayPeaks(t, j, true)[0]
+		s, b, h, a := int64(tiny.Seq), int64(2), int64(tiny.Hidden), int64(tiny.Heads)
+		layer := 34*s*b*h + 5*a*s*s*b + 16*s*b // Korthikanti et al. Table 2, plus the norms' statistics
+		held := int64(min((c.p-1)*2+(c.v-1)*c.p+1, c.m*c.v))
+		state := 18 * int64(c.v) * (12*h*h + 7*h + 6*h)
+		if got, want := deep-shallow, held*layer+state; got != want {
+			t.Errorf("p=%d v=%d m=%d: one more layer per chunk adds %d bytes, want %d held x %d + %d = %d",
+				c.p, c.v, c.m, got, held, layer, state, want)
+		}
+	}
+}

@@ -1,0 +1,331 @@
+package workload
+
+import "github.com/fastsim/fastsim/internal/jsonl"
+
+// layerW is one parameter group on one stage: a transformer layer's four
+// weight matrices (QKV, output projection, fc1, fc2) and its small
+// parameters (norm scales and shifts, biases, learned positions) in one
+// flat buffer; the word embedding and the output layer are groups of one
+// matrix. Each group is one gradient bucket of the data-parallel
+// reduction.
+type layerW struct {
+	shapes [][]int64      // the matrices' forward shapes
+	w, wt  []jsonl.Tensor // bf16 matrices and their transposed views (ZeRO < 3)
+	small  jsonl.Tensor   // bf16 small parameters (ZeRO < 3)
+	n      int64          // elements on this rank before ZeRO sharding
+	shard  int64          // elements of a ZeRO shard: ceil(n / dp)
+
+	grad jsonl.Tensor   // fp32 main gradient, flat (ZeRO < 2)
+	gv   []jsonl.Tensor // its views shaped like the matrices
+	// ZeRO >= 2: this microbatch's gradient bucket and its views.
+	bucket jsonl.Tensor
+	bv     []jsonl.Tensor
+	gshard jsonl.Tensor // fp32 gradient shard on "comm" (ZeRO >= 2)
+	pshard jsonl.Tensor // bf16 parameter shard on "comm" (ZeRO 3)
+
+	master, m, v jsonl.Tensor // fp32 optimizer state (sharded with ZeRO >= 1)
+
+	// The data-parallel reduction of this step (ZeRO < 2): the gradient
+	// lent to "comm" and what the reduction made.
+	borrow  int64
+	reduced jsonl.Tensor
+
+	// gathered holds ZeRO 3's all-gathered matrices while a layer runs.
+	gathered, lent []jsonl.Tensor
+	borrows        []int64
+
+	shared *layerW // the output layer tied to the embedding on the same stage
+	last   bool    // the stage is in the last microbatch's backward of this group
+}
+
+func numel(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// newGroup lays out a group's sizes: matrices of the given shapes and
+// small parameters.
+func (g *generator) newGroup(small int64, shapes ...[]int64) *layerW {
+	w := &layerW{shapes: shapes, n: small}
+	for _, s := range shapes {
+		w.n += numel(s)
+	}
+	dp := int64(g.j.DP)
+	w.shard = (w.n + dp - 1) / dp
+	return w
+}
+
+func transposed(s []int64) []int64 { return []int64{s[1], s[0]} }
+
+// allocate creates a group's persistent tensors on stage st: parameters
+// and main gradients on the stage's compute stream, sharded state on
+// "comm" (ZeRO), as Megatron-LM holds them: bf16 parameters, fp32 main
+// gradients (gradient accumulation in fp32), fp32 master weights and the
+// two Adam moments, 18 bytes per parameter without sharding.
+func (g *generator) allocate(st *stage, w *layerW) {
+	z := g.zero()
+	comm := int64(streamComm)
+	if z < 3 {
+		for _, s := range w.shapes {
+			t := g.e.tensor(bf16, s...)
+			g.op(st, opEmpty, []any{s}, t)
+			w.w = append(w.w, t)
+			w.wt = append(w.wt, g.view(st, t, transposed(s)...))
+		}
+		small := w.n
+		for _, s := range w.shapes {
+			small -= numel(s)
+		}
+		w.small = g.e.tensor(bf16, small)
+		g.op(st, opEmpty, []any{[]int64{small}}, w.small)
+	} else {
+		w.pshard = g.e.tensor(bf16, w.shard)
+		g.e.call(st.all, comm, opEmpty, []any{[]int64{w.shard}}, []any{w.pshard})
+	}
+	if z < 2 {
+		w.grad = g.e.tensor(f32, w.n)
+		g.op(st, opZeros, []any{[]int64{w.n}}, w.grad)
+		for _, s := range w.shapes {
+			w.gv = append(w.gv, g.view(st, w.grad, s...))
+		}
+	} else {
+		w.gshard = g.e.tensor(f32, w.shard)
+		g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{w.gshard})
+	}
+	if z == 0 {
+		for _, t := range []*jsonl.Tensor{&w.master, &w.m, &w.v} {
+			*t = g.e.tensor(f32, w.n)
+			g.op(st, opZeros, []any{[]int64{w.n}}, *t)
+		}
+	} else {
+		for _, t := range []*jsonl.Tensor{&w.master, &w.m, &w.v} {
+			*t = g.e.tensor(f32, w.shard)
+			g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{*t})
+		}
+	}
+}
+
+// zero is the effective ZeRO stage: without data parallelism nothing is
+// sharded.
+func (g *generator) zero() int {
+	if g.j.DP == 1 {
+		return 0
+	}
+	return g.j.Zero
+}
+
+// weights returns group w's matrices for the forward (or transposed, for
+// the backward). With ZeRO 3 each is all-gathered on "comm" from the
+// parameter shards and lent to the compute stream (FSDP).
+func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
+	if w.shared != nil {
+		w = w.shared
+	}
+	if g.zero() < 3 {
+		if tr {
+			return w.wt
+		}
+		return w.w
+	}
+	out := make([]jsonl.Tensor, len(w.shapes))
+	w.gathered, w.lent, w.borrows = w.gathered[:0], w.lent[:0], w.borrows[:0]
+	for i, s := range w.shapes {
+		if tr {
+			s = transposed(s)
+		}
+		full := g.e.tensor(bf16, s...)
+		for _, grp := range st.dpGroups {
+			g.e.reduce(grp, dimDP, streamComm, full, w.pshard, "stack", false)
+		}
+		id, lent := g.e.borrowCreate(st.all, full, streamComm, st.main)
+		g.e.borrowFirstUse(st.all, id)
+		w.gathered, w.lent, w.borrows = append(w.gathered, full), append(w.lent, lent), append(w.borrows, id)
+		out[i] = lent
+	}
+	return out
+}
+
+// releaseWeights ends ZeRO 3's loan of the gathered matrices and frees them.
+func (g *generator) releaseWeights(st *stage, w *layerW, _ []jsonl.Tensor) {
+	if w.shared != nil {
+		w = w.shared
+	}
+	if g.zero() < 3 {
+		return
+	}
+	for i := range w.gathered {
+		g.e.borrowLastUse(st.all, w.borrows[i])
+		g.free(st, w.lent[i])
+		g.e.borrowDrop(st.all, w.borrows[i])
+		g.e.del(st.all, w.gathered[i])
+	}
+}
+
+// accumulate adds a weight gradient into the fp32 main gradient (ZeRO < 2)
+// or this microbatch's bucket (ZeRO >= 2).
+func (g *generator) accumulate(st *stage, w *layerW, slot int, dw jsonl.Tensor) {
+	if w.shared != nil {
+		w = w.shared
+	}
+	var dst jsonl.Tensor
+	if g.zero() < 2 {
+		dst = w.gv[slot]
+	} else {
+		if w.bucket.ID == 0 {
+			w.bucket = g.e.tensor(f32, w.n)
+			g.op(st, opZeros, []any{[]int64{w.n}}, w.bucket)
+			w.bv = w.bv[:0]
+			for _, s := range w.shapes {
+				w.bv = append(w.bv, g.view(st, w.bucket, s...))
+			}
+		}
+		dst = w.bv[slot]
+	}
+	r := g.e.alias(dst, f32, dst.Shape...)
+	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
+	g.free(st, r)
+}
+
+// layerDone starts group w's data-parallel gradient reduction on "comm"
+// when its gradient is complete: after the last microbatch's backward
+// (ZeRO 0: an all-reduce in place; ZeRO 1: a reduce-scatter in place, as
+// Megatron-LM's distributed optimizer does), or after every microbatch's
+// backward (ZeRO 2 and 3: a reduce-scatter of the bucket added into the
+// gradient shard). The reduction overlaps the rest of the backward pass;
+// the compute stream waits for it only before the optimizer step (ZeRO 0
+// and 1) or when the next bucket is lent (ZeRO 2 and 3).
+func (g *generator) layerDone(st *stage, w *layerW) {
+	if g.j.DP == 1 {
+		return
+	}
+	z := g.zero()
+	if z < 2 {
+		if !w.last {
+			return
+		}
+		id, lent := g.e.borrowCreate(st.all, w.grad, st.main, streamComm)
+		g.e.borrowFirstUse(st.all, id)
+		if z == 0 {
+			w.reduced = g.e.alias(w.grad, f32, w.n)
+		} else {
+			w.reduced = g.e.alias(w.grad, f32, w.shard)
+		}
+		for _, grp := range st.dpGroups {
+			g.e.reduce(grp, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
+		}
+		g.e.borrowLastUse(st.all, id)
+		g.e.del(st.all, lent)
+		w.borrow = id
+		st.pendingGrad = append(st.pendingGrad, w)
+		return
+	}
+	if st.bucketBorrow != 0 {
+		g.e.borrowDrop(st.all, st.bucketBorrow)
+		st.bucketBorrow = 0
+	}
+	if w.bucket.ID == 0 { // a group of small parameters only
+		w.bucket = g.e.tensor(f32, w.n)
+		g.op(st, opZeros, []any{[]int64{w.n}}, w.bucket)
+	}
+	id, lent := g.e.borrowCreate(st.all, w.bucket, st.main, streamComm)
+	g.e.borrowFirstUse(st.all, id)
+	rs := g.e.tensor(f32, w.shard)
+	for _, grp := range st.dpGroups {
+		g.e.reduce(grp, dimDP, streamComm, rs, lent, "sum", true)
+	}
+	r := g.e.alias(w.gshard, f32, w.shard)
+	g.e.call(st.all, streamComm, opAddInPlace, []any{w.gshard, rs}, []any{r}, w.gshard)
+	g.e.borrowLastUse(st.all, id)
+	g.e.del(st.all, lent, rs, r)
+	g.free(st, append(w.bv, w.bucket)...)
+	w.bucket, w.bv = jsonl.Tensor{}, w.bv[:0]
+	st.bucketBorrow = id
+}
+
+// optimizerStep ends a step on stage st: it waits for the gradient
+// reductions, runs one fused Adam over the stage's groups (on the compute
+// stream, or on "comm" over the shards with ZeRO >= 1), all-gathers the
+// updated parameters (ZeRO 1 and 2) and zeroes the gradients.
+func (g *generator) optimizerStep(st *stage) {
+	z := g.zero()
+	if st.bucketBorrow != 0 {
+		g.e.borrowDrop(st.all, st.bucketBorrow)
+		st.bucketBorrow = 0
+	}
+	for _, w := range st.pendingGrad {
+		g.e.borrowDrop(st.all, w.borrow)
+	}
+	var params, grads, ms, vs, masters tlist
+	for _, w := range st.groups {
+		masters, ms, vs = append(masters, w.master), append(ms, w.m), append(vs, w.v)
+		switch {
+		case z >= 2:
+			grads = append(grads, w.gshard)
+		case z == 1 && g.j.DP > 1:
+			grads = append(grads, w.reduced)
+		default:
+			grads = append(grads, w.grad)
+		}
+		if z < 3 {
+			params = append(append(params, w.w...), w.small)
+		} else {
+			params = append(params, w.pshard)
+		}
+	}
+	stream := st.main
+	if z >= 1 {
+		stream = streamComm
+	}
+	mut := append(append(append(tlist{}, masters...), ms...), vs...)
+	g.e.call(st.all, stream, opAdam, []any{masters, grads, ms, vs, tlist{}, tlist{}}, nil, mut...)
+	switch z {
+	case 0:
+		g.e.call(st.all, st.main, opForeachCopy, []any{params, masters}, nil, params...)
+	case 1, 2:
+		for _, w := range st.groups {
+			half := g.e.tensor(bf16, w.shard)
+			g.e.call(st.all, streamComm, opToCopy, []any{w.master}, []any{half})
+			full := g.e.tensor(bf16, w.shard*int64(g.j.DP))
+			for _, grp := range st.dpGroups {
+				g.e.reduce(grp, dimDP, streamComm, full, half, "stack", false)
+			}
+			g.e.del(st.all, half, full)
+		}
+	case 3:
+		g.e.call(st.all, streamComm, opForeachCopy, []any{params, masters}, nil, params...)
+	}
+	if z >= 1 {
+		// The compute stream waits for the optimizer before the next step.
+		id, lent := g.e.borrowCreate(st.all, st.groups[0].master, streamComm, st.main)
+		g.e.borrowFirstUse(st.all, id)
+		g.e.borrowLastUse(st.all, id)
+		g.e.del(st.all, lent)
+		g.e.borrowDrop(st.all, id)
+	}
+	var zero tlist
+	for _, w := range st.groups {
+		if z < 2 {
+			zero = append(zero, w.grad)
+		}
+	}
+	if len(zero) > 0 {
+		g.e.call(st.all, st.main, "torch.ops.aten._foreach_zero_.default", []any{zero}, nil, zero...)
+	}
+	if z >= 2 {
+		var gs tlist
+		for _, w := range st.groups {
+			gs = append(gs, w.gshard)
+		}
+		g.e.call(st.all, streamComm, "torch.ops.aten._foreach_zero_.default", []any{gs}, nil, gs...)
+	}
+	for _, w := range st.pendingGrad {
+		if w.reduced.ID != 0 {
+			g.e.del(st.all, w.reduced)
+			w.reduced = jsonl.Tensor{}
+		}
+	}
+	st.pendingGrad = st.pendingGrad[:0]
+}

@@ -1,0 +1,541 @@
+package workload
+
+import (
+	"errors"
+	"io"
+
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// streamComm is the data-parallel communication stream on every rank; the
+// compute stream of stage s is ref streamMain+s, and a stage sends to a
+// neighbour on a stream of the neighbour's compute ref (see stage).
+const (
+	streamComm = 1
+	streamMain = 2
+)
+
+// errSchedule is a broken internal invariant: a schedule whose stages wait
+// for each other.
+var errSchedule = errors.New("workload: pipeline schedule does not progress")
+
+// stage is one pipeline stage: its ranks, streams, parameters and the
+// state of its schedule in the current step.
+//
+// Point-to-point transfers: the receiver receives on its compute stream, in
+// the order its schedule needs the data, so the receive buffer is
+// allocated when the stage gets to it; the sender lends its output to a
+// side stream whose ref is the receiver's compute ref (SendTensor names
+// one stream for both ends) and sends from there, so its compute stream
+// goes on without waiting for the receiver. The sender gives the loan back
+// (and its compute stream waits for the transfer) at its next send in the
+// same direction, or at the end of the step.
+type stage struct {
+	idx      int
+	all      jsonl.Slice
+	tpGroups []jsonl.Slice // per data-parallel replica
+	dpGroups []jsonl.Slice // per tensor-parallel shard
+	main     int64
+	groups   []*layerW   // every parameter group, in allocation order
+	layers   [][]*layerW // per model chunk
+	emb      *layerW
+	pos      *layerW // learned positions, apart from a tied word embedding
+	head     *layerW
+	acts     []action
+	cursor   int
+	out      [2][]*outSend // sends not given back, to the next stage (0) and the previous one (1)
+
+	pendingGrad  []*layerW
+	bucketBorrow int64
+}
+
+// outSend is a send whose loan is not given back yet.
+type outSend struct {
+	consumed bool // the receiver has taken it
+	borrow   int64
+}
+
+// message is an activation or gradient waiting for its receiver.
+type message struct {
+	from *stage
+	out  *outSend
+	lent jsonl.Tensor
+	ok   bool
+}
+
+type headSaved struct {
+	x, ln, mu, rs, lsm, tgt, loss, tw jsonl.Tensor
+}
+
+// generator writes one job's history.
+type generator struct {
+	j      Job
+	d      dims
+	e      emitter
+	stages []*stage
+	v, m   int // chunks, microbatches
+	// per virtual stage and microbatch: what the forward kept, the
+	// messages in flight.
+	saved  [][][]*saved
+	ids    []jsonl.Tensor // embedding inputs, per microbatch
+	head   []headSaved
+	inAct  [][]message
+	inGrad [][]message
+	tied   bool // the word embedding is on the first and the last stage
+}
+
+// Write writes job j's training history to out as JSON lines: setup (mesh,
+// streams, parameters and optimizer state), then Steps steps of the
+// pipeline schedule, each ending with the optimizer and a step line.
+func Write(out io.Writer, j Job) error {
+	if err := j.Check(); err != nil {
+		return err
+	}
+	if j.GPUsPerHost < 1 {
+		j.GPUsPerHost = 8
+	}
+	w, err := history.NewWriter(out, history.FormJSON, history.Header{Version: 1, WorldSize: j.World(), GPUsPerHost: int64(j.GPUsPerHost)}, nil)
+	if err != nil {
+		return err
+	}
+	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro()}
+	g.e = emitter{w: w, next: 1, cmdNs: j.CommandNs}
+	if j.CommandNs == 0 {
+		g.e.cmdNs = 20_000
+	}
+	g.setup()
+	for step := 0; step < j.Steps; step++ {
+		if err := g.runStep(); err != nil {
+			return err
+		}
+		g.e.step(int64(step))
+		if g.e.callErr != nil {
+			return g.e.callErr
+		}
+	}
+	if g.e.callErr != nil {
+		return g.e.callErr
+	}
+	return w.Close()
+}
+
+func (g *generator) setup() {
+	j := &g.j
+	p, dp, tp := int64(j.PP), int64(j.DP), int64(j.TP)
+	world := slice1(0, j.World(), 1)
+	g.e.createMesh(world, []byte(`["pp","dp","tp"]`))
+	for s := 0; s < j.PP; s++ {
+		st := &stage{idx: s, main: streamMain + int64(s)}
+		off := int64(s) * dp * tp
+		st.all = jsonl.Slice{Offset: off, Sizes: []int64{dp, tp}, Strides: []int64{tp, 1}}
+		for r := int64(0); r < dp; r++ {
+			st.tpGroups = append(st.tpGroups, slice1(off+r*tp, tp, 1))
+		}
+		for sh := int64(0); sh < tp; sh++ {
+			st.dpGroups = append(st.dpGroups, slice1(off+sh, dp, tp))
+		}
+		if j.StageCollectives {
+			st.tpGroups, st.dpGroups = []jsonl.Slice{st.all}, []jsonl.Slice{st.all}
+		}
+		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
+		g.stages = append(g.stages, st)
+	}
+	for _, st := range g.stages {
+		g.e.createStream(st.all, st.main, "main", true)
+		g.e.createStream(st.all, streamComm, "comm", false)
+		if n := g.neighbour(st.idx, 0); n >= 0 {
+			g.e.createStream(st.all, streamMain+int64(n), "send_next", false)
+		}
+		if n := g.neighbour(st.idx, 1); n >= 0 && n != g.neighbour(st.idx, 0) {
+			g.e.createStream(st.all, streamMain+int64(n), "send_prev", false)
+		}
+	}
+	_ = p
+	d := &g.d
+	small := 2 * d.h // the two norms' scales
+	if j.Model.Bias {
+		// norm shifts; QKV and fc1 biases (column-parallel, split);
+		// projection and fc2 biases (row-parallel, whole on every shard)
+		small += 2*d.h + d.qkvW + d.fc1W + 2*d.h
+	}
+	pos := int64(0)
+	if j.Model.Bias {
+		pos = d.s * d.h // learned positions
+	}
+	// A tied embedding on two stages: Megatron-LM keeps a copy of the word
+	// embedding on the last stage and all-reduces the two gradients at the
+	// end of each step. Both copies get the same tensor ids so that one
+	// Reduce names them on both stages.
+	g.tied = j.Model.Tied && j.PP > 1
+	var wordIDs int64
+	for _, st := range g.stages {
+		st.layers = make([][]*layerW, g.v)
+		if st.idx == 0 {
+			if g.tied {
+				wordIDs = g.e.next
+				st.emb = g.newGroup(0, []int64{d.vt, d.h})
+				g.allocate(st, st.emb)
+				st.groups = append(st.groups, st.emb)
+				if pos > 0 {
+					st.pos = g.newGroup(pos)
+					g.allocate(st, st.pos)
+					st.groups = append(st.groups, st.pos)
+				}
+			} else {
+				st.emb = g.newGroup(pos, []int64{d.vt, d.h})
+				g.allocate(st, st.emb)
+				st.groups = append(st.groups, st.emb)
+			}
+		}
+		per := j.Model.Layers / (j.PP * g.v)
+		for c := 0; c < g.v; c++ {
+			for i := 0; i < per; i++ {
+				w := g.newGroup(small, []int64{d.h, d.qkvW}, []int64{d.h / d.t, d.h}, []int64{d.h, d.fc1W}, []int64{d.f, d.h})
+				g.allocate(st, w)
+				st.groups = append(st.groups, w)
+				st.layers[c] = append(st.layers[c], w)
+			}
+		}
+		if st.idx == j.PP-1 {
+			norm := d.h
+			if j.Model.Bias {
+				norm = 2 * d.h
+			}
+			switch {
+			case j.Model.Tied && st.emb != nil:
+				st.head = g.newGroup(norm)
+				st.head.shared = st.emb
+			case g.tied:
+				word := g.newGroup(0, []int64{d.vt, d.h})
+				next := g.e.next
+				g.e.next = wordIDs
+				g.allocate(st, word)
+				g.e.next = next
+				st.groups = append(st.groups, word)
+				st.head = g.newGroup(norm)
+				st.head.shared = word
+			default:
+				st.head = g.newGroup(norm, []int64{d.vt, d.h})
+			}
+			g.allocate(st, st.head)
+			st.groups = append(st.groups, st.head)
+		}
+	}
+	vs := j.PP * g.v
+	g.saved = make([][][]*saved, vs)
+	g.inAct = make([][]message, vs)
+	g.inGrad = make([][]message, vs)
+	for i := range g.saved {
+		g.saved[i] = make([][]*saved, g.m)
+		g.inAct[i] = make([]message, g.m)
+		g.inGrad[i] = make([]message, g.m)
+	}
+	g.ids = make([]jsonl.Tensor, g.m)
+	g.head = make([]headSaved, g.m)
+}
+
+// neighbour is the stage that stage s sends to in direction dir (0:
+// forward, 1: backward), or -1. With the interleaved schedule the last
+// stage feeds the first one's next chunk.
+func (g *generator) neighbour(s, dir int) int {
+	p := g.j.PP
+	if p == 1 {
+		return -1
+	}
+	if g.j.Schedule == Interleaved {
+		if dir == 0 {
+			return (s + 1) % p
+		}
+		return (s + p - 1) % p
+	}
+	if dir == 0 && s+1 < p {
+		return s + 1
+	}
+	if dir == 1 && s > 0 {
+		return s - 1
+	}
+	return -1
+}
+
+// runStep emits one step: the stages' schedules merged so that each runs
+// an action once its input has been sent, one action per stage in turn
+// (the controller's order approximates the order in which the work runs),
+// then the optimizer.
+func (g *generator) runStep() error {
+	for _, st := range g.stages {
+		st.cursor = 0
+	}
+	left := 0
+	for _, st := range g.stages {
+		left += len(st.acts)
+	}
+	for left > 0 {
+		progress := false
+		for _, st := range g.stages {
+			if st.cursor < len(st.acts) && g.ready(st, st.acts[st.cursor]) {
+				g.run(st, st.acts[st.cursor])
+				st.cursor++
+				left--
+				progress = true
+			}
+		}
+		if !progress {
+			return errSchedule
+		}
+	}
+	for _, st := range g.stages {
+		for dir := range st.out {
+			for _, o := range st.out[dir] {
+				g.e.borrowDrop(st.all, o.borrow)
+			}
+			st.out[dir] = st.out[dir][:0]
+		}
+	}
+	if g.tied {
+		g.syncEmbedding()
+	}
+	for _, st := range g.stages {
+		g.optimizerStep(st)
+	}
+	return nil
+}
+
+// syncEmbedding all-reduces the word embedding's gradient between the
+// first and the last stage, rank by rank (Megatron-LM's embedding group:
+// the stage-0 and stage-(p-1) ranks of one replica and shard), before the
+// optimizer step. The two copies have the same tensor ids; with ZeRO < 2
+// each stage lends its gradient to "comm" (the same loan ids on both) and
+// its compute stream waits for the reduction.
+func (g *generator) syncEmbedding() {
+	first, last := g.stages[0], g.stages[g.j.PP-1]
+	w := first.emb
+	local := w.grad
+	z := g.zero()
+	var id int64
+	if z < 2 {
+		next, borrow := g.e.next, g.e.borrow
+		for _, st := range []*stage{first, last} {
+			g.e.next, g.e.borrow = next, borrow
+			id, local = g.e.borrowCreate(st.all, w.grad, st.main, streamComm)
+		}
+		g.e.write2(func() { g.e.borrowFirstUse(first.all, id) }, last.all)
+	} else {
+		local = w.gshard
+	}
+	res := g.e.alias(local, f32, local.Shape...)
+	dp, tp := int64(g.j.DP), int64(g.j.TP)
+	if g.j.StageCollectives {
+		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
+	} else {
+		for r := int64(0); r < dp; r++ {
+			for sh := int64(0); sh < tp; sh++ {
+				g.e.reduce(slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp), dimPP, streamComm, res, local, "sum", false)
+			}
+		}
+	}
+	g.e.write2(func() { g.e.del(first.all, res) }, last.all)
+	if z < 2 {
+		g.e.write2(func() { g.e.borrowLastUse(first.all, id) }, last.all)
+		g.e.write2(func() { g.e.del(first.all, local) }, last.all)
+		g.e.write2(func() { g.e.borrowDrop(first.all, id) }, last.all)
+	}
+}
+
+func (g *generator) vstage(st *stage, chunk int) int { return chunk*g.j.PP + st.idx }
+
+// ready reports whether stage st can run a: its input has been sent.
+func (g *generator) ready(st *stage, a action) bool {
+	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
+	if a.fwd {
+		return vs == 0 || g.inAct[vs][a.mb].ok
+	}
+	return vs == last || g.inGrad[vs][a.mb].ok
+}
+
+func (g *generator) run(st *stage, a action) {
+	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
+	layers := st.layers[a.chunk]
+	if a.fwd {
+		var x jsonl.Tensor
+		if vs == 0 {
+			x = g.embedForward(st, a.mb)
+		} else {
+			x = g.receive(st, &g.inAct[vs][a.mb])
+		}
+		sv := make([]*saved, len(layers))
+		for i, w := range layers {
+			x, sv[i] = g.forward(st, w, x, g.j.Recompute != RecomputeFull)
+		}
+		g.saved[vs][a.mb] = sv
+		if vs == last {
+			g.headForward(st, a.mb, x)
+		} else {
+			g.send(st, 0, x, &g.inAct[vs+1][a.mb])
+		}
+		return
+	}
+	lastMB := a.mb == g.m-1
+	var dy jsonl.Tensor
+	if vs == last {
+		st.head.last = lastMB
+		if w := st.head.shared; w != nil && st.emb == nil {
+			w.last = lastMB
+		}
+		dy = g.headBackward(st, a.mb)
+	} else {
+		dy = g.receive(st, &g.inGrad[vs][a.mb])
+	}
+	sv := g.saved[vs][a.mb]
+	for i := len(layers) - 1; i >= 0; i-- {
+		layers[i].last = lastMB
+		dy = g.backward(st, layers[i], dy, sv[i])
+	}
+	g.saved[vs][a.mb] = nil
+	if vs == 0 {
+		st.emb.last = lastMB
+		if st.pos != nil {
+			st.pos.last = lastMB
+		}
+		g.embedBackward(st, a.mb, dy)
+	} else {
+		g.send(st, 1, dy, &g.inGrad[vs-1][a.mb])
+	}
+}
+
+// send lends x to the side stream towards the neighbour in direction dir;
+// the transfer itself is written when the receiver takes it. The loans of
+// earlier sends the receiver has taken are given back first: everything
+// the receiver did before taking them was written earlier, so waiting for
+// them cannot wait for this stage's later work.
+func (g *generator) send(st *stage, dir int, x jsonl.Tensor, to *message) {
+	keep := st.out[dir][:0]
+	for _, o := range st.out[dir] {
+		if o.consumed {
+			g.e.borrowDrop(st.all, o.borrow)
+		} else {
+			keep = append(keep, o)
+		}
+	}
+	st.out[dir] = keep
+	n := g.stages[g.neighbour(st.idx, dir)]
+	id, lent := g.e.borrowCreate(st.all, x, st.main, n.main)
+	g.e.del(st.all, x)
+	o := &outSend{borrow: id}
+	st.out[dir] = append(st.out[dir], o)
+	*to = message{from: st, out: o, lent: lent, ok: true}
+}
+
+// receive writes the transfer of a message into st's compute stream and
+// returns the received tensor.
+func (g *generator) receive(st *stage, msg *message) jsonl.Tensor {
+	from := msg.from
+	r := g.e.tensor(bf16, msg.lent.Shape...)
+	// The loan's first use is written here, not at the send: the side
+	// stream then runs each wait right before its own transfer, never a
+	// later output's wait ahead of an earlier transfer.
+	g.e.borrowFirstUse(from.all, msg.out.borrow)
+	g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+	g.e.borrowLastUse(from.all, msg.out.borrow)
+	g.e.del(from.all, msg.lent)
+	msg.out.consumed = true
+	*msg = message{}
+	return r
+}
+
+// embedForward: stage 0 receives the token ids from the data pipe, copies
+// them to the GPU and looks them up in its vocabulary shard; the partial
+// embeddings are summed over the tensor-parallel group (Megatron-LM's
+// VocabParallelEmbedding).
+func (g *generator) embedForward(st *stage, mb int) jsonl.Tensor {
+	d := &g.d
+	cpu := g.e.cpuTensor(i64, d.b, d.s)
+	g.e.pipeRecv(st.all, st.main, cpu)
+	ids := g.e.tensor(i64, d.b, d.s)
+	g.op(st, opToCopy, []any{cpu}, ids)
+	g.e.del(st.all, cpu)
+	W := g.weights(st, st.emb, false)
+	e := g.e.tensor(bf16, d.s, d.b, d.h)
+	g.op(st, opEmbedding, []any{W[0], ids}, e)
+	g.releaseWeights(st, st.emb, W)
+	g.ids[mb] = ids
+	return g.rowOut(st, e)
+}
+
+// embedBackward accumulates the embedding's gradient from dy.
+func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
+	d := &g.d
+	full, extra := g.gatherSeq(st, dy)
+	gb := g.view(st, full, d.b, d.s, d.h)
+	dw := g.e.tensor(bf16, d.vt, d.h)
+	g.op(st, opEmbeddingBw, []any{gb, g.ids[mb], d.vt, -1, false}, dw)
+	g.accumulate(st, st.emb, 0, dw)
+	g.free(st, gb, full, extra, dw, dy, g.ids[mb])
+	g.ids[mb] = jsonl.Tensor{}
+	g.layerDone(st, st.emb)
+	if st.pos != nil {
+		g.layerDone(st, st.pos)
+	}
+}
+
+// headForward: the final norm, the logits against the vocabulary shard,
+// log-softmax and the negative log-likelihood of the labels. (Megatron-LM's
+// vocabulary-parallel cross entropy also all-reduces three s*b-float
+// vectors over the tensor-parallel group; they are left out.)
+func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
+	d := &g.d
+	h := headSaved{x: x}
+	h.ln, h.mu, h.rs = g.layerNorm(st, x)
+	in, extra := g.gatherSeq(st, h.ln)
+	WT := g.weights(st, st.head, true)
+	logits := g.e.tensor(bf16, d.sb, d.vt)
+	g.op(st, opMM, []any{in, WT[0]}, logits)
+	g.releaseWeights(st, st.head, WT)
+	g.free(st, in, extra)
+	cpu := g.e.cpuTensor(i64, d.sb)
+	g.e.pipeRecv(st.all, st.main, cpu)
+	h.tgt = g.e.tensor(i64, d.sb)
+	g.op(st, opToCopy, []any{cpu}, h.tgt)
+	g.e.del(st.all, cpu)
+	h.lsm = g.e.tensor(bf16, d.sb, d.vt)
+	g.op(st, opLogSoftmax, []any{logits, 1, false}, h.lsm)
+	g.free(st, logits)
+	h.loss, h.tw = g.e.tensor(f32), g.e.tensor(f32)
+	g.op(st, opNLL, []any{h.lsm, h.tgt, nil, 1, -100}, h.loss, h.tw)
+	g.head[mb] = h
+}
+
+// headBackward is the loss's backward down to the last layer's output
+// gradient.
+func (g *generator) headBackward(st *stage, mb int) jsonl.Tensor {
+	d := &g.d
+	h := g.head[mb]
+	one := g.e.tensor(f32)
+	g.op(st, opOnesLike, []any{h.loss}, one)
+	dlsm := g.e.tensor(bf16, d.sb, d.vt)
+	g.op(st, opNLLBw, []any{one, h.lsm, h.tgt, nil, 1, -100, h.tw}, dlsm)
+	g.free(st, one, h.loss, h.tw, h.tgt)
+	dlog := g.e.tensor(bf16, d.sb, d.vt)
+	g.op(st, opLogSmBw, []any{dlsm, h.lsm, 1, bf16}, dlog)
+	g.free(st, dlsm, h.lsm)
+	W := g.weights(st, st.head, false)
+	dln := g.e.tensor(bf16, d.sb, d.h)
+	g.op(st, opMM, []any{dlog, W[0]}, dln)
+	g.releaseWeights(st, st.head, W)
+	in, extra := g.gatherSeq(st, h.ln)
+	dlt := g.view(st, dlog, d.vt, d.sb)
+	dw := g.e.tensor(bf16, d.vt, d.h)
+	g.op(st, opMM, []any{dlt, in}, dw)
+	g.accumulate(st, st.head, 0, dw)
+	g.free(st, dlt, dlog, dw, in, extra, h.ln)
+	dlr := g.columnGradOut(st, dln)
+	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.e.call(st.all, st.main, opLayerNormBw, []any{dlr, h.x, []int64{d.h}, h.mu, h.rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
+	g.free(st, dlr, h.x, h.mu, h.rs)
+	g.head[mb] = headSaved{}
+	g.layerDone(st, st.head)
+	if st.emb == nil && st.head.shared != nil { // the last stage's copy of a tied embedding
+		g.layerDone(st, st.head.shared)
+	}
+	return dx
+}
