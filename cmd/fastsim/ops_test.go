@@ -106,3 +106,36 @@ func TestOpsRoundTrip(t *testing.T) {
 		t.Errorf("ops --costs timing: %v", doc.Timing)
 	}
 }
+
+// TestTimingWithHardware: a timing file sets only its keys; with --hardware
+// the rest are priced as the hardware prices them.
+func TestTimingWithHardware(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "ops.hist")
+	os.WriteFile(hist, []byte(opsHistory), 0o644)
+	const mmKey = "CallFunction:aten.mm:(3x4)x(4x5):float32"
+	const redKey = "Reduce:reduce_scatter:(3x5):float32:2"
+	timing := filepath.Join(dir, "timing.json")
+	os.WriteFile(timing, []byte(`{"`+mmKey+`": 7}`), 0o644)
+	read := func(args ...string) monarch.Catalogue {
+		t.Helper()
+		cat := filepath.Join(dir, "cat.json")
+		if code, _, stderr := runCLI(append(append([]string{"ops", "--json", cat}, args...), hist)...); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var doc monarch.Catalogue
+		data, _ := os.ReadFile(cat)
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	hw := read("--hardware", "h100-sxm")
+	both := read("--hardware", "h100-sxm", "--costs", timing)
+	if both.Timing[mmKey] != 7 {
+		t.Errorf("mm: %v us, want the file's 7", both.Timing[mmKey])
+	}
+	if both.Timing[redKey] != hw.Timing[redKey] || hw.Timing[redKey] == 100 {
+		t.Errorf("reduce: %v us with the file, %v us on the hardware alone (the fixed runtime is 100)", both.Timing[redKey], hw.Timing[redKey])
+	}
+}
