@@ -10,7 +10,7 @@ import (
 )
 
 // A two-rank history: a stream, then one function producing a 4 MB tensor.
-// By SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
+// By docs/SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
 // CallFunction at ts 2,000 starts at 2,000 and runs the default 10,000 ns,
 // so it ends at 12,000 ns = 0.000012 s, and its output's 4,000,000 bytes are
 // allocated on both ranks: 4 MB each, first reached on device 0.

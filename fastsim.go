@@ -6,7 +6,7 @@
 // training histories in memory: a transformer trained as Megatron-LM trains
 // it (Transformer), or the toy micro-benchmark (Train).
 //
-// Results are those of `fastsim replay`: SEMANTICS.md defines them, and with
+// Results are those of `fastsim replay`: docs/SEMANTICS.md defines them, and with
 // the default costs they match the reference simulator number for number.
 package fastsim
 

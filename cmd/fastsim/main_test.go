@@ -219,7 +219,7 @@ func TestKillLeavesNoTrace(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.tmp-*"))
+		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*"))
 		if len(tmp) > 0 {
 			break // the trace is being written
 		}

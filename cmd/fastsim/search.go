@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -72,6 +71,8 @@ Flags:
 type searchOut struct {
 	json, csv string
 	top       int
+	costsPath string // the --costs file, for the table's heading
+	hardware  string // the --hardware preset or file, likewise
 	quiet     bool
 }
 
@@ -109,6 +110,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	out.costsPath, out.hardware = *mf.costs, *mf.hardware
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
+	}
 	if len(positional) != 0 {
 		fmt.Fprintf(stderr, "fastsim search: unexpected argument %q (everything is a flag; see fastsim search --help)\n", positional[0])
 		return exitInput
@@ -117,14 +123,12 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
 		return exitInput
 	}
-	var model sched.CostModel
-	m, costsID, ctl, err := mf.build()
+	model, m, costsID, ctl, err := mf.pricing()
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
 		return exitInput
 	}
 	if m != nil {
-		model = m
 		if r := m.Roofline(); r != nil {
 			// The hardware's memory and host size, unless given.
 			given := map[string]bool{}
@@ -220,6 +224,10 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search merge: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
+	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
 		return exitInput
@@ -265,6 +273,7 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) in
 		if d.Shard.N > 1 {
 			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
 		}
+		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath, out.hardware))
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError
@@ -300,4 +309,25 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 		left := time.Duration(float64(total-done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "\r\033[Kfastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
 	}
+}
+
+// costsLine says which cost model priced the layouts. The default fixed
+// runtimes are the reference simulator's placeholders, the same for every
+// kernel and link, so a ranking by them orders layouts by how many commands
+// they send, not by what a GPU would take.
+func costsLine(id, costsPath, hardware string) string {
+	if id == "reference" || strings.HasPrefix(id, "reference+") {
+		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --hardware or --costs FILE for a ranking that means something"
+	}
+	var parts []string
+	if costsPath != "" && costsPath != "reference" {
+		parts = append(parts, costsPath)
+	}
+	if hardware != "" {
+		parts = append(parts, "hardware "+hardware)
+	}
+	if len(parts) == 0 {
+		return "costs: " + id
+	}
+	return fmt.Sprintf("costs: %s (%s)", strings.Join(parts, " with "), id)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -22,14 +23,18 @@ const (
 	maxRanks = 1 << 20
 )
 
-// zstdMagic starts every zstd frame.
-var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+// zstdMagic starts every zstd frame; gzipMagic every gzip member.
+var (
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	gzipMagic = []byte{0x1f, 0x8b}
+)
 
 // rawEvent is one trace event as FromTrace reads it. pid and tid are kept as
 // raw JSON so that any id form works as a map key.
 type rawEvent struct {
 	Name string          `json:"name"`
 	Ph   string          `json:"ph"`
+	S    string          `json:"s"`
 	Ts   float64         `json:"ts"`
 	Dur  float64         `json:"dur"`
 	Pid  json.RawMessage `json:"pid"`
@@ -53,9 +58,10 @@ type traceReader struct {
 
 // FromTrace reads the normal form's controller events and devices off a
 // Chrome trace in the object form {"traceEvents":[...]} (the bare array form
-// is accepted too), plain or zstd-compressed.
+// is accepted too), plain, gzip- or zstd-compressed.
 //
-// The X events of the process named "Controller" are the controller's. A
+// The X events of the process named "Controller" are the controller's;
+// thread-scoped instant events (ph "i") count as X events of no duration. A
 // process named "Device <rank>", or, for a group of identical workers,
 // "Device <lowest rank>: ..." with every rank it stands for in args.ranks
 // ("a-b,c,d-e"), gives every rank it names a Device: each of its threads becomes
@@ -67,7 +73,14 @@ type traceReader struct {
 func FromTrace(r io.Reader) (controller []Event, devices map[string]*Device, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
-	if magic, _ := br.Peek(len(zstdMagic)); bytes.Equal(magic, zstdMagic) {
+	if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("golden: trace: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	} else if magic, _ := br.Peek(len(zstdMagic)); bytes.Equal(magic, zstdMagic) {
 		dec, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, nil, fmt.Errorf("golden: trace: %w", err)
@@ -188,6 +201,14 @@ func (tr *traceReader) add(ev *rawEvent) error {
 	case "X":
 		tr.sawThread(key)
 		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts + ev.Dur})
+	case "i", "I":
+		// An instant event on a thread ("s" absent or "t") is a span of
+		// zero length; process- and global-scoped ones belong to no thread.
+		if ev.S != "" && ev.S != "t" {
+			return nil
+		}
+		tr.sawThread(key)
+		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts})
 	case "C":
 		var args struct {
 			Allocated *float64 `json:"allocated"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fastsim/fastsim/gen"
@@ -39,6 +40,42 @@ type Options struct {
 	// Controller prices the controller's part of each command (default:
 	// Monarch's, the record's ts).
 	Controller sched.Controller
+	// KeepEvents keeps the whole timeline even without a trace, for
+	// Inspect.
+	KeepEvents bool
+	// Inspect, when set, is called with the engine once the history is
+	// replayed (not after a stop, unless PartialTrace), before the trace is
+	// written: outputs other than the trace read the kept timeline there.
+	Inspect func(eng *sched.Engine, res *Result) error
+	// Header, when set, is called with the history's header before the
+	// first record is replayed.
+	Header func(history.Header)
+	// TraceSteps, when set, limits the trace to the commands of steps
+	// First to Last (see StepRange).
+	TraceSteps *StepRange
+}
+
+// StepRange names the steps First to Last, both included, counted from 0 in
+// the order of the history's step marks: step i is the commands after step
+// mark i-1 (or from the start, for step 0) up to step mark i; commands after
+// the last mark form one more step.
+type StepRange struct{ First, Last int }
+
+// commandWindow turns a StepRange into engine command numbers (inclusive),
+// given the command count at each step mark and at the end.
+func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64) {
+	first, last = 1, total
+	if r.First > 0 {
+		if r.First-1 < len(atMark) {
+			first = atMark[r.First-1] + 1
+		} else {
+			first = total + 1 // no such step: nothing traced
+		}
+	}
+	if r.Last < len(atMark) {
+		last = atMark[r.Last]
+	}
+	return first, last
 }
 
 // Result is what a replay found.
@@ -52,7 +89,10 @@ type Result struct {
 	FirstWarning string
 	Groups       int   // groups simulated at the end (the world size, ungrouped)
 	WorkerTasks  int64 // tasks rank by rank (a group's count once per rank)
-	Partial      bool  // stopped before the end of the history
+	// Kinds counts the command records by message kind (a CommandGroup
+	// once, as the record it is).
+	Kinds   [gen.MsgUnknown + 1]int64
+	Partial bool // stopped before the end of the history
 	// PeakDeviceFinalBytes is what the device that peaks (Final.PeakDevice)
 	// holds at the end of the history, once every transient tensor is
 	// freed: a training job's model state.
@@ -97,7 +137,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		Costs:       opt.Costs,
 		Model:       opt.Model,
 		GPUsPerHost: h.GPUsPerHost,
-		KeepEvents:  opt.TracePath != "",
+		KeepEvents:  opt.TracePath != "" || opt.KeepEvents,
 		Grouped:     opt.Grouped,
 		Jobs:        opt.Jobs,
 		Controller:  opt.Controller,
@@ -106,7 +146,11 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
 	defer eng.Close()
+	if opt.Header != nil {
+		opt.Header(h)
+	}
 	res := &Result{Header: h}
+	var atMark []int64 // commands processed at each step mark
 	var rec history.Record
 	lastTick := began
 	for {
@@ -119,6 +163,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		}
 		if rec.IsStep {
 			res.Steps = append(res.Steps, eng.Step())
+			atMark = append(atMark, eng.Commands())
 			continue
 		}
 		res.Records++
@@ -127,6 +172,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			res.Partial = true
 			break
 		}
+		res.Kinds[rec.Msg.Kind]++
 		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
 			return nil, err
 		}
@@ -138,8 +184,17 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		}
 	}
 	finish(eng, res)
+	if opt.Inspect != nil && (!res.Partial || opt.PartialTrace) {
+		if err := opt.Inspect(eng, res); err != nil {
+			return nil, err
+		}
+	}
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
-		if err := writeTrace(eng, opt.TracePath); err != nil {
+		first, last := int64(0), int64(math.MaxInt64)
+		if opt.TraceSteps != nil {
+			first, last = opt.TraceSteps.commandWindow(atMark, res.Commands)
+		}
+		if err := writeTrace(eng, opt.TracePath, first, last); err != nil {
 			return nil, err
 		}
 	}
@@ -176,12 +231,12 @@ func stopped(stop <-chan struct{}) bool {
 
 // writeTrace writes to a temp file beside path and renames it at the end, so
 // path is either the whole trace or untouched.
-func writeTrace(eng *sched.Engine, path string) error {
+func writeTrace(eng *sched.Engine, path string, firstCmd, lastCmd int64) error {
 	f, err := trace.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := eng.WriteTrace(f.W); err != nil {
+	if err := eng.WriteTraceWindow(f.W, firstCmd, lastCmd); err != nil {
 		f.Abort()
 		return err
 	}

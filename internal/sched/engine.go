@@ -15,7 +15,7 @@ import (
 // Mode says which parts of the timeline are simulated and traced.
 type Mode uint8
 
-// Trace modes, as in SEMANTICS.md.
+// Trace modes, as in docs/SEMANTICS.md.
 const (
 	Everything     Mode = iota // controller and streams
 	StreamOnly                 // streams; the controller clock stays 0
@@ -342,7 +342,7 @@ func (e *Engine) Warnings() (int64, string) { return e.warnings, e.firstWarn }
 // Commands is the number of commands processed, sub-commands included.
 func (e *Engine) Commands() int64 { return e.cmdID }
 
-// process runs one command sent to ranks: steps 1-4 of SEMANTICS.md.
+// process runs one command sent to ranks: steps 1-4 of docs/SEMANTICS.md.
 func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.cmdID++
 	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {

@@ -158,8 +158,40 @@ func (g *group) sortMemory(s int32) {
 // trace events: the controller, then each device given any task, with a
 // thread per stream and its memory counter.
 func (e *Engine) WriteTrace(w *trace.Writer) error {
+	return e.WriteTraceWindow(w, 0, math.MaxInt64)
+}
+
+// WriteTraceWindow is WriteTrace limited to the events of the commands
+// numbered firstCmd to lastCmd (the engine's command counter, as in each
+// event's args.command). Memory counters are kept between the earliest start
+// and the latest end of those events, starting with the running total just
+// before that window, so the curve begins at the right level. Zero-length
+// spans are written as instant events (trace.Writer.Span).
+func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) error {
 	if !e.opt.KeepEvents {
 		return fmt.Errorf("%w: the engine was not asked to keep events", ErrOptions)
+	}
+	in := func(cmd int64) bool { return cmd >= firstCmd && cmd <= lastCmd }
+	whole := firstCmd <= 0 && lastCmd == math.MaxInt64
+	// The window of time the chosen commands cover.
+	fromNs, toNs := int64(math.MinInt64), int64(math.MaxInt64)
+	if !whole {
+		fromNs, toNs = math.MaxInt64, math.MinInt64
+		for i := range e.ctrlCmd {
+			if in(e.ctrlCmd[i]) {
+				fromNs, toNs = min(fromNs, e.ctrlStart[i]), max(toNs, e.ctrlEnd[i])
+			}
+		}
+		for gi := range e.gs {
+			for s := range e.gs[gi].streams {
+				st := &e.gs[gi].streams[s]
+				for i := range st.evCmd {
+					if in(st.evCmd[i]) {
+						fromNs, toNs = min(fromNs, st.evStart[i]), max(toNs, st.evEnd[i])
+					}
+				}
+			}
+		}
 	}
 	// Perfetto shares one id space between processes and threads: hand out
 	// every id once.
@@ -169,7 +201,9 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 	w.ProcessName(pid, "Controller")
 	w.ThreadName(pid, tid, "Controller")
 	for i := range e.ctrlName {
-		w.Complete(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
+		if in(e.ctrlCmd[i]) {
+			w.Span(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
+		}
 	}
 	// Devices in order of their lowest rank, named by it as the report
 	// names them: "Device 8". A group of several ranks says which, briefly
@@ -196,10 +230,27 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 			tid := id()
 			w.ThreadName(pid, tid, e.names.Name(st.name))
 			for i := range st.evStart {
-				w.Complete(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
+				if in(st.evCmd[i]) {
+					w.Span(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
+				}
 			}
 		}
-		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) { w.Counter(pid, ns, running) })
+		before, seen := int64(0), false
+		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) {
+			switch {
+			case ns < fromNs:
+				before = running
+			case ns <= toNs:
+				if !seen && !whole && ns > fromNs {
+					w.Counter(pid, fromNs, before)
+				}
+				seen = true
+				w.Counter(pid, ns, running)
+			}
+		})
+		if !seen && !whole && fromNs <= toNs {
+			w.Counter(pid, fromNs, before)
+		}
 	}
 	return nil
 }

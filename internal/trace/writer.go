@@ -133,6 +133,45 @@ func (w *Writer) Complete(pid, tid int64, name string, startNs, endNs, command i
 	w.end()
 }
 
+// Instant writes a thread-scoped instant event ("ph":"i", "s":"t") on
+// thread tid of process pid at tsNs, with the engine's command index in
+// args.command:
+// {"name":N,"cat":"compute","ph":"i","s":"t","ts":US,"pid":P,"tid":T,"args":{"command":C}}.
+//
+// A zero-length span is written this way rather than as a complete event
+// of zero duration: viewers that turn complete events into begin/end pairs
+// (speedscope) cannot tell which of several events ending and beginning at
+// the same time a zero-length one belongs inside, and leave it open.
+func (w *Writer) Instant(pid, tid int64, name string, tsNs, command int64) {
+	if !w.begin() {
+		return
+	}
+	b := w.buf
+	b = append(b, `{"name":`...)
+	b = AppendString(b, name)
+	b = append(b, `,"cat":"compute","ph":"i","s":"t","ts":`...)
+	b = AppendMicros(b, tsNs)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, pid, 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, tid, 10)
+	b = append(b, `,"args":{"command":`...)
+	b = strconv.AppendInt(b, command, 10)
+	b = append(b, `}}`...)
+	w.buf = b
+	w.end()
+}
+
+// Span writes the span [startNs, endNs] as a complete event, or as an
+// instant event when it has no length (see Instant).
+func (w *Writer) Span(pid, tid int64, name string, startNs, endNs, command int64) {
+	if endNs == startNs {
+		w.Instant(pid, tid, name, startNs, command)
+		return
+	}
+	w.Complete(pid, tid, name, startNs, endNs, command)
+}
+
 // Counter writes a memory counter event of process pid at tsNs, with the
 // allocated bytes as megabytes in args.allocated:
 // {"name":"memory","cat":"memory","ph":"C","ts":US,"pid":P,"args":{"allocated":MB}}.
