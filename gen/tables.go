@@ -27,6 +27,8 @@ type TaskTable struct {
 	Name []int32
 	// Command: the command that created the task (1-based)
 	Command []int64
+	// Line: the history line of the command that created the task
+	Line []int64
 	// Coll: collective the task belongs to, or -1
 	Coll []int32
 	// Wait: task this event waits for, or -1
@@ -60,6 +62,7 @@ func (t *TaskTable) Alloc() TaskID {
 		t.Stream[id] = 0
 		t.Name[id] = 0
 		t.Command[id] = 0
+		t.Line[id] = 0
 		t.Coll[id] = 0
 		t.Wait[id] = 0
 		t.Borrow[id] = 0
@@ -81,6 +84,7 @@ func (t *TaskTable) Alloc() TaskID {
 	t.Stream = append(t.Stream, 0)
 	t.Name = append(t.Name, 0)
 	t.Command = append(t.Command, 0)
+	t.Line = append(t.Line, 0)
 	t.Coll = append(t.Coll, 0)
 	t.Wait = append(t.Wait, 0)
 	t.Borrow = append(t.Borrow, 0)
@@ -116,6 +120,7 @@ func (t *TaskTable) Reset() {
 	t.Stream = t.Stream[:0]
 	t.Name = t.Name[:0]
 	t.Command = t.Command[:0]
+	t.Line = t.Line[:0]
 	t.Coll = t.Coll[:0]
 	t.Wait = t.Wait[:0]
 	t.Borrow = t.Borrow[:0]
@@ -136,6 +141,7 @@ func (t *TaskTable) CopyRow(dst, src TaskID) {
 	t.Stream[dst] = t.Stream[src]
 	t.Name[dst] = t.Name[src]
 	t.Command[dst] = t.Command[src]
+	t.Line[dst] = t.Line[src]
 	t.Coll[dst] = t.Coll[src]
 	t.Wait[dst] = t.Wait[src]
 	t.Borrow[dst] = t.Borrow[src]
@@ -157,6 +163,7 @@ func (t *TaskTable) Clone() TaskTable {
 		Flags:     slices.Clone(t.Flags),
 		Holds:     slices.Clone(t.Holds),
 		IOOff:     slices.Clone(t.IOOff),
+		Line:      slices.Clone(t.Line),
 		NIn:       slices.Clone(t.NIn),
 		NOut:      slices.Clone(t.NOut),
 		Name:      slices.Clone(t.Name),

@@ -40,56 +40,91 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 
 // TestBadInputs replays every history of the error catalogue: each must end
 // with exit status 2 and one line naming the file, the line and what is
-// wrong.
+// wrong, and that line must be the same grouped and ungrouped, in every
+// trace mode that simulates streams, and, for errors in the history's form
+// (everything a decoder finds), with --decode-only, in controller-only mode
+// and from convert: validity does not depend on how a history is read.
 func TestBadInputs(t *testing.T) {
-	cases := map[string]string{
-		"not-json.hist:3:":                       "invalid JSON",
-		"no-header.hist:1:":                      "no header",
-		"bad-header.hist:1:":                     `"world_size" is 0`,
-		"unsupported-version.hist:1:":            "version",
-		"neither-command-nor-step.hist:3:":       "neither a command",
-		"missing-field.hist:3:":                  `missing field "function"`,
-		"wrong-type.hist:3:":                     `"ts"`,
-		"slice-sizes-strides.hist:2:":            "strides",
-		"slice-negative-size.hist:2:":            "negative size",
-		"rank-outside-world.hist:2:":             "outside the world",
-		"slice-overflow.hist:2:":                 "slice",
-		"ts-backwards.hist:3:":                   "backwards",
-		"tensor-disagrees.hist:4:":               "first mention",
-		"empty.hist:":                            "empty",
-		"nul-byte.hist:3:":                       "NUL",
-		"invalid-utf8.hist:3:":                   "UTF-8",
-		"nesting-too-deep.hist:2:":               "nest deeper than",
-		"truncated-zstd.hist.zst:":               "zstd",
-		"corrupt-zstd.hist.zst:":                 "zstd",
-		"unknown-stream.hist:3:":                 "unknown stream: stream 7",
-		"input-not-on-stream.hist:3:":            "input tensor 1 is neither on stream",
-		"borrow-first-use-before-create.hist:4:": "unknown borrow 5",
-		"borrow-drop-twice.hist:9:":              "unknown borrow 5",
-		"borrow-unknown.hist:5:":                 "unknown borrow 9",
-		"send-rank-counts.hist:4:":               "from 2 ranks to 1 ranks",
-		"stream-created-twice.hist:3:":           "stream already exists",
-		"memory-release-forbidden.hist:6:":       "memory release the model forbids",
+	type bad struct {
+		want   string
+		engine bool // found by simulating streams, not by decoding
+	}
+	cases := map[string]bad{
+		"not-json.hist:3:":                       {want: "invalid JSON"},
+		"no-header.hist:1:":                      {want: "no header"},
+		"bad-header.hist:1:":                     {want: `"world_size" is 0`},
+		"unsupported-version.hist:1:":            {want: "version"},
+		"neither-command-nor-step.hist:3:":       {want: "neither a command"},
+		"missing-field.hist:3:":                  {want: `missing field "function"`},
+		"wrong-type.hist:3:":                     {want: `"ts"`},
+		"slice-sizes-strides.hist:2:":            {want: "strides"},
+		"slice-negative-size.hist:2:":            {want: "negative size"},
+		"rank-outside-world.hist:2:":             {want: "outside the world"},
+		"slice-overflow.hist:2:":                 {want: "slice"},
+		"ts-backwards.hist:3:":                   {want: "backwards"},
+		"tensor-disagrees.hist:4:":               {want: "first mention"},
+		"empty.hist:":                            {want: "empty"},
+		"nul-byte.hist:3:":                       {want: "NUL"},
+		"invalid-utf8.hist:3:":                   {want: "UTF-8"},
+		"nesting-too-deep.hist:2:":               {want: "nest deeper than"},
+		"truncated-zstd.hist.zst:":               {want: "zstd"},
+		"corrupt-zstd.hist.zst:":                 {want: "zstd"},
+		"unknown-stream.hist:3:":                 {want: "unknown stream: stream 7", engine: true},
+		"input-not-on-stream.hist:3:":            {want: "input tensor 1 is neither on stream", engine: true},
+		"borrow-first-use-before-create.hist:4:": {want: "unknown borrow 5", engine: true},
+		"borrow-drop-twice.hist:9:":              {want: "unknown borrow 5", engine: true},
+		"borrow-unknown.hist:5:":                 {want: "unknown borrow 9", engine: true},
+		"send-rank-counts.hist:4:":               {want: "from 2 ranks to 1 ranks", engine: true},
+		"stream-created-twice.hist:3:":           {want: "stream already exists", engine: true},
+		"memory-release-forbidden.hist:6:":       {want: "memory release the model forbids", engine: true},
+		// Two sends exchanged both ways in one command: each rank's send
+		// waits for a receive queued behind its own send; the Reduce at
+		// line 5 queues behind them and is not the one named.
+		"deadlock-send-both-ways.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs: it waits for its peer "RecvTensor" (line 4)`, engine: true},
+		// Rank 0 sends to itself: its receive queues behind its send.
+		"deadlock-send-to-self.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs`, engine: true},
 	}
 	files, _ := filepath.Glob("../../testdata/bad/*")
 	if len(files) != len(cases) {
 		t.Errorf("%d files in testdata/bad, %d cases here: keep them in step", len(files), len(cases))
 	}
-	for prefix, want := range cases {
+	for prefix, c := range cases {
 		name := prefix[:strings.Index(prefix, ":")]
 		t.Run(name, func(t *testing.T) {
 			path := "../../testdata/bad/" + name
-			for _, grouped := range []string{"--group-workers=false", "--group-workers"} {
-				code, stdout, stderr := runCLI("replay", "--report-only", grouped, path)
+			check := func(args ...string) string {
+				t.Helper()
+				code, stdout, stderr := runCLI(args...)
 				if code != exitInput {
-					t.Fatalf("exit %d, want %d; stderr %q", code, exitInput, stderr)
+					t.Fatalf("%q: exit %d, want %d; stderr %q", args, code, exitInput, stderr)
 				}
 				lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 				if len(lines) != 1 || stdout != "" {
-					t.Fatalf("want one line on stderr and nothing on stdout, got %q / %q", stderr, stdout)
+					t.Fatalf("%q: want one line on stderr and nothing on stdout, got %q / %q", args, stderr, stdout)
 				}
-				if !strings.HasPrefix(lines[0], "../../testdata/bad/"+prefix) || !strings.Contains(lines[0], want) {
-					t.Fatalf("message %q, want it to start with %q and say %q", lines[0], "../../testdata/bad/"+prefix, want)
+				if !strings.HasPrefix(lines[0], path+prefix[len(name):]) || !strings.Contains(lines[0], c.want) {
+					t.Fatalf("%q: message %q, want it to start with %q and say %q", args, lines[0], path+prefix[len(name):], c.want)
+				}
+				return lines[0]
+			}
+			first := check("replay", "--report-only", "--group-workers=false", path)
+			runs := [][]string{
+				{"replay", "--report-only", "--group-workers", path},
+				{"replay", "--report-only", "--group-workers", "--jobs", "4", path},
+				{"replay", "--trace-mode", "stream-only", "--trace", filepath.Join(t.TempDir(), "t.json"), path},
+				{"replay", "--trace-mode", "everything", "--group-workers", "--trace", filepath.Join(t.TempDir(), "t.json"), path},
+			}
+			if !c.engine {
+				runs = append(runs,
+					[]string{"replay", "--report-only", "--trace-mode", "controller-only", path},
+					[]string{"replay", "--decode-only", path},
+					[]string{"convert", path, filepath.Join(t.TempDir(), "out.fhist")},
+					[]string{"convert", path, filepath.Join(t.TempDir(), "out.hist")},
+				)
+			}
+			for _, args := range runs {
+				if got := check(args...); got != first {
+					t.Errorf("%q says %q, but ungrouped replay says %q", args, got, first)
 				}
 			}
 		})

@@ -129,6 +129,11 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			}
 		}
 	}
+	if !res.Partial {
+		if err := Finish(eng, name); err != nil {
+			return nil, err
+		}
+	}
 	res.Final = eng.Report()
 	res.Commands = eng.Commands()
 	res.Groups = eng.Groups()
@@ -159,6 +164,16 @@ func Apply(eng *sched.Engine, r *history.Reader, rec *history.Record, strict boo
 		reg.Forget(idx)
 	}
 	return nil
+}
+
+// Finish ends a history: a task still queued can never run, which is an
+// error at the line of the command that created it.
+func Finish(eng *sched.Engine, name string) error {
+	err := eng.Finish()
+	if d, ok := err.(*sched.DeadlockError); ok {
+		return &history.Error{File: name, Line: d.Line, Err: d}
+	}
+	return err
 }
 
 func stopped(stop <-chan struct{}) bool {

@@ -17,4 +17,5 @@ var (
 	ErrNotCPU          = errors.New("tensor is not a CPU tensor")
 	ErrRankRange       = errors.New("rank outside the world")
 	ErrOptions         = errors.New("bad options")
+	ErrDeadlock        = errors.New("deadlock")
 )

@@ -425,15 +425,11 @@ func (e *Engine) noStream(gi int32, refs ...int64) error {
 	return nil
 }
 
-// who names group gi for messages: "worker 3", or "workers [0-3] [8-11]".
+// who names group gi for messages by its lowest rank, "worker 3": the
+// same words grouped and ungrouped (every rank of a group is in the same
+// state, so the lowest one stands for them all).
 func (e *Engine) who(gi int32) string {
-	if !e.part.Grouped() {
-		return fmt.Sprintf("worker %d", gi)
-	}
-	if e.part.Size(gi) == 1 {
-		return fmt.Sprintf("worker %d", e.part.Lowest(gi))
-	}
-	return "workers " + string(e.part.AppendRanges(nil, gi))
+	return fmt.Sprintf("worker %d", e.part.Lowest(gi))
 }
 
 // comm describes a communication to the cost model: the ranks of groups gs

@@ -54,6 +54,7 @@ func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.T
 	tk.Stream[t] = -1
 	tk.Name[t] = g.streams[recordedOn].waitFor
 	tk.Command[t] = e.cmdID
+	tk.Line[t] = e.line
 	tk.Coll[t] = -1
 	tk.Wait[t] = recorded
 	tk.Borrow[t] = -1
@@ -122,6 +123,7 @@ outputs:
 	tk.Stream[t] = s
 	tk.Name[t] = name
 	tk.Command[t] = e.cmdID
+	tk.Line[t] = e.line
 	tk.Coll[t] = coll
 	tk.Wait[t] = -1
 	tk.Borrow[t] = -1
