@@ -81,6 +81,11 @@ func TestBadInputs(t *testing.T) {
 		// waits for a receive queued behind its own send; the Reduce at
 		// line 5 queues behind them and is not the one named.
 		"deadlock-send-both-ways.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs: it waits for its peer "RecvTensor" (line 4)`, engine: true},
+		// Two storages of 2^62 bytes alive at once on two streams of a
+		// device: 2^63 bytes do not fit in an int64.
+		"memory-overflow.hist:5:": {want: "int64 overflow: allocating 4611686018427387904 bytes", engine: true},
+		// A ts 807 ns below the int64 maximum and a 10 µs runtime.
+		"ts-overflow.hist:3:": {want: `int64 overflow: task "aten.ones" (line 3) on stream "main" sent at 9223372036854775000 ns cannot end`, engine: true},
 		// Rank 0 sends to itself: its receive queues behind its send.
 		"deadlock-send-to-self.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs`, engine: true},
 	}

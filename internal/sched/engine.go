@@ -92,6 +92,7 @@ type Engine struct {
 	nowNs int64 // the controller clock
 	cmdID int64
 	line  int64
+	tsNs  int64         // the current record's ts, whatever the mode
 	cur   []jsonl.Slice // ranks of the current command
 
 	part   *groups.Partition
@@ -113,7 +114,8 @@ type Engine struct {
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
 	pairs     []soa.TaskID // tasks of one SendTensor
-	memPos    []int        // per stream: events walked by mergeMemory
+	memPos    []int        // per stream: where mergeMemory stopped
+	memHeap   []int32      // mergeMemory's heap of streams
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run
@@ -153,6 +155,9 @@ type group struct {
 	tasksMade int64 // tasks queued on this group (and its ancestors before a split)
 	memBase   int64 // running memory total of the settled events
 	memPeak   int64 // peak of the running total over the settled events
+	// allocBytes bounds the unsettled allocations (saturating): while
+	// memBase + allocBytes fits, no running total can overflow.
+	allocBytes int64
 
 	work      []int32 // streams whose head may move
 	ready     bool    // in Engine.ready
@@ -177,6 +182,7 @@ type stream struct {
 
 	mem    []memEvent // allocations and releases, in the order they happened
 	sorted int        // mem[:sorted] is in (time, delta) order
+	base   int        // mem[:base] is settled (kept only for the trace)
 
 	evStart []int64 // trace events, when kept
 	evEnd   []int64
@@ -265,6 +271,7 @@ const MaxGroupedWorld = 1 << 24
 func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensors int) error {
 	e.reserveRows(tensors)
 	e.line = line
+	e.tsNs = ts
 	if e.cmdID%settleEvery == settleEvery-1 {
 		e.settle()
 	}

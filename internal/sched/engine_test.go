@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"testing"
 
@@ -88,7 +87,7 @@ func timeline(e *Engine, w int, name string) string {
 // memory lists a worker's merged memory series as "ns:bytes".
 func memory(e *Engine, w int) string {
 	var parts []string
-	e.mergeMemory(&e.gs[e.part.GroupOf(int64(w))], math.MaxInt64, func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
+	e.mergeAll(&e.gs[e.part.GroupOf(int64(w))], func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
 	return strings.Join(parts, " ")
 }
 

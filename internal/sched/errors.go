@@ -18,4 +18,5 @@ var (
 	ErrRankRange       = errors.New("rank outside the world")
 	ErrOptions         = errors.New("bad options")
 	ErrDeadlock        = errors.New("deadlock")
+	ErrOverflow        = errors.New("int64 overflow")
 )

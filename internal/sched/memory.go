@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -73,11 +74,14 @@ func (e *Engine) firstUse(g *group, row int32, ns int64, s int32) error {
 		return nil
 	}
 	st := &g.streams[s]
+	if bytes > math.MaxInt64-st.usage {
+		return e.memOverflow(g, s, bytes)
+	}
 	st.usage += bytes
 	g.storages.AllocStream[sr] = s
 	g.storages.AllocNs[sr] = ns
 	st.mem = append(st.mem, memEvent{ns, bytes})
-	return nil
+	return e.checkAlloc(g, s, bytes)
 }
 
 // unref drops one reference on a tensor row at time ns.

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -86,6 +87,12 @@ func (e *Engine) addTask(gi int32, ref int64, name int32, runtimeNs int64, ins, 
 		return -1, e.noStream(gi, ref)
 	}
 	st := &g.streams[s]
+	if e.tsNs > math.MaxInt64-runtimeNs {
+		// Checked against the record's ts, not the start, so that every
+		// trace mode (stream-only keeps the controller clock at 0) finds it.
+		return -1, fmt.Errorf("%w: task %q (line %d) on stream %q sent at %d ns cannot end: its runtime of %d ns runs past the largest time (%d ns)",
+			ErrOverflow, e.names.Name(name), e.line, e.streamName(g, s), e.tsNs, runtimeNs, int64(math.MaxInt64))
+	}
 	off := st.io.Tail()
 	// Inputs first: a CPU tensor of the worker, else a tensor of this stream.
 	for i := range ins {
@@ -387,8 +394,13 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 	st := &g.streams[s]
 	start, end := tk.StartNs[t], int64(0)
 	c, w := tk.Coll[t], tk.Wait[t]
+	rt := tk.RuntimeNs[t]
 	if c >= 0 {
-		end = e.colls.MaxStart(c) + tk.RuntimeNs[t]
+		ms := e.colls.MaxStart(c)
+		if ms > math.MaxInt64-rt {
+			return e.timeOverflow(g, s, t, ms)
+		}
+		end = ms + rt
 	}
 	if w >= 0 {
 		end = max(end, tk.EndNs[w])
@@ -396,7 +408,10 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 	if tk.Flags[t]&taskView != 0 {
 		end = start
 	} else {
-		end = max(end, start+tk.RuntimeNs[t])
+		if start > math.MaxInt64-rt {
+			return e.timeOverflow(g, s, t, start)
+		}
+		end = max(end, start+rt)
 	}
 	tk.EndNs[t] = end
 	tk.State[t] = stateExecuted
@@ -454,6 +469,13 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 	return nil
 }
 
+// timeOverflow reports a task whose end, startNs plus its runtime, does
+// not fit in an int64.
+func (e *Engine) timeOverflow(g *group, s int32, t soa.TaskID, startNs int64) error {
+	return fmt.Errorf("%w: task %q (line %d) on stream %q starting at %d ns ends %d ns later, past the largest time (%d ns)",
+		ErrOverflow, e.names.Name(g.tasks.Name[t]), g.tasks.Line[t], e.streamName(g, s), startNs, g.tasks.RuntimeNs[t], int64(math.MaxInt64))
+}
+
 // returnAtEvent handles a borrow's create event executing on stream s: if s
 // holds the lent tensor, the borrow's reference on it goes.
 func (e *Engine) returnAtEvent(g *group, s, b int32, endNs int64) error {
@@ -498,27 +520,28 @@ func (e *Engine) split(from, to int32) error {
 	}
 	src := &e.gs[from]
 	dst := group{
-		tasks:     src.tasks.Clone(),
-		tensors:   src.tensors.Clone(),
-		storages:  src.storages.Clone(),
-		streams:   make([]stream, len(src.streams)),
-		cpu:       maps.Clone(src.cpu),
-		storage:   maps.Clone(src.storage),
-		borrowOf:  maps.Clone(src.borrowOf),
-		borrows:   slices.Clone(src.borrows),
-		freeBor:   slices.Clone(src.freeBor),
-		active:    src.active,
-		evMaxNs:   src.evMaxNs,
-		tasksMade: src.tasksMade,
-		memBase:   src.memBase,
-		memPeak:   src.memPeak,
+		tasks:      src.tasks.Clone(),
+		tensors:    src.tensors.Clone(),
+		storages:   src.storages.Clone(),
+		streams:    make([]stream, len(src.streams)),
+		cpu:        maps.Clone(src.cpu),
+		storage:    maps.Clone(src.storage),
+		borrowOf:   maps.Clone(src.borrowOf),
+		borrows:    slices.Clone(src.borrows),
+		freeBor:    slices.Clone(src.freeBor),
+		active:     src.active,
+		evMaxNs:    src.evMaxNs,
+		tasksMade:  src.tasksMade,
+		memBase:    src.memBase,
+		memPeak:    src.memPeak,
+		allocBytes: src.allocBytes,
 	}
 	for i := range src.streams {
 		s := &src.streams[i]
 		dst.streams[i] = stream{
 			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
 			queue: s.queue.Clone(), io: s.io.Clone(), tensors: maps.Clone(s.tensors),
-			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted,
+			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base,
 			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}
