@@ -112,7 +112,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"type":"DeleteRefs"}`, `DeleteRefs: missing field "refs"`},
 		{`{"type":"DeleteRefs","refs":["a"]}`, `DeleteRefs: field "refs": want an integer, got a string`},
 		{`{"type":"CreateStream","result":{"name":"x"}}`, `CreateStream: field "result": missing field "ref"`},
-		{`{"type":"Reduce","result":{"tensor":2},"local_tensor":{"tensor":1},"stream":{"ref":1}}`, `Reduce: missing field "reduction"`},
+		{`{"type":"Reduce","result":{"tensor":2,"storage":2,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"local_tensor":{"tensor":1,"storage":1,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"stream":{"ref":1}}`, `Reduce: missing field "reduction"`},
 		{`[]`, `want an object, got a list`},
 	} {
 		err := decode(t, reg, &m, tc.line)

@@ -50,19 +50,25 @@ func TestBadInputs(t *testing.T) {
 		engine bool // found by simulating streams, not by decoding
 	}
 	cases := map[string]bad{
-		"not-json.hist:3:":                       {want: "invalid JSON"},
-		"no-header.hist:1:":                      {want: "no header"},
-		"bad-header.hist:1:":                     {want: `"world_size" is 0`},
-		"unsupported-version.hist:1:":            {want: "version"},
-		"neither-command-nor-step.hist:3:":       {want: "neither a command"},
-		"missing-field.hist:3:":                  {want: `missing field "function"`},
-		"wrong-type.hist:3:":                     {want: `"ts"`},
-		"slice-sizes-strides.hist:2:":            {want: "strides"},
-		"slice-negative-size.hist:2:":            {want: "negative size"},
-		"rank-outside-world.hist:2:":             {want: "outside the world"},
-		"slice-overflow.hist:2:":                 {want: "slice"},
-		"ts-backwards.hist:3:":                   {want: "backwards"},
-		"tensor-disagrees.hist:4:":               {want: "first mention"},
+		"not-json.hist:3:":                 {want: "invalid JSON"},
+		"no-header.hist:1:":                {want: "no header"},
+		"bad-header.hist:1:":               {want: `"world_size" is 0`},
+		"unsupported-version.hist:1:":      {want: "version"},
+		"neither-command-nor-step.hist:3:": {want: "neither a command"},
+		"missing-field.hist:3:":            {want: `missing field "function"`},
+		"wrong-type.hist:3:":               {want: `"ts"`},
+		"slice-sizes-strides.hist:2:":      {want: "strides"},
+		"slice-negative-size.hist:2:":      {want: "negative size"},
+		"rank-outside-world.hist:2:":       {want: "outside the world"},
+		"slice-overflow.hist:2:":           {want: "slice"},
+		"ts-backwards.hist:3:":             {want: "backwards"},
+		"tensor-disagrees.hist:4:":         {want: "first mention"},
+		// The first mention of tensor 1 leaves out nbytes: it is the
+		// error, not the later mention that gives 100.
+		"tensor-first-mention-incomplete.hist:3:": {want: `tensor 1: its first mention lacks "nbytes"`},
+		// "type" twice in a message; "alpha" twice inside kwargs.
+		"duplicate-key.hist:3:":                  {want: `key "type" appears twice in one object`},
+		"duplicate-key-in-tree.hist:3:":          {want: `field "kwargs": key "alpha" appears twice in one object`},
 		"empty.hist:":                            {want: "empty"},
 		"nul-byte.hist:3:":                       {want: "NUL"},
 		"invalid-utf8.hist:3:":                   {want: "UTF-8"},

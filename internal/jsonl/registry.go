@@ -111,7 +111,11 @@ func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
 		*t = r.At(i)
 		return nil
 	}
-	// A first mention: fields it leaves out take their defaults.
+	// A first mention gives every field (HISTORY.md, TENSOR): a default
+	// taken here would make a later, complete mention disagree with it.
+	if miss := missingField(m.has); miss != "" {
+		return errorf(ErrMissing, "tensor %d: its first mention lacks %q (a first mention gives storage, nbytes, dtype, shape and device)", m.id, miss)
+	}
 	st := m.id
 	if m.has&hasStorage != 0 {
 		st = m.storage
@@ -123,6 +127,20 @@ func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
 	var err error
 	*t, err = r.Define(m.id, st, m.nbytes, dt, r.scratch, m.cpu)
 	return err
+}
+
+// missingField names the first field a mention with fields has lacks, or
+// returns "".
+func missingField(has uint8) string {
+	for _, f := range [...]struct {
+		bit  uint8
+		name string
+	}{{hasStorage, "storage"}, {hasNBytes, "nbytes"}, {hasDtype, "dtype"}, {hasShape, "shape"}, {hasDevice, "device"}} {
+		if has&f.bit == 0 {
+			return f.name
+		}
+	}
+	return ""
 }
 
 func (r *Registry) agree(i int32, m *mention) error {
