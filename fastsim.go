@@ -213,6 +213,7 @@ func (s *Sim) start() error {
 		return err
 	}
 	s.eng = eng
+	s.r.Registry().DeferFree(true) // replay.Apply releases deleted rows
 	return nil
 }
 

@@ -66,6 +66,9 @@ func TestBadInputs(t *testing.T) {
 		// The first mention of tensor 1 leaves out nbytes: it is the
 		// error, not the later mention that gives 100.
 		"tensor-first-mention-incomplete.hist:3:": {want: `tensor 1: its first mention lacks "nbytes"`},
+		// Tensor 1 is deleted at line 4: the bare mention at line 5 begins
+		// a new tensor without its fields.
+		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: its first mention lacks "storage"`},
 		// "type" twice in a message; "alpha" twice inside kwargs.
 		"duplicate-key.hist:3:":                  {want: `key "type" appears twice in one object`},
 		"duplicate-key-in-tree.hist:3:":          {want: `field "kwargs": key "alpha" appears twice in one object`},
@@ -139,6 +142,53 @@ func TestBadInputs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedefinedTensorAccepted replays a history that deletes a tensor and
+// defines its id anew with other fields: a DeleteRefs ends an id's life, so
+// it is valid, and every way of reading it agrees (the same report in both
+// modes that simulate streams, decode-only and convert accept it).
+func TestRedefinedTensorAccepted(t *testing.T) {
+	const all = `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	hist := `{"fastsim":"history","version":1,"world_size":2}
+{"ts":0,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":10,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[],"result":{"tensor":1,"storage":1,"nbytes":100,"dtype":"float32","shape":[25],"device":"cuda"},"stream":{"ref":1}}}
+{"ts":20,` + all + `,"msg":{"type":"DeleteRefs","refs":[1]}}
+{"ts":30,` + all + `,"msg":{"type":"CallFunction","function":"g","args":[],"result":{"tensor":1,"storage":1,"nbytes":400,"dtype":"float32","shape":[100],"device":"cuda"},"stream":{"ref":1}}}
+{"ts":40,` + all + `,"msg":{"type":"CallFunction","function":"h","args":[{"tensor":1}],"result":[],"stream":{"ref":1}}}
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "redefine.hist")
+	if err := os.WriteFile(path, []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// f runs 10-10010 and frees its 100 bytes at its end (deleted at 20);
+	// g allocates 400 bytes at 10010, after the release at the same time
+	// (the smaller delta first): the peak is 400 bytes, 0.0004 MB.
+	for _, args := range [][]string{
+		{"replay", "--report-only", path},
+		{"replay", "--report-only", "--group-workers", path},
+		{"replay", "--report-only", "--trace-mode", "stream-only", path},
+	} {
+		code, out, errs := runCLI(args...)
+		if code != exitOK || !strings.Contains(out, "peak memory          0.000400 MB") {
+			t.Errorf("%q: exit %d, %q %q", args, code, out, errs)
+		}
+	}
+	for _, args := range [][]string{
+		{"replay", "--report-only", "--trace-mode", "controller-only", path},
+		{"replay", "--decode-only", path},
+		{"convert", path, filepath.Join(dir, "r.fhist")},
+		{"convert", path, filepath.Join(dir, "r.hist")},
+	} {
+		if code, _, errs := runCLI(args...); code != exitOK {
+			t.Errorf("%q: exit %d, %q", args, code, errs)
+		}
+	}
+	code, out, errs := runCLI("replay", "--report-only", filepath.Join(dir, "r.fhist"))
+	if code != exitOK || !strings.Contains(out, "peak memory          0.000400 MB") {
+		t.Errorf("binary form: exit %d, %q %q", code, out, errs)
 	}
 }
 

@@ -397,17 +397,41 @@ func (r *Reader) Next(rec *Record) error {
 	if r.err != nil {
 		return r.err
 	}
+	r.reg.ClearFresh()
 	if r.bin.on {
-		return r.nextBinary(rec)
+		if err := r.nextBinary(rec); err != nil {
+			return err
+		}
+	} else {
+		line, err := r.nextLine()
+		if err != nil {
+			return err
+		}
+		if err := r.record(line, rec); err != nil {
+			return r.fail(r.line, err)
+		}
 	}
-	line, err := r.nextLine()
-	if err != nil {
-		return err
-	}
-	if err := r.record(line, rec); err != nil {
-		return r.fail(r.line, err)
+	if !rec.IsStep {
+		deleteRefs(r.reg, &rec.Msg)
 	}
 	return nil
+}
+
+// deleteRefs ends, after the record that deletes them, the tensor ids a
+// DeleteRefs names (in a CommandGroup too): a later mention of one of those
+// ids begins a new tensor. The rule depends on the history alone, so every
+// form, mode and tool accepts the same histories.
+func deleteRefs(reg *jsonl.Registry, m *gen.Msg) {
+	switch m.Kind {
+	case gen.MsgDeleteRefs:
+		for _, id := range m.DeleteRefs.Refs {
+			reg.Delete(id)
+		}
+	case gen.MsgCommandGroup:
+		for i := range m.CommandGroup.Commands {
+			deleteRefs(reg, &m.CommandGroup.Commands[i])
+		}
+	}
 }
 
 func (r *Reader) record(line []byte, rec *Record) error {

@@ -105,15 +105,15 @@ func (w *Writer) flush(force bool) error {
 }
 
 // Write writes one record. reg is the registry of the reader it comes from:
-// the binary form defines, ahead of the record, every tensor the registry
-// gained since the previous record.
+// the binary form defines, ahead of the record, every tensor the record
+// mentions first (reg.Fresh), and JSON lines write those in full.
 func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
 	if w.err != nil {
 		return w.err
 	}
 	if w.form == FormBinary {
 		w.writeBinary(rec, reg)
-	} else if err := w.writeJSON(rec); err != nil {
+	} else if err := w.writeJSON(rec, reg); err != nil {
 		return err
 	}
 	return w.flush(false)
@@ -122,8 +122,11 @@ func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
 // writeJSON appends the record's line. Raw JSON from a binary history
 // (trees, extras) is not checked when it is read, so the line is checked
 // here: a corrupt input never becomes an unreadable output.
-func (w *Writer) writeJSON(rec *Record) error {
+func (w *Writer) writeJSON(rec *Record, reg *jsonl.Registry) error {
 	jw := &w.jw
+	for _, i := range reg.Fresh() {
+		jw.Unmark(i)
+	}
 	start := len(w.out)
 	jw.Buf = w.out
 	if rec.IsStep {
@@ -187,9 +190,10 @@ func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
 	if rec.IsStep {
 		e.Uvarint(uint64(rec.Step))
 	} else {
-		e.Uvarint(uint64(reg.Len() - e.Defined()))
-		for i := e.Defined(); i < reg.Len(); i++ {
-			t := reg.At(int32(i))
+		fresh := reg.Fresh()
+		e.Uvarint(uint64(len(fresh)))
+		for _, i := range fresh {
+			t := reg.At(i)
 			e.Define(&t)
 		}
 		e.Uvarint(uint64(len(rec.Ranks)))

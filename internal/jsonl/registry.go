@@ -25,8 +25,11 @@ type Registry struct {
 
 	shapeMax []int32 // room for dimensions at shapeAt (a reused row keeps it)
 
-	free []int32 // forgotten rows, reused by Define
-	dead []bool  // by row: forgotten
+	free      []int32 // freed rows, reused by Define
+	state     []uint8 // by row: rowLive, rowDeleted or rowFree
+	deleted   []int32 // rows deleted since TakeDeleted
+	deferFree bool
+	fresh     []int32 // rows defined since ClearFresh
 
 	curLine int64
 	scratch []int64 // a mention's shape
@@ -49,7 +52,7 @@ func (r *Registry) Reset() {
 	r.shapeMax = r.shapeMax[:0]
 	// Shapes handed out before Reset alias r.shapes and become invalid.
 	r.shapes = r.shapes[:0]
-	r.free, r.dead = r.free[:0], r.dead[:0]
+	r.free, r.state, r.deleted, r.fresh = r.free[:0], r.state[:0], r.deleted[:0], r.fresh[:0]
 	r.curLine = 0
 }
 
@@ -379,7 +382,8 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		// new shape fits (shapes of one program rarely change rank).
 		i := r.free[n-1]
 		r.free = r.free[:n-1]
-		r.dead[i] = false
+		r.state[i] = rowLive
+		r.fresh = append(r.fresh, i)
 		r.insert(id, i)
 		r.id[i], r.storage[i], r.nbytes[i], r.dtype[i], r.cpu[i], r.line[i] = id, storage, nbytes, dtype, cpu, r.curLine
 		if len(shape) > int(r.shapeMax[i]) {
@@ -392,6 +396,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		return r.At(i), nil
 	}
 	i := int32(len(r.id))
+	r.fresh = append(r.fresh, i)
 	r.insert(id, i)
 	r.id = append(r.id, id)
 	r.storage = append(r.storage, storage)

@@ -172,6 +172,19 @@ func (e *Engine) reserveRows(n int) {
 	}
 }
 
+// Unused reports whether no worker holds a row of tensor idx (and then
+// forgets that it was a borrow's result), so the caller may give idx to a
+// new tensor.
+func (e *Engine) Unused(idx int32) bool {
+	if int(idx) < len(e.tensorRows) && e.tensorRows[idx] != 0 {
+		return false
+	}
+	if int(idx) < len(e.borrowed) {
+		e.borrowed[idx] = false
+	}
+	return true
+}
+
 // Gone returns the registry indices of the tensors that the commands since
 // the last call removed from every worker, and forgets the list. The caller
 // (who owns the registry) may drop them; the engine clears what it kept by
