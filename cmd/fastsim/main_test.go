@@ -417,3 +417,28 @@ func TestTolerates(t *testing.T) {
 		t.Fatalf("--strict: exit %d, %q", code, stderr)
 	}
 }
+
+// An ungrouped world of 2^20 ranks needs at least 2^20 x sched.RankBytes
+// of state, over a 100 MiB budget whatever RankBytes is (it is more than
+// 100 bytes): the replay is refused up front with exit status 3 and the
+// hint, in one line, and with --group-workers it runs.
+func TestMaxMemoryRefusesWorld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w20.hist")
+	all := `"ranks":[{"offset":0,"sizes":[1048576],"strides":[1]}]`
+	hist := `{"fastsim":"history","version":1,"world_size":1048576}
+{"ts":0,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+`
+	if err := os.WriteFile(path, []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--report-only", "--max-memory", "100M", path)
+	if code != exitLimit || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, path+":1: memory limit: 1048576 ranks need at least") || !strings.Contains(stderr, "--group-workers") {
+		t.Fatalf("exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI("replay", "--report-only", "--group-workers", "--max-memory", "100M", path); code != exitOK {
+		t.Fatalf("grouped: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("replay", "--max-memory", "lots", path); code != exitInput || !strings.Contains(stderr, "--max-memory") {
+		t.Fatalf("bad flag: exit %d, %q", code, stderr)
+	}
+}

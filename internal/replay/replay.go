@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/memlimit"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -36,6 +38,31 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// Memory, when set, is the memory budget: a world whose ranks cannot
+	// fit is refused before the replay starts, and a replay whose memory
+	// passes the budget ends with a *LimitError.
+	Memory *memlimit.Watcher
+}
+
+// LimitError reports a replay that outgrew its memory budget.
+type LimitError struct {
+	File string
+	Line int64 // the record being replayed (1: refused before the first)
+	Msg  string
+}
+
+func (l *LimitError) Error() string {
+	return fmt.Sprintf("%s:%d: %v: %s", l.File, l.Line, memlimit.ErrLimit, l.Msg)
+}
+
+func (l *LimitError) Unwrap() error { return memlimit.ErrLimit }
+
+// limitHint is what a LimitError suggests.
+func limitHint(grouped bool) string {
+	if grouped {
+		return "raise --max-memory if the machine has more"
+	}
+	return "with --group-workers ranks that receive the same commands are simulated once; or raise --max-memory"
 }
 
 // Result is what a replay found.
@@ -84,7 +111,27 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	if opt.MaxWorld > 0 && h.WorldSize > opt.MaxWorld {
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: world size %d is over the limit of %d", sched.ErrOptions, h.WorldSize, opt.MaxWorld)}
 	}
+	if lim := opt.Memory.Limit(); lim > 0 && !opt.Grouped && h.WorldSize > lim/sched.RankBytes {
+		return nil, &LimitError{File: name, Line: 1, Msg: fmt.Sprintf("%d ranks need at least %s of simulation state (%d bytes each), more than --max-memory %s; %s",
+			h.WorldSize, memlimit.Format(h.WorldSize*sched.RankBytes), sched.RankBytes, memlimit.Format(lim), limitHint(false))}
+	}
+	// A stop request or the memory budget interrupts the engine even
+	// inside one record.
+	var stop atomic.Bool
+	if opt.Stop != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-opt.Stop:
+				stop.Store(true)
+			case <-done:
+			}
+		}()
+	}
+	interrupt := func() bool { return stop.Load() || opt.Memory.Over() }
 	eng, err := sched.New(sched.Options{
+		Interrupt:   interrupt,
 		WorldSize:   h.WorldSize,
 		Mode:        opt.Mode,
 		Costs:       opt.Costs,
@@ -115,12 +162,22 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			continue
 		}
 		res.Records++
-		res.LastLine = rec.Line
-		if opt.Stop != nil && res.Records&255 == 0 && stopped(opt.Stop) {
+		if interrupt() {
+			if opt.Memory.Over() {
+				return nil, overLimit(name, rec.Line, opt)
+			}
 			res.Partial = true
 			break
 		}
+		res.LastLine = rec.Line
 		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
+			if errors.Is(err, sched.ErrStopped) {
+				if opt.Memory.Over() {
+					return nil, overLimit(name, rec.Line, opt)
+				}
+				res.Partial = true // within the record: it counts as replayed in part
+				break
+			}
 			return nil, err
 		}
 		if opt.Progress != nil && res.Records&1023 == 0 {
@@ -187,13 +244,8 @@ func Finish(eng *sched.Engine, name string) error {
 	return err
 }
 
-func stopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
-	}
+func overLimit(name string, line int64, opt Options) error {
+	return &LimitError{File: name, Line: line, Msg: fmt.Sprintf("the replay's memory passed --max-memory %s; %s", memlimit.Format(opt.Memory.Limit()), limitHint(opt.Grouped))}
 }
 
 // writeTrace writes to a temp file beside path and renames it at the end, so

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sync/errgroup"
 
@@ -82,6 +83,11 @@ type Options struct {
 	// Jobs bounds the goroutines that run groups in parallel after a
 	// command (<= 1: serial). Results do not depend on it.
 	Jobs int
+	// Interrupt, when set, is asked between the sub-commands of a
+	// CommandGroup and every 65,536 groups a command reaches; true ends
+	// the command with ErrStopped, so a stop request or a memory limit is
+	// honoured even inside one huge record.
+	Interrupt func() bool
 }
 
 // Engine replays commands. It is not safe for concurrent use; inside, the
@@ -256,6 +262,12 @@ func New(opt Options) (*Engine, error) {
 	e.viewName = e.names.ID("aten.view")
 	return e, nil
 }
+
+// RankBytes is the least memory a simulated group (a rank, ungrouped)
+// takes once it has a stream: its own state and one stream's, before any
+// task or tensor. A replay can refuse up front a world whose groups cannot
+// fit in its memory budget.
+const RankBytes = int64(unsafe.Sizeof(group{}) + unsafe.Sizeof(stream{}))
 
 // MaxWorld is the largest world an ungrouped engine accepts: each rank
 // carries its own tables.

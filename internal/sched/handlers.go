@@ -349,6 +349,9 @@ func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
 func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
 	ranks := e.cur
 	for i := range m.Commands {
+		if e.opt.Interrupt != nil && e.opt.Interrupt() {
+			return ErrStopped
+		}
 		if err := e.process(e.nowNs, ranks, &m.Commands[i]); err != nil {
 			return err
 		}

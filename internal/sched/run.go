@@ -219,6 +219,9 @@ func (e *Engine) apply(op batchOp, i int, gi int32) error {
 func (e *Engine) each(gs []int32, op batchOp) error {
 	if e.opt.Jobs <= 1 || len(gs) < minParallel {
 		for i, gi := range gs {
+			if i&0xffff == 0xffff && op != opAdvance && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				return ErrStopped
+			}
 			if err := e.apply(op, i, gi); err != nil {
 				return err
 			}
@@ -244,6 +247,13 @@ func (e *Engine) each(gs []int32, op batchOp) error {
 // stopping at the chunk's first error (kept on the group).
 func (e *Engine) runChunk(k int) {
 	gs, n := e.secGroups, e.secChunks
+	// A helper goroutine's panic would end the process with a stack dump:
+	// it becomes the chunk's error instead, reported like any other.
+	defer func() {
+		if r := recover(); r != nil {
+			e.gs[gs[k*len(gs)/n]].err = fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+	}()
 	for i := k * len(gs) / n; i < (k+1)*len(gs)/n; i++ {
 		if err := e.apply(e.secOp, i, gs[i]); err != nil {
 			e.gs[gs[i]].err = err
