@@ -151,6 +151,8 @@ type group struct {
 	tensors   soa.Tensors
 	storages  soa.Storages
 	streams   []stream        // in creation order; a stream's id is its index
+	streamIdx map[int64]int32 // stream ref -> index, once there are many streams
+	holder    map[int64]int32 // tensor id -> the stream holding it, or -1 when several do
 	cpu       map[int64]int32 // tensor id -> row of a CPU tensor
 	storage   map[int64]int32 // storage id -> storage row
 	borrowOf  map[int64]int32 // borrow id -> borrow row
@@ -165,12 +167,13 @@ type group struct {
 	// memBase + allocBytes fits, no running total can overflow.
 	allocBytes int64
 
-	work      []int32 // streams whose head may move
-	ready     bool    // in Engine.ready
-	born      []int32 // tensor indices of rows made since the last countRows
-	died      []int32 // tensor indices of rows freed since the last countRows
-	wakeColls []int32 // collectives that this round's tasks completed the starts of
-	doneColls []int32 // collectives whose last member executed this round
+	hits      []deleteHit // deleteIn's scratch
+	work      []int32     // streams whose head may move
+	ready     bool        // in Engine.ready
+	born      []int32     // tensor indices of rows made since the last countRows
+	died      []int32     // tensor indices of rows freed since the last countRows
+	wakeColls []int32     // collectives that this round's tasks completed the starts of
+	doneColls []int32     // collectives whose last member executed this round
 	err       error
 }
 
@@ -225,6 +228,7 @@ const (
 	taskEvent  uint8 = 1 << iota // a wait on another stream's task
 	taskView                     // aten.view: ends when it starts
 	taskQueued                   // entered a stream's queue
+	taskListed                   // on its waited task's list of waiters
 )
 
 // New returns an engine for a world of opt.WorldSize workers.

@@ -28,7 +28,39 @@ func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
 		g.tensors.Flags[row] = soa.TensorBorrowed
 	}
 	st.tensors[t.ID] = row
+	if g.holder == nil {
+		g.holder = make(map[int64]int32)
+	}
+	if h, ok := g.holder[t.ID]; !ok {
+		g.holder[t.ID] = s
+	} else if h != s {
+		g.holder[t.ID] = -1
+	}
 	return row
+}
+
+// dropHolder notes that stream s no longer holds tensor id.
+func (g *group) dropHolder(id int64, s int32) {
+	h, ok := g.holder[id]
+	switch {
+	case !ok:
+	case h == s:
+		delete(g.holder, id)
+	case h < 0:
+		// Several held it: count those left (rare, so a scan).
+		left, n := int32(-1), 0
+		for o := range g.streams {
+			if _, ok := g.streams[o].tensors[id]; ok && int32(o) != s {
+				left, n = int32(o), n+1
+			}
+		}
+		switch n {
+		case 0:
+			delete(g.holder, id)
+		case 1:
+			g.holder[id] = left
+		}
+	}
 }
 
 // putCPU gives group gi the CPU tensor t, unused.
@@ -114,6 +146,7 @@ func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
 	owner := g.tensors.Owner[row]
 	err := e.releaseStorage(g, row, ns, owner)
 	delete(g.streams[owner].tensors, g.tensors.ID[row])
+	g.dropHolder(g.tensors.ID[row], owner)
 	e.freeRow(g, row)
 	return err
 }

@@ -18,12 +18,28 @@ func (g *group) newStream(ref int64, name, waitFor int32) int32 {
 		last:    -1,
 		tensors: make(map[int64]int32),
 	})
-	return int32(len(g.streams) - 1)
+	s := int32(len(g.streams) - 1)
+	if g.streamIdx == nil && len(g.streams) > fewStreams {
+		g.streamIdx = make(map[int64]int32, 2*len(g.streams))
+		for i := range g.streams {
+			g.streamIdx[g.streams[i].ref] = int32(i)
+		}
+	} else if g.streamIdx != nil {
+		g.streamIdx[ref] = s
+	}
+	return s
 }
 
-// streamOf finds the group's stream by its ref, or -1. Groups have a
-// handful of streams, so a scan beats a map.
+// streamOf finds the group's stream by its ref, or -1. Groups usually have
+// a handful of streams, where a scan beats a map; past fewStreams an index
+// keeps the lookup constant.
 func (g *group) streamOf(ref int64) int32 {
+	if g.streamIdx != nil {
+		if s, ok := g.streamIdx[ref]; ok {
+			return s
+		}
+		return -1
+	}
 	for s := range g.streams {
 		if g.streams[s].ref == ref {
 			return int32(s)
@@ -31,6 +47,9 @@ func (g *group) streamOf(ref int64) int32 {
 	}
 	return -1
 }
+
+// fewStreams is how many streams a group scans before it indexes them.
+const fewStreams = 16
 
 func (e *Engine) streamName(g *group, s int32) string { return e.names.Name(g.streams[s].name) }
 
@@ -58,6 +77,7 @@ func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.T
 	tk.Line[t] = e.line
 	tk.Coll[t] = -1
 	tk.Wait[t] = recorded
+	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
 	tk.Flags[t] = taskEvent
 	tk.Holds[recorded]++
@@ -133,6 +153,7 @@ outputs:
 	tk.Line[t] = e.line
 	tk.Coll[t] = coll
 	tk.Wait[t] = -1
+	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
 	tk.Flags[t] = taskQueued
 	if name == e.viewName {
@@ -390,7 +411,13 @@ func (e *Engine) advance(gi int32, g *group, s int32) error {
 			return nil // a peer has not started yet
 		}
 		if w := tk.Wait[t]; w >= 0 && tk.State[w] != stateExecuted {
-			return nil // woken when w executes
+			// Woken when w executes: t joins w's list of waiters once.
+			if tk.Flags[t]&taskListed == 0 {
+				tk.Flags[t] |= taskListed
+				tk.NextWaiter[t] = tk.Waiters[w]
+				tk.Waiters[w] = t
+			}
+			return nil
 		}
 		if err := e.finish(g, s, t); err != nil {
 			return err
@@ -469,13 +496,15 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 		tk.Wait[t] = -1
 		g.release(w)
 	}
-	// Wake the group's streams whose head waits for t.
-	for o := range g.streams {
-		os := &g.streams[o]
-		if int32(o) != s && os.queue.Len() > 0 && tk.Wait[os.queue.Front()] == t {
-			g.wake(int32(o))
+	// Wake the streams whose head waits for t: the events listed on t (a
+	// list rather than a scan of every stream, which would cost streams x
+	// tasks).
+	for ev := tk.Waiters[t]; ev >= 0; ev = tk.NextWaiter[ev] {
+		if o := tk.Stream[ev]; o >= 0 && o != s {
+			g.wake(o)
 		}
 	}
+	tk.Waiters[t] = -1
 	return nil
 }
 
@@ -535,6 +564,8 @@ func (e *Engine) split(from, to int32) error {
 		storages:   src.storages.Clone(),
 		streams:    make([]stream, len(src.streams)),
 		cpu:        maps.Clone(src.cpu),
+		streamIdx:  maps.Clone(src.streamIdx),
+		holder:     maps.Clone(src.holder),
 		storage:    maps.Clone(src.storage),
 		borrowOf:   maps.Clone(src.borrowOf),
 		borrows:    slices.Clone(src.borrows),
