@@ -31,13 +31,17 @@ func bareBinary(t testing.TB, src []byte) []byte {
 	return b
 }
 
-// TestWriteFuzzSeeds rewrites testdata/fuzz-binary from the golden
-// histories when run with -update-seeds.
+// TestWriteFuzzSeeds rewrites testdata/fuzz-binary from the small JSON
+// seeds of testdata/fuzz-seed when FASTSIM_UPDATE_SEEDS is set.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("FASTSIM_UPDATE_SEEDS") == "" {
 		t.Skip("set FASTSIM_UPDATE_SEEDS=1 to rewrite testdata/fuzz-binary")
 	}
-	files, _ := filepath.Glob("../../testdata/golden/*.hist")
+	old, _ := filepath.Glob("testdata/fuzz-binary/*.fhist")
+	for _, p := range old {
+		os.Remove(p)
+	}
+	files, _ := filepath.Glob("testdata/fuzz-seed/*.hist")
 	for _, p := range files {
 		src, err := os.ReadFile(p)
 		if err != nil {
@@ -61,6 +65,13 @@ func FuzzBinary(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+	}
+	for _, p := range largeSeeds("../../testdata/golden/*.hist") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bareBinary(f, b))
 	}
 	f.Add(append(append([]byte{}, binform.Magic...), 1, 2, '{', '}'))
 	f.Fuzz(func(t *testing.T, data []byte) {
