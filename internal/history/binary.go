@@ -133,10 +133,13 @@ func (r *Reader) nextBinary(rec *Record) error {
 		// The common case: the length and the body are in the buffer; the
 		// body is decoded where it lies, valid until the next record.
 		if v, k := binary.Uvarint(p); k > 0 && v <= binform.MaxRecordBytes {
-			if body, err := r.lines.Peek(k + int(v)); err == nil {
-				r.lines.Discard(k + int(v))
+			if body, err := r.lines.Peek(k + int(v) + binform.ChecksumBytes); err == nil {
+				r.lines.Discard(k + int(v) + binform.ChecksumBytes)
 				r.line++
-				if err := r.binRecord(body[k:], rec); err != nil {
+				if err := checkSum(body[k:k+int(v)], body[k+int(v):]); err != nil {
+					return r.fail(r.line, err)
+				}
+				if err := r.binRecord(body[k:k+int(v)], rec); err != nil {
 					return r.fail(r.line, err)
 				}
 				return nil
@@ -161,12 +164,24 @@ func (r *Reader) nextBinary(rec *Record) error {
 	if n > binform.MaxRecordBytes {
 		return r.fail(r.line, binErr(binform.Errorf(binform.ErrLimit, "record of %d bytes, more than the limit of %d", n, binform.MaxRecordBytes)))
 	}
-	body, err := r.readBody(int(n), "the record")
+	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the record")
 	if err != nil {
+		return r.fail(r.line, err)
+	}
+	body, sum := body[:n], body[n:]
+	if err := checkSum(body, sum); err != nil {
 		return r.fail(r.line, err)
 	}
 	if err := r.binRecord(body, rec); err != nil {
 		return r.fail(r.line, err)
+	}
+	return nil
+}
+
+// checkSum compares a record body with the checksum written after it.
+func checkSum(body, sum []byte) error {
+	if want, got := binary.LittleEndian.Uint32(sum), binform.Checksum(body); want != got {
+		return binErr(binform.Errorf(binform.ErrCorrupt, "record checksum %08x does not match its contents (%08x): the file is damaged", want, got))
 	}
 	return nil
 }
@@ -218,6 +233,9 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
 			return binErr(jsonl.FieldError("msg", err))
 		}
+		if err := r.checkExtras(&rec.Msg); err != nil {
+			return binErr(jsonl.FieldError("msg", err))
+		}
 	case binform.KindStep:
 		rec.IsStep = true
 		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""
@@ -239,10 +257,76 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if err := d.End(); err != nil {
 		return binErr(err)
 	}
+	if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
+		return binErr(fmt.Errorf("record: %w", err))
+	}
 	if !rec.IsStep || ts != r.lastTs {
 		if err := r.advanceTs(ts); err != nil {
 			return err
 		}
 	}
 	return r.finishRecord(rec)
+}
+
+// recordKeys are the keys of a record object that the reader decodes ("type"
+// is never an extra key either: checkFields refuses it everywhere).
+var recordKeys = []string{"ts", "ranks", "msg", "step"}
+
+// checkExtras holds a message's extra fields (and its sub-commands') to
+// what its JSON line would be: checkFields, and a key order that names each
+// declared field at most once and every extra field.
+func (r *Reader) checkExtras(m *gen.Msg) error {
+	ex := &m.Extra
+	names := gen.FieldNames(m.Kind)
+	if len(ex.Order) > 0 {
+		var seen uint64
+		extras := 0
+		for _, it := range ex.Order {
+			switch {
+			case it == 0:
+				extras++
+			case seen&(1<<it) != 0:
+				return binform.Errorf(binform.ErrCorrupt, "%s: key order names field %q twice", m.TypeName, names[it-1])
+			default:
+				seen |= 1 << it
+			}
+		}
+		if extras != len(ex.Keys) {
+			return binform.Errorf(binform.ErrCorrupt, "%s: key order lists %d extra fields, the message has %d", m.TypeName, extras, len(ex.Keys))
+		}
+	}
+	if err := r.checkFields(names, ex.Keys, ex.Vals); err != nil {
+		return fmt.Errorf("%s: %w", m.TypeName, err)
+	}
+	if m.Kind == gen.MsgCommandGroup {
+		for i := range m.CommandGroup.Commands {
+			if err := r.checkExtras(&m.CommandGroup.Commands[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFields checks extra fields as the JSON line holding them would be
+// checked: keys that are neither declared nor repeated, and values that are
+// valid JSON.
+func (r *Reader) checkFields(declared, keys []string, vals [][]byte) error {
+	for i, k := range keys {
+		if k == "type" || slices.Contains(declared, k) || slices.Contains(keys[:i], k) {
+			return binform.Errorf(binform.ErrCorrupt, "key %q appears twice", k)
+		}
+		s := &r.sc
+		err := s.Reset(vals[i])
+		if err == nil {
+			err = s.Skip()
+		}
+		if err == nil {
+			err = s.End()
+		}
+		if err != nil {
+			return binform.Errorf(binform.ErrCorrupt, "field %q: %v", k, err)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -129,6 +130,14 @@ func TestBinaryErrors(t *testing.T) {
 	good := bareBinary(t, src)
 	hdrEnd := len(binform.Magic) + 1 + 1 + int(good[len(binform.Magic)+1]) // magic, version, header length, header
 	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, good...)) }
+	// framed is the header, then one record of body with its length and
+	// a correct checksum (so that what is tested is the body's decoding).
+	framed := func(body ...byte) []byte {
+		b := append([]byte{}, good[:hdrEnd]...)
+		b = append(b, byte(len(body)))
+		b = append(b, body...)
+		return binary.LittleEndian.AppendUint32(b, binform.Checksum(body))
+	}
 	tests := []struct {
 		name string
 		data []byte
@@ -142,14 +151,17 @@ func TestBinaryErrors(t *testing.T) {
 		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
 		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
 		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: record of", binform.ErrLimit},
-		{"bad kind", append(append([]byte{}, good[:hdrEnd]...), 3, 9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
-		{"string index", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
+		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
+		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
 		// A reference to a tensor id never defined reads as a bare
 		// {"tensor":9} does in JSON lines (defaults): the record goes on to
 		// its next field, which is cut short here.
-		{"undefined tensor", append(append([]byte{}, good[:hdrEnd]...), 8, 1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
-		{"missing field", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
-		{"too many slices", append(append([]byte{}, good[:hdrEnd]...), 6, 1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
+		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
+		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
+		// One bit flipped in the first record's body: its checksum says so
+		// before anything of it is decoded.
+		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: record checksum", binform.ErrCorrupt},
+		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {
 		_, err := readAll(t, tc.data, "fuzz.fhist")

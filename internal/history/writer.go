@@ -211,6 +211,7 @@ func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
 	}
 	w.out = binary.AppendUvarint(w.out, uint64(len(e.Buf)))
 	w.out = append(w.out, e.Buf...)
+	w.out = binary.LittleEndian.AppendUint32(w.out, binform.Checksum(e.Buf))
 }
 
 // Close writes the end of the history (the binary end marker), flushes and
