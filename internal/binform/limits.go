@@ -1,6 +1,7 @@
 package binform
 
 import (
+	"encoding/binary"
 	"hash/crc32"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -57,4 +58,42 @@ const (
 // their tables stay in step without saying so in the stream.
 func interns(n, count, total int) bool {
 	return n <= MaxInternBytes && count < MaxTableEntries && total+n <= MaxTableBytes
+}
+
+// MendChecksums returns a copy of a bare binary stream (magic, version,
+// header, records) in which every record's checksum matches its body, as
+// far as the stream can be parsed. Fuzz targets use it so that mutations
+// reach the decoding of records rather than stopping at their checksums.
+func MendChecksums(data []byte) []byte {
+	out := append([]byte(nil), data...)
+	if len(out) < len(Magic) || string(out[:len(Magic)]) != string(Magic) {
+		return out
+	}
+	pos := len(Magic)
+	next := func() (uint64, bool) {
+		v, n := binary.Uvarint(out[pos:])
+		if n <= 0 {
+			return 0, false
+		}
+		pos += n
+		return v, true
+	}
+	if _, ok := next(); !ok { // version
+		return out
+	}
+	if n, ok := next(); !ok || n > uint64(len(out)-pos) { // header
+		return out
+	} else {
+		pos += int(n)
+	}
+	for pos < len(out) {
+		n, ok := next()
+		if !ok || n == 0 || n > uint64(len(out)-pos) || len(out)-pos-int(n) < ChecksumBytes {
+			return out
+		}
+		body := out[pos : pos+int(n)]
+		binary.LittleEndian.PutUint32(out[pos+int(n):], Checksum(body))
+		pos += int(n) + ChecksumBytes
+	}
+	return out
 }
