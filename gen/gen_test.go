@@ -61,8 +61,8 @@ func TestDecodeEveryKind(t *testing.T) {
 		MsgCommandGroup: {`{"type":"CommandGroup","commands":[{"type":"BorrowDrop","borrow":1},{"type":"Exit"},{"type":"Nope"}]}`,
 			func(m *Msg) any {
 				var ks []MsgKind
-				for _, c := range m.CommandGroup.Commands {
-					ks = append(ks, c.Kind)
+				for i := 0; i < m.CommandGroup.Commands.Len(); i++ {
+					ks = append(ks, m.CommandGroup.Commands.Kind(i))
 				}
 				return ks
 			},
@@ -154,8 +154,10 @@ func (r *recorder) BorrowDrop(m *BorrowDrop) error         { return r.add("Borro
 func (r *recorder) DeleteRefs(m *DeleteRefs) error         { return r.add("DeleteRefs") }
 func (r *recorder) PipeRecv(m *PipeRecv) error             { return r.add("PipeRecv") }
 func (r *recorder) CommandGroup(m *CommandGroup) error {
-	for i := range m.Commands {
-		if err := Dispatch(r, &m.Commands[i]); err != nil {
+	var sub Msg
+	for i := 0; i < m.Commands.Len(); i++ {
+		m.Commands.At(i, &sub)
+		if err := Dispatch(r, &sub); err != nil {
 			return err
 		}
 	}

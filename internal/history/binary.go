@@ -298,9 +298,12 @@ func (r *Reader) checkExtras(m *gen.Msg) error {
 	if err := r.checkFields(names, ex.Keys, ex.Vals); err != nil {
 		return fmt.Errorf("%s: %w", m.TypeName, err)
 	}
-	if m.Kind == gen.MsgCommandGroup {
-		for i := range m.CommandGroup.Commands {
-			if err := r.checkExtras(&m.CommandGroup.Commands[i]); err != nil {
+	if m.Kind == gen.MsgCommandGroup && m.CommandGroup.Commands.Len() > 0 {
+		var sub gen.Msg
+		l := &m.CommandGroup.Commands
+		for i := 0; i < l.Len(); i++ {
+			l.At(i, &sub)
+			if err := r.checkExtras(&sub); err != nil {
 				return err
 			}
 		}

@@ -43,8 +43,10 @@ func dumpMsg(b *strings.Builder, m *gen.Msg) {
 	fmt.Fprintf(b, "%v %q", m.Kind, m.TypeName)
 	if m.Kind == gen.MsgCommandGroup {
 		b.WriteString(" [")
-		for i := range m.CommandGroup.Commands {
-			dumpMsg(b, &m.CommandGroup.Commands[i])
+		for i := 0; i < m.CommandGroup.Commands.Len(); i++ {
+			var sub gen.Msg
+			m.CommandGroup.Commands.At(i, &sub)
+			dumpMsg(b, &sub)
 			b.WriteString("; ")
 		}
 		b.WriteString("]")

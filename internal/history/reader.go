@@ -428,8 +428,19 @@ func deleteRefs(reg *jsonl.Registry, m *gen.Msg) {
 			reg.Delete(id)
 		}
 	case gen.MsgCommandGroup:
-		for i := range m.CommandGroup.Commands {
-			deleteRefs(reg, &m.CommandGroup.Commands[i])
+		deleteRefsIn(reg, &m.CommandGroup.Commands)
+	}
+}
+
+func deleteRefsIn(reg *jsonl.Registry, l *gen.Msgs) {
+	for i := 0; i < l.Len(); i++ {
+		switch l.Kind(i) {
+		case gen.MsgDeleteRefs:
+			for _, id := range l.DeleteRefsAt(i).Refs {
+				reg.Delete(id)
+			}
+		case gen.MsgCommandGroup:
+			deleteRefsIn(reg, &l.CommandGroupAt(i).Commands)
 		}
 	}
 }
@@ -592,10 +603,27 @@ func (r *Reader) checkMsg(m *gen.Msg) error {
 			return fmt.Errorf("SendTensor: %w", jsonl.FieldError("to_ranks", err))
 		}
 	case gen.MsgCommandGroup:
-		for i := range m.CommandGroup.Commands {
-			if err := r.checkMsg(&m.CommandGroup.Commands[i]); err != nil {
-				return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
+		return r.checkMsgs(&m.CommandGroup.Commands)
+	}
+	return nil
+}
+
+func (r *Reader) checkMsgs(l *gen.Msgs) error {
+	for i := 0; i < l.Len(); i++ {
+		var err error
+		switch l.Kind(i) {
+		case gen.MsgSendTensor:
+			st := l.SendTensorAt(i)
+			if err = st.FromRanks.Check(r.hdr.WorldSize); err != nil {
+				err = fmt.Errorf("SendTensor: %w", jsonl.FieldError("from_ranks", err))
+			} else if err = st.ToRanks.Check(r.hdr.WorldSize); err != nil {
+				err = fmt.Errorf("SendTensor: %w", jsonl.FieldError("to_ranks", err))
 			}
+		case gen.MsgCommandGroup:
+			err = r.checkMsgs(&l.CommandGroupAt(i).Commands)
+		}
+		if err != nil {
+			return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
 		}
 	}
 	return nil

@@ -134,6 +134,9 @@ type Engine struct {
 	ctrlCmd   []int64
 	ctrlMaxNs int64
 
+	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
+	depth int
+
 	viewName int32
 	fnNames  map[string]int32 // function path -> interned clean name
 

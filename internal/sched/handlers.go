@@ -383,11 +383,19 @@ func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
 // time and for the group's ranks.
 func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
 	ranks := e.cur
-	for i := range m.Commands {
+	// One scratch message per nesting depth, kept between records.
+	if e.depth == len(e.subs) {
+		e.subs = append(e.subs, new(gen.Msg))
+	}
+	sub := e.subs[e.depth]
+	e.depth++
+	defer func() { e.depth-- }()
+	for i := 0; i < m.Commands.Len(); i++ {
 		if e.opt.Interrupt != nil && e.opt.Interrupt() {
 			return ErrStopped
 		}
-		if err := e.process(e.nowNs, ranks, &m.Commands[i]); err != nil {
+		m.Commands.At(i, sub)
+		if err := e.process(e.nowNs, ranks, sub); err != nil {
 			return err
 		}
 	}

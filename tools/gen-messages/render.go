@@ -195,7 +195,7 @@ func goType(kind string) *jen.Statement {
 	case "tree":
 		return jsonl("Tree")
 	case "messages":
-		return jen.Index().Id("Msg")
+		return jen.Id("Msgs")
 	}
 	panic("gen-messages: unknown kind " + kind)
 }
@@ -236,6 +236,10 @@ func renderMessages(sp *spec, f *jen.File) {
 		g.Comment("history that carries them); it is empty otherwise.")
 		g.Id("Extra").Add(jsonl("Extras"))
 	})
+	if usesMessages(sp) {
+		f.Line()
+		renderMsgs(sp, f)
+	}
 }
 
 func renderDispatch(sp *spec, f *jen.File) {
