@@ -66,7 +66,7 @@ func renderMsgs(sp *spec, f *jen.File) {
 	f.Line()
 	for _, m := range simulated(sp) {
 		f.Comment(fmt.Sprintf("%sAt returns message i, which must be a %s.", m.name, m.name))
-		f.Func().Params(l().Op("*").Id("Msgs")).Id(m.name+"At").Params(jen.Id("i").Int()).Op("*").Id(m.name).Block(
+		f.Func().Params(l().Op("*").Id("Msgs")).Id(m.name + "At").Params(jen.Id("i").Int()).Op("*").Id(m.name).Block(
 			jen.Return(jen.Op("&").Add(l().Dot("x" + m.name).Index(l().Dot("at").Index(jen.Id("i"))))),
 		)
 		f.Line()
@@ -79,7 +79,7 @@ func renderMsgs(sp *spec, f *jen.File) {
 		g.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
 				x := func() *jen.Statement { return l().Dot("x" + m.name) }
-				g.Case(jen.Id("Msg" + m.name)).Block(
+				g.Case(jen.Id("Msg"+m.name)).Block(
 					jen.Id("n").Op(":=").Len(x()),
 					jen.If(jen.Id("n").Op("<").Cap(x())).Block(
 						x().Op("=").Add(x()).Index(jen.Empty(), jen.Id("n").Op("+").Lit(1)),
