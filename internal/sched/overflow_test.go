@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fastsim/fastsim/internal/history"
 )
 
 // A task queued behind another ends past the int64 maximum although its
@@ -56,5 +58,30 @@ func TestMemoryNoOverflowWhenReleased(t *testing.T) {
 	}
 	if got := e.Report().PeakBytes; got != 4611686018427387904 {
 		t.Fatalf("peak %d, want 2^62 = 4611686018427387904", got)
+	}
+}
+
+// Options.Interrupt is asked between the sub-commands of a CommandGroup:
+// a stop request ends even one huge record early, with ErrStopped.
+func TestInterruptInsideCommandGroup(t *testing.T) {
+	subs := strings.TrimSuffix(strings.Repeat(`{"type":"DeleteRefs","refs":[1]},`, 1000), ",")
+	text := h(1, on(0, 0, 1, `{"type":"CommandGroup","commands":[`+subs+`]}`))
+	r, err := history.NewReader(strings.NewReader(text), "g.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	e, err := New(Options{WorldSize: 1, Interrupt: func() bool { asked++; return asked > 10 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec history.Record
+	if err := r.Next(&rec); err != nil {
+		t.Fatal(err)
+	}
+	err = e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry().Len())
+	// The group itself is command 1; 10 sub-commands ran before the stop.
+	if !errors.Is(err, ErrStopped) || e.Commands() != 11 {
+		t.Fatalf("error %v after %d commands, want ErrStopped after 11", err, e.Commands())
 	}
 }
