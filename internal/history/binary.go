@@ -18,7 +18,8 @@ type binReader struct {
 	on    bool
 	ended bool
 	dec   *binform.Decoder
-	body  []byte
+	body  []byte // the current block's records, checked
+	at    int    // where the next record starts in body
 	shape []int64
 }
 
@@ -119,34 +120,43 @@ func (r *Reader) binHeader() error {
 	if err != nil {
 		return r.fail(1, err)
 	}
+	b.at = len(line) // the buffer holds no block yet
 	return r.parseHeader(line)
 }
 
-// nextBinary reads the next record of a binary stream.
+// nextBinary reads the next record of a binary stream: from the current
+// block, or from the next one, whose checksum is checked before any of its
+// records is decoded.
 func (r *Reader) nextBinary(rec *Record) error {
 	b := &r.bin
 	if b.ended {
 		return io.EOF
 	}
-	var n uint64
-	if p, _ := r.lines.Peek(binary.MaxVarintLen64); len(p) > 0 && p[0] != 0 {
-		// The common case: the length and the body are in the buffer; the
-		// body is decoded where it lies, valid until the next record.
-		if v, k := binary.Uvarint(p); k > 0 && v <= binform.MaxRecordBytes {
-			if body, err := r.lines.Peek(k + int(v) + binform.ChecksumBytes); err == nil {
-				r.lines.Discard(k + int(v) + binform.ChecksumBytes)
-				r.line++
-				if err := checkSum(body[k:k+int(v)], body[k+int(v):]); err != nil {
-					return r.fail(r.line, err)
-				}
-				if err := r.binRecord(body[k:k+int(v)], rec); err != nil {
-					return r.fail(r.line, err)
-				}
-				return nil
-			}
+	if b.at >= len(b.body) {
+		if err := r.nextBlock(); err != nil {
+			return err
+		}
+		if b.ended {
+			return io.EOF
 		}
 	}
-	n, err := r.readUvarint("a record length")
+	r.line++
+	n, k := binary.Uvarint(b.body[b.at:])
+	if k <= 0 || n == 0 || n > uint64(len(b.body)-b.at-k) {
+		return r.fail(r.line, binErr(binform.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
+	}
+	body := b.body[b.at+k : b.at+k+int(n)]
+	b.at += k + int(n)
+	if err := r.binRecord(body, rec); err != nil {
+		return r.fail(r.line, err)
+	}
+	return nil
+}
+
+// nextBlock reads the next block (or the end marker) into r.bin.body.
+func (r *Reader) nextBlock() error {
+	b := &r.bin
+	n, err := r.readUvarint("a block length")
 	if err != nil {
 		return r.fail(r.line+1, err)
 	}
@@ -158,30 +168,26 @@ func (r *Reader) nextBinary(rec *Record) error {
 			return r.fail(r.line+1, r.readErr(err, "the end"))
 		}
 		b.ended = true
-		return io.EOF
+		return nil
 	}
-	r.line++
-	if n > binform.MaxRecordBytes {
-		return r.fail(r.line, binErr(binform.Errorf(binform.ErrLimit, "record of %d bytes, more than the limit of %d", n, binform.MaxRecordBytes)))
+	if n > binform.MaxBlockBytes {
+		return r.fail(r.line+1, binErr(binform.Errorf(binform.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
 	}
-	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the record")
+	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the block")
 	if err != nil {
-		return r.fail(r.line, err)
+		return r.fail(r.line+1, err)
 	}
-	body, sum := body[:n], body[n:]
-	if err := checkSum(body, sum); err != nil {
-		return r.fail(r.line, err)
+	if err := checkSum(body[:n], body[n:]); err != nil {
+		return r.fail(r.line+1, err)
 	}
-	if err := r.binRecord(body, rec); err != nil {
-		return r.fail(r.line, err)
-	}
+	b.body, b.at = body[:n], 0
 	return nil
 }
 
-// checkSum compares a record body with the checksum written after it.
+// checkSum compares a block's records with the checksum written after them.
 func checkSum(body, sum []byte) error {
 	if want, got := binary.LittleEndian.Uint32(sum), binform.Checksum(body); want != got {
-		return binErr(binform.Errorf(binform.ErrCorrupt, "record checksum %08x does not match its contents (%08x): the file is damaged", want, got))
+		return binErr(binform.Errorf(binform.ErrCorrupt, "block checksum %08x does not match its records (%08x): the file is damaged", want, got))
 	}
 	return nil
 }

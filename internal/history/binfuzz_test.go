@@ -143,13 +143,21 @@ func TestBinaryErrors(t *testing.T) {
 	good := bareBinary(t, src)
 	hdrEnd := len(binform.Magic) + 1 + 1 + int(good[len(binform.Magic)+1]) // magic, version, header length, header
 	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, good...)) }
-	// framed is the header, then one record of body with its length and
-	// a correct checksum (so that what is tested is the body's decoding).
+	// framed is the header, then a block of one record of body, with a
+	// correct checksum (so that what is tested is the body's decoding).
 	framed := func(body ...byte) []byte {
+		block := append([]byte{byte(len(body))}, body...)
 		b := append([]byte{}, good[:hdrEnd]...)
-		b = append(b, byte(len(body)))
-		b = append(b, body...)
-		return binary.LittleEndian.AppendUint32(b, binform.Checksum(body))
+		b = append(b, byte(len(block)))
+		b = append(b, block...)
+		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
+	}
+	// framedRaw is the header, then a block of exactly these bytes.
+	framedRaw := func(block ...byte) []byte {
+		b := append([]byte{}, good[:hdrEnd]...)
+		b = append(b, byte(len(block)))
+		b = append(b, block...)
+		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
 	}
 	tests := []struct {
 		name string
@@ -163,7 +171,7 @@ func TestBinaryErrors(t *testing.T) {
 		{"no end marker", good[:len(good)-1], "truncated", binform.ErrTruncated},
 		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
 		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
-		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: record of", binform.ErrLimit},
+		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", binform.ErrLimit},
 		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
 		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
 		// A reference to a tensor id never defined reads as a bare
@@ -171,9 +179,11 @@ func TestBinaryErrors(t *testing.T) {
 		// its next field, which is cut short here.
 		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
 		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
-		// One bit flipped in the first record's body: its checksum says so
-		// before anything of it is decoded.
-		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: record checksum", binform.ErrCorrupt},
+		// One bit flipped in the first record: the block's checksum says so
+		// before any record of it is decoded.
+		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: block checksum", binform.ErrCorrupt},
+		// A block whose one record claims more bytes than the block holds.
+		{"record past its block", framedRaw(5, 1, 2), "fuzz.fhist:2: a record's length does not fit in its block", binform.ErrCorrupt},
 		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {

@@ -53,6 +53,7 @@ type Writer struct {
 	enc    *binform.Encoder
 	lastTs int64
 	err    error
+	block  []byte // binary records not yet written as a block
 }
 
 const writeFlushBytes = 256 << 10
@@ -209,15 +210,30 @@ func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
 			e.Blob(rec.Extra.Vals[i])
 		}
 	}
-	w.out = binary.AppendUvarint(w.out, uint64(len(e.Buf)))
-	w.out = append(w.out, e.Buf...)
-	w.out = binary.LittleEndian.AppendUint32(w.out, binform.Checksum(e.Buf))
+	w.block = binary.AppendUvarint(w.block, uint64(len(e.Buf)))
+	w.block = append(w.block, e.Buf...)
+	if len(w.block) >= binform.BlockBytes {
+		w.endBlock()
+	}
+}
+
+// endBlock writes the records gathered so far as one block: its length,
+// the records, their checksum.
+func (w *Writer) endBlock() {
+	if len(w.block) == 0 {
+		return
+	}
+	w.out = binary.AppendUvarint(w.out, uint64(len(w.block)))
+	w.out = append(w.out, w.block...)
+	w.out = binary.LittleEndian.AppendUint32(w.out, binform.Checksum(w.block))
+	w.block = w.block[:0]
 }
 
 // Close writes the end of the history (the binary end marker), flushes and
 // closes the zstd frame. It does not close the destination.
 func (w *Writer) Close() error {
 	if w.form == FormBinary {
+		w.endBlock()
 		w.out = append(w.out, 0)
 	}
 	if err := w.flush(true); err != nil {
