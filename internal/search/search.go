@@ -227,7 +227,14 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	var done atomic.Int64
 	var mu sync.Mutex
 	for j, i := range idx {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			// A panic on this goroutine would end the process with a
+			// stack dump: it becomes an internal error instead.
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%w: %v", sched.ErrInternal, p)
+				}
+			}()
 			if err := ctx.Err(); err != nil {
 				return err
 			}
