@@ -114,7 +114,7 @@ func ExampleLoadHardware() {
 	}
 	rank := `"ranks":[{"offset":0,"sizes":[],"strides":[]}]`
 	mat := func(id int) string {
-		return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":134217728,"dtype":"bfloat16","shape":[8192,8192]}`, id, id)
+		return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":134217728,"dtype":"bfloat16","shape":[8192,8192],"device":"cuda"}`, id, id)
 	}
 	call := func(fn, args, result string) string {
 		return `{"ts":0,` + rank + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.` + fn +

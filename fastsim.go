@@ -247,6 +247,9 @@ func Replay(src io.Reader, opt Options) (*Sim, error) {
 	if err := s.drain(); err != nil {
 		return nil, err
 	}
+	if err := replay.Finish(s.eng, "history"); err != nil {
+		return nil, err
+	}
 	s.finished = true
 	return s, nil
 }
@@ -291,6 +294,7 @@ func (s *Sim) start() error {
 		return err
 	}
 	s.eng = eng
+	s.r.Registry().DeferFree(true) // replay.Apply releases deleted rows
 	return nil
 }
 
@@ -367,6 +371,11 @@ func (s *Sim) Close() {
 		s.eng.Close()
 	}
 }
+
+// Finish declares the history complete: every task queued so far must
+// have run, else the error names the first task that never can (a
+// deadlock in the program, such as two sends that wait for each other).
+func (s *Sim) Finish() error { return replay.Finish(s.eng, "sim") }
 
 // WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
 // in ui.perfetto.dev). It needs Options.KeepTrace.

@@ -17,7 +17,7 @@ func tensorJSON(id int, dtype string, shape ...int) string {
 		n *= d
 		dims[i] = fmt.Sprint(d)
 	}
-	return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":%d,"dtype":%q,"shape":[%s]}`, id, id, n, dtype, strings.Join(dims, ","))
+	return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":%d,"dtype":%q,"shape":[%s],"device":"cuda"}`, id, id, n, dtype, strings.Join(dims, ","))
 }
 
 func callJSON(fn, args, results string) string {

@@ -79,7 +79,7 @@ func wide(world, n int) []byte {
 		if in > 0 {
 			args = fmt.Sprintf(`{"tensor":%d}`, in)
 		}
-		return fmt.Sprintf(`{"type":"CallFunction","function":"torch.ops.aten.mm.default","args":[%s],"result":[{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"bfloat16","shape":[2048]}],"stream":{"ref":%d}}`, args, out, out, stream)
+		return fmt.Sprintf(`{"type":"CallFunction","function":"torch.ops.aten.mm.default","args":[%s],"result":[{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"bfloat16","shape":[2048],"device":"cuda"}],"stream":{"ref":%d}}`, args, out, out, stream)
 	}
 	for r := 0; r < world; r++ {
 		rec(fmt.Sprintf(`{"offset":%d,"sizes":[1],"strides":[1]}`, r), call(0, id, 1))
@@ -89,7 +89,7 @@ func wide(world, n int) []byte {
 	for i := 0; i < n; i++ {
 		switch {
 		case i%8 == 7 && prev > 0:
-			rec(all, fmt.Sprintf(`{"type":"Reduce","result":{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"bfloat16","shape":[2048]},"local_tensor":{"tensor":%d},"stream":{"ref":1},"reduction":"sum","scatter":false}`, id, id, prev))
+			rec(all, fmt.Sprintf(`{"type":"Reduce","result":{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"bfloat16","shape":[2048],"device":"cuda"},"local_tensor":{"tensor":%d},"stream":{"ref":1},"reduction":"sum","scatter":false}`, id, id, prev))
 		default:
 			rec(all, call(prev, id, 1))
 		}

@@ -774,16 +774,18 @@ func (x *CommandGroup) present() uint64 {
 func encodeCommandGroupBinary(e *binform.Encoder, x *CommandGroup, mask uint64) {
 	e.Uvarint(mask)
 	{
-		e.Uvarint(uint64(len(x.Commands)))
-		for i := range x.Commands {
-			EncodeMsgBinary(e, &x.Commands[i])
+		e.Uvarint(uint64(x.Commands.Len()))
+		var sub Msg
+		for i := 0; i < x.Commands.Len(); i++ {
+			x.Commands.At(i, &sub)
+			EncodeMsgBinary(e, &sub)
 		}
 	}
 }
 
 // decodeCommandGroupBinary decodes the fields of a CommandGroup written by encodeCommandGroupBinary.
 func decodeCommandGroupBinary(d *binform.Decoder, x *CommandGroup) error {
-	x.Commands = x.Commands[:0]
+	x.Commands.Reset()
 	mask := d.Uvarint()
 	if mask&^uint64(1) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
@@ -794,32 +796,26 @@ func decodeCommandGroupBinary(d *binform.Decoder, x *CommandGroup) error {
 	if err := d.Err(); err != nil {
 		return err
 	}
-	{
-		var err error
-		if x.Commands, err = decodeMsgsBinary(d, x.Commands); err != nil {
-			return jsonl.FieldError("commands", err)
-		}
+	if err := decodeMsgsBinary(d, &x.Commands); err != nil {
+		return jsonl.FieldError("commands", err)
 	}
 	return nil
 }
 
-// decodeMsgsBinary decodes a count and messages into dst[:0], reusing its elements.
-func decodeMsgsBinary(d *binform.Decoder, dst []Msg) ([]Msg, error) {
-	dst = dst[:0]
+// decodeMsgsBinary decodes a count and messages into l, reusing its elements.
+func decodeMsgsBinary(d *binform.Decoder, l *Msgs) error {
+	l.Reset()
 	n := d.Count("messages", binform.MaxRecordBytes, 1)
 	if !d.Enter() {
-		return dst, d.Err()
+		return d.Err()
 	}
 	defer d.Leave()
+	m := l.scratch()
 	for i := 0; i < n; i++ {
-		if len(dst) < cap(dst) {
-			dst = dst[:len(dst)+1]
-		} else {
-			dst = append(dst, Msg{})
+		if err := DecodeMsgBinary(d, m); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
 		}
-		if err := DecodeMsgBinary(d, &dst[i]); err != nil {
-			return dst, fmt.Errorf("item %d: %w", i, err)
-		}
+		l.add(m)
 	}
-	return dst, d.Err()
+	return d.Err()
 }

@@ -607,7 +607,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 
 // decodeCommandGroup decodes the fields of a CommandGroup after its '{'.
 func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) error {
-	x.Commands = x.Commands[:0]
+	x.Commands.Reset()
 	var seen uint64
 	for {
 		key, ok, err := s.NextKey()
@@ -620,7 +620,7 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 		switch string(key) {
 		case "commands":
 			seen |= 1 << 0
-			if x.Commands, err = decodeMsgs(s, reg, x.Commands); err != nil {
+			if err = decodeMsgs(s, reg, &x.Commands); err != nil {
 				return jsonl.FieldError("commands", err)
 			}
 		default:
@@ -635,24 +635,21 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 	return nil
 }
 
-// decodeMsgs decodes a list of messages into dst[:0], reusing its elements.
-func decodeMsgs(s *jsonl.Scanner, reg *jsonl.Registry, dst []Msg) ([]Msg, error) {
-	dst = dst[:0]
+// decodeMsgs decodes a list of messages into l, reusing its elements.
+func decodeMsgs(s *jsonl.Scanner, reg *jsonl.Registry, l *Msgs) error {
+	l.Reset()
 	if err := s.BeginArray(); err != nil {
-		return dst, err
+		return err
 	}
+	m := l.scratch()
 	for {
 		ok, err := s.NextElem()
 		if err != nil || !ok {
-			return dst, err
+			return err
 		}
-		if len(dst) < cap(dst) {
-			dst = dst[:len(dst)+1]
-		} else {
-			dst = append(dst, Msg{})
+		if err := DecodeMsg(s, reg, m); err != nil {
+			return fmt.Errorf("item %d: %w", l.Len(), err)
 		}
-		if err := DecodeMsg(s, reg, &dst[len(dst)-1]); err != nil {
-			return dst, fmt.Errorf("item %d: %w", len(dst)-1, err)
-		}
+		l.add(m)
 	}
 }

@@ -61,8 +61,8 @@ func TestDecodeEveryKind(t *testing.T) {
 		MsgCommandGroup: {`{"type":"CommandGroup","commands":[{"type":"BorrowDrop","borrow":1},{"type":"Exit"},{"type":"Nope"}]}`,
 			func(m *Msg) any {
 				var ks []MsgKind
-				for _, c := range m.CommandGroup.Commands {
-					ks = append(ks, c.Kind)
+				for i := 0; i < m.CommandGroup.Commands.Len(); i++ {
+					ks = append(ks, m.CommandGroup.Commands.Kind(i))
 				}
 				return ks
 			},
@@ -112,7 +112,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"type":"DeleteRefs"}`, `DeleteRefs: missing field "refs"`},
 		{`{"type":"DeleteRefs","refs":["a"]}`, `DeleteRefs: field "refs": want an integer, got a string`},
 		{`{"type":"CreateStream","result":{"name":"x"}}`, `CreateStream: field "result": missing field "ref"`},
-		{`{"type":"Reduce","result":{"tensor":2},"local_tensor":{"tensor":1},"stream":{"ref":1}}`, `Reduce: missing field "reduction"`},
+		{`{"type":"Reduce","result":{"tensor":2,"storage":2,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"local_tensor":{"tensor":1,"storage":1,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"stream":{"ref":1}}`, `Reduce: missing field "reduction"`},
 		{`[]`, `want an object, got a list`},
 	} {
 		err := decode(t, reg, &m, tc.line)
@@ -154,8 +154,10 @@ func (r *recorder) BorrowDrop(m *BorrowDrop) error         { return r.add("Borro
 func (r *recorder) DeleteRefs(m *DeleteRefs) error         { return r.add("DeleteRefs") }
 func (r *recorder) PipeRecv(m *PipeRecv) error             { return r.add("PipeRecv") }
 func (r *recorder) CommandGroup(m *CommandGroup) error {
-	for i := range m.Commands {
-		if err := Dispatch(r, &m.Commands[i]); err != nil {
+	var sub Msg
+	for i := 0; i < m.Commands.Len(); i++ {
+		m.Commands.At(i, &sub)
+		if err := Dispatch(r, &sub); err != nil {
 			return err
 		}
 	}

@@ -307,11 +307,13 @@ func writeCommandGroupJSON(w *jsonl.Writer, x *CommandGroup, ex *jsonl.Extras) {
 		case 1:
 			w.Field("commands")
 			w.Buf = append(w.Buf, '[')
-			for i := range x.Commands {
+			var sub Msg
+			for i := 0; i < x.Commands.Len(); i++ {
 				if i > 0 {
 					w.Buf = append(w.Buf, ',')
 				}
-				WriteMsgJSON(w, &x.Commands[i])
+				x.Commands.At(i, &sub)
+				WriteMsgJSON(w, &sub)
 			}
 			w.Buf = append(w.Buf, ']')
 		}

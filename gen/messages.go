@@ -121,7 +121,7 @@ type PipeRecv struct {
 // CommandGroup is the message "CommandGroup".
 type CommandGroup struct {
 	// Commands is the field "commands" (messages, required).
-	Commands []Msg
+	Commands Msgs
 }
 
 // Msg is a tagged union of every message, reused between records so that
@@ -166,37 +166,363 @@ type Msg struct {
 func (m *Msg) EachTensor(fn func(*jsonl.Tensor)) {
 	switch m.Kind {
 	case MsgCallFunction:
-		for i := range m.CallFunction.Args.Leaves {
-			fn(&m.CallFunction.Args.Leaves[i])
-		}
-		for i := range m.CallFunction.Kwargs.Leaves {
-			fn(&m.CallFunction.Kwargs.Leaves[i])
-		}
-		for i := range m.CallFunction.Result.Leaves {
-			fn(&m.CallFunction.Result.Leaves[i])
-		}
-		for i := range m.CallFunction.Mutates {
-			fn(&m.CallFunction.Mutates[i])
-		}
+		m.CallFunction.EachTensor(fn)
 	case MsgSendTensor:
-		fn(&m.SendTensor.Result)
-		fn(&m.SendTensor.Tensor)
+		m.SendTensor.EachTensor(fn)
 	case MsgReduce:
-		fn(&m.Reduce.Result)
-		fn(&m.Reduce.LocalTensor)
-		if m.Reduce.HasOut {
-			fn(&m.Reduce.Out)
-		}
+		m.Reduce.EachTensor(fn)
 	case MsgBorrowCreate:
-		fn(&m.BorrowCreate.Result)
-		fn(&m.BorrowCreate.Tensor)
+		m.BorrowCreate.EachTensor(fn)
 	case MsgPipeRecv:
-		for i := range m.PipeRecv.Result.Leaves {
-			fn(&m.PipeRecv.Result.Leaves[i])
-		}
+		m.PipeRecv.EachTensor(fn)
 	case MsgCommandGroup:
-		for i := range m.CommandGroup.Commands {
-			m.CommandGroup.Commands[i].EachTensor(fn)
-		}
+		m.CommandGroup.EachTensor(fn)
 	}
+}
+
+// EachTensor calls fn with every tensor of the CallFunction, in field order.
+func (x *CallFunction) EachTensor(fn func(*jsonl.Tensor)) {
+	for i := range x.Args.Leaves {
+		fn(&x.Args.Leaves[i])
+	}
+	for i := range x.Kwargs.Leaves {
+		fn(&x.Kwargs.Leaves[i])
+	}
+	for i := range x.Result.Leaves {
+		fn(&x.Result.Leaves[i])
+	}
+	for i := range x.Mutates {
+		fn(&x.Mutates[i])
+	}
+}
+
+// EachTensor calls fn with every tensor of the SendTensor, in field order.
+func (x *SendTensor) EachTensor(fn func(*jsonl.Tensor)) {
+	fn(&x.Result)
+	fn(&x.Tensor)
+}
+
+// EachTensor calls fn with every tensor of the Reduce, in field order.
+func (x *Reduce) EachTensor(fn func(*jsonl.Tensor)) {
+	fn(&x.Result)
+	fn(&x.LocalTensor)
+	if x.HasOut {
+		fn(&x.Out)
+	}
+}
+
+// EachTensor calls fn with every tensor of the BorrowCreate, in field order.
+func (x *BorrowCreate) EachTensor(fn func(*jsonl.Tensor)) {
+	fn(&x.Result)
+	fn(&x.Tensor)
+}
+
+// EachTensor calls fn with every tensor of the PipeRecv, in field order.
+func (x *PipeRecv) EachTensor(fn func(*jsonl.Tensor)) {
+	for i := range x.Result.Leaves {
+		fn(&x.Result.Leaves[i])
+	}
+}
+
+// EachTensor calls fn with every tensor of the CommandGroup, in field order.
+func (x *CommandGroup) EachTensor(fn func(*jsonl.Tensor)) {
+	x.Commands.EachTensor(fn)
+}
+
+// EachTensor calls fn with every tensor of every message of the list.
+func (l *Msgs) EachTensor(fn func(*jsonl.Tensor)) {
+	for i := range l.xCallFunction {
+		l.xCallFunction[i].EachTensor(fn)
+	}
+	for i := range l.xSendTensor {
+		l.xSendTensor[i].EachTensor(fn)
+	}
+	for i := range l.xReduce {
+		l.xReduce[i].EachTensor(fn)
+	}
+	for i := range l.xBorrowCreate {
+		l.xBorrowCreate[i].EachTensor(fn)
+	}
+	for i := range l.xPipeRecv {
+		l.xPipeRecv[i].EachTensor(fn)
+	}
+	for i := range l.xCommandGroup {
+		l.xCommandGroup[i].EachTensor(fn)
+	}
+}
+
+// Msgs is a list of messages stored by kind: each message costs its kind's
+// own fields, not a whole Msg. Decoding reuses its slices and elements.
+type Msgs struct {
+	kinds           []MsgKind
+	at              []int32 // index in the kind's slice, or in names for MsgUnknown
+	extra           []int32 // index in extras, or -1
+	names           []string
+	extras          []jsonl.Extras
+	xCreateStream   []CreateStream
+	xCallFunction   []CallFunction
+	xSendTensor     []SendTensor
+	xReduce         []Reduce
+	xBorrowCreate   []BorrowCreate
+	xBorrowFirstUse []BorrowFirstUse
+	xBorrowLastUse  []BorrowLastUse
+	xBorrowDrop     []BorrowDrop
+	xDeleteRefs     []DeleteRefs
+	xPipeRecv       []PipeRecv
+	xCommandGroup   []CommandGroup
+	tmp             *Msg // what decoding fills before add moves it in
+}
+
+// Len is the number of messages.
+func (l *Msgs) Len() int {
+	return len(l.kinds)
+}
+
+// Kind is the kind of message i.
+func (l *Msgs) Kind(i int) MsgKind {
+	return l.kinds[i]
+}
+
+// Reset empties the list, keeping its capacity.
+func (l *Msgs) Reset() {
+	l.kinds = l.kinds[:0]
+	l.at = l.at[:0]
+	l.extra = l.extra[:0]
+	l.names = l.names[:0]
+	l.extras = l.extras[:0]
+	l.xCreateStream = l.xCreateStream[:0]
+	l.xCallFunction = l.xCallFunction[:0]
+	l.xSendTensor = l.xSendTensor[:0]
+	l.xReduce = l.xReduce[:0]
+	l.xBorrowCreate = l.xBorrowCreate[:0]
+	l.xBorrowFirstUse = l.xBorrowFirstUse[:0]
+	l.xBorrowLastUse = l.xBorrowLastUse[:0]
+	l.xBorrowDrop = l.xBorrowDrop[:0]
+	l.xDeleteRefs = l.xDeleteRefs[:0]
+	l.xPipeRecv = l.xPipeRecv[:0]
+	l.xCommandGroup = l.xCommandGroup[:0]
+}
+
+// At copies message i into m; its slices alias the list's, valid until the
+// list is decoded again.
+func (l *Msgs) At(i int, m *Msg) {
+	m.Kind = l.kinds[i]
+	m.TypeName = m.Kind.String()
+	m.Extra = jsonl.Extras{}
+	if e := l.extra[i]; e >= 0 {
+		m.Extra = l.extras[e]
+	}
+	switch m.Kind {
+	case MsgCreateStream:
+		m.CreateStream = l.xCreateStream[l.at[i]]
+	case MsgCallFunction:
+		m.CallFunction = l.xCallFunction[l.at[i]]
+	case MsgSendTensor:
+		m.SendTensor = l.xSendTensor[l.at[i]]
+	case MsgReduce:
+		m.Reduce = l.xReduce[l.at[i]]
+	case MsgBorrowCreate:
+		m.BorrowCreate = l.xBorrowCreate[l.at[i]]
+	case MsgBorrowFirstUse:
+		m.BorrowFirstUse = l.xBorrowFirstUse[l.at[i]]
+	case MsgBorrowLastUse:
+		m.BorrowLastUse = l.xBorrowLastUse[l.at[i]]
+	case MsgBorrowDrop:
+		m.BorrowDrop = l.xBorrowDrop[l.at[i]]
+	case MsgDeleteRefs:
+		m.DeleteRefs = l.xDeleteRefs[l.at[i]]
+	case MsgPipeRecv:
+		m.PipeRecv = l.xPipeRecv[l.at[i]]
+	case MsgCommandGroup:
+		m.CommandGroup = l.xCommandGroup[l.at[i]]
+	case MsgUnknown:
+		m.TypeName = l.names[l.at[i]]
+	}
+}
+
+// CreateStreamAt returns message i, which must be a CreateStream.
+func (l *Msgs) CreateStreamAt(i int) *CreateStream {
+	return &l.xCreateStream[l.at[i]]
+}
+
+// CallFunctionAt returns message i, which must be a CallFunction.
+func (l *Msgs) CallFunctionAt(i int) *CallFunction {
+	return &l.xCallFunction[l.at[i]]
+}
+
+// SendTensorAt returns message i, which must be a SendTensor.
+func (l *Msgs) SendTensorAt(i int) *SendTensor {
+	return &l.xSendTensor[l.at[i]]
+}
+
+// ReduceAt returns message i, which must be a Reduce.
+func (l *Msgs) ReduceAt(i int) *Reduce {
+	return &l.xReduce[l.at[i]]
+}
+
+// BorrowCreateAt returns message i, which must be a BorrowCreate.
+func (l *Msgs) BorrowCreateAt(i int) *BorrowCreate {
+	return &l.xBorrowCreate[l.at[i]]
+}
+
+// BorrowFirstUseAt returns message i, which must be a BorrowFirstUse.
+func (l *Msgs) BorrowFirstUseAt(i int) *BorrowFirstUse {
+	return &l.xBorrowFirstUse[l.at[i]]
+}
+
+// BorrowLastUseAt returns message i, which must be a BorrowLastUse.
+func (l *Msgs) BorrowLastUseAt(i int) *BorrowLastUse {
+	return &l.xBorrowLastUse[l.at[i]]
+}
+
+// BorrowDropAt returns message i, which must be a BorrowDrop.
+func (l *Msgs) BorrowDropAt(i int) *BorrowDrop {
+	return &l.xBorrowDrop[l.at[i]]
+}
+
+// DeleteRefsAt returns message i, which must be a DeleteRefs.
+func (l *Msgs) DeleteRefsAt(i int) *DeleteRefs {
+	return &l.xDeleteRefs[l.at[i]]
+}
+
+// PipeRecvAt returns message i, which must be a PipeRecv.
+func (l *Msgs) PipeRecvAt(i int) *PipeRecv {
+	return &l.xPipeRecv[l.at[i]]
+}
+
+// CommandGroupAt returns message i, which must be a CommandGroup.
+func (l *Msgs) CommandGroupAt(i int) *CommandGroup {
+	return &l.xCommandGroup[l.at[i]]
+}
+
+// add moves m into the list: its kind's fields are swapped with a spare
+// element (whose slices m then reuses), so neither allocates in steady state.
+func (l *Msgs) add(m *Msg) {
+	l.kinds = append(l.kinds, m.Kind)
+	at := int32(-1)
+	switch m.Kind {
+	case MsgCreateStream:
+		n := len(l.xCreateStream)
+		if n < cap(l.xCreateStream) {
+			l.xCreateStream = l.xCreateStream[:n+1]
+		} else {
+			l.xCreateStream = append(l.xCreateStream, CreateStream{})
+		}
+		l.xCreateStream[n], m.CreateStream = m.CreateStream, l.xCreateStream[n]
+		at = int32(n)
+	case MsgCallFunction:
+		n := len(l.xCallFunction)
+		if n < cap(l.xCallFunction) {
+			l.xCallFunction = l.xCallFunction[:n+1]
+		} else {
+			l.xCallFunction = append(l.xCallFunction, CallFunction{})
+		}
+		l.xCallFunction[n], m.CallFunction = m.CallFunction, l.xCallFunction[n]
+		at = int32(n)
+	case MsgSendTensor:
+		n := len(l.xSendTensor)
+		if n < cap(l.xSendTensor) {
+			l.xSendTensor = l.xSendTensor[:n+1]
+		} else {
+			l.xSendTensor = append(l.xSendTensor, SendTensor{})
+		}
+		l.xSendTensor[n], m.SendTensor = m.SendTensor, l.xSendTensor[n]
+		at = int32(n)
+	case MsgReduce:
+		n := len(l.xReduce)
+		if n < cap(l.xReduce) {
+			l.xReduce = l.xReduce[:n+1]
+		} else {
+			l.xReduce = append(l.xReduce, Reduce{})
+		}
+		l.xReduce[n], m.Reduce = m.Reduce, l.xReduce[n]
+		at = int32(n)
+	case MsgBorrowCreate:
+		n := len(l.xBorrowCreate)
+		if n < cap(l.xBorrowCreate) {
+			l.xBorrowCreate = l.xBorrowCreate[:n+1]
+		} else {
+			l.xBorrowCreate = append(l.xBorrowCreate, BorrowCreate{})
+		}
+		l.xBorrowCreate[n], m.BorrowCreate = m.BorrowCreate, l.xBorrowCreate[n]
+		at = int32(n)
+	case MsgBorrowFirstUse:
+		n := len(l.xBorrowFirstUse)
+		if n < cap(l.xBorrowFirstUse) {
+			l.xBorrowFirstUse = l.xBorrowFirstUse[:n+1]
+		} else {
+			l.xBorrowFirstUse = append(l.xBorrowFirstUse, BorrowFirstUse{})
+		}
+		l.xBorrowFirstUse[n], m.BorrowFirstUse = m.BorrowFirstUse, l.xBorrowFirstUse[n]
+		at = int32(n)
+	case MsgBorrowLastUse:
+		n := len(l.xBorrowLastUse)
+		if n < cap(l.xBorrowLastUse) {
+			l.xBorrowLastUse = l.xBorrowLastUse[:n+1]
+		} else {
+			l.xBorrowLastUse = append(l.xBorrowLastUse, BorrowLastUse{})
+		}
+		l.xBorrowLastUse[n], m.BorrowLastUse = m.BorrowLastUse, l.xBorrowLastUse[n]
+		at = int32(n)
+	case MsgBorrowDrop:
+		n := len(l.xBorrowDrop)
+		if n < cap(l.xBorrowDrop) {
+			l.xBorrowDrop = l.xBorrowDrop[:n+1]
+		} else {
+			l.xBorrowDrop = append(l.xBorrowDrop, BorrowDrop{})
+		}
+		l.xBorrowDrop[n], m.BorrowDrop = m.BorrowDrop, l.xBorrowDrop[n]
+		at = int32(n)
+	case MsgDeleteRefs:
+		n := len(l.xDeleteRefs)
+		if n < cap(l.xDeleteRefs) {
+			l.xDeleteRefs = l.xDeleteRefs[:n+1]
+		} else {
+			l.xDeleteRefs = append(l.xDeleteRefs, DeleteRefs{})
+		}
+		l.xDeleteRefs[n], m.DeleteRefs = m.DeleteRefs, l.xDeleteRefs[n]
+		at = int32(n)
+	case MsgPipeRecv:
+		n := len(l.xPipeRecv)
+		if n < cap(l.xPipeRecv) {
+			l.xPipeRecv = l.xPipeRecv[:n+1]
+		} else {
+			l.xPipeRecv = append(l.xPipeRecv, PipeRecv{})
+		}
+		l.xPipeRecv[n], m.PipeRecv = m.PipeRecv, l.xPipeRecv[n]
+		at = int32(n)
+	case MsgCommandGroup:
+		n := len(l.xCommandGroup)
+		if n < cap(l.xCommandGroup) {
+			l.xCommandGroup = l.xCommandGroup[:n+1]
+		} else {
+			l.xCommandGroup = append(l.xCommandGroup, CommandGroup{})
+		}
+		l.xCommandGroup[n], m.CommandGroup = m.CommandGroup, l.xCommandGroup[n]
+		at = int32(n)
+	case MsgUnknown:
+		l.names = append(l.names, m.TypeName)
+		at = int32(len(l.names) - 1)
+	}
+	l.at = append(l.at, at)
+	if len(m.Extra.Order)+len(m.Extra.Keys) == 0 {
+		l.extra = append(l.extra, -1)
+		return
+	}
+	n := len(l.extras)
+	if n < cap(l.extras) {
+		l.extras = l.extras[:n+1]
+	} else {
+		l.extras = append(l.extras, jsonl.Extras{})
+	}
+	l.extras[n], m.Extra = m.Extra, l.extras[n]
+	l.extra = append(l.extra, int32(n))
+}
+
+// scratch returns the Msg that decoding fills before add moves it in.
+func (l *Msgs) scratch() *Msg {
+	if l.tmp == nil {
+		l.tmp = new(Msg)
+	}
+	return l.tmp
 }

@@ -27,10 +27,16 @@ type TaskTable struct {
 	Name []int32
 	// Command: the command that created the task (1-based)
 	Command []int64
+	// Line: the history line of the command that created the task
+	Line []int64
 	// Coll: collective the task belongs to, or -1
 	Coll []int32
 	// Wait: task this event waits for, or -1
 	Wait []TaskID
+	// Waiters: first event task blocked at a stream head on this task, or -1
+	Waiters []TaskID
+	// NextWaiter: next event task blocked on the same task, or -1
+	NextWaiter []TaskID
 	// Borrow: borrow this event returns, or -1
 	Borrow []int32
 	// Flags: TaskEvent, TaskView
@@ -60,8 +66,11 @@ func (t *TaskTable) Alloc() TaskID {
 		t.Stream[id] = 0
 		t.Name[id] = 0
 		t.Command[id] = 0
+		t.Line[id] = 0
 		t.Coll[id] = 0
 		t.Wait[id] = 0
+		t.Waiters[id] = 0
+		t.NextWaiter[id] = 0
 		t.Borrow[id] = 0
 		t.Flags[id] = 0
 		t.IOOff[id] = 0
@@ -81,8 +90,11 @@ func (t *TaskTable) Alloc() TaskID {
 	t.Stream = append(t.Stream, 0)
 	t.Name = append(t.Name, 0)
 	t.Command = append(t.Command, 0)
+	t.Line = append(t.Line, 0)
 	t.Coll = append(t.Coll, 0)
 	t.Wait = append(t.Wait, 0)
+	t.Waiters = append(t.Waiters, 0)
+	t.NextWaiter = append(t.NextWaiter, 0)
 	t.Borrow = append(t.Borrow, 0)
 	t.Flags = append(t.Flags, 0)
 	t.IOOff = append(t.IOOff, 0)
@@ -116,8 +128,11 @@ func (t *TaskTable) Reset() {
 	t.Stream = t.Stream[:0]
 	t.Name = t.Name[:0]
 	t.Command = t.Command[:0]
+	t.Line = t.Line[:0]
 	t.Coll = t.Coll[:0]
 	t.Wait = t.Wait[:0]
+	t.Waiters = t.Waiters[:0]
+	t.NextWaiter = t.NextWaiter[:0]
 	t.Borrow = t.Borrow[:0]
 	t.Flags = t.Flags[:0]
 	t.IOOff = t.IOOff[:0]
@@ -136,8 +151,11 @@ func (t *TaskTable) CopyRow(dst, src TaskID) {
 	t.Stream[dst] = t.Stream[src]
 	t.Name[dst] = t.Name[src]
 	t.Command[dst] = t.Command[src]
+	t.Line[dst] = t.Line[src]
 	t.Coll[dst] = t.Coll[src]
 	t.Wait[dst] = t.Wait[src]
+	t.Waiters[dst] = t.Waiters[src]
+	t.NextWaiter[dst] = t.NextWaiter[src]
 	t.Borrow[dst] = t.Borrow[src]
 	t.Flags[dst] = t.Flags[src]
 	t.IOOff[dst] = t.IOOff[src]
@@ -150,21 +168,24 @@ func (t *TaskTable) CopyRow(dst, src TaskID) {
 // free list. Every column is copied with one copy call.
 func (t *TaskTable) Clone() TaskTable {
 	return TaskTable{
-		Borrow:    slices.Clone(t.Borrow),
-		Coll:      slices.Clone(t.Coll),
-		Command:   slices.Clone(t.Command),
-		EndNs:     slices.Clone(t.EndNs),
-		Flags:     slices.Clone(t.Flags),
-		Holds:     slices.Clone(t.Holds),
-		IOOff:     slices.Clone(t.IOOff),
-		NIn:       slices.Clone(t.NIn),
-		NOut:      slices.Clone(t.NOut),
-		Name:      slices.Clone(t.Name),
-		RuntimeNs: slices.Clone(t.RuntimeNs),
-		StartNs:   slices.Clone(t.StartNs),
-		State:     slices.Clone(t.State),
-		Stream:    slices.Clone(t.Stream),
-		Wait:      slices.Clone(t.Wait),
-		free:      slices.Clone(t.free),
+		Borrow:     slices.Clone(t.Borrow),
+		Coll:       slices.Clone(t.Coll),
+		Command:    slices.Clone(t.Command),
+		EndNs:      slices.Clone(t.EndNs),
+		Flags:      slices.Clone(t.Flags),
+		Holds:      slices.Clone(t.Holds),
+		IOOff:      slices.Clone(t.IOOff),
+		Line:       slices.Clone(t.Line),
+		NIn:        slices.Clone(t.NIn),
+		NOut:       slices.Clone(t.NOut),
+		Name:       slices.Clone(t.Name),
+		NextWaiter: slices.Clone(t.NextWaiter),
+		RuntimeNs:  slices.Clone(t.RuntimeNs),
+		StartNs:    slices.Clone(t.StartNs),
+		State:      slices.Clone(t.State),
+		Stream:     slices.Clone(t.Stream),
+		Wait:       slices.Clone(t.Wait),
+		Waiters:    slices.Clone(t.Waiters),
+		free:       slices.Clone(t.free),
 	}
 }

@@ -100,7 +100,7 @@ func TestUnknownOpsReported(t *testing.T) {
 	lines := []string{
 		`{"fastsim":"history","version":1,"world_size":1}`,
 		`{"ts":0,` + rank + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
-		`{"ts":1,` + rank + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.frobnicate.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":64,"dtype":"float32","shape":[16]}],"mutates":[],"stream":{"ref":1}}}`,
+		`{"ts":1,` + rank + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.frobnicate.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":64,"dtype":"float32","shape":[16],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
 	}
 	if err := os.WriteFile(hist, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ const (
 	exitOK    = 0
 	exitError = 1 // the run failed for a reason other than its input (I/O, ...)
 	exitInput = 2 // bad input or usage: the message says what to fix
+	exitLimit = 3 // a resource limit (--max-memory) ended the run cleanly
 
 	exitInterrupted = 130 // stopped by Ctrl-C (SIGINT), after a partial report
 )
@@ -37,13 +38,26 @@ Usage:
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
+
+Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
+error); 2 bad input or usage (one line FILE:LINE: what is wrong); 3 a
+resource limit (--max-memory) ended the run; 130 interrupted (Ctrl-C).
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// run is the one boundary where a panic is recovered: a bug inside
+// fastsim becomes a one-line "internal error" and exit status 1, never a
+// stack dump that looks like the input's fault.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "fastsim: internal error (a bug in fastsim, not in the input): %v\n", r)
+			code = exitError
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitInput

@@ -41,60 +41,156 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 
 // TestBadInputs replays every history of the error catalogue: each must end
 // with exit status 2 and one line naming the file, the line and what is
-// wrong.
+// wrong, and that line must be the same grouped and ungrouped, in every
+// trace mode that simulates streams, and, for errors in the history's form
+// (everything a decoder finds), with --decode-only, in controller-only mode
+// and from convert: validity does not depend on how a history is read.
 func TestBadInputs(t *testing.T) {
-	cases := map[string]string{
-		"not-json.hist:3:":                       "invalid JSON",
-		"no-header.hist:1:":                      "no header",
-		"bad-header.hist:1:":                     `"world_size" is 0`,
-		"unsupported-version.hist:1:":            "version",
-		"neither-command-nor-step.hist:3:":       "neither a command",
-		"missing-field.hist:3:":                  `missing field "function"`,
-		"wrong-type.hist:3:":                     `"ts"`,
-		"slice-sizes-strides.hist:2:":            "strides",
-		"slice-negative-size.hist:2:":            "negative size",
-		"rank-outside-world.hist:2:":             "outside the world",
-		"slice-overflow.hist:2:":                 "slice",
-		"ts-backwards.hist:3:":                   "backwards",
-		"tensor-disagrees.hist:4:":               "first mention",
-		"empty.hist:":                            "empty",
-		"nul-byte.hist:3:":                       "NUL",
-		"invalid-utf8.hist:3:":                   "UTF-8",
-		"nesting-too-deep.hist:2:":               "nest deeper than",
-		"truncated-zstd.hist.zst:":               "zstd",
-		"corrupt-zstd.hist.zst:":                 "zstd",
-		"unknown-stream.hist:3:":                 "unknown stream: stream 7",
-		"input-not-on-stream.hist:3:":            "input tensor 1 is neither on stream",
-		"borrow-first-use-before-create.hist:4:": "unknown borrow 5",
-		"borrow-drop-twice.hist:9:":              "unknown borrow 5",
-		"borrow-unknown.hist:5:":                 "unknown borrow 9",
-		"send-rank-counts.hist:4:":               "from 2 ranks to 1 ranks",
-		"send-repeated-rank.hist:4:":             "to_ranks: a rank named twice: the slice names rank 0 more than once",
-		"stream-created-twice.hist:3:":           "stream already exists",
-		"memory-release-forbidden.hist:6:":       "memory release the model forbids",
+	type bad struct {
+		want   string
+		engine bool // found by simulating streams, not by decoding
+	}
+	cases := map[string]bad{
+		"not-json.hist:3:":                 {want: "invalid JSON"},
+		"no-header.hist:1:":                {want: "no header"},
+		"bad-header.hist:1:":               {want: `"world_size" is 0`},
+		"unsupported-version.hist:1:":      {want: "version"},
+		"neither-command-nor-step.hist:3:": {want: "neither a command"},
+		"missing-field.hist:3:":            {want: `missing field "function"`},
+		"wrong-type.hist:3:":               {want: `"ts"`},
+		"slice-sizes-strides.hist:2:":      {want: "strides"},
+		"slice-negative-size.hist:2:":      {want: "negative size"},
+		"rank-outside-world.hist:2:":       {want: "outside the world"},
+		"slice-overflow.hist:2:":           {want: "slice"},
+		"ts-backwards.hist:3:":             {want: "backwards"},
+		"tensor-disagrees.hist:4:":         {want: "first mention"},
+		// The first mention of tensor 1 leaves out nbytes: it is the
+		// error, not the later mention that gives 100.
+		"tensor-first-mention-incomplete.hist:3:": {want: `tensor 1: its first mention lacks "nbytes"`},
+		// Tensor 1 is deleted at line 4: the bare mention at line 5 begins
+		// a new tensor without its fields.
+		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: its first mention lacks "storage"`},
+		// "type" twice in a message; "alpha" twice inside kwargs.
+		"duplicate-key.hist:3:":                  {want: `key "type" appears twice in one object`},
+		"duplicate-key-in-tree.hist:3:":          {want: `field "kwargs": key "alpha" appears twice in one object`},
+		"empty.hist:":                            {want: "empty"},
+		"nul-byte.hist:3:":                       {want: "NUL"},
+		"invalid-utf8.hist:3:":                   {want: "UTF-8"},
+		"nesting-too-deep.hist:2:":               {want: "nest deeper than"},
+		"truncated-zstd.hist.zst:":               {want: "zstd"},
+		"corrupt-zstd.hist.zst:":                 {want: "zstd"},
+		"unknown-stream.hist:3:":                 {want: "unknown stream: stream 7", engine: true},
+		"input-not-on-stream.hist:3:":            {want: "input tensor 1 is neither on stream", engine: true},
+		"borrow-first-use-before-create.hist:4:": {want: "unknown borrow 5", engine: true},
+		"borrow-drop-twice.hist:9:":              {want: "unknown borrow 5", engine: true},
+		"borrow-unknown.hist:5:":                 {want: "unknown borrow 9", engine: true},
+		"send-rank-counts.hist:4:":               {want: "from 2 ranks to 1 ranks", engine: true},
+		"send-repeated-rank.hist:4:":             {want: `"to_ranks": bad slice: names rank 0 more than once (a send pairs distinct ranks)`},
+		"stream-created-twice.hist:3:":           {want: "stream already exists", engine: true},
+		"memory-release-forbidden.hist:6:":       {want: "memory release the model forbids", engine: true},
+		// Two sends exchanged both ways in one command: each rank's send
+		// waits for a receive queued behind its own send; the Reduce at
+		// line 5 queues behind them and is not the one named.
+		"deadlock-send-both-ways.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs: it waits for its peer "RecvTensor" (line 4)`, engine: true},
+		// Two storages of 2^62 bytes alive at once on two streams of a
+		// device: 2^63 bytes do not fit in an int64.
+		"memory-overflow.hist:5:": {want: "int64 overflow: allocating 4611686018427387904 bytes", engine: true},
+		// A ts 807 ns below the int64 maximum and a 10 µs runtime.
+		"ts-overflow.hist:3:": {want: `int64 overflow: task "aten.ones" (line 3) on stream "main" sent at 9223372036854775000 ns cannot end`, engine: true},
+		// Rank 0 sends to itself: its receive queues behind its send.
+		"deadlock-send-to-self.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs`, engine: true},
 	}
 	files, _ := filepath.Glob("../../testdata/bad/*")
 	if len(files) != len(cases) {
 		t.Errorf("%d files in testdata/bad, %d cases here: keep them in step", len(files), len(cases))
 	}
-	for prefix, want := range cases {
+	for prefix, c := range cases {
 		name := prefix[:strings.Index(prefix, ":")]
 		t.Run(name, func(t *testing.T) {
 			path := "../../testdata/bad/" + name
-			for _, grouped := range []string{"--group-workers=false", "--group-workers"} {
-				code, stdout, stderr := runCLI("replay", "--report-only", grouped, path)
+			check := func(args ...string) string {
+				t.Helper()
+				code, stdout, stderr := runCLI(args...)
 				if code != exitInput {
-					t.Fatalf("exit %d, want %d; stderr %q", code, exitInput, stderr)
+					t.Fatalf("%q: exit %d, want %d; stderr %q", args, code, exitInput, stderr)
 				}
 				lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 				if len(lines) != 1 || stdout != "" {
-					t.Fatalf("want one line on stderr and nothing on stdout, got %q / %q", stderr, stdout)
+					t.Fatalf("%q: want one line on stderr and nothing on stdout, got %q / %q", args, stderr, stdout)
 				}
-				if !strings.HasPrefix(lines[0], "../../testdata/bad/"+prefix) || !strings.Contains(lines[0], want) {
-					t.Fatalf("message %q, want it to start with %q and say %q", lines[0], "../../testdata/bad/"+prefix, want)
+				if !strings.HasPrefix(lines[0], path+prefix[len(name):]) || !strings.Contains(lines[0], c.want) {
+					t.Fatalf("%q: message %q, want it to start with %q and say %q", args, lines[0], path+prefix[len(name):], c.want)
+				}
+				return lines[0]
+			}
+			first := check("replay", "--report-only", "--group-workers=false", path)
+			runs := [][]string{
+				{"replay", "--report-only", "--group-workers", path},
+				{"replay", "--report-only", "--group-workers", "--jobs", "4", path},
+				{"replay", "--trace-mode", "stream-only", "--trace", filepath.Join(t.TempDir(), "t.json"), path},
+				{"replay", "--trace-mode", "everything", "--group-workers", "--trace", filepath.Join(t.TempDir(), "t.json"), path},
+			}
+			if !c.engine {
+				runs = append(runs,
+					[]string{"replay", "--report-only", "--trace-mode", "controller-only", path},
+					[]string{"replay", "--decode-only", path},
+					[]string{"convert", path, filepath.Join(t.TempDir(), "out.fhist")},
+					[]string{"convert", path, filepath.Join(t.TempDir(), "out.hist")},
+				)
+			}
+			for _, args := range runs {
+				if got := check(args...); got != first {
+					t.Errorf("%q says %q, but ungrouped replay says %q", args, got, first)
 				}
 			}
 		})
+	}
+}
+
+// TestRedefinedTensorAccepted replays a history that deletes a tensor and
+// defines its id anew with other fields: a DeleteRefs ends an id's life, so
+// it is valid, and every way of reading it agrees (the same report in both
+// modes that simulate streams, decode-only and convert accept it).
+func TestRedefinedTensorAccepted(t *testing.T) {
+	const all = `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	hist := `{"fastsim":"history","version":1,"world_size":2}
+{"ts":0,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":10,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[],"result":{"tensor":1,"storage":1,"nbytes":100,"dtype":"float32","shape":[25],"device":"cuda"},"stream":{"ref":1}}}
+{"ts":20,` + all + `,"msg":{"type":"DeleteRefs","refs":[1]}}
+{"ts":30,` + all + `,"msg":{"type":"CallFunction","function":"g","args":[],"result":{"tensor":1,"storage":1,"nbytes":400,"dtype":"float32","shape":[100],"device":"cuda"},"stream":{"ref":1}}}
+{"ts":40,` + all + `,"msg":{"type":"CallFunction","function":"h","args":[{"tensor":1}],"result":[],"stream":{"ref":1}}}
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "redefine.hist")
+	if err := os.WriteFile(path, []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// f runs 10-10010 and frees its 100 bytes at its end (deleted at 20);
+	// g allocates 400 bytes at 10010, after the release at the same time
+	// (the smaller delta first): the peak is 400 bytes, 0.0004 MB.
+	for _, args := range [][]string{
+		{"replay", "--report-only", path},
+		{"replay", "--report-only", "--group-workers", path},
+		{"replay", "--report-only", "--trace-mode", "stream-only", path},
+	} {
+		code, out, errs := runCLI(args...)
+		if code != exitOK || !strings.Contains(out, "peak memory          0.000400 MB") {
+			t.Errorf("%q: exit %d, %q %q", args, code, out, errs)
+		}
+	}
+	for _, args := range [][]string{
+		{"replay", "--report-only", "--trace-mode", "controller-only", path},
+		{"replay", "--decode-only", path},
+		{"convert", path, filepath.Join(dir, "r.fhist")},
+		{"convert", path, filepath.Join(dir, "r.hist")},
+	} {
+		if code, _, errs := runCLI(args...); code != exitOK {
+			t.Errorf("%q: exit %d, %q", args, code, errs)
+		}
+	}
+	code, out, errs := runCLI("replay", "--report-only", filepath.Join(dir, "r.fhist"))
+	if code != exitOK || !strings.Contains(out, "peak memory          0.000400 MB") {
+		t.Errorf("binary form: exit %d, %q %q", code, out, errs)
 	}
 }
 
@@ -335,5 +431,30 @@ func TestTolerates(t *testing.T) {
 	code, _, stderr = runCLI("replay", "--report-only", "--strict", path)
 	if code != exitInput || !strings.Contains(stderr, "tolerant.hist:4:") || !strings.Contains(stderr, "Frobnicate") {
 		t.Fatalf("--strict: exit %d, %q", code, stderr)
+	}
+}
+
+// An ungrouped world of 2^20 ranks needs at least 2^20 x sched.RankBytes
+// of state, over a 100 MiB budget whatever RankBytes is (it is more than
+// 100 bytes): the replay is refused up front with exit status 3 and the
+// hint, in one line, and with --group-workers it runs.
+func TestMaxMemoryRefusesWorld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w20.hist")
+	all := `"ranks":[{"offset":0,"sizes":[1048576],"strides":[1]}]`
+	hist := `{"fastsim":"history","version":1,"world_size":1048576}
+{"ts":0,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+`
+	if err := os.WriteFile(path, []byte(hist), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--report-only", "--max-memory", "100M", path)
+	if code != exitLimit || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, path+":1: memory limit: 1048576 ranks need at least") || !strings.Contains(stderr, "--group-workers") {
+		t.Fatalf("exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI("replay", "--report-only", "--group-workers", "--max-memory", "100M", path); code != exitOK {
+		t.Fatalf("grouped: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("replay", "--max-memory", "lots", path); code != exitInput || !strings.Contains(stderr, "--max-memory") {
+		t.Fatalf("bad flag: exit %d, %q", code, stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/memlimit"
 	"github.com/fastsim/fastsim/internal/monarch"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -30,6 +31,11 @@ By default the trace goes to NAME.trace.json.gz in the current directory,
 where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
 (ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
 they are; a .zst one is smaller but must be decompressed first (zstd -d).
+
+Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
+error); 2 bad input (one line FILE:LINE: what is wrong) or usage; 3 the
+replay outgrew --max-memory; 130 interrupted by Ctrl-C (after a partial
+report).
 
 Flags:
 `
@@ -52,6 +58,7 @@ type replayFlags struct {
 
 	overwriteSummary bool
 	extra            extraOutputs
+	maxMemory        string
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
@@ -74,12 +81,23 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
+	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
 	}
 	f.costs = *mf.costs
 	path := positional[0]
+	var err error
+	limit := memlimit.Default()
+	if f.maxMemory != "" {
+		if limit, err = memlimit.Parse(f.maxMemory); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --max-memory: %v\n", err)
+			return exitInput
+		}
+	}
+	watch := memlimit.Watch(limit)
+	defer watch.Stop()
 	if f.decodeOnly {
 		return decodeOnlyCmd(path, stdout, stderr)
 	}
@@ -97,7 +115,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(err))
 		return exitInput
 	}
-	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs, Controller: ctl}
+	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs, Controller: ctl, Memory: watch}
 	if model != nil {
 		opt.Model = model
 	}
@@ -193,12 +211,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, oneLine(err))
-		var he *history.Error
-		if errors.As(err, &he) || errors.Is(err, os.ErrNotExist) {
-			return exitInput
-		}
-		return exitError
+		return runErr(stderr, err)
 	}
 	if f.summary != "" {
 		wrote, err := writeSummary(f.summary, res, cm, f.overwriteSummary)
@@ -246,6 +259,26 @@ func defaultTracePath(history string) string {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return base + ".trace.json.gz"
+}
+
+// runErr prints a failed run's error on one line and returns its exit
+// status: 3 for a resource limit, 1 for an internal error (never blamed on
+// the input) or another failure, 2 for bad input.
+func runErr(stderr io.Writer, err error) int {
+	switch {
+	case errors.Is(err, memlimit.ErrLimit):
+		fmt.Fprintln(stderr, oneLine(err))
+		return exitLimit
+	case errors.Is(err, sched.ErrInternal):
+		fmt.Fprintf(stderr, "fastsim: %s (a bug in fastsim, not in the input)\n", oneLine(err))
+		return exitError
+	}
+	fmt.Fprintln(stderr, oneLine(err))
+	var he *history.Error
+	if errors.As(err, &he) || errors.Is(err, os.ErrNotExist) {
+		return exitInput
+	}
+	return exitError
 }
 
 func oneLine(err error) string {

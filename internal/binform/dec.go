@@ -23,6 +23,9 @@ type Decoder struct {
 	blobBytes int
 	slices    []jsonl.Slice
 	depth     int
+
+	sc   jsonl.Scanner // checks trees' raw JSON
+	tree jsonl.Tree
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -230,8 +233,8 @@ func (d *Decoder) String() string {
 
 // Blob reads a reference to raw JSON text. The bytes must not be modified;
 // text that does not join the table aliases the record body. The text is
-// not checked here (decoding for a replay never looks at it): writers of
-// JSON check it (see ValidJSON).
+// not checked here: Tree checks a tree's, internal/history a message's
+// extra fields.
 func (d *Decoder) Blob() []byte {
 	ref := d.Uvarint()
 	if ref >= 2 {
@@ -362,6 +365,39 @@ func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {
 func (d *Decoder) Tree(t *jsonl.Tree) {
 	t.Raw = d.Blob()
 	t.Leaves = d.Tensors(t.Leaves)
+	if d.err == nil {
+		d.checkTree(t)
+	}
+}
+
+// checkTree holds a tree to what a JSON-lines reader accepts and finds in
+// it: its raw text is valid JSON (no key repeated in an object), and the
+// tensor objects in it are the tree's leaves, in order, each agreeing with
+// the registry. Without this check a damaged tree would replay one way
+// from the binary form and another (or not at all) once converted.
+func (d *Decoder) checkTree(t *jsonl.Tree) {
+	if err := d.sc.Reset(t.Raw); err != nil {
+		d.Failf(ErrCorrupt, "tree: %v", err)
+		return
+	}
+	if err := jsonl.DecodeTree(&d.sc, d.reg, &d.tree); err != nil {
+		d.Failf(ErrCorrupt, "tree: %v", err)
+		return
+	}
+	if err := d.sc.End(); err != nil {
+		d.Failf(ErrCorrupt, "tree: %v", err)
+		return
+	}
+	if len(d.tree.Leaves) != len(t.Leaves) {
+		d.Failf(ErrCorrupt, "tree: its JSON holds %d tensors, its list %d", len(d.tree.Leaves), len(t.Leaves))
+		return
+	}
+	for i := range t.Leaves {
+		if d.tree.Leaves[i].ID != t.Leaves[i].ID {
+			d.Failf(ErrCorrupt, "tree: tensor %d of its JSON is %d, of its list %d", i, d.tree.Leaves[i].ID, t.Leaves[i].ID)
+			return
+		}
+	}
 }
 
 // Define reads the definition of a tensor first mentioned and adds it to

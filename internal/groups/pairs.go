@@ -19,21 +19,15 @@ var ErrCount = errors.New("rank counts differ")
 var ErrRepeat = errors.New("a rank named twice")
 
 // CheckDistinct returns ErrRepeat, naming the smallest repeated rank, when s
-// names a rank twice. Slices whose strides nest are known distinct without
-// enumerating them; others are enumerated and sorted.
+// names a rank twice (jsonl.Slice.Repeated).
 func (p *Partition) CheckDistinct(s *jsonl.Slice) error {
 	if err := p.check(s); err != nil {
 		return err
 	}
-	if ok, sure := distinct(s); sure && ok {
-		return nil
-	}
-	p.scratch = s.AppendRanks(p.scratch[:0])
-	slices.Sort(p.scratch)
-	for i := 1; i < len(p.scratch); i++ {
-		if p.scratch[i] == p.scratch[i-1] {
-			return fmt.Errorf("%w: the slice names rank %d more than once", ErrRepeat, p.scratch[i])
-		}
+	r, dup, buf := s.Repeated(p.scratch)
+	p.scratch = buf
+	if dup {
+		return fmt.Errorf("%w: the slice names rank %d more than once", ErrRepeat, r)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package groups
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
@@ -112,35 +111,4 @@ func dense(s *jsonl.Slice) bool {
 		want *= s.Sizes[k]
 	}
 	return true
-}
-
-// distinct reports whether s names no rank twice, without enumerating it
-// when its strides nest (sorted by magnitude, each stride exceeds the extent
-// of the dimensions below it): the common case, and a sufficient condition.
-func distinct(s *jsonl.Slice) (ok, sure bool) {
-	var dims [jsonl.MaxSliceDims][2]int64 // |stride|, size
-	n := 0
-	for k, size := range s.Sizes {
-		if size <= 1 {
-			continue
-		}
-		st := s.Strides[k]
-		if st == 0 {
-			return false, true
-		}
-		if st < 0 {
-			st = -st
-		}
-		dims[n] = [2]int64{st, size}
-		n++
-	}
-	slices.SortFunc(dims[:n], func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	extent := int64(0)
-	for _, d := range dims[:n] {
-		if d[0] <= extent {
-			return false, false
-		}
-		extent += d[0] * (d[1] - 1)
-	}
-	return true, true
 }

@@ -18,7 +18,8 @@ type binReader struct {
 	on    bool
 	ended bool
 	dec   *binform.Decoder
-	body  []byte
+	body  []byte // the current block's records, checked
+	at    int    // where the next record starts in body
 	shape []int64
 }
 
@@ -119,31 +120,43 @@ func (r *Reader) binHeader() error {
 	if err != nil {
 		return r.fail(1, err)
 	}
+	b.at = len(line) // the buffer holds no block yet
 	return r.parseHeader(line)
 }
 
-// nextBinary reads the next record of a binary stream.
+// nextBinary reads the next record of a binary stream: from the current
+// block, or from the next one, whose checksum is checked before any of its
+// records is decoded.
 func (r *Reader) nextBinary(rec *Record) error {
 	b := &r.bin
 	if b.ended {
 		return io.EOF
 	}
-	var n uint64
-	if p, _ := r.lines.Peek(binary.MaxVarintLen64); len(p) > 0 && p[0] != 0 {
-		// The common case: the length and the body are in the buffer; the
-		// body is decoded where it lies, valid until the next record.
-		if v, k := binary.Uvarint(p); k > 0 && v <= binform.MaxRecordBytes {
-			if body, err := r.lines.Peek(k + int(v)); err == nil {
-				r.lines.Discard(k + int(v))
-				r.line++
-				if err := r.binRecord(body[k:], rec); err != nil {
-					return r.fail(r.line, err)
-				}
-				return nil
-			}
+	if b.at >= len(b.body) {
+		if err := r.nextBlock(); err != nil {
+			return err
+		}
+		if b.ended {
+			return io.EOF
 		}
 	}
-	n, err := r.readUvarint("a record length")
+	r.line++
+	n, k := binary.Uvarint(b.body[b.at:])
+	if k <= 0 || n == 0 || n > uint64(len(b.body)-b.at-k) {
+		return r.fail(r.line, binErr(binform.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
+	}
+	body := b.body[b.at+k : b.at+k+int(n)]
+	b.at += k + int(n)
+	if err := r.binRecord(body, rec); err != nil {
+		return r.fail(r.line, err)
+	}
+	return nil
+}
+
+// nextBlock reads the next block (or the end marker) into r.bin.body.
+func (r *Reader) nextBlock() error {
+	b := &r.bin
+	n, err := r.readUvarint("a block length")
 	if err != nil {
 		return r.fail(r.line+1, err)
 	}
@@ -155,18 +168,26 @@ func (r *Reader) nextBinary(rec *Record) error {
 			return r.fail(r.line+1, r.readErr(err, "the end"))
 		}
 		b.ended = true
-		return io.EOF
+		return nil
 	}
-	r.line++
-	if n > binform.MaxRecordBytes {
-		return r.fail(r.line, binErr(binform.Errorf(binform.ErrLimit, "record of %d bytes, more than the limit of %d", n, binform.MaxRecordBytes)))
+	if n > binform.MaxBlockBytes {
+		return r.fail(r.line+1, binErr(binform.Errorf(binform.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
 	}
-	body, err := r.readBody(int(n), "the record")
+	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the block")
 	if err != nil {
-		return r.fail(r.line, err)
+		return r.fail(r.line+1, err)
 	}
-	if err := r.binRecord(body, rec); err != nil {
-		return r.fail(r.line, err)
+	if err := checkSum(body[:n], body[n:]); err != nil {
+		return r.fail(r.line+1, err)
+	}
+	b.body, b.at = body[:n], 0
+	return nil
+}
+
+// checkSum compares a block's records with the checksum written after them.
+func checkSum(body, sum []byte) error {
+	if want, got := binary.LittleEndian.Uint32(sum), binform.Checksum(body); want != got {
+		return binErr(binform.Errorf(binform.ErrCorrupt, "block checksum %08x does not match its records (%08x): the file is damaged", want, got))
 	}
 	return nil
 }
@@ -218,6 +239,9 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
 			return binErr(jsonl.FieldError("msg", err))
 		}
+		if err := r.checkExtras(&rec.Msg); err != nil {
+			return binErr(jsonl.FieldError("msg", err))
+		}
 	case binform.KindStep:
 		rec.IsStep = true
 		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""
@@ -239,10 +263,79 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if err := d.End(); err != nil {
 		return binErr(err)
 	}
+	if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
+		return binErr(fmt.Errorf("record: %w", err))
+	}
 	if !rec.IsStep || ts != r.lastTs {
 		if err := r.advanceTs(ts); err != nil {
 			return err
 		}
 	}
 	return r.finishRecord(rec)
+}
+
+// recordKeys are the keys of a record object that the reader decodes ("type"
+// is never an extra key either: checkFields refuses it everywhere).
+var recordKeys = []string{"ts", "ranks", "msg", "step"}
+
+// checkExtras holds a message's extra fields (and its sub-commands') to
+// what its JSON line would be: checkFields, and a key order that names each
+// declared field at most once and every extra field.
+func (r *Reader) checkExtras(m *gen.Msg) error {
+	ex := &m.Extra
+	names := gen.FieldNames(m.Kind)
+	if len(ex.Order) > 0 {
+		var seen uint64
+		extras := 0
+		for _, it := range ex.Order {
+			switch {
+			case it == 0:
+				extras++
+			case seen&(1<<it) != 0:
+				return binform.Errorf(binform.ErrCorrupt, "%s: key order names field %q twice", m.TypeName, names[it-1])
+			default:
+				seen |= 1 << it
+			}
+		}
+		if extras != len(ex.Keys) {
+			return binform.Errorf(binform.ErrCorrupt, "%s: key order lists %d extra fields, the message has %d", m.TypeName, extras, len(ex.Keys))
+		}
+	}
+	if err := r.checkFields(names, ex.Keys, ex.Vals); err != nil {
+		return fmt.Errorf("%s: %w", m.TypeName, err)
+	}
+	if m.Kind == gen.MsgCommandGroup && m.CommandGroup.Commands.Len() > 0 {
+		var sub gen.Msg
+		l := &m.CommandGroup.Commands
+		for i := 0; i < l.Len(); i++ {
+			l.At(i, &sub)
+			if err := r.checkExtras(&sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFields checks extra fields as the JSON line holding them would be
+// checked: keys that are neither declared nor repeated, and values that are
+// valid JSON.
+func (r *Reader) checkFields(declared, keys []string, vals [][]byte) error {
+	for i, k := range keys {
+		if k == "type" || slices.Contains(declared, k) || slices.Contains(keys[:i], k) {
+			return binform.Errorf(binform.ErrCorrupt, "key %q appears twice", k)
+		}
+		s := &r.sc
+		err := s.Reset(vals[i])
+		if err == nil {
+			err = s.Skip()
+		}
+		if err == nil {
+			err = s.End()
+		}
+		if err != nil {
+			return binform.Errorf(binform.ErrCorrupt, "field %q: %v", k, err)
+		}
+	}
+	return nil
 }

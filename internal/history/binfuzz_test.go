@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -31,13 +32,17 @@ func bareBinary(t testing.TB, src []byte) []byte {
 	return b
 }
 
-// TestWriteFuzzSeeds rewrites testdata/fuzz-binary from the golden
-// histories when run with -update-seeds.
+// TestWriteFuzzSeeds rewrites testdata/fuzz-binary from the small JSON
+// seeds of testdata/fuzz-seed when FASTSIM_UPDATE_SEEDS is set.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("FASTSIM_UPDATE_SEEDS") == "" {
 		t.Skip("set FASTSIM_UPDATE_SEEDS=1 to rewrite testdata/fuzz-binary")
 	}
-	files, _ := filepath.Glob("../../testdata/golden/*.hist")
+	old, _ := filepath.Glob("testdata/fuzz-binary/*.fhist")
+	for _, p := range old {
+		os.Remove(p)
+	}
+	files, _ := filepath.Glob("testdata/fuzz-seed/*.hist")
 	for _, p := range files {
 		src, err := os.ReadFile(p)
 		if err != nil {
@@ -62,8 +67,20 @@ func FuzzBinary(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	for _, p := range largeSeeds("../../testdata/golden/*.hist") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bareBinary(f, b))
+	}
 	f.Add(append(append([]byte{}, binform.Magic...), 1, 2, '{', '}'))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// A mutation almost always breaks a checksum; half the inputs get
+		// theirs mended, so that the fuzzer explores the records' decoding.
+		if len(data) > 0 && data[len(data)-1]&1 != 0 {
+			data = binform.MendChecksums(data)
+		}
 		r, err := NewReader(bytes.NewReader(data), "fuzz.fhist")
 		if err != nil {
 			var he *Error
@@ -93,17 +110,25 @@ func FuzzBinary(f *testing.F) {
 				return
 			}
 			_ = gen.Dispatch(nopHandler{}, &rec.Msg)
+			// The reader checked the record as its JSON line would be
+			// checked: writing that line cannot fail.
 			if err := w.Write(&rec, r.Registry()); err != nil {
-				if !errors.Is(err, ErrBinary) {
-					t.Fatalf("writing JSON: %v", err)
-				}
-				return
+				t.Fatalf("writing JSON of an accepted record: %v", err)
 			}
 		}
 		w.Close()
-		// What was written as JSON must read back.
-		if _, err := NewReader(bytes.NewReader(out.Bytes()), "back.hist"); err != nil {
+		// What was written as JSON must read back, every record of it.
+		back, err := NewReader(bytes.NewReader(out.Bytes()), "back.hist")
+		if err != nil {
 			t.Fatalf("JSON written from a valid binary does not read: %v", err)
+		}
+		defer back.Close()
+		for {
+			if err := back.Next(&rec); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("JSON written from a valid binary does not read: %v", err)
+			}
 		}
 	})
 }
@@ -118,6 +143,22 @@ func TestBinaryErrors(t *testing.T) {
 	good := bareBinary(t, src)
 	hdrEnd := len(binform.Magic) + 1 + 1 + int(good[len(binform.Magic)+1]) // magic, version, header length, header
 	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, good...)) }
+	// framed is the header, then a block of one record of body, with a
+	// correct checksum (so that what is tested is the body's decoding).
+	framed := func(body ...byte) []byte {
+		block := append([]byte{byte(len(body))}, body...)
+		b := append([]byte{}, good[:hdrEnd]...)
+		b = append(b, byte(len(block)))
+		b = append(b, block...)
+		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
+	}
+	// framedRaw is the header, then a block of exactly these bytes.
+	framedRaw := func(block ...byte) []byte {
+		b := append([]byte{}, good[:hdrEnd]...)
+		b = append(b, byte(len(block)))
+		b = append(b, block...)
+		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
+	}
 	tests := []struct {
 		name string
 		data []byte
@@ -130,15 +171,20 @@ func TestBinaryErrors(t *testing.T) {
 		{"no end marker", good[:len(good)-1], "truncated", binform.ErrTruncated},
 		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
 		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
-		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: record of", binform.ErrLimit},
-		{"bad kind", append(append([]byte{}, good[:hdrEnd]...), 3, 9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
-		{"string index", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
+		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", binform.ErrLimit},
+		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
+		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
 		// A reference to a tensor id never defined reads as a bare
 		// {"tensor":9} does in JSON lines (defaults): the record goes on to
 		// its next field, which is cut short here.
-		{"undefined tensor", append(append([]byte{}, good[:hdrEnd]...), 8, 1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
-		{"missing field", append(append([]byte{}, good[:hdrEnd]...), 7, 1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
-		{"too many slices", append(append([]byte{}, good[:hdrEnd]...), 6, 1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
+		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
+		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
+		// One bit flipped in the first record: the block's checksum says so
+		// before any record of it is decoded.
+		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: block checksum", binform.ErrCorrupt},
+		// A block whose one record claims more bytes than the block holds.
+		{"record past its block", framedRaw(5, 1, 2), "fuzz.fhist:2: a record's length does not fit in its block", binform.ErrCorrupt},
+		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {
 		_, err := readAll(t, tc.data, "fuzz.fhist")

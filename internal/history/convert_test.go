@@ -43,8 +43,10 @@ func dumpMsg(b *strings.Builder, m *gen.Msg) {
 	fmt.Fprintf(b, "%v %q", m.Kind, m.TypeName)
 	if m.Kind == gen.MsgCommandGroup {
 		b.WriteString(" [")
-		for i := range m.CommandGroup.Commands {
-			dumpMsg(b, &m.CommandGroup.Commands[i])
+		for i := 0; i < m.CommandGroup.Commands.Len(); i++ {
+			var sub gen.Msg
+			m.CommandGroup.Commands.At(i, &sub)
+			dumpMsg(b, &sub)
 			b.WriteString("; ")
 		}
 		b.WriteString("]")
@@ -202,10 +204,10 @@ func TestRoundTripExtras(t *testing.T) {
 		`{"ts":5,"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"msg":{"type":"CreateDeviceMesh","names":["gpu"],"dims":{"a":[1,2]}},"tb":[{"file":"t.py","line":3,"name":"f"}]}` + "\n" +
 		"\n" +
 		`{"msg":{"device_mesh":7,"result":{"ref":1,"name":"ma\"in\u00e9"},"type":"CreateStream","default":true},"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"ts":6}` + "\n" +
-		`{"ts":7,"ranks":[{"offset":1,"sizes":[],"strides":[]}],"msg":{"type":"SendTensor","tensor":{"tensor":10,"storage":3,"nbytes":8,"dtype":"int64","shape":[1],"device":"cpu"},"result":{"tensor":11,"nbytes":4},"from_ranks":{"offset":0,"sizes":[2],"strides":[1]},"to_ranks":{"offset":2,"sizes":[2],"strides":[1]},"from_stream":{"ref":1},"to_stream":{"ref":1},"factory":null}}` + "\n" +
+		`{"ts":7,"ranks":[{"offset":1,"sizes":[],"strides":[]}],"msg":{"type":"SendTensor","tensor":{"tensor":10,"storage":3,"nbytes":8,"dtype":"int64","shape":[1],"device":"cpu"},"result":{"tensor":11,"storage":11,"nbytes":4,"dtype":"int64","shape":[],"device":"cuda"},"from_ranks":{"offset":0,"sizes":[2],"strides":[1]},"to_ranks":{"offset":2,"sizes":[2],"strides":[1]},"from_stream":{"ref":1},"to_stream":{"ref":1},"factory":null}}` + "\n" +
 		`{"step":0,"ts":9,"note":"end"}` + "\n" +
 		`{"ts":9,"ranks":[],"msg":{"type":"CommandGroup","commands":[{"type":"Mystery","x":[1,{"tensor":99}]},{"stream":{"ref":1},"type":"CallFunction","function":"f","args":[{"tensor":12,"storage":12,"nbytes":1,"dtype":"bf16","shape":[],"device":"cuda"},{"tensor":10}],"kwargs":{},"mutates":[{"tensor":11}],"source_mesh":"m"},{"type":"Exit"}]}}` + "\n" +
-		`{"ts":10,"ranks":[{"offset":0,"sizes":[2,2],"strides":[2,1]}],"msg":{"type":"Reduce","out":null,"result":{"tensor":13,"storage":10},"local_tensor":{"tensor":10},"stream":{"ref":1},"reduction":"sum","dims":["gpu"],"scatter":true}}` + "\n" +
+		`{"ts":10,"ranks":[{"offset":0,"sizes":[2,2],"strides":[2,1]}],"msg":{"type":"Reduce","out":null,"result":{"tensor":13,"storage":10,"nbytes":8,"dtype":"int64","shape":[1],"device":"cpu"},"local_tensor":{"tensor":10},"stream":{"ref":1},"reduction":"sum","dims":["gpu"],"scatter":true}}` + "\n" +
 		`{"ts":10,"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"msg":{"type":"DeleteRefs","refs":[10,11,-3]}}` + "\n" +
 		`{"step":1}` + "\n"
 	roundTrip(t, "extras", []byte(src))

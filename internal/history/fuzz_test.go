@@ -14,6 +14,7 @@ import (
 // errors, never panic.
 func FuzzReader(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/fuzz-seed/*.hist")
+	seeds = append(seeds, largeSeeds("../../testdata/golden/*.hist")...)
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -60,6 +61,18 @@ func FuzzReader(f *testing.F) {
 			_ = gen.Dispatch(nopHandler{}, &rec.Msg)
 		}
 	})
+}
+
+// largeSeeds lists the files of pattern when FASTSIM_FUZZ_LARGE_SEEDS is
+// set (bench/fuzz.sh sets it for long runs). The committed corpora hold
+// small seeds only: a short run spends its seconds minimizing the first
+// interesting input, and a 100 KB seed takes longer than CI gives it.
+func largeSeeds(pattern string) []string {
+	if os.Getenv("FASTSIM_FUZZ_LARGE_SEEDS") == "" {
+		return nil
+	}
+	files, _ := filepath.Glob(pattern)
+	return files
 }
 
 type nopHandler struct{}

@@ -94,8 +94,9 @@ var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // Reader reads the records of a history.
 type Reader struct {
-	in    counter   // the file's bytes read so far
-	guard bombGuard // between the zstd decoder and the line reader
+	in        counter   // the file's bytes read so far
+	guard     bombGuard // between the zstd decoder and the line reader
+	sendRanks []int64   // scratch for checking a send's ranks
 	// KeepExtra makes Next keep what a replay does not need but a lossless
 	// conversion does: message fields the spec does not declare, the order
 	// of their keys, and record keys such as "tb" (Record.Extra,
@@ -397,17 +398,52 @@ func (r *Reader) Next(rec *Record) error {
 	if r.err != nil {
 		return r.err
 	}
+	r.reg.ClearFresh()
 	if r.bin.on {
-		return r.nextBinary(rec)
+		if err := r.nextBinary(rec); err != nil {
+			return err
+		}
+	} else {
+		line, err := r.nextLine()
+		if err != nil {
+			return err
+		}
+		if err := r.record(line, rec); err != nil {
+			return r.fail(r.line, err)
+		}
 	}
-	line, err := r.nextLine()
-	if err != nil {
-		return err
-	}
-	if err := r.record(line, rec); err != nil {
-		return r.fail(r.line, err)
+	if !rec.IsStep {
+		deleteRefs(r.reg, &rec.Msg)
 	}
 	return nil
+}
+
+// deleteRefs ends, after the record that deletes them, the tensor ids a
+// DeleteRefs names (in a CommandGroup too): a later mention of one of those
+// ids begins a new tensor. The rule depends on the history alone, so every
+// form, mode and tool accepts the same histories.
+func deleteRefs(reg *jsonl.Registry, m *gen.Msg) {
+	switch m.Kind {
+	case gen.MsgDeleteRefs:
+		for _, id := range m.DeleteRefs.Refs {
+			reg.Delete(id)
+		}
+	case gen.MsgCommandGroup:
+		deleteRefsIn(reg, &m.CommandGroup.Commands)
+	}
+}
+
+func deleteRefsIn(reg *jsonl.Registry, l *gen.Msgs) {
+	for i := 0; i < l.Len(); i++ {
+		switch l.Kind(i) {
+		case gen.MsgDeleteRefs:
+			for _, id := range l.DeleteRefsAt(i).Refs {
+				reg.Delete(id)
+			}
+		case gen.MsgCommandGroup:
+			deleteRefsIn(reg, &l.CommandGroupAt(i).Commands)
+		}
+	}
 }
 
 func (r *Reader) record(line []byte, rec *Record) error {
@@ -561,17 +597,43 @@ func (r *Reader) ranks(dst []jsonl.Slice) ([]jsonl.Slice, error) {
 func (r *Reader) checkMsg(m *gen.Msg) error {
 	switch m.Kind {
 	case gen.MsgSendTensor:
-		if err := m.SendTensor.FromRanks.Check(r.hdr.WorldSize); err != nil {
-			return fmt.Errorf("SendTensor: %w", jsonl.FieldError("from_ranks", err))
-		}
-		if err := m.SendTensor.ToRanks.Check(r.hdr.WorldSize); err != nil {
-			return fmt.Errorf("SendTensor: %w", jsonl.FieldError("to_ranks", err))
-		}
+		return r.checkSend(&m.SendTensor)
 	case gen.MsgCommandGroup:
-		for i := range m.CommandGroup.Commands {
-			if err := r.checkMsg(&m.CommandGroup.Commands[i]); err != nil {
-				return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
-			}
+		return r.checkMsgs(&m.CommandGroup.Commands)
+	}
+	return nil
+}
+
+func (r *Reader) checkMsgs(l *gen.Msgs) error {
+	for i := 0; i < l.Len(); i++ {
+		var err error
+		switch l.Kind(i) {
+		case gen.MsgSendTensor:
+			err = r.checkSend(l.SendTensorAt(i))
+		case gen.MsgCommandGroup:
+			err = r.checkMsgs(&l.CommandGroupAt(i).Commands)
+		}
+		if err != nil {
+			return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
+		}
+	}
+	return nil
+}
+
+// checkSend checks a SendTensor's slices: inside the world, and naming no
+// rank twice, since a point-to-point send pairs distinct ranks.
+func (r *Reader) checkSend(st *gen.SendTensor) error {
+	for _, side := range [2]struct {
+		name string
+		s    *jsonl.Slice
+	}{{"from_ranks", &st.FromRanks}, {"to_ranks", &st.ToRanks}} {
+		if err := side.s.Check(r.hdr.WorldSize); err != nil {
+			return fmt.Errorf("SendTensor: %w", jsonl.FieldError(side.name, err))
+		}
+		var rank int64
+		var dup bool
+		if rank, dup, r.sendRanks = side.s.Repeated(r.sendRanks); dup {
+			return fmt.Errorf("SendTensor: %w", jsonl.FieldError(side.name, fmt.Errorf("%w: names rank %d more than once (a send pairs distinct ranks)", jsonl.ErrSlice, rank)))
 		}
 	}
 	return nil

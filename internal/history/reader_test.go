@@ -90,11 +90,11 @@ func TestErrors(t *testing.T) {
 		{"too many dims", hdr + rec(1, `{"offset":0,"sizes":[`+strings.Repeat("1,", 32)+`1],"strides":[`+strings.Repeat("0,", 32)+`0]}`, del), "t.hist:2:", "more than the limit of 32", jsonl.ErrLimit},
 		{"too many ranks", hdr + rec(1, `{"offset":0,"sizes":[65536,65536],"strides":[0,0]}`, del), "t.hist:2:", "more than 16777216 ranks", jsonl.ErrLimit},
 		{"slice missing offset", hdr + rec(1, `{"sizes":[],"strides":[]}`, del), "t.hist:2:", `missing field "offset"`, jsonl.ErrMissing},
-		{"send from_ranks", hdr + rec(1, all, `{"type":"SendTensor","result":{"tensor":2},"tensor":{"tensor":1},"from_ranks":{"offset":0,"sizes":[5],"strides":[1]},"to_ranks":{"offset":0,"sizes":[],"strides":[]},"from_stream":{"ref":1},"to_stream":{"ref":1}}`), "t.hist:2:", `SendTensor: field "from_ranks": rank 4 is outside`, jsonl.ErrSlice},
-		{"send in group", hdr + rec(1, all, `{"type":"CommandGroup","commands":[{"type":"SendTensor","result":{"tensor":2},"tensor":{"tensor":1},"from_ranks":{"offset":0,"sizes":[],"strides":[]},"to_ranks":{"offset":7,"sizes":[],"strides":[]},"from_stream":{"ref":1},"to_stream":{"ref":1}}]}`), "t.hist:2:", `field "to_ranks": rank 7 is outside`, jsonl.ErrSlice},
+		{"send from_ranks", hdr + rec(1, all, `{"type":"SendTensor","result":{"tensor":2,"storage":2,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"tensor":{"tensor":1,"storage":1,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"from_ranks":{"offset":0,"sizes":[5],"strides":[1]},"to_ranks":{"offset":0,"sizes":[],"strides":[]},"from_stream":{"ref":1},"to_stream":{"ref":1}}`), "t.hist:2:", `SendTensor: field "from_ranks": rank 4 is outside`, jsonl.ErrSlice},
+		{"send in group", hdr + rec(1, all, `{"type":"CommandGroup","commands":[{"type":"SendTensor","result":{"tensor":2,"storage":2,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"tensor":{"tensor":1,"storage":1,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"from_ranks":{"offset":0,"sizes":[],"strides":[]},"to_ranks":{"offset":7,"sizes":[],"strides":[]},"from_stream":{"ref":1},"to_stream":{"ref":1}}]}`), "t.hist:2:", `field "to_ranks": rank 7 is outside`, jsonl.ErrSlice},
 		{"ts backwards", hdr + rec(5, all, del) + "\n" + rec(4, all, del), "t.hist:4:", "ts 4 goes backwards (the previous command's ts is 5)", ErrTime},
 		{"tensor conflict", hdr + strings.ReplaceAll(call, "%d", "1") + "\n" + rec(2, all, `{"type":"CallFunction","function":"g","args":[{"tensor":1,"nbytes":16}],"stream":{"ref":1}}`), "t.hist:3:", `tensor 1: nbytes is 16 here but 8 in its first mention (line 2)`, jsonl.ErrConflict},
-		{"tensor dtype conflict", hdr + strings.ReplaceAll(call, "%d", "1") + "\n" + rec(2, all, `{"type":"DeleteRefs","refs":[]}`) + rec(3, all, `{"type":"Reduce","result":{"tensor":2},"local_tensor":{"tensor":1,"dtype":"bf16"},"stream":{"ref":1},"reduction":"sum"}`), "t.hist:4:", `dtype is "bf16" here but "float32"`, jsonl.ErrConflict},
+		{"tensor dtype conflict", hdr + strings.ReplaceAll(call, "%d", "1") + "\n" + rec(2, all, `{"type":"DeleteRefs","refs":[]}`) + rec(3, all, `{"type":"Reduce","result":{"tensor":2,"storage":2,"nbytes":0,"dtype":"float32","shape":[],"device":"cuda"},"local_tensor":{"tensor":1,"dtype":"bf16"},"stream":{"ref":1},"reduction":"sum"}`), "t.hist:4:", `dtype is "bf16" here but "float32"`, jsonl.ErrConflict},
 		{"tensor bad device", hdr + rec(1, all, `{"type":"Reduce","result":{"tensor":2,"device":"tpu"},"local_tensor":{"tensor":1},"stream":{"ref":1},"reduction":"sum"}`), "t.hist:2:", `field "device": want "cuda" or "cpu", got "tpu"`, jsonl.ErrRange},
 		{"depth", hdr + rec(1, all, `{"type":"CallFunction","function":"f","args":`+strings.Repeat("[", 70)+strings.Repeat("]", 70)+`,"stream":{"ref":1}}`), "t.hist:2:", "nest deeper than 64", jsonl.ErrDepth},
 		{"step string", hdr + `{"step":"1"}` + "\n", "t.hist:2:", `field "step": want an integer, got a string`, jsonl.ErrType},
@@ -126,7 +126,7 @@ func TestAcceptsVariants(t *testing.T) {
 	src := "\r\n" + strings.TrimSuffix(hdr, "\n") + "\r\n\r\n" +
 		strings.ReplaceAll(call, "%d", "1") + "\r\n" +
 		`{"msg":{"type":"Mystery","x":[1,{"a":null}]},"tb":[{"file":"a.py","line":3,"name":"f"}],"ranks":[],"ts":1}` + "\n" +
-		`{"ts":2,"ranks":[{"offset":3,"sizes":[],"strides":[]}],"msg":{"stream":{"ref":1},"function":"g","type":"CallFunction","args":[{"x":{"tensor":1}},{"tensor":5,"nbytes":4,"device":"cpu"}]}}` + "\n" +
+		`{"ts":2,"ranks":[{"offset":3,"sizes":[],"strides":[]}],"msg":{"stream":{"ref":1},"function":"g","type":"CallFunction","args":[{"x":{"tensor":1}},{"tensor":5,"storage":5,"nbytes":4,"dtype":"int64","shape":[],"device":"cpu"}]}}` + "\n" +
 		`{"step":0}` // no final newline
 	recs, err := readAll(t, []byte(src), "v.hist")
 	if err != nil {

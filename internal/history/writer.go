@@ -53,6 +53,7 @@ type Writer struct {
 	enc    *binform.Encoder
 	lastTs int64
 	err    error
+	block  []byte // binary records not yet written as a block
 }
 
 const writeFlushBytes = 256 << 10
@@ -105,15 +106,15 @@ func (w *Writer) flush(force bool) error {
 }
 
 // Write writes one record. reg is the registry of the reader it comes from:
-// the binary form defines, ahead of the record, every tensor the registry
-// gained since the previous record.
+// the binary form defines, ahead of the record, every tensor the record
+// mentions first (reg.Fresh), and JSON lines write those in full.
 func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
 	if w.err != nil {
 		return w.err
 	}
 	if w.form == FormBinary {
 		w.writeBinary(rec, reg)
-	} else if err := w.writeJSON(rec); err != nil {
+	} else if err := w.writeJSON(rec, reg); err != nil {
 		return err
 	}
 	return w.flush(false)
@@ -122,8 +123,11 @@ func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
 // writeJSON appends the record's line. Raw JSON from a binary history
 // (trees, extras) is not checked when it is read, so the line is checked
 // here: a corrupt input never becomes an unreadable output.
-func (w *Writer) writeJSON(rec *Record) error {
+func (w *Writer) writeJSON(rec *Record, reg *jsonl.Registry) error {
 	jw := &w.jw
+	for _, i := range reg.Fresh() {
+		jw.Unmark(i)
+	}
 	start := len(w.out)
 	jw.Buf = w.out
 	if rec.IsStep {
@@ -187,9 +191,10 @@ func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
 	if rec.IsStep {
 		e.Uvarint(uint64(rec.Step))
 	} else {
-		e.Uvarint(uint64(reg.Len() - e.Defined()))
-		for i := e.Defined(); i < reg.Len(); i++ {
-			t := reg.At(int32(i))
+		fresh := reg.Fresh()
+		e.Uvarint(uint64(len(fresh)))
+		for _, i := range fresh {
+			t := reg.At(i)
 			e.Define(&t)
 		}
 		e.Uvarint(uint64(len(rec.Ranks)))
@@ -205,14 +210,30 @@ func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
 			e.Blob(rec.Extra.Vals[i])
 		}
 	}
-	w.out = binary.AppendUvarint(w.out, uint64(len(e.Buf)))
-	w.out = append(w.out, e.Buf...)
+	w.block = binary.AppendUvarint(w.block, uint64(len(e.Buf)))
+	w.block = append(w.block, e.Buf...)
+	if len(w.block) >= binform.BlockBytes {
+		w.endBlock()
+	}
+}
+
+// endBlock writes the records gathered so far as one block: its length,
+// the records, their checksum.
+func (w *Writer) endBlock() {
+	if len(w.block) == 0 {
+		return
+	}
+	w.out = binary.AppendUvarint(w.out, uint64(len(w.block)))
+	w.out = append(w.out, w.block...)
+	w.out = binary.LittleEndian.AppendUint32(w.out, binform.Checksum(w.block))
+	w.block = w.block[:0]
 }
 
 // Close writes the end of the history (the binary end marker), flushes and
 // closes the zstd frame. It does not close the destination.
 func (w *Writer) Close() error {
 	if w.form == FormBinary {
+		w.endBlock()
 		w.out = append(w.out, 0)
 	}
 	if err := w.flush(true); err != nil {

@@ -27,6 +27,8 @@ var (
 	ErrConflict = errors.New("tensor disagrees with its first mention")
 	// ErrLimit: the input exceeds one of the limits in limits.go.
 	ErrLimit = errors.New("limit exceeded")
+	// ErrDuplicateKey: a key is repeated within one JSON object.
+	ErrDuplicateKey = errors.New("duplicate key")
 )
 
 // Error is an error of this package: Error() is the text, Unwrap the sentinel.

@@ -1,25 +1,111 @@
 package jsonl
 
-// Forget drops tensor idx from the registry: its id is no longer known, and
-// a later first mention reuses its row. The replay calls it for tensors that
-// no worker holds any more, so a long history's registry stays as small as
-// the tensors alive at once. A later bare mention of a forgotten id resolves
-// as a first mention would.
-func (r *Registry) Forget(idx int32) {
-	if idx < 0 || int(idx) >= len(r.id) || r.isDead(idx) {
+// A tensor id lives in a history from its first mention until a DeleteRefs
+// names it (internal/history applies this after each record, in every
+// form and mode). After that the id is unknown: a later mention begins a
+// new tensor and must be complete. The id's row is then reused by a later
+// first mention, so a long history's registry stays as small as the
+// tensors alive at once. A replay defers the reuse until no worker holds a
+// row of the tensor (the engine indexes its per-tensor tables by row), which
+// changes nothing the registry answers.
+
+// Row states (Registry.state).
+const (
+	rowLive    uint8 = iota // its id resolves to it
+	rowDeleted              // deleted, waiting for Release
+	rowFree                 // in the free list
+)
+
+// Delete ends tensor id's life: the id no longer resolves. Unknown ids are
+// ignored. Its row is freed at once, or, with DeferFree, listed for
+// TakeDeleted and freed by Release.
+func (r *Registry) Delete(id int64) {
+	idx, ok := r.find(id)
+	if !ok {
 		return
 	}
+	r.unmap(idx)
+	if r.deferFree {
+		r.setState(idx, rowDeleted)
+		r.deleted = append(r.deleted, idx)
+		return
+	}
+	r.free1(idx)
+}
+
+// DeferFree makes Delete keep rows until Release frees them.
+func (r *Registry) DeferFree(on bool) { r.deferFree = on }
+
+// TakeDeleted returns the rows deleted since the last call and forgets the
+// list (valid until the next Delete).
+func (r *Registry) TakeDeleted() []int32 {
+	d := r.deleted
+	r.deleted = r.deleted[:0]
+	return d
+}
+
+// Release frees row idx if it was deleted and not yet freed; a live or
+// free row is left alone.
+func (r *Registry) Release(idx int32) {
+	if idx >= 0 && int(idx) < len(r.id) && r.stateOf(idx) == rowDeleted {
+		r.free1(idx)
+	}
+}
+
+// Forget deletes tensor idx and frees its row at once, whatever
+// DeferFree says: its id is no longer known, and a later first mention
+// reuses its row.
+func (r *Registry) Forget(idx int32) {
+	if idx < 0 || int(idx) >= len(r.id) {
+		return
+	}
+	switch r.stateOf(idx) {
+	case rowLive:
+		r.unmap(idx)
+		r.free1(idx)
+	case rowDeleted:
+		r.free1(idx)
+	}
+}
+
+// unmap makes row idx's id resolve to nothing.
+func (r *Registry) unmap(idx int32) {
 	id := r.id[idx]
 	if uint64(id) < uint64(len(r.dense)) && r.dense[id] == idx+1 {
 		r.dense[id] = 0
 	} else if i, ok := r.idx[id]; ok && i == idx {
 		delete(r.idx, id)
 	}
-	for len(r.dead) < len(r.id) {
-		r.dead = append(r.dead, false)
-	}
-	r.dead[idx] = true
+}
+
+func (r *Registry) free1(idx int32) {
+	r.setState(idx, rowFree)
 	r.free = append(r.free, idx)
 }
 
-func (r *Registry) isDead(idx int32) bool { return int(idx) < len(r.dead) && r.dead[idx] }
+func (r *Registry) setState(idx int32, s uint8) {
+	for len(r.state) < len(r.id) {
+		r.state = append(r.state, rowLive)
+	}
+	r.state[idx] = s
+}
+
+func (r *Registry) stateOf(idx int32) uint8 {
+	if int(idx) < len(r.state) {
+		return r.state[idx]
+	}
+	return rowLive
+}
+
+// Fresh returns the rows defined (first mentions) since the last
+// ClearFresh, in order of definition: what a record defines. A nil
+// registry (a writer fed by a program, not a reader) has none.
+func (r *Registry) Fresh() []int32 {
+	if r == nil {
+		return nil
+	}
+	return r.fresh
+}
+
+// ClearFresh starts a new list for Fresh.
+func (r *Registry) ClearFresh() { r.fresh = r.fresh[:0] }

@@ -25,8 +25,11 @@ type Registry struct {
 
 	shapeMax []int32 // room for dimensions at shapeAt (a reused row keeps it)
 
-	free []int32 // forgotten rows, reused by Define
-	dead []bool  // by row: forgotten
+	free      []int32 // freed rows, reused by Define
+	state     []uint8 // by row: rowLive, rowDeleted or rowFree
+	deleted   []int32 // rows deleted since TakeDeleted
+	deferFree bool
+	fresh     []int32 // rows defined since ClearFresh
 
 	curLine int64
 	scratch []int64 // a mention's shape
@@ -49,7 +52,7 @@ func (r *Registry) Reset() {
 	r.shapeMax = r.shapeMax[:0]
 	// Shapes handed out before Reset alias r.shapes and become invalid.
 	r.shapes = r.shapes[:0]
-	r.free, r.dead = r.free[:0], r.dead[:0]
+	r.free, r.state, r.deleted, r.fresh = r.free[:0], r.state[:0], r.deleted[:0], r.fresh[:0]
 	r.curLine = 0
 }
 
@@ -111,7 +114,11 @@ func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
 		*t = r.At(i)
 		return nil
 	}
-	// A first mention: fields it leaves out take their defaults.
+	// A first mention gives every field (HISTORY.md, TENSOR): a default
+	// taken here would make a later, complete mention disagree with it.
+	if miss := missingField(m.has); miss != "" {
+		return errorf(ErrMissing, "tensor %d: its first mention lacks %q (a first mention gives storage, nbytes, dtype, shape and device)", m.id, miss)
+	}
 	st := m.id
 	if m.has&hasStorage != 0 {
 		st = m.storage
@@ -123,6 +130,20 @@ func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
 	var err error
 	*t, err = r.Define(m.id, st, m.nbytes, dt, r.scratch, m.cpu)
 	return err
+}
+
+// missingField names the first field a mention with fields has lacks, or
+// returns "".
+func missingField(has uint8) string {
+	for _, f := range [...]struct {
+		bit  uint8
+		name string
+	}{{hasStorage, "storage"}, {hasNBytes, "nbytes"}, {hasDtype, "dtype"}, {hasShape, "shape"}, {hasDevice, "device"}} {
+		if has&f.bit == 0 {
+			return f.name
+		}
+	}
+	return ""
 }
 
 func (r *Registry) agree(i int32, m *mention) error {
@@ -361,7 +382,8 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		// new shape fits (shapes of one program rarely change rank).
 		i := r.free[n-1]
 		r.free = r.free[:n-1]
-		r.dead[i] = false
+		r.state[i] = rowLive
+		r.fresh = append(r.fresh, i)
 		r.insert(id, i)
 		r.id[i], r.storage[i], r.nbytes[i], r.dtype[i], r.cpu[i], r.line[i] = id, storage, nbytes, dtype, cpu, r.curLine
 		if len(shape) > int(r.shapeMax[i]) {
@@ -374,6 +396,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		return r.At(i), nil
 	}
 	i := int32(len(r.id))
+	r.fresh = append(r.fresh, i)
 	r.insert(id, i)
 	r.id = append(r.id, id)
 	r.storage = append(r.storage, storage)

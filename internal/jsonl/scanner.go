@@ -44,7 +44,16 @@ type Scanner struct {
 	more  uint64 // bit d: the container at depth d has had an element
 
 	keyBuf []byte // unescaped keys
-	strBuf []byte // unescaped string values
+
+	// The keys of the objects open at each depth, so that a key repeated
+	// in one object is an error (JSON leaves it undefined, and decoders
+	// would keep one value or the other).
+	keys    []byte              // unescaped, back to back
+	keyEnd  []int32             // end of each key in keys
+	keyHash []uint64            // FNV-1a of each key
+	objKeys [MaxDepth + 1]int32 // by depth: index of the open object's first key
+	keyMaps []map[uint64]int32  // by depth: an index of a large object's keys
+	strBuf  []byte              // unescaped string values
 
 	intern map[string]string
 
@@ -58,12 +67,14 @@ type Scanner struct {
 type Mark struct {
 	pos, depth int
 	more       uint64
+	nkeys      int
 }
 
 // Reset starts scanning line. It fails if line is not valid UTF-8 or holds a
 // NUL byte. The interned strings are kept.
 func (s *Scanner) Reset(line []byte) error {
 	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
+	s.truncKeys(0)
 	if i := bytes.IndexByte(line, 0); i >= 0 {
 		s.buf = nil
 		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
@@ -79,10 +90,95 @@ func (s *Scanner) Reset(line []byte) error {
 func (s *Scanner) Pos() int { return s.pos }
 
 // Mark returns the current position, for Rewind.
-func (s *Scanner) Mark() Mark { return Mark{s.pos, s.depth, s.more} }
+func (s *Scanner) Mark() Mark { return Mark{s.pos, s.depth, s.more, len(s.keyHash)} }
 
 // Rewind returns to a position returned by Mark on the same line.
-func (s *Scanner) Rewind(m Mark) { s.pos, s.depth, s.more = m.pos, m.depth, m.more }
+func (s *Scanner) Rewind(m Mark) {
+	s.pos, s.depth, s.more = m.pos, m.depth, m.more
+	s.truncKeys(m.nkeys)
+}
+
+// truncKeys forgets the keys recorded after the first n.
+func (s *Scanner) truncKeys(n int) {
+	if n >= len(s.keyHash) {
+		return
+	}
+	s.keyHash, s.keyEnd = s.keyHash[:n], s.keyEnd[:n]
+	if n == 0 {
+		s.keys = s.keys[:0]
+	} else {
+		s.keys = s.keys[:s.keyEnd[n-1]]
+	}
+}
+
+// manyKeys is how many keys an object holds before its keys are indexed
+// by a map rather than compared one by one.
+const manyKeys = 16
+
+// checkKey records key, which starts at byte at, as a key of the object open at the current depth;
+// seen before in that object, it is an error.
+func (s *Scanner) checkKey(key []byte, at int) error {
+	h := uint64(14695981039346656037)
+	for _, c := range key {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	first := int(s.objKeys[s.depth])
+	n := len(s.keyHash) - first
+	if n < manyKeys {
+		for i := first; i < len(s.keyHash); i++ {
+			if s.keyHash[i] == h && string(s.keyAt(i)) == string(key) {
+				return duplicate(key, at)
+			}
+		}
+	} else {
+		for len(s.keyMaps) <= s.depth {
+			s.keyMaps = append(s.keyMaps, nil)
+		}
+		m := s.keyMaps[s.depth]
+		if m == nil {
+			m = make(map[uint64]int32)
+			s.keyMaps[s.depth] = m
+		}
+		if n == manyKeys {
+			clear(m)
+			for i := first; i < len(s.keyHash); i++ {
+				m[s.keyHash[i]] = int32(i)
+			}
+		}
+		// An entry may be stale (left by a rewind or by an earlier
+		// object): it counts only if it names a key of this object
+		// equal to this one.
+		if i, ok := m[h]; ok && int(i) >= first && int(i) < len(s.keyHash) && string(s.keyAt(int(i))) == string(key) {
+			return duplicate(key, at)
+		}
+		m[h] = int32(len(s.keyHash))
+	}
+	s.keys = append(s.keys, key...)
+	s.keyEnd = append(s.keyEnd, int32(len(s.keys)))
+	s.keyHash = append(s.keyHash, h)
+	return nil
+}
+
+func (s *Scanner) keyAt(i int) []byte {
+	from := int32(0)
+	if i > 0 {
+		from = s.keyEnd[i-1]
+	}
+	return s.keys[from:s.keyEnd[i]]
+}
+
+func duplicate(key []byte, at int) error {
+	return errorf(ErrDuplicateKey, "key %q appears twice in one object (again at column %d)", key, at+1)
+}
+
+// pushObject opens an object: its key list starts empty.
+func (s *Scanner) pushObject() error {
+	if err := s.push(); err != nil {
+		return err
+	}
+	s.objKeys[s.depth] = int32(len(s.keyHash))
+	return nil
+}
 
 // Bytes returns the line text between two positions.
 func (s *Scanner) Bytes(from, to int) []byte { return s.buf[from:to:to] }
@@ -166,7 +262,7 @@ func (s *Scanner) BeginObject() error {
 	if k := s.Kind(); k != KindObject {
 		return s.want("an object", k)
 	}
-	return s.push()
+	return s.pushObject()
 }
 
 // BeginArray consumes the '[' of an array.
@@ -189,6 +285,7 @@ func (s *Scanner) NextKey() (key []byte, ok bool, err error) {
 	bit := uint64(1) << uint(s.depth-1)
 	if s.buf[s.pos] == '}' {
 		s.pos++
+		s.truncKeys(int(s.objKeys[s.depth]))
 		s.depth--
 		return nil, false, nil
 	}
@@ -203,6 +300,7 @@ func (s *Scanner) NextKey() (key []byte, ok bool, err error) {
 		return nil, false, s.syntax("want a key in object")
 	}
 	s.more |= bit
+	at := s.pos
 	key, err = s.str(&s.keyBuf)
 	if err != nil {
 		return nil, false, err
@@ -210,6 +308,9 @@ func (s *Scanner) NextKey() (key []byte, ok bool, err error) {
 	s.ws()
 	if s.pos >= len(s.buf) || s.buf[s.pos] != ':' {
 		return nil, false, s.syntax("want ':' after key")
+	}
+	if err := s.checkKey(key, at); err != nil {
+		return nil, false, err
 	}
 	s.pos++
 	return key, true, nil
@@ -261,7 +362,7 @@ func (s *Scanner) SkipRest() error {
 func (s *Scanner) Skip() error {
 	switch k := s.Kind(); k {
 	case KindObject:
-		if err := s.push(); err != nil {
+		if err := s.pushObject(); err != nil {
 			return err
 		}
 		return s.SkipRest()

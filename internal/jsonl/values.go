@@ -1,5 +1,10 @@
 package jsonl
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Tensor is a fully-resolved tensor reference: later mentions that give only
 // {"tensor":N} are filled in from the first mention.
 type Tensor struct {
@@ -316,4 +321,53 @@ func DecodeStream(s *Scanner, st *Stream) error {
 		return MissingError("ref")
 	}
 	return nil
+}
+
+// Repeated returns the smallest rank the slice names more than once, if
+// any (a point-to-point send pairs distinct ranks). Slices whose strides
+// nest (sorted by magnitude, each stride exceeds the extent of the
+// dimensions below it), the common case, are known distinct without
+// enumerating them; others are enumerated into scratch and sorted. It
+// assumes a slice that passed Check, and returns scratch for reuse.
+func (s *Slice) Repeated(scratch []int64) (rank int64, found bool, buf []int64) {
+	var dims [MaxSliceDims][2]int64 // |stride|, size
+	n := 0
+	nested := true
+	for k, size := range s.Sizes {
+		if size <= 1 {
+			continue
+		}
+		st := s.Strides[k]
+		if st < 0 {
+			st = -st
+		}
+		if st == 0 {
+			nested = false
+			break
+		}
+		dims[n] = [2]int64{st, size}
+		n++
+	}
+	if nested {
+		slices.SortFunc(dims[:n], func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		extent := int64(0)
+		for _, d := range dims[:n] {
+			if d[0] <= extent {
+				nested = false
+				break
+			}
+			extent += d[0] * (d[1] - 1)
+		}
+		if nested {
+			return 0, false, scratch
+		}
+	}
+	scratch = s.AppendRanks(scratch[:0])
+	slices.Sort(scratch)
+	for i := 1; i < len(scratch); i++ {
+		if scratch[i] == scratch[i-1] {
+			return scratch[i], true, scratch
+		}
+	}
+	return 0, false, scratch
 }

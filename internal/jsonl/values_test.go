@@ -70,11 +70,11 @@ func decodeLine(t *testing.T, reg *Registry, line string) (Tree, error) {
 
 func TestTreeAndRegistry(t *testing.T) {
 	reg := NewRegistry()
-	tr, err := decodeLine(t, reg, ` [{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24}}, 1, {"tensor":6,"storage":5,"device":"cpu","extra":{"tensor":9}}, {"tensor":5}] `)
+	tr, err := decodeLine(t, reg, ` [{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24,"storage":5,"device":"cuda"}}, 1, {"tensor":6,"storage":5,"nbytes":0,"dtype":"","shape":[],"device":"cpu","extra":{"tensor":9}}, {"tensor":5}] `)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(tr.Raw) != `[{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24}}, 1, {"tensor":6,"storage":5,"device":"cpu","extra":{"tensor":9}}, {"tensor":5}]` {
+	if string(tr.Raw) != `[{"x":{"dtype":"f","tensor":5,"shape":[2,3],"nbytes":24,"storage":5,"device":"cuda"}}, 1, {"tensor":6,"storage":5,"nbytes":0,"dtype":"","shape":[],"device":"cpu","extra":{"tensor":9}}, {"tensor":5}]` {
 		t.Errorf("raw %q", tr.Raw)
 	}
 	want := []Tensor{
@@ -130,7 +130,7 @@ func TestDecodeTensorNoAlloc(t *testing.T) {
 func ExampleDecodeTree() {
 	var s Scanner
 	reg := NewRegistry()
-	s.Reset([]byte(`{"args":[{"tensor":7,"nbytes":400,"dtype":"float32","shape":[10,10]}, 2.5]}`))
+	s.Reset([]byte(`{"args":[{"tensor":7,"storage":7,"nbytes":400,"dtype":"float32","shape":[10,10],"device":"cuda"}, 2.5]}`))
 	_ = s.BeginObject()
 	_, _, _ = s.NextKey()
 	var tr Tree
@@ -139,7 +139,7 @@ func ExampleDecodeTree() {
 	}
 	t := tr.Leaves[0]
 	fmt.Println(t.ID, t.Idx, t.Storage, t.NBytes, t.Dtype, t.Shape, string(tr.Raw))
-	// Output: 7 0 7 400 float32 [10 10] [{"tensor":7,"nbytes":400,"dtype":"float32","shape":[10,10]}, 2.5]
+	// Output: 7 0 7 400 float32 [10 10] [{"tensor":7,"storage":7,"nbytes":400,"dtype":"float32","shape":[10,10],"device":"cuda"}, 2.5]
 }
 
 func TestRegistryIDs(t *testing.T) {

@@ -84,10 +84,8 @@ func (w *Writer) Tensor(t *Tensor) {
 		w.Buf = strconv.AppendInt(w.Buf, t.Storage, 10)
 		w.Buf = append(w.Buf, `,"nbytes":`...)
 		w.Buf = strconv.AppendInt(w.Buf, t.NBytes, 10)
-		if t.Dtype != "" {
-			w.Buf = append(w.Buf, `,"dtype":`...)
-			w.Buf = AppendString(w.Buf, t.Dtype)
-		}
+		w.Buf = append(w.Buf, `,"dtype":`...)
+		w.Buf = AppendString(w.Buf, t.Dtype)
 		w.Buf = append(w.Buf, `,"shape":`...)
 		w.Buf = AppendInts(w.Buf, t.Shape)
 		if t.CPU {
@@ -97,6 +95,14 @@ func (w *Writer) Tensor(t *Tensor) {
 		}
 	}
 	w.Buf = append(w.Buf, '}')
+}
+
+// Unmark makes the next Tensor of idx write it in full again: the row now
+// holds a new tensor (its first mention).
+func (w *Writer) Unmark(idx int32) {
+	if idx >= 0 && int(idx) < len(w.written) {
+		w.written[idx] = false
+	}
 }
 
 // mark records that tensor idx is written and reports whether it was not yet.

@@ -106,8 +106,11 @@ func (r *recorder) WaitRuntimeNs() int64 { return r.base.WaitRuntimeNs() }
 func (b *Builder) Record(m *gen.Msg, ranks int64) {
 	switch m.Kind {
 	case gen.MsgCommandGroup:
-		for i := range m.CommandGroup.Commands {
-			b.Record(&m.CommandGroup.Commands[i], ranks)
+		l := &m.CommandGroup.Commands
+		var sub gen.Msg
+		for i := 0; i < l.Len(); i++ {
+			l.At(i, &sub)
+			b.Record(&sub, ranks)
 		}
 	case gen.MsgCallFunction:
 		c := &m.CallFunction

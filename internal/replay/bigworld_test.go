@@ -13,18 +13,18 @@ import (
 	"github.com/fastsim/fastsim/internal/synth"
 )
 
-// outcome is everything a replay reports that grouping must not change:
+// bigOutcome is everything a replay reports that grouping must not change:
 // the final and per-step reports, every rank's memory peak (under the
 // device it is reported as), or the error.
-type outcome struct {
+type bigOutcome struct {
 	final sched.Report
 	steps []sched.Report
 	peaks []int64 // by rank
 	err   string
 }
 
-// replayOutcome replays hist through the engine and collects its outcome.
-func replayOutcome(t *testing.T, hist []byte, grouped bool) outcome {
+// bigReplayOutcome replays hist through the engine and collects its bigOutcome.
+func bigReplayOutcome(t *testing.T, hist []byte, grouped bool) bigOutcome {
 	t.Helper()
 	r, err := history.NewReader(bytes.NewReader(hist), "big.hist")
 	if err != nil {
@@ -37,7 +37,7 @@ func replayOutcome(t *testing.T, hist []byte, grouped bool) outcome {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	var o outcome
+	var o bigOutcome
 	var rec history.Record
 	for {
 		err := r.Next(&rec)
@@ -66,7 +66,7 @@ func replayOutcome(t *testing.T, hist []byte, grouped bool) outcome {
 	return o
 }
 
-func compareOutcomes(t *testing.T, u, g outcome) {
+func compareBigOutcomes(t *testing.T, u, g bigOutcome) {
 	t.Helper()
 	if u.err != g.err {
 		t.Fatalf("errors differ:\n  ungrouped: %s\n  grouped:   %s", u.err, g.err)
@@ -112,12 +112,12 @@ func TestGroupedEqualsUngroupedBigWorlds(t *testing.T) {
 			if err := synth.Random(&hist, c.seed, c.world, c.commands); err != nil {
 				t.Fatal(err)
 			}
-			u := replayOutcome(t, hist.Bytes(), false)
-			g := replayOutcome(t, hist.Bytes(), true)
+			u := bigReplayOutcome(t, hist.Bytes(), false)
+			g := bigReplayOutcome(t, hist.Bytes(), true)
 			if u.err != "" {
 				t.Fatalf("a valid history fails: %s", u.err)
 			}
-			compareOutcomes(t, u, g)
+			compareBigOutcomes(t, u, g)
 		})
 	}
 }
@@ -161,17 +161,17 @@ func TestBigWorldErrorsAgree(t *testing.T) {
 		"reversed, below edge":   {use(`{"offset":65539,"sizes":[10],"strides":[-1]}`), "worker 65530 "},
 		"strided, past the edge": {use(`{"offset":65535,"sizes":[2,3],"strides":[3,1]}`), "worker 65535 "},
 		"send from the lower":    {send(`{"offset":65537,"sizes":[4],"strides":[-1]}`, `{"offset":131068,"sizes":[4],"strides":[1]}`), "worker 65534 "},
-		"stride 0 from":          {send(`{"offset":65536,"sizes":[2],"strides":[0]}`, `{"offset":70000,"sizes":[2],"strides":[1]}`), "big.hist:4: command 3 (SendTensor): a send names a rank twice: from_ranks: a rank named twice: the slice names rank 65536 more than once"},
-		"stride 0 to":            {send(`{"offset":70000,"sizes":[2],"strides":[1]}`, `{"offset":65536,"sizes":[2],"strides":[0]}`), "to_ranks: a rank named twice"},
+		"stride 0 from":          {send(`{"offset":65536,"sizes":[2],"strides":[0]}`, `{"offset":70000,"sizes":[2],"strides":[1]}`), `big.hist:4: field "msg": SendTensor: field "from_ranks": bad slice: names rank 65536 more than once (a send pairs distinct ranks)`},
+		"stride 0 to":            {send(`{"offset":70000,"sizes":[2],"strides":[1]}`, `{"offset":65536,"sizes":[2],"strides":[0]}`), `"to_ranks": bad slice: names rank 65536 more than once`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			hist := []byte(head + c.tail)
-			u := replayOutcome(t, hist, false)
-			g := replayOutcome(t, hist, true)
+			u := bigReplayOutcome(t, hist, false)
+			g := bigReplayOutcome(t, hist, true)
 			if !strings.Contains(u.err, c.want) {
 				t.Fatalf("ungrouped: %q, want %q", u.err, c.want)
 			}
-			compareOutcomes(t, u, g)
+			compareBigOutcomes(t, u, g)
 		})
 	}
 }

@@ -126,10 +126,10 @@ func TestCollectivePlacement(t *testing.T) {
 	lines := []string{
 		`{"fastsim":"history","version":1,"world_size":16,"gpus_per_host":8}`,
 		`{"ts":0,"ranks":` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
-		`{"ts":1,"ranks":` + all + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4096,"dtype":"float32","shape":[1024]}],"mutates":[],"stream":{"ref":1}}}`,
+		`{"ts":1,"ranks":` + all + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4096,"dtype":"float32","shape":[1024],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
 	}
 	reduce := func(ts, out int, ranks string) string {
-		return fmt.Sprintf(`{"ts":%d,"ranks":%s,"msg":{"type":"Reduce","result":{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"float32","shape":[1024]},"local_tensor":{"tensor":1},"stream":{"ref":1},"dims":["x"],"reduction":"sum","scatter":false,"inplace":false,"out":null}}`, ts, ranks, out, out)
+		return fmt.Sprintf(`{"ts":%d,"ranks":%s,"msg":{"type":"Reduce","result":{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"float32","shape":[1024],"device":"cuda"},"local_tensor":{"tensor":1},"stream":{"ref":1},"dims":["x"],"reduction":"sum","scatter":false,"inplace":false,"out":null}}`, ts, ranks, out, out)
 	}
 	lines = append(lines,
 		// Ranks 0-3 and 8-11: two hosts, four on each.

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/memlimit"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -53,6 +55,10 @@ type Options struct {
 	// TraceSteps, when set, limits the trace to the commands of steps
 	// First to Last (see StepRange).
 	TraceSteps *StepRange
+	// Memory, when set, is the memory budget: a world whose ranks cannot
+	// fit is refused before the replay starts, and a replay whose memory
+	// passes the budget ends with a *LimitError.
+	Memory *memlimit.Watcher
 }
 
 // StepRange names the steps First to Last, both included, counted from 0 in
@@ -76,6 +82,28 @@ func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64
 		last = atMark[r.Last]
 	}
 	return first, last
+
+}
+
+// LimitError reports a replay that outgrew its memory budget.
+type LimitError struct {
+	File string
+	Line int64 // the record being replayed (1: refused before the first)
+	Msg  string
+}
+
+func (l *LimitError) Error() string {
+	return fmt.Sprintf("%s:%d: %v: %s", l.File, l.Line, memlimit.ErrLimit, l.Msg)
+}
+
+func (l *LimitError) Unwrap() error { return memlimit.ErrLimit }
+
+// limitHint is what a LimitError suggests.
+func limitHint(grouped bool) string {
+	if grouped {
+		return "raise --max-memory if the machine has more"
+	}
+	return "with --group-workers ranks that receive the same commands are simulated once; or raise --max-memory"
 }
 
 // Result is what a replay found.
@@ -131,7 +159,27 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	if opt.MaxWorld > 0 && h.WorldSize > opt.MaxWorld {
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: world size %d is over the limit of %d", sched.ErrOptions, h.WorldSize, opt.MaxWorld)}
 	}
+	if lim := opt.Memory.Limit(); lim > 0 && !opt.Grouped && h.WorldSize > lim/sched.RankBytes {
+		return nil, &LimitError{File: name, Line: 1, Msg: fmt.Sprintf("%d ranks need at least %s of simulation state (%d bytes each), more than --max-memory %s; %s",
+			h.WorldSize, memlimit.Format(h.WorldSize*sched.RankBytes), sched.RankBytes, memlimit.Format(lim), limitHint(false))}
+	}
+	// A stop request or the memory budget interrupts the engine even
+	// inside one record.
+	var stop atomic.Bool
+	if opt.Stop != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-opt.Stop:
+				stop.Store(true)
+			case <-done:
+			}
+		}()
+	}
+	interrupt := func() bool { return stop.Load() || opt.Memory.Over() }
 	eng, err := sched.New(sched.Options{
+		Interrupt:   interrupt,
 		WorldSize:   h.WorldSize,
 		Mode:        opt.Mode,
 		Costs:       opt.Costs,
@@ -150,7 +198,8 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		opt.Header(h)
 	}
 	res := &Result{Header: h}
-	var atMark []int64 // commands processed at each step mark
+	var atMark []int64           // commands processed at each step mark
+	r.Registry().DeferFree(true) // rows are released by Apply
 	var rec history.Record
 	lastTick := began
 	for {
@@ -167,13 +216,23 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			continue
 		}
 		res.Records++
-		res.LastLine = rec.Line
-		if opt.Stop != nil && res.Records&255 == 0 && stopped(opt.Stop) {
+		if interrupt() {
+			if opt.Memory.Over() {
+				return nil, overLimit(name, rec.Line, opt)
+			}
 			res.Partial = true
 			break
 		}
 		res.Kinds[rec.Msg.Kind]++
+		res.LastLine = rec.Line
 		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
+			if errors.Is(err, sched.ErrStopped) {
+				if opt.Memory.Over() {
+					return nil, overLimit(name, rec.Line, opt)
+				}
+				res.Partial = true // within the record: it counts as replayed in part
+				break
+			}
 			return nil, err
 		}
 		if opt.Progress != nil && res.Records&1023 == 0 {
@@ -183,7 +242,12 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			}
 		}
 	}
-	finish(eng, res)
+	if !res.Partial {
+		if err := Finish(eng, name); err != nil {
+			return nil, err
+		}
+	}
+	fillResult(eng, res)
 	if opt.Inspect != nil && (!res.Partial || opt.PartialTrace) {
 		if err := opt.Inspect(eng, res); err != nil {
 			return nil, err
@@ -203,9 +267,12 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 }
 
 // Apply feeds one command record of r to the engine (in strict mode an
-// unknown message type is an error), then lets r's tensor registry forget
-// the tensors the command removed from every worker, so the registry holds
-// the tensors alive rather than every tensor the history ever named.
+// unknown message type is an error), then lets r's tensor registry reuse
+// the rows of deleted tensors that no worker holds any more, so the
+// registry holds the tensors alive rather than every tensor the history
+// ever named. Call it for every command record r returns: from the first,
+// r's registry must keep deleted rows (Registry.DeferFree) until Apply
+// releases them.
 func Apply(eng *sched.Engine, r *history.Reader, rec *history.Record, strict bool, name string) error {
 	if strict && rec.Msg.Kind == gen.MsgUnknown {
 		return &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
@@ -214,19 +281,31 @@ func Apply(eng *sched.Engine, r *history.Reader, rec *history.Record, strict boo
 	if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, reg.Len()); err != nil {
 		return &history.Error{File: name, Line: rec.Line, Err: err}
 	}
+	// A deleted tensor's row is reused once no worker holds a row of it:
+	// the engine's per-tensor tables are indexed by registry row.
+	for _, idx := range reg.TakeDeleted() {
+		if eng.Unused(idx) {
+			reg.Release(idx)
+		}
+	}
 	for _, idx := range eng.Gone() {
-		reg.Forget(idx)
+		reg.Release(idx)
 	}
 	return nil
 }
 
-func stopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
+// Finish ends a history: a task still queued can never run, which is an
+// error at the line of the command that created it.
+func Finish(eng *sched.Engine, name string) error {
+	err := eng.Finish()
+	if d, ok := err.(*sched.DeadlockError); ok {
+		return &history.Error{File: name, Line: d.Line, Err: d}
 	}
+	return err
+}
+
+func overLimit(name string, line int64, opt Options) error {
+	return &LimitError{File: name, Line: line, Msg: fmt.Sprintf("the replay's memory passed --max-memory %s; %s", memlimit.Format(opt.Memory.Limit()), limitHint(opt.Grouped))}
 }
 
 // writeTrace writes to a temp file beside path and renames it at the end, so

@@ -46,7 +46,12 @@ func Typed(h history.Header, name string, produce func(sink *TypedSink) error, o
 		return nil, s.err
 	}
 	res := s.res
-	finish(eng, res)
+	if !res.Partial {
+		if err := Finish(eng, name); err != nil {
+			return nil, err
+		}
+	}
+	fillResult(eng, res)
 	res.Wall = time.Since(began)
 	return res, nil
 }
@@ -80,10 +85,14 @@ func (s *TypedSink) Write(rec *history.Record, _ *jsonl.Registry) error {
 	}
 	s.res.Records++
 	s.res.LastLine = s.line
-	if s.stop != nil && s.res.Records&255 == 0 && stopped(s.stop) {
-		s.res.Partial = true
-		s.err = ErrStopped
-		return s.err
+	if s.stop != nil && s.res.Records&255 == 0 {
+		select {
+		case <-s.stop:
+			s.res.Partial = true
+			s.err = ErrStopped
+			return s.err
+		default:
+		}
 	}
 	if s.strict && rec.Msg.Kind == gen.MsgUnknown {
 		s.err = &history.Error{File: s.name, Line: s.line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
@@ -101,8 +110,8 @@ func (s *TypedSink) Write(rec *history.Record, _ *jsonl.Registry) error {
 // bound raises the tensor index bound the engine sizes its tables by.
 func (s *TypedSink) bound(t *jsonl.Tensor) { s.tensors = max(s.tensors, int(t.Idx)+1) }
 
-// finish fills in what a replay reports at its end.
-func finish(eng *sched.Engine, res *Result) {
+// fillResult fills in what a replay reports at its end.
+func fillResult(eng *sched.Engine, res *Result) {
 	res.Final = eng.Report()
 	if res.Final.PeakDevice >= 0 {
 		_, res.PeakDeviceFinalBytes = eng.DeviceBytes(res.Final.PeakDevice)

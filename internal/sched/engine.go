@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"golang.org/x/sync/errgroup"
@@ -117,6 +118,11 @@ type Options struct {
 	Jobs int
 	// Controller prices the controller's part of each command.
 	Controller Controller
+	// Interrupt, when set, is asked between the sub-commands of a
+	// CommandGroup and every 65,536 groups a command reaches; true ends
+	// the command with ErrStopped, so a stop request or a memory limit is
+	// honoured even inside one huge record.
+	Interrupt func() bool
 }
 
 // Engine replays commands. It is not safe for concurrent use; inside, the
@@ -127,6 +133,7 @@ type Engine struct {
 	nowNs int64 // the controller clock
 	cmdID int64
 	line  int64
+	tsNs  int64         // the current record's ts, whatever the mode
 	cur   []jsonl.Slice // ranks of the current command
 
 	part   *groups.Partition
@@ -149,7 +156,8 @@ type Engine struct {
 	outs      []jsonl.Tensor
 	pairs     []soa.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
-	memPos    []int        // per stream: events walked by mergeMemory
+	memPos    []int        // per stream: where mergeMemory stopped
+	memHeap   []int32      // mergeMemory's heap of streams
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run
@@ -165,6 +173,9 @@ type Engine struct {
 	placeKey   []byte              // scratch for placement's cache key
 	placeRanks *roaring.Bitmap     // scratch for placement's ranks
 	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
+
+	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
+	depth int
 
 	viewName int32
 	fnNames  map[string]int32 // function path -> interned clean name
@@ -183,6 +194,8 @@ type group struct {
 	tensors   soa.Tensors
 	storages  soa.Storages
 	streams   []stream        // in creation order; a stream's id is its index
+	streamIdx map[int64]int32 // stream ref -> index, once there are many streams
+	holder    map[int64]int32 // tensor id -> the stream holding it, or -1 when several do
 	cpu       map[int64]int32 // tensor id -> row of a CPU tensor
 	storage   map[int64]int32 // storage id -> storage row
 	borrowOf  map[int64]int32 // borrow id -> borrow row
@@ -193,13 +206,17 @@ type group struct {
 	tasksMade int64 // tasks queued on this group (and its ancestors before a split)
 	memBase   int64 // running memory total of the settled events
 	memPeak   int64 // peak of the running total over the settled events
+	// allocBytes bounds the unsettled allocations (saturating): while
+	// memBase + allocBytes fits, no running total can overflow.
+	allocBytes int64
 
-	work      []int32 // streams whose head may move
-	ready     bool    // in Engine.ready
-	born      []int32 // tensor indices of rows made since the last countRows
-	died      []int32 // tensor indices of rows freed since the last countRows
-	wakeColls []int32 // collectives that this round's tasks completed the starts of
-	doneColls []int32 // collectives whose last member executed this round
+	hits      []deleteHit // deleteIn's scratch
+	work      []int32     // streams whose head may move
+	ready     bool        // in Engine.ready
+	born      []int32     // tensor indices of rows made since the last countRows
+	died      []int32     // tensor indices of rows freed since the last countRows
+	wakeColls []int32     // collectives that this round's tasks completed the starts of
+	doneColls []int32     // collectives whose last member executed this round
 	err       error
 }
 
@@ -217,6 +234,7 @@ type stream struct {
 
 	mem    []memEvent // allocations and releases, in the order they happened
 	sorted int        // mem[:sorted] is in (time, delta) order
+	base   int        // mem[:base] is settled (kept only for the trace)
 
 	evStart []int64 // trace events, when kept
 	evEnd   []int64
@@ -253,6 +271,7 @@ const (
 	taskEvent  uint8 = 1 << iota // a wait on another stream's task
 	taskView                     // aten.view: ends when it starts
 	taskQueued                   // entered a stream's queue
+	taskListed                   // on its waited task's list of waiters
 )
 
 // New returns an engine for a world of opt.WorldSize workers.
@@ -291,6 +310,12 @@ func New(opt Options) (*Engine, error) {
 	return e, nil
 }
 
+// RankBytes is the least memory a simulated group (a rank, ungrouped)
+// takes once it has a stream: its own state and one stream's, before any
+// task or tensor. A replay can refuse up front a world whose groups cannot
+// fit in its memory budget.
+const RankBytes = int64(unsafe.Sizeof(group{}) + unsafe.Sizeof(stream{}))
+
 // MaxWorld is the largest world an ungrouped engine accepts: each rank
 // carries its own tables.
 const MaxWorld = 1 << 20
@@ -305,6 +330,7 @@ const MaxGroupedWorld = 1 << 24
 func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensors int) error {
 	e.reserveRows(tensors)
 	e.line = line
+	e.tsNs = ts
 	if e.cmdID%settleEvery == settleEvery-1 {
 		e.settle()
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"testing"
 
@@ -88,7 +87,7 @@ func timeline(e *Engine, w int, name string) string {
 // memory lists a worker's merged memory series as "ns:bytes".
 func memory(e *Engine, w int) string {
 	var parts []string
-	e.mergeMemory(&e.gs[e.part.GroupOf(int64(w))], math.MaxInt64, func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
+	e.mergeAll(&e.gs[e.part.GroupOf(int64(w))], func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
 	return strings.Join(parts, " ")
 }
 
@@ -236,7 +235,7 @@ func TestLocalSendUsesFromRanks(t *testing.T) {
 
 const borrowSetup = `{"ts":1,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
 {"ts":2,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":2,"name":"other"},"default":false}}
-{"ts":3,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CallFunction","function":"f","args":[],"result":[{"tensor":1,"storage":1,"nbytes":40,"dtype":"float32","shape":[10]}],"stream":{"ref":1}}}`
+{"ts":3,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CallFunction","function":"f","args":[],"result":[{"tensor":1,"storage":1,"nbytes":40,"dtype":"float32","shape":[10],"device":"cuda"}],"stream":{"ref":1}}}`
 
 func borrowMsg(ts int, body string) string {
 	return fmt.Sprintf(`{"ts":%d,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":%s}`, ts, body)

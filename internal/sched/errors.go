@@ -18,4 +18,11 @@ var (
 	ErrRankRange       = errors.New("rank outside the world")
 	ErrRankRepeat      = errors.New("a send names a rank twice")
 	ErrOptions         = errors.New("bad options")
+	ErrDeadlock        = errors.New("deadlock")
+	ErrOverflow        = errors.New("int64 overflow")
+	// ErrStopped: Options.Interrupt asked the engine to stop mid-command.
+	ErrStopped = errors.New("stopped")
+	// ErrInternal: a broken invariant inside the engine (a bug, not the
+	// input's fault), turned from a panic into an error.
+	ErrInternal = errors.New("internal error")
 )

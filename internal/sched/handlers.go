@@ -320,18 +320,53 @@ func (e *Engine) deleteIn(gi int32, refs []int64) error {
 			}
 		}
 	}
-	for s := range g.streams {
-		for _, id := range refs {
-			st := &g.streams[s]
-			if row, ok := st.tensors[id]; ok {
-				if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
-					return err
+	// Stream by stream, in creation order, and in each the refs in order
+	// (the order decides which tensor of a shared storage releases it, and
+	// so on which stream). The holder index finds the streams without
+	// visiting every one.
+	hits := g.hits[:0]
+	several := false
+	for k, id := range refs {
+		switch h, ok := g.holder[id]; {
+		case !ok:
+		case h >= 0:
+			hits = append(hits, deleteHit{h, int32(k)})
+		default:
+			several = true
+		}
+	}
+	if several {
+		hits = hits[:0]
+		for s := range g.streams {
+			for k, id := range refs {
+				if _, ok := g.streams[s].tensors[id]; ok {
+					hits = append(hits, deleteHit{int32(s), int32(k)})
 				}
+			}
+		}
+	} else {
+		slices.SortFunc(hits, func(a, b deleteHit) int {
+			if a.s != b.s {
+				return int(a.s - b.s)
+			}
+			return int(a.k - b.k)
+		})
+	}
+	g.hits = hits
+	for _, h := range hits {
+		st := &g.streams[h.s]
+		if row, ok := st.tensors[refs[h.k]]; ok {
+			if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
+
+// deleteHit is a tensor a DeleteRefs finds on a stream: stream s holds
+// refs[k].
+type deleteHit struct{ s, k int32 }
 
 // PipeRecv gives every receiving worker the received CPU tensors.
 func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
@@ -358,8 +393,19 @@ func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
 // time and for the group's ranks.
 func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
 	ranks := e.cur
-	for i := range m.Commands {
-		if err := e.process(e.nowNs, ranks, &m.Commands[i]); err != nil {
+	// One scratch message per nesting depth, kept between records.
+	if e.depth == len(e.subs) {
+		e.subs = append(e.subs, new(gen.Msg))
+	}
+	sub := e.subs[e.depth]
+	e.depth++
+	defer func() { e.depth-- }()
+	for i := 0; i < m.Commands.Len(); i++ {
+		if e.opt.Interrupt != nil && e.opt.Interrupt() {
+			return ErrStopped
+		}
+		m.Commands.At(i, sub)
+		if err := e.process(e.nowNs, ranks, sub); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -27,7 +28,39 @@ func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
 		g.tensors.Flags[row] = soa.TensorBorrowed
 	}
 	st.tensors[t.ID] = row
+	if g.holder == nil {
+		g.holder = make(map[int64]int32)
+	}
+	if h, ok := g.holder[t.ID]; !ok {
+		g.holder[t.ID] = s
+	} else if h != s {
+		g.holder[t.ID] = -1
+	}
 	return row
+}
+
+// dropHolder notes that stream s no longer holds tensor id.
+func (g *group) dropHolder(id int64, s int32) {
+	h, ok := g.holder[id]
+	switch {
+	case !ok:
+	case h == s:
+		delete(g.holder, id)
+	case h < 0:
+		// Several held it: count those left (rare, so a scan).
+		left, n := int32(-1), 0
+		for o := range g.streams {
+			if _, ok := g.streams[o].tensors[id]; ok && int32(o) != s {
+				left, n = int32(o), n+1
+			}
+		}
+		switch n {
+		case 0:
+			delete(g.holder, id)
+		case 1:
+			g.holder[id] = left
+		}
+	}
 }
 
 // putCPU gives group gi the CPU tensor t, unused.
@@ -73,11 +106,14 @@ func (e *Engine) firstUse(g *group, row int32, ns int64, s int32) error {
 		return nil
 	}
 	st := &g.streams[s]
+	if bytes > math.MaxInt64-st.usage {
+		return e.memOverflow(g, s, bytes)
+	}
 	st.usage += bytes
 	g.storages.AllocStream[sr] = s
 	g.storages.AllocNs[sr] = ns
 	st.mem = append(st.mem, memEvent{ns, bytes})
-	return nil
+	return e.checkAlloc(g, s, bytes)
 }
 
 // unref drops one reference on a tensor row at time ns.
@@ -110,6 +146,7 @@ func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
 	owner := g.tensors.Owner[row]
 	err := e.releaseStorage(g, row, ns, owner)
 	delete(g.streams[owner].tensors, g.tensors.ID[row])
+	g.dropHolder(g.tensors.ID[row], owner)
 	e.freeRow(g, row)
 	return err
 }
@@ -166,6 +203,19 @@ func (e *Engine) reserveRows(n int) {
 	for len(e.tensorRows) < n {
 		e.tensorRows = append(e.tensorRows, 0)
 	}
+}
+
+// Unused reports whether no worker holds a row of tensor idx (and then
+// forgets that it was a borrow's result), so the caller may give idx to a
+// new tensor.
+func (e *Engine) Unused(idx int32) bool {
+	if int(idx) < len(e.tensorRows) && e.tensorRows[idx] != 0 {
+		return false
+	}
+	if int(idx) < len(e.borrowed) {
+		e.borrowed[idx] = false
+	}
+	return true
 }
 
 // Gone returns the registry indices of the tensors that the commands since

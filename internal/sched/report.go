@@ -1,10 +1,8 @@
 package sched
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/fastsim/fastsim/internal/trace"
@@ -55,104 +53,6 @@ func (e *Engine) WorkerTasks() int64 {
 
 // Groups is the number of groups simulated (the world size, ungrouped).
 func (e *Engine) Groups() int { return len(e.gs) }
-
-// mergeMemory walks a group's memory events before limitNs merged across
-// its streams in time order (ties: the earlier-created stream first; within
-// a stream, the smaller delta first) and calls fn with each event's time
-// and the running total, which starts at the total of the events already
-// settled. It leaves in e.memPos how many events of each stream it walked.
-func (e *Engine) mergeMemory(g *group, limitNs int64, fn func(ns, running int64)) {
-	e.memPos = e.memPos[:0]
-	for s := range g.streams {
-		g.sortMemory(int32(s))
-		e.memPos = append(e.memPos, 0)
-	}
-	pos := e.memPos
-	running := g.memBase
-	for {
-		best := -1
-		var bestNs int64
-		for i := range g.streams {
-			m := g.streams[i].mem
-			if pos[i] < len(m) && m[pos[i]].ns < limitNs && (best < 0 || m[pos[i]].ns < bestNs) {
-				best, bestNs = i, m[pos[i]].ns
-			}
-		}
-		if best < 0 {
-			return
-		}
-		ev := g.streams[best].mem[pos[best]]
-		pos[best]++
-		running += ev.delta
-		fn(ev.ns, running)
-	}
-}
-
-// settleMemory folds into a group's running total and peak the memory
-// events that no later event can come before, and drops them, so memory
-// follows the events in flight rather than the history's length. Every
-// future event of a stream is at or after the stream's now (tasks start no
-// earlier, deletes and returns happen at or after it), and a new stream's
-// at or after the controller clock; so events before the smallest of those
-// are final. Not when events are kept for the trace, nor in stream-only
-// mode, where the controller clock stays 0.
-func (e *Engine) settleMemory(g *group) {
-	if e.opt.KeepEvents || e.opt.Mode == StreamOnly {
-		return
-	}
-	// A stream with queued tasks or a tensor out on loan may still record
-	// an event at its own now (a return happens there); an idle one not
-	// before the controller clock.
-	limit, any := int64(math.MaxInt64), false
-	for s := range g.streams {
-		st := &g.streams[s]
-		bound := max(st.nowNs, e.nowNs)
-		if st.queue.Len() > 0 {
-			bound = st.nowNs
-		}
-		limit = min(limit, bound)
-		any = any || len(st.mem) > 0
-	}
-	for _, b := range g.borrowOf {
-		limit = min(limit, g.streams[g.borrows[b].from].nowNs)
-	}
-	if !any {
-		return
-	}
-	e.mergeMemory(g, limit, func(_, running int64) {
-		g.memPeak = max(g.memPeak, running)
-		g.memBase = running
-	})
-	for s, n := range e.memPos {
-		st := &g.streams[s]
-		if n > 0 {
-			// Reslice rather than copy: append moves the live events to a
-			// new array when it grows, so each event is copied O(1) times.
-			st.mem = st.mem[n:]
-			st.sorted -= n
-		}
-	}
-}
-
-// sortMemory puts stream s's memory events in (time, delta) order. Events
-// arrive nearly sorted, so only the new tail is sorted and merged in.
-func (g *group) sortMemory(s int32) {
-	st := &g.streams[s]
-	if st.sorted == len(st.mem) {
-		return
-	}
-	byTime := func(a, b memEvent) int {
-		if c := cmp.Compare(a.ns, b.ns); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.delta, b.delta)
-	}
-	slices.SortFunc(st.mem[st.sorted:], byTime)
-	if st.sorted > 0 && byTime(st.mem[st.sorted-1], st.mem[st.sorted]) > 0 {
-		slices.SortStableFunc(st.mem, byTime) // both halves sorted: a merge in effect
-	}
-	st.sorted = len(st.mem)
-}
 
 // WriteTrace writes the timeline kept so far (Options.KeepEvents) as Chrome
 // trace events: the controller, then each device given any task, with a
@@ -236,7 +136,7 @@ func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) erro
 			}
 		}
 		before, seen := int64(0), false
-		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) {
+		e.mergeAll(g, func(ns, running int64) {
 			switch {
 			case ns < fromNs:
 				before = running

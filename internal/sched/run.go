@@ -18,12 +18,28 @@ func (g *group) newStream(ref int64, name, waitFor int32) int32 {
 		last:    -1,
 		tensors: make(map[int64]int32),
 	})
-	return int32(len(g.streams) - 1)
+	s := int32(len(g.streams) - 1)
+	if g.streamIdx == nil && len(g.streams) > fewStreams {
+		g.streamIdx = make(map[int64]int32, 2*len(g.streams))
+		for i := range g.streams {
+			g.streamIdx[g.streams[i].ref] = int32(i)
+		}
+	} else if g.streamIdx != nil {
+		g.streamIdx[ref] = s
+	}
+	return s
 }
 
-// streamOf finds the group's stream by its ref, or -1. Groups have a
-// handful of streams, so a scan beats a map.
+// streamOf finds the group's stream by its ref, or -1. Groups usually have
+// a handful of streams, where a scan beats a map; past fewStreams an index
+// keeps the lookup constant.
 func (g *group) streamOf(ref int64) int32 {
+	if g.streamIdx != nil {
+		if s, ok := g.streamIdx[ref]; ok {
+			return s
+		}
+		return -1
+	}
 	for s := range g.streams {
 		if g.streams[s].ref == ref {
 			return int32(s)
@@ -31,6 +47,9 @@ func (g *group) streamOf(ref int64) int32 {
 	}
 	return -1
 }
+
+// fewStreams is how many streams a group scans before it indexes them.
+const fewStreams = 16
 
 func (e *Engine) streamName(g *group, s int32) string { return e.names.Name(g.streams[s].name) }
 
@@ -55,8 +74,10 @@ func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.T
 	tk.Stream[t] = -1
 	tk.Name[t] = g.streams[recordedOn].waitFor
 	tk.Command[t] = e.cmdID
+	tk.Line[t] = e.line
 	tk.Coll[t] = -1
 	tk.Wait[t] = recorded
+	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
 	tk.Flags[t] = taskEvent
 	tk.Holds[recorded]++
@@ -86,6 +107,12 @@ func (e *Engine) addTask(gi int32, ref int64, name int32, runtimeNs int64, ins, 
 		return -1, e.noStream(gi, ref)
 	}
 	st := &g.streams[s]
+	if e.tsNs > math.MaxInt64-runtimeNs {
+		// Checked against the record's ts, not the start, so that every
+		// trace mode (stream-only keeps the controller clock at 0) finds it.
+		return -1, fmt.Errorf("%w: task %q (line %d) on stream %q sent at %d ns cannot end: its runtime of %d ns runs past the largest time (%d ns)",
+			ErrOverflow, e.names.Name(name), e.line, e.streamName(g, s), e.tsNs, runtimeNs, int64(math.MaxInt64))
+	}
 	off := st.io.Tail()
 	// Inputs first: a CPU tensor of the worker, else a tensor of this stream.
 	for i := range ins {
@@ -123,8 +150,10 @@ outputs:
 	tk.Stream[t] = s
 	tk.Name[t] = name
 	tk.Command[t] = e.cmdID
+	tk.Line[t] = e.line
 	tk.Coll[t] = coll
 	tk.Wait[t] = -1
+	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
 	tk.Flags[t] = taskQueued
 	if name == e.viewName {
@@ -211,6 +240,9 @@ func (e *Engine) apply(op batchOp, i int, gi int32) error {
 func (e *Engine) each(gs []int32, op batchOp) error {
 	if e.opt.Jobs <= 1 || len(gs) < minParallel {
 		for i, gi := range gs {
+			if i&0xffff == 0xffff && op != opAdvance && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				return ErrStopped
+			}
 			if err := e.apply(op, i, gi); err != nil {
 				return err
 			}
@@ -236,6 +268,13 @@ func (e *Engine) each(gs []int32, op batchOp) error {
 // stopping at the chunk's first error (kept on the group).
 func (e *Engine) runChunk(k int) {
 	gs, n := e.secGroups, e.secChunks
+	// A helper goroutine's panic would end the process with a stack dump:
+	// it becomes the chunk's error instead, reported like any other.
+	defer func() {
+		if r := recover(); r != nil {
+			e.gs[gs[k*len(gs)/n]].err = fmt.Errorf("%w: %v", ErrInternal, r)
+		}
+	}()
 	for i := k * len(gs) / n; i < (k+1)*len(gs)/n; i++ {
 		if err := e.apply(e.secOp, i, gs[i]); err != nil {
 			e.gs[gs[i]].err = err
@@ -373,7 +412,13 @@ func (e *Engine) advance(gi int32, g *group, s int32) error {
 			return nil // a peer has not started yet
 		}
 		if w := tk.Wait[t]; w >= 0 && tk.State[w] != stateExecuted {
-			return nil // woken when w executes
+			// Woken when w executes: t joins w's list of waiters once.
+			if tk.Flags[t]&taskListed == 0 {
+				tk.Flags[t] |= taskListed
+				tk.NextWaiter[t] = tk.Waiters[w]
+				tk.Waiters[w] = t
+			}
+			return nil
 		}
 		if err := e.finish(g, s, t); err != nil {
 			return err
@@ -387,8 +432,13 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 	st := &g.streams[s]
 	start, end := tk.StartNs[t], int64(0)
 	c, w := tk.Coll[t], tk.Wait[t]
+	rt := tk.RuntimeNs[t]
 	if c >= 0 {
-		end = e.colls.MaxStart(c) + tk.RuntimeNs[t]
+		ms := e.colls.MaxStart(c)
+		if ms > math.MaxInt64-rt {
+			return e.timeOverflow(g, s, t, ms)
+		}
+		end = ms + rt
 	}
 	if w >= 0 {
 		end = max(end, tk.EndNs[w])
@@ -396,7 +446,10 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 	if tk.Flags[t]&taskView != 0 {
 		end = start
 	} else {
-		end = max(end, start+tk.RuntimeNs[t])
+		if start > math.MaxInt64-rt {
+			return e.timeOverflow(g, s, t, start)
+		}
+		end = max(end, start+rt)
 	}
 	tk.EndNs[t] = end
 	tk.State[t] = stateExecuted
@@ -444,14 +497,23 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 		tk.Wait[t] = -1
 		g.release(w)
 	}
-	// Wake the group's streams whose head waits for t.
-	for o := range g.streams {
-		os := &g.streams[o]
-		if int32(o) != s && os.queue.Len() > 0 && tk.Wait[os.queue.Front()] == t {
-			g.wake(int32(o))
+	// Wake the streams whose head waits for t: the events listed on t (a
+	// list rather than a scan of every stream, which would cost streams x
+	// tasks).
+	for ev := tk.Waiters[t]; ev >= 0; ev = tk.NextWaiter[ev] {
+		if o := tk.Stream[ev]; o >= 0 && o != s {
+			g.wake(o)
 		}
 	}
+	tk.Waiters[t] = -1
 	return nil
+}
+
+// timeOverflow reports a task whose end, startNs plus its runtime, does
+// not fit in an int64.
+func (e *Engine) timeOverflow(g *group, s int32, t soa.TaskID, startNs int64) error {
+	return fmt.Errorf("%w: task %q (line %d) on stream %q starting at %d ns ends %d ns later, past the largest time (%d ns)",
+		ErrOverflow, e.names.Name(g.tasks.Name[t]), g.tasks.Line[t], e.streamName(g, s), startNs, g.tasks.RuntimeNs[t], int64(math.MaxInt64))
 }
 
 // returnAtEvent handles a borrow's create event executing on stream s: if s
@@ -498,27 +560,30 @@ func (e *Engine) split(from, to int32) error {
 	}
 	src := &e.gs[from]
 	dst := group{
-		tasks:     src.tasks.Clone(),
-		tensors:   src.tensors.Clone(),
-		storages:  src.storages.Clone(),
-		streams:   make([]stream, len(src.streams)),
-		cpu:       maps.Clone(src.cpu),
-		storage:   maps.Clone(src.storage),
-		borrowOf:  maps.Clone(src.borrowOf),
-		borrows:   slices.Clone(src.borrows),
-		freeBor:   slices.Clone(src.freeBor),
-		active:    src.active,
-		evMaxNs:   src.evMaxNs,
-		tasksMade: src.tasksMade,
-		memBase:   src.memBase,
-		memPeak:   src.memPeak,
+		tasks:      src.tasks.Clone(),
+		tensors:    src.tensors.Clone(),
+		storages:   src.storages.Clone(),
+		streams:    make([]stream, len(src.streams)),
+		cpu:        maps.Clone(src.cpu),
+		streamIdx:  maps.Clone(src.streamIdx),
+		holder:     maps.Clone(src.holder),
+		storage:    maps.Clone(src.storage),
+		borrowOf:   maps.Clone(src.borrowOf),
+		borrows:    slices.Clone(src.borrows),
+		freeBor:    slices.Clone(src.freeBor),
+		active:     src.active,
+		evMaxNs:    src.evMaxNs,
+		tasksMade:  src.tasksMade,
+		memBase:    src.memBase,
+		memPeak:    src.memPeak,
+		allocBytes: src.allocBytes,
 	}
 	for i := range src.streams {
 		s := &src.streams[i]
 		dst.streams[i] = stream{
 			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
 			queue: s.queue.Clone(), io: s.io.Clone(), tensors: maps.Clone(s.tensors),
-			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted,
+			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base,
 			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}

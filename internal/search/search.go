@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -79,6 +80,17 @@ type Space struct {
 
 // MaxLayouts bounds an enumeration.
 const MaxLayouts = 1 << 20
+
+// The commands a search may replay, checked before it starts, from
+// synth.Train.Commands. Grouped replay runs at about 0.7 to 1.5 million
+// commands a second on the 2-core machine of bench/RESULTS.md (rows
+// w65536-10M), so one layout of 2^28 commands takes minutes and a search of
+// 2^32 commands about an hour of one core: anything larger is refused
+// rather than left to run for days.
+const (
+	MaxLayoutCommands = 1 << 28
+	MaxSearchCommands = 1 << 32
+)
 
 // Check reports the first thing about s that cannot be searched.
 func (s *Space) Check() error {
@@ -293,10 +305,22 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 		return nil, 0, err
 	}
 	var idx []int
+	total := int64(0)
 	for i := range all {
 		if opt.Shard.Has(i) {
 			idx = append(idx, i)
+			t := s.Train(all[i])
+			n := t.Commands()
+			if n > MaxLayoutCommands {
+				return nil, 0, fmt.Errorf("%w: layout pp=%d dp=%d tp=%d micro=%d is a history of about %d commands (%d steps x %d microbatches x %d layers), more than the %d one layout may have; use fewer layers, steps or microbatches (--max-micro)",
+					ErrSpace, all[i].PP, all[i].DP, all[i].TP, all[i].Micro, n, s.Steps, all[i].Micro, s.Layers, int64(MaxLayoutCommands))
+			}
+			total = min(total+n, math.MaxInt64-MaxLayoutCommands) // n is at most MaxLayoutCommands
 		}
+	}
+	if total > MaxSearchCommands {
+		return nil, 0, fmt.Errorf("%w: %d layouts are histories of about %d commands in all, more than the %d a search may replay; narrow it (--max-micro, fewer layers or steps) or spread it over machines (--shard)",
+			ErrSpace, len(idx), total, int64(MaxSearchCommands))
 	}
 	out := make([]Result, len(idx))
 	g, ctx := errgroup.WithContext(ctx)
@@ -304,7 +328,14 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	var done atomic.Int64
 	var mu sync.Mutex
 	for j, i := range idx {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			// A panic on this goroutine would end the process with a
+			// stack dump: it becomes an internal error instead.
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%w: %v", sched.ErrInternal, p)
+				}
+			}()
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -232,4 +233,16 @@ func BenchmarkSearchWorld1024(b *testing.B) {
 		layouts += len(rs)
 	}
 	b.ReportMetric(float64(layouts)/b.Elapsed().Seconds(), "layouts/s")
+}
+
+// A search whose histories would be too long to replay is refused before
+// any is synthesized: 1,000,000 layers give a layout with 4 microbatches
+// 5 + 2 x 4 x (1,000,000 x 38 + 8) = 304,000,069 commands, over 2^28.
+func TestRunRefusesHugeSpace(t *testing.T) {
+	s := small()
+	s.World, s.Layers, s.Batch, s.Steps = 1024, 1000000, 1048576, 2
+	_, _, err := Run(context.Background(), s, Options{Jobs: 1})
+	if !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "304000069 commands") {
+		t.Fatalf("got %v, want a refusal naming 304000069 commands", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -52,11 +53,16 @@ func (c *Train) Check() error {
 	return nil
 }
 
-// Commands estimates how many command records WriteTrain writes.
+// Commands estimates how many command records WriteTrain writes, or
+// math.MaxInt64 when the count does not fit in an int64.
 func (c *Train) Commands() int64 {
-	perLayer := int64(13 + 25) // forward + backward of one layer, one microbatch
-	perMicro := int64(c.Layers)*perLayer + int64(c.PP)*8
-	return 5 + int64(c.Steps)*int64(c.Micro)*perMicro
+	perLayer := 13.0 + 25 // forward + backward of one layer, one microbatch
+	perMicro := float64(c.Layers)*perLayer + float64(c.PP)*8
+	n := 5 + float64(c.Steps)*float64(c.Micro)*perMicro
+	if n >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
 }
 
 const bf16 = 2

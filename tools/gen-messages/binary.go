@@ -33,8 +33,10 @@ func presentCond(fd *field) *jen.Statement {
 		return x()
 	case "string":
 		return x().Op("!=").Lit("")
-	case "ints", "strings", "tensors", "messages":
+	case "ints", "strings", "tensors":
 		return jen.Len(x()).Op(">").Lit(0)
+	case "messages":
+		return x().Dot("Len").Call().Op(">").Lit(0)
 	case "stream":
 		return x().Dot("Ref").Op("!=").Lit(0).Op("||").Add(x()).Dot("HasName")
 	case "slice":
@@ -154,23 +156,20 @@ func renderBinary(sp *spec, f *jen.File) {
 		f.Line()
 	}
 	if usesMessages(sp) {
-		f.Comment("decodeMsgsBinary decodes a count and messages into dst[:0], reusing its elements.")
-		f.Func().Id("decodeMsgsBinary").Params(jen.Id("d").Op("*").Add(binform("Decoder")), jen.Id("dst").Index().Id("Msg")).Params(jen.Index().Id("Msg"), jen.Error()).Block(
-			jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Lit(0)),
+		f.Comment("decodeMsgsBinary decodes a count and messages into l, reusing its elements.")
+		f.Func().Id("decodeMsgsBinary").Params(jen.Id("d").Op("*").Add(binform("Decoder")), jen.Id("l").Op("*").Id("Msgs")).Error().Block(
+			jen.Id("l").Dot("Reset").Call(),
 			jen.Id("n").Op(":=").Id("d").Dot("Count").Call(jen.Lit("messages"), binform("MaxRecordBytes"), jen.Lit(1)),
-			jen.If(jen.Op("!").Id("d").Dot("Enter").Call()).Block(jen.Return(jen.Id("dst"), jen.Id("d").Dot("Err").Call())),
+			jen.If(jen.Op("!").Id("d").Dot("Enter").Call()).Block(jen.Return(jen.Id("d").Dot("Err").Call())),
 			jen.Defer().Id("d").Dot("Leave").Call(),
+			jen.Id("m").Op(":=").Id("l").Dot("scratch").Call(),
 			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Id("n"), jen.Id("i").Op("++")).Block(
-				jen.If(jen.Len(jen.Id("dst")).Op("<").Cap(jen.Id("dst"))).Block(
-					jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Len(jen.Id("dst")).Op("+").Lit(1)),
-				).Else().Block(
-					jen.Id("dst").Op("=").Append(jen.Id("dst"), jen.Id("Msg").Values()),
+				jen.If(jen.Err().Op(":=").Id("DecodeMsgBinary").Call(jen.Id("d"), jen.Id("m")), errNil).Block(
+					jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Id("i"), jen.Err())),
 				),
-				jen.If(jen.Err().Op(":=").Id("DecodeMsgBinary").Call(jen.Id("d"), jen.Op("&").Id("dst").Index(jen.Id("i"))), errNil).Block(
-					jen.Return(jen.Id("dst"), jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Id("i"), jen.Err())),
-				),
+				jen.Id("l").Dot("add").Call(jen.Id("m")),
 			),
-			jen.Return(jen.Id("dst"), jen.Id("d").Dot("Err").Call()),
+			jen.Return(jen.Id("d").Dot("Err").Call()),
 		)
 	}
 }
@@ -215,9 +214,11 @@ func encodeFieldBinary(fd *field) jen.Code {
 		return e("Tree", jen.Op("&").Add(x()))
 	case "messages":
 		return jen.Block(
-			jen.Id("e").Dot("Uvarint").Call(jen.Uint64().Call(jen.Len(x()))),
-			jen.For(jen.Id("i").Op(":=").Range().Add(x())).Block(
-				jen.Id("EncodeMsgBinary").Call(jen.Id("e"), jen.Op("&").Add(x()).Index(jen.Id("i"))),
+			jen.Id("e").Dot("Uvarint").Call(jen.Uint64().Call(x().Dot("Len").Call())),
+			jen.Var().Id("sub").Id("Msg"),
+			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(x()).Dot("Len").Call(), jen.Id("i").Op("++")).Block(
+				x().Dot("At").Call(jen.Id("i"), jen.Op("&").Id("sub")),
+				jen.Id("EncodeMsgBinary").Call(jen.Id("e"), jen.Op("&").Id("sub")),
 			),
 		)
 	}
@@ -266,13 +267,10 @@ func decodeFieldBinary(fd *field) jen.Code {
 	case "tree":
 		return d("Tree", jen.Op("&").Add(x()))
 	case "messages":
-		return jen.Block(
-			jen.Var().Err().Error(),
-			jen.If(
-				jen.List(x(), jen.Err()).Op("=").Id("decodeMsgsBinary").Call(jen.Id("d"), x()),
-				jen.Err().Op("!=").Nil(),
-			).Block(jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err()))),
-		)
+		return jen.If(
+			jen.Err().Op(":=").Id("decodeMsgsBinary").Call(jen.Id("d"), jen.Op("&").Add(x())),
+			jen.Err().Op("!=").Nil(),
+		).Block(jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())))
 	}
 	panic("gen-messages: unknown kind " + fd.kind)
 }
@@ -387,9 +385,11 @@ func writeFieldJSON(fd *field) []jen.Code {
 	case "messages":
 		out = append(out,
 			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune('[')),
-			jen.For(jen.Id("i").Op(":=").Range().Add(x())).Block(
+			jen.Var().Id("sub").Id("Msg"),
+			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(x()).Dot("Len").Call(), jen.Id("i").Op("++")).Block(
 				jen.If(jen.Id("i").Op(">").Lit(0)).Block(jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(','))),
-				jen.Id("WriteMsgJSON").Call(jen.Id("w"), jen.Op("&").Add(x()).Index(jen.Id("i"))),
+				x().Dot("At").Call(jen.Id("i"), jen.Op("&").Id("sub")),
+				jen.Id("WriteMsgJSON").Call(jen.Id("w"), jen.Op("&").Id("sub")),
 			),
 			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(']')),
 		)

@@ -89,21 +89,18 @@ func renderDecode(sp *spec, f *jen.File) {
 		f.Line()
 	}
 	if usesMessages(sp) {
-		f.Comment("decodeMsgs decodes a list of messages into dst[:0], reusing its elements.")
-		f.Func().Id("decodeMsgs").Params(scannerParams(), jen.Id("dst").Index().Id("Msg")).Params(jen.Index().Id("Msg"), jen.Error()).Block(
-			jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Lit(0)),
-			jen.If(jen.Err().Op(":=").Id("s").Dot("BeginArray").Call(), errNil).Block(jen.Return(jen.Id("dst"), jen.Err())),
+		f.Comment("decodeMsgs decodes a list of messages into l, reusing its elements.")
+		f.Func().Id("decodeMsgs").Params(scannerParams(), jen.Id("l").Op("*").Id("Msgs")).Error().Block(
+			jen.Id("l").Dot("Reset").Call(),
+			jen.If(jen.Err().Op(":=").Id("s").Dot("BeginArray").Call(), errNil).Block(jen.Return(jen.Err())),
+			jen.Id("m").Op(":=").Id("l").Dot("scratch").Call(),
 			jen.For().Block(
 				jen.List(jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextElem").Call(),
-				jen.If(jen.Err().Op("!=").Nil().Op("||").Op("!").Id("ok")).Block(jen.Return(jen.Id("dst"), jen.Err())),
-				jen.If(jen.Len(jen.Id("dst")).Op("<").Cap(jen.Id("dst"))).Block(
-					jen.Id("dst").Op("=").Id("dst").Index(jen.Empty(), jen.Len(jen.Id("dst")).Op("+").Lit(1)),
-				).Else().Block(
-					jen.Id("dst").Op("=").Append(jen.Id("dst"), jen.Id("Msg").Values()),
+				jen.If(jen.Err().Op("!=").Nil().Op("||").Op("!").Id("ok")).Block(jen.Return(jen.Err())),
+				jen.If(jen.Err().Op(":=").Id("DecodeMsg").Call(jen.Id("s"), jen.Id("reg"), jen.Id("m")), errNil).Block(
+					jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Id("l").Dot("Len").Call(), jen.Err())),
 				),
-				jen.If(jen.Err().Op(":=").Id("DecodeMsg").Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Id("dst").Index(jen.Len(jen.Id("dst")).Op("-").Lit(1))), errNil).Block(
-					jen.Return(jen.Id("dst"), jen.Qual("fmt", "Errorf").Call(jen.Lit("item %d: %w"), jen.Len(jen.Id("dst")).Op("-").Lit(1), jen.Err())),
-				),
+				jen.Id("l").Dot("add").Call(jen.Id("m")),
 			),
 		)
 	}
@@ -119,8 +116,10 @@ func resetField(fd *field) []jen.Code {
 		return []jen.Code{x().Op("=").False()}
 	case "string":
 		return []jen.Code{x().Op("=").Lit("")}
-	case "ints", "strings", "tensors", "messages":
+	case "ints", "strings", "tensors":
 		return []jen.Code{x().Op("=").Add(x()).Index(jen.Empty(), jen.Lit(0))}
+	case "messages":
+		return []jen.Code{x().Dot("Reset").Call()}
 	case "stream", "tensor":
 		return []jen.Code{x().Op("=").Add(goType(fd.kind)).Values()}
 	case "tensor?":
@@ -160,7 +159,7 @@ func decodeField(fd *field) jen.Code {
 	case "tree":
 		return jen.Err().Op("=").Add(jsonl("DecodeTree")).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
 	case "messages":
-		return jen.List(x(), jen.Err()).Op("=").Id("decodeMsgs").Call(jen.Id("s"), jen.Id("reg"), x())
+		return jen.Err().Op("=").Id("decodeMsgs").Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
 	}
 	panic("gen-messages: unknown kind " + fd.kind)
 }

@@ -217,6 +217,17 @@ func renderKinds(sp *spec, f *jen.File) {
 	)
 }
 
+// hasTensors reports whether a message has a field that holds tensors.
+func hasTensors(m *message) bool {
+	for _, fd := range m.fields {
+		switch fd.kind {
+		case "tensor", "tensor?", "tensors", "tree", "messages":
+			return true
+		}
+	}
+	return false
+}
+
 // goType returns the Go type of a field kind.
 func goType(kind string) *jen.Statement {
 	switch kind {
@@ -241,7 +252,7 @@ func goType(kind string) *jen.Statement {
 	case "tree":
 		return jsonl("Tree")
 	case "messages":
-		return jen.Index().Id("Msg")
+		return jen.Id("Msgs")
 	}
 	panic("gen-messages: unknown kind " + kind)
 }
@@ -289,28 +300,53 @@ func renderMessages(sp *spec, f *jen.File) {
 	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).Block(
 		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, msg := range simulated(sp) {
-				var body []jen.Code
-				x := func(fd *field) *jen.Statement { return jen.Id("m").Dot(msg.name).Dot(fd.goName) }
-				for _, fd := range msg.fields {
-					switch fd.kind {
-					case "tensor":
-						body = append(body, jen.Id("fn").Call(jen.Op("&").Add(x(fd))))
-					case "tensor?":
-						body = append(body, jen.If(jen.Id("m").Dot(msg.name).Dot("Has"+fd.goName)).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)))))
-					case "tensors":
-						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Index(jen.Id("i")))))
-					case "tree":
-						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd)).Dot("Leaves")).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Dot("Leaves").Index(jen.Id("i")))))
-					case "messages":
-						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Add(x(fd)).Index(jen.Id("i")).Dot("EachTensor").Call(jen.Id("fn"))))
-					}
-				}
-				if len(body) > 0 {
-					g.Case(jen.Id("Msg" + msg.name)).Block(body...)
+				if hasTensors(msg) {
+					g.Case(jen.Id("Msg" + msg.name)).Block(jen.Id("m").Dot(msg.name).Dot("EachTensor").Call(jen.Id("fn")))
 				}
 			}
 		}),
 	)
+	for _, msg := range simulated(sp) {
+		if !hasTensors(msg) {
+			continue
+		}
+		f.Line()
+		f.Comment(fmt.Sprintf("EachTensor calls fn with every tensor of the %s, in field order.", msg.name))
+		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).BlockFunc(func(g *jen.Group) {
+			for _, fd := range msg.fields {
+				x := jen.Id("x").Dot(fd.goName)
+				switch fd.kind {
+				case "tensor":
+					g.Id("fn").Call(jen.Op("&").Add(x))
+				case "tensor?":
+					g.If(jen.Id("x").Dot("Has" + fd.goName)).Block(jen.Id("fn").Call(jen.Op("&").Add(x)))
+				case "tensors":
+					g.For(jen.Id("i").Op(":=").Range().Add(x)).Block(jen.Id("fn").Call(jen.Op("&").Add(jen.Id("x").Dot(fd.goName)).Index(jen.Id("i"))))
+				case "tree":
+					g.For(jen.Id("i").Op(":=").Range().Add(x).Dot("Leaves")).Block(jen.Id("fn").Call(jen.Op("&").Add(jen.Id("x").Dot(fd.goName)).Dot("Leaves").Index(jen.Id("i"))))
+				case "messages":
+					g.Add(x).Dot("EachTensor").Call(jen.Id("fn"))
+				}
+			}
+		})
+	}
+	if usesMessages(sp) {
+		f.Line()
+		f.Comment("EachTensor calls fn with every tensor of every message of the list.")
+		f.Func().Params(jen.Id("l").Op("*").Id("Msgs")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).BlockFunc(func(g *jen.Group) {
+			for _, msg := range simulated(sp) {
+				if hasTensors(msg) {
+					g.For(jen.Id("i").Op(":=").Range().Id("l").Dot("x" + msg.name)).Block(
+						jen.Id("l").Dot("x" + msg.name).Index(jen.Id("i")).Dot("EachTensor").Call(jen.Id("fn")),
+					)
+				}
+			}
+		})
+	}
+	if usesMessages(sp) {
+		f.Line()
+		renderMsgs(sp, f)
+	}
 }
 
 func renderDispatch(sp *spec, f *jen.File) {

@@ -1,0 +1,166 @@
+// Package memlimit keeps a run within a memory budget: it reads how much
+// memory the machine (or the cgroup the process runs in) grants, sets Go's
+// soft memory limit, and watches the memory the Go runtime holds, so that a
+// run that outgrows its budget ends cleanly, with a message, before the
+// operating system kills it or the runtime dies with "out of memory".
+package memlimit
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// ErrLimit is the sentinel of every error that reports the memory budget
+// exceeded.
+var ErrLimit = errors.New("memory limit")
+
+// DefaultShare is the part of the machine's memory a run takes by default:
+// the rest is left to the operating system, other processes and the
+// runtime's own slack above the heap (Go's GC guide, "Memory limit",
+// https://go.dev/doc/gc-guide#Memory_limit, advises headroom of 5-10% for
+// the runtime alone; the machine is shared, so a quarter stays free).
+const DefaultShare = 0.75
+
+// Machine returns the memory granted to the process: the smaller of the
+// physical memory (/proc/meminfo MemTotal) and the cgroup v2 limit
+// (/sys/fs/cgroup/memory.max), in bytes, or 0 when neither can be read.
+func Machine() int64 {
+	total := int64(0)
+	if f, err := os.Open("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil && kb > 0 && kb < math.MaxInt64/1024 {
+					total = kb * 1024
+				}
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
+			total = v
+		}
+	}
+	return total
+}
+
+// Default is DefaultShare of Machine, or 0 (no limit) when it is unknown.
+func Default() int64 { return int64(float64(Machine()) * DefaultShare) }
+
+// Parse reads a size: a number of bytes with an optional unit (K, M, G, T,
+// as powers of 1024, with or without "iB"/"B"); "0" or "off" means no limit.
+func Parse(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	if t == "off" {
+		return 0, nil
+	}
+	mult := int64(1)
+	upper := strings.ToUpper(t)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(upper, u.suffix) {
+			mult, t = u.mult, strings.TrimSpace(t[:len(t)-len(u.suffix)])
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n < 0 || math.IsNaN(n) || n*float64(mult) >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is not a size (want bytes with an optional unit: 512M, 8G, 1.5T; 0 or off for none)", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
+// Format writes a size in MiB or GiB for messages.
+func Format(b int64) string {
+	if b >= 1<<30 {
+		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// Watcher polls the memory the Go runtime has mapped and not returned to
+// the operating system, and raises a flag once it passes the limit.
+type Watcher struct {
+	limit int64
+	over  atomic.Bool
+	peak  atomic.Int64
+	done  chan struct{}
+}
+
+// pollEvery is how often a Watcher reads the runtime's memory: often enough
+// that at the allocation rates of a replay (hundreds of MB/s) the overshoot
+// past the limit is tens of MB, which DefaultShare leaves room for.
+const pollEvery = 20 * time.Millisecond
+
+// Watch sets Go's soft memory limit to limit bytes (so the collector works
+// harder before the heap grows past it) and starts a Watcher; limit <= 0
+// watches nothing. Stop it when the run ends.
+func Watch(limit int64) *Watcher {
+	w := &Watcher{limit: limit, done: make(chan struct{})}
+	if limit <= 0 {
+		return w
+	}
+	debug.SetMemoryLimit(limit)
+	go w.loop()
+	return w
+}
+
+func (w *Watcher) loop() {
+	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		metrics.Read(samples)
+		used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
+		if used > w.peak.Load() {
+			w.peak.Store(used)
+		}
+		if used > w.limit {
+			w.over.Store(true)
+			return
+		}
+	}
+}
+
+// Over reports whether the memory in use has passed the limit (never, for
+// a nil Watcher). It is an atomic load, cheap enough to ask once per
+// record.
+func (w *Watcher) Over() bool { return w != nil && w.over.Load() }
+
+// Limit is the watched limit in bytes (0: none, also for a nil Watcher).
+func (w *Watcher) Limit() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.limit
+}
+
+// Stop ends the watching (the soft limit stays).
+func (w *Watcher) Stop() {
+	if w != nil && w.limit > 0 {
+		select {
+		case <-w.done:
+		default:
+			close(w.done)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package memlimit
+
+import (
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "off": 0, "512": 512, "512M": 512 << 20, "8G": 8 << 30, "8GiB": 8 << 30,
+		"1.5G": 3 << 29, "2k": 2048, "1T": 1 << 40, " 3 MB ": 3 << 20,
+	} {
+		got, err := Parse(in)
+		if err != nil || got != want {
+			t.Errorf("Parse(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1G", "1Q", "1e30G", "NaN"} {
+		if _, err := Parse(in); err == nil {
+			t.Errorf("Parse(%q) accepted", in)
+		}
+	}
+}
+
+// A budget below what the runtime already holds raises the flag at the
+// first poll; no budget never does.
+func TestWatcher(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	w := Watch(1 << 10)
+	defer w.Stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.Over() && time.Now().Before(deadline) {
+		time.Sleep(pollEvery)
+	}
+	if !w.Over() {
+		t.Fatal("a 1 KiB budget was never reported exceeded")
+	}
+	none := Watch(0)
+	defer none.Stop()
+	time.Sleep(3 * pollEvery)
+	if none.Over() {
+		t.Fatal("no budget, yet reported exceeded")
+	}
+	var nilW *Watcher
+	if nilW.Over() || nilW.Limit() != 0 {
+		t.Fatal("a nil Watcher watches nothing")
+	}
+}

@@ -1,0 +1,221 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// A device's memory is the running sum of its streams' memory events
+// merged in time order (SEMANTICS.md, "The report"). Each stream's events
+// are sorted on their own; the merge keeps a heap of the streams whose next
+// event is due, so it costs O(events log streams), not events x streams.
+// The events before each stream's base are settled: folded into the
+// group's memBase and memPeak and never merged again for the report (they
+// stay only when a trace is kept, which writes them all).
+
+// mergeMemory walks a group's unsettled memory events before limitNs,
+// merged across its streams in time order (ties: the earlier-created stream
+// first; within a stream, the smaller delta first), and calls fn with each
+// event's time and the running total, which starts at the total of the
+// settled events. It leaves in e.memPos where it stopped in each stream.
+func (e *Engine) mergeMemory(g *group, limitNs int64, fn func(ns, running int64)) {
+	e.memPos, e.memHeap, _ = g.merge(false, limitNs, e.memPos, e.memHeap, fn)
+}
+
+// mergeAll walks every memory event of a group kept for the trace, from
+// the start.
+func (e *Engine) mergeAll(g *group, fn func(ns, running int64)) {
+	e.memPos, e.memHeap, _ = g.merge(true, math.MaxInt64, e.memPos, e.memHeap, fn)
+}
+
+// merge is mergeMemory with its buffers passed in (groups check overflow
+// while running in parallel) and all saying to start at the first event
+// kept rather than at the settled base. It stops early, reporting true,
+// when the running total would overflow int64.
+func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(ns, running int64)) ([]int, []int32, bool) {
+	pos, heap = pos[:0], heap[:0]
+	running := g.memBase
+	if all {
+		running = 0
+	}
+	for s := range g.streams {
+		g.sortMemory(int32(s))
+		st := &g.streams[s]
+		p := st.base
+		if all {
+			p = 0
+		}
+		pos = append(pos, p)
+		if p < len(st.mem) && st.mem[p].ns < limitNs {
+			heap = g.heapPush(heap, pos, int32(s))
+		}
+	}
+	for len(heap) > 0 {
+		s := heap[0]
+		st := &g.streams[s]
+		ev := st.mem[pos[s]]
+		if ev.delta > 0 && running > math.MaxInt64-ev.delta {
+			return pos, heap, true
+		}
+		running += ev.delta
+		pos[s]++
+		if pos[s] < len(st.mem) && st.mem[pos[s]].ns < limitNs {
+			g.heapDown(heap, pos, 0)
+		} else {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+			g.heapDown(heap, pos, 0)
+		}
+		if fn != nil {
+			fn(ev.ns, running)
+		}
+	}
+	return pos, heap, false
+}
+
+// heapLess orders streams a and b by their next event's time, then by
+// creation.
+func (g *group) heapLess(pos []int, a, b int32) bool {
+	na, nb := g.streams[a].mem[pos[a]].ns, g.streams[b].mem[pos[b]].ns
+	return na < nb || na == nb && a < b
+}
+
+func (g *group) heapPush(h []int32, pos []int, s int32) []int32 {
+	h = append(h, s)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !g.heapLess(pos, h[i], h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
+}
+
+func (g *group) heapDown(h []int32, pos []int, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && g.heapLess(pos, h[r], h[l]) {
+			m = r
+		}
+		if !g.heapLess(pos, h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// settleMemory folds into a group's running total and peak the memory
+// events that no later event can come before, so memory follows the events
+// in flight rather than the history's length (without a trace the events
+// are dropped; with one they stay for the trace but are not merged again).
+// Every future event of a stream is at or after the stream's now (tasks
+// start no earlier, deletes and returns happen at or after it), and a new
+// stream's at or after the controller clock; so events before the smallest
+// of those are final. Not in stream-only mode, where the controller clock
+// stays 0.
+func (e *Engine) settleMemory(g *group) {
+	if e.opt.Mode == StreamOnly {
+		return
+	}
+	// A stream with queued tasks or a tensor out on loan may still record
+	// an event at its own now (a return happens there); an idle one not
+	// before the controller clock.
+	limit, any := int64(math.MaxInt64), false
+	for s := range g.streams {
+		st := &g.streams[s]
+		bound := max(st.nowNs, e.nowNs)
+		if st.queue.Len() > 0 {
+			bound = st.nowNs
+		}
+		limit = min(limit, bound)
+		any = any || len(st.mem) > st.base
+	}
+	for _, b := range g.borrowOf {
+		limit = min(limit, g.streams[g.borrows[b].from].nowNs)
+	}
+	if !any {
+		return
+	}
+	e.mergeMemory(g, limit, func(_, running int64) {
+		g.memPeak = max(g.memPeak, running)
+		g.memBase = running
+	})
+	g.allocBytes = 0
+	for s, p := range e.memPos {
+		st := &g.streams[s]
+		if e.opt.KeepEvents {
+			st.base = p
+		} else if p > 0 {
+			// Reslice rather than copy: append moves the live events to a
+			// new array when it grows, so each event is copied O(1) times.
+			st.mem = st.mem[p:]
+			st.sorted -= p
+		}
+		for _, ev := range st.mem[st.base:] {
+			if ev.delta > 0 {
+				g.allocBytes = satAdd(g.allocBytes, ev.delta)
+			}
+		}
+	}
+}
+
+// sortMemory puts stream s's unsettled memory events in (time, delta)
+// order. Events arrive nearly sorted, so only the new tail is sorted and
+// merged in.
+func (g *group) sortMemory(s int32) {
+	st := &g.streams[s]
+	if st.sorted == len(st.mem) {
+		return
+	}
+	byTime := func(a, b memEvent) int {
+		if c := cmp.Compare(a.ns, b.ns); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	}
+	slices.SortFunc(st.mem[st.sorted:], byTime)
+	if st.sorted > st.base && byTime(st.mem[st.sorted-1], st.mem[st.sorted]) > 0 {
+		// Both parts sorted: a merge in effect. Settled events come before
+		// every later one, so only the unsettled part moves.
+		slices.SortStableFunc(st.mem[st.base:], byTime)
+	}
+	st.sorted = len(st.mem)
+}
+
+// satAdd adds two non-negative numbers, saturating at the largest int64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// checkAlloc guards an allocation of bytes just recorded on stream s
+// against overflow of the device's running total. The running total
+// never exceeds the settled total plus every unsettled allocation, so the
+// exact merge runs only when that bound does not fit in an int64.
+func (e *Engine) checkAlloc(g *group, s int32, bytes int64) error {
+	g.allocBytes = satAdd(g.allocBytes, bytes)
+	if g.allocBytes < math.MaxInt64-g.memBase {
+		return nil
+	}
+	// The event is already appended: merge with it.
+	if _, _, over := g.merge(false, math.MaxInt64, nil, nil, nil); over {
+		return e.memOverflow(g, s, bytes)
+	}
+	return nil
+}
+
+func (e *Engine) memOverflow(g *group, s int32, bytes int64) error {
+	return fmt.Errorf("%w: allocating %d bytes on stream %q takes the memory of a device past %d bytes", ErrOverflow, bytes, e.streamName(g, s), int64(math.MaxInt64))
+}
