@@ -7,8 +7,26 @@ import (
 	"slices"
 )
 
+// StreamID indexes a group's streams, in creation order.
+type StreamID int32
+
+// NameID indexes the engine's interned names (trace event names).
+type NameID int32
+
+// BorrowRow indexes a group's borrows.
+type BorrowRow int32
+
 // TaskID indexes the rows of a TaskTable.
 type TaskID int32
+
+// TensorRow indexes the rows of a TensorTable.
+type TensorRow int32
+
+// StorageRow indexes the rows of a StorageTable.
+type StorageRow int32
+
+// CollID indexes the rows of a CollTable.
+type CollID int32
 
 // TaskTable is the struct-of-arrays table Task: one slice per column, all of the
 // same length, indexed by TaskID. Freed rows are reused, last freed first.
@@ -22,15 +40,15 @@ type TaskTable struct {
 	// RuntimeNs: how long the task runs once it may run
 	RuntimeNs []int64
 	// Stream: the stream the task is queued on
-	Stream []int32
+	Stream []StreamID
 	// Name: interned name (the trace event name)
-	Name []int32
+	Name []NameID
 	// Command: the command that created the task (1-based)
 	Command []int64
 	// Line: the history line of the command that created the task
 	Line []int64
 	// Coll: collective the task belongs to, or -1
-	Coll []int32
+	Coll []CollID
 	// Wait: task this event waits for, or -1
 	Wait []TaskID
 	// Waiters: first event task blocked at a stream head on this task, or -1
@@ -38,7 +56,7 @@ type TaskTable struct {
 	// NextWaiter: next event task blocked on the same task, or -1
 	NextWaiter []TaskID
 	// Borrow: borrow this event returns, or -1
-	Borrow []int32
+	Borrow []BorrowRow
 	// Flags: TaskEvent, TaskView
 	Flags []uint8
 	// IOOff: position of the task's tensors in its stream's io ring
@@ -67,11 +85,11 @@ func (t *TaskTable) Alloc() TaskID {
 		t.Name[id] = 0
 		t.Command[id] = 0
 		t.Line[id] = 0
-		t.Coll[id] = 0
-		t.Wait[id] = 0
-		t.Waiters[id] = 0
-		t.NextWaiter[id] = 0
-		t.Borrow[id] = 0
+		t.Coll[id] = -1
+		t.Wait[id] = -1
+		t.Waiters[id] = -1
+		t.NextWaiter[id] = -1
+		t.Borrow[id] = -1
 		t.Flags[id] = 0
 		t.IOOff[id] = 0
 		t.NIn[id] = 0
@@ -91,11 +109,11 @@ func (t *TaskTable) Alloc() TaskID {
 	t.Name = append(t.Name, 0)
 	t.Command = append(t.Command, 0)
 	t.Line = append(t.Line, 0)
-	t.Coll = append(t.Coll, 0)
-	t.Wait = append(t.Wait, 0)
-	t.Waiters = append(t.Waiters, 0)
-	t.NextWaiter = append(t.NextWaiter, 0)
-	t.Borrow = append(t.Borrow, 0)
+	t.Coll = append(t.Coll, -1)
+	t.Wait = append(t.Wait, -1)
+	t.Waiters = append(t.Waiters, -1)
+	t.NextWaiter = append(t.NextWaiter, -1)
+	t.Borrow = append(t.Borrow, -1)
 	t.Flags = append(t.Flags, 0)
 	t.IOOff = append(t.IOOff, 0)
 	t.NIn = append(t.NIn, 0)
@@ -186,6 +204,280 @@ func (t *TaskTable) Clone() TaskTable {
 		Stream:     slices.Clone(t.Stream),
 		Wait:       slices.Clone(t.Wait),
 		Waiters:    slices.Clone(t.Waiters),
+		free:       slices.Clone(t.free),
+	}
+}
+
+// TensorTable is the struct-of-arrays table Tensor: one slice per column, all of the
+// same length, indexed by TensorRow. Freed rows are reused, last freed first.
+type TensorTable struct {
+	// ID: the controller's tensor id
+	ID []int64
+	// Idx: its dense index in the history's tensor registry
+	Idx []int32
+	// Storage: storage id the tensor views
+	Storage []int64
+	// NBytes: size of that storage
+	NBytes []int64
+	// Refs: tasks and borrows using the tensor
+	Refs []int32
+	// Owner: stream holding it (unused for a CPU tensor, which the worker holds)
+	Owner []StreamID
+	// Flags: TensorPending, TensorInStorage, TensorBorrowed, TensorCPU; TensorFreed on a freed row
+	Flags []uint8
+
+	free []TensorRow
+}
+
+// Alloc returns a zeroed row: the last freed one, or a new one appended to
+// every column.
+func (t *TensorTable) Alloc() TensorRow {
+	if n := len(t.free); n > 0 {
+		id := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.ID[id] = 0
+		t.Idx[id] = 0
+		t.Storage[id] = 0
+		t.NBytes[id] = 0
+		t.Refs[id] = 0
+		t.Owner[id] = 0
+		t.Flags[id] = 0
+		return id
+	}
+	if len(t.ID) >= math.MaxInt32 {
+		panic("gen: TensorTable is full")
+	}
+	id := TensorRow(len(t.ID))
+	t.ID = append(t.ID, 0)
+	t.Idx = append(t.Idx, 0)
+	t.Storage = append(t.Storage, 0)
+	t.NBytes = append(t.NBytes, 0)
+	t.Refs = append(t.Refs, 0)
+	t.Owner = append(t.Owner, 0)
+	t.Flags = append(t.Flags, 0)
+	return id
+}
+
+// Free puts row id on the free list; Alloc will reuse it.
+func (t *TensorTable) Free(id TensorRow) {
+	t.free = append(t.free, id)
+}
+
+// Len is the number of rows, freed ones included.
+func (t *TensorTable) Len() int {
+	return len(t.ID)
+}
+
+// Live is the number of rows not freed.
+func (t *TensorTable) Live() int {
+	return len(t.ID) - len(t.free)
+}
+
+// Reset drops every row, keeping the capacity of the columns.
+func (t *TensorTable) Reset() {
+	t.ID = t.ID[:0]
+	t.Idx = t.Idx[:0]
+	t.Storage = t.Storage[:0]
+	t.NBytes = t.NBytes[:0]
+	t.Refs = t.Refs[:0]
+	t.Owner = t.Owner[:0]
+	t.Flags = t.Flags[:0]
+	t.free = t.free[:0]
+}
+
+// CopyRow copies every column of row src to row dst.
+func (t *TensorTable) CopyRow(dst, src TensorRow) {
+	t.ID[dst] = t.ID[src]
+	t.Idx[dst] = t.Idx[src]
+	t.Storage[dst] = t.Storage[src]
+	t.NBytes[dst] = t.NBytes[src]
+	t.Refs[dst] = t.Refs[src]
+	t.Owner[dst] = t.Owner[src]
+	t.Flags[dst] = t.Flags[src]
+}
+
+// Clone returns an independent copy of the table: same rows, same ids, same
+// free list. Every column is copied with one copy call.
+func (t *TensorTable) Clone() TensorTable {
+	return TensorTable{
+		Flags:   slices.Clone(t.Flags),
+		ID:      slices.Clone(t.ID),
+		Idx:     slices.Clone(t.Idx),
+		NBytes:  slices.Clone(t.NBytes),
+		Owner:   slices.Clone(t.Owner),
+		Refs:    slices.Clone(t.Refs),
+		Storage: slices.Clone(t.Storage),
+		free:    slices.Clone(t.free),
+	}
+}
+
+// StorageTable is the struct-of-arrays table Storage: one slice per column, all of the
+// same length, indexed by StorageRow. Freed rows are reused, last freed first.
+type StorageTable struct {
+	// Count: tensors counted in the storage
+	Count []int32
+	// Bytes: size charged when it was allocated
+	Bytes []int64
+	// AllocStream: stream charged with the allocation, or -1
+	AllocStream []StreamID
+	// AllocNs: when it was allocated
+	AllocNs []int64
+
+	free []StorageRow
+}
+
+// Alloc returns a zeroed row: the last freed one, or a new one appended to
+// every column.
+func (t *StorageTable) Alloc() StorageRow {
+	if n := len(t.free); n > 0 {
+		id := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.Count[id] = 0
+		t.Bytes[id] = 0
+		t.AllocStream[id] = -1
+		t.AllocNs[id] = 0
+		return id
+	}
+	if len(t.Count) >= math.MaxInt32 {
+		panic("gen: StorageTable is full")
+	}
+	id := StorageRow(len(t.Count))
+	t.Count = append(t.Count, 0)
+	t.Bytes = append(t.Bytes, 0)
+	t.AllocStream = append(t.AllocStream, -1)
+	t.AllocNs = append(t.AllocNs, 0)
+	return id
+}
+
+// Free puts row id on the free list; Alloc will reuse it.
+func (t *StorageTable) Free(id StorageRow) {
+	t.free = append(t.free, id)
+}
+
+// Len is the number of rows, freed ones included.
+func (t *StorageTable) Len() int {
+	return len(t.Count)
+}
+
+// Live is the number of rows not freed.
+func (t *StorageTable) Live() int {
+	return len(t.Count) - len(t.free)
+}
+
+// Reset drops every row, keeping the capacity of the columns.
+func (t *StorageTable) Reset() {
+	t.Count = t.Count[:0]
+	t.Bytes = t.Bytes[:0]
+	t.AllocStream = t.AllocStream[:0]
+	t.AllocNs = t.AllocNs[:0]
+	t.free = t.free[:0]
+}
+
+// CopyRow copies every column of row src to row dst.
+func (t *StorageTable) CopyRow(dst, src StorageRow) {
+	t.Count[dst] = t.Count[src]
+	t.Bytes[dst] = t.Bytes[src]
+	t.AllocStream[dst] = t.AllocStream[src]
+	t.AllocNs[dst] = t.AllocNs[src]
+}
+
+// Clone returns an independent copy of the table: same rows, same ids, same
+// free list. Every column is copied with one copy call.
+func (t *StorageTable) Clone() StorageTable {
+	return StorageTable{
+		AllocNs:     slices.Clone(t.AllocNs),
+		AllocStream: slices.Clone(t.AllocStream),
+		Bytes:       slices.Clone(t.Bytes),
+		Count:       slices.Clone(t.Count),
+		free:        slices.Clone(t.free),
+	}
+}
+
+// CollTable is the struct-of-arrays table Coll: one slice per column, all of the
+// same length, indexed by CollID. Freed rows are reused, last freed first.
+type CollTable struct {
+	// Pending: members not yet executing
+	Pending []int32
+	// Running: members not yet executed
+	Running []int32
+	// MaxStartNs: latest start among the members that are executing
+	MaxStartNs []int64
+	// MemberOff: first member in the member list
+	MemberOff []int32
+	// MemberN: number of members
+	MemberN []int32
+
+	free []CollID
+}
+
+// Alloc returns a zeroed row: the last freed one, or a new one appended to
+// every column.
+func (t *CollTable) Alloc() CollID {
+	if n := len(t.free); n > 0 {
+		id := t.free[n-1]
+		t.free = t.free[:n-1]
+		t.Pending[id] = 0
+		t.Running[id] = 0
+		t.MaxStartNs[id] = 0
+		t.MemberOff[id] = 0
+		t.MemberN[id] = 0
+		return id
+	}
+	if len(t.Pending) >= math.MaxInt32 {
+		panic("gen: CollTable is full")
+	}
+	id := CollID(len(t.Pending))
+	t.Pending = append(t.Pending, 0)
+	t.Running = append(t.Running, 0)
+	t.MaxStartNs = append(t.MaxStartNs, 0)
+	t.MemberOff = append(t.MemberOff, 0)
+	t.MemberN = append(t.MemberN, 0)
+	return id
+}
+
+// Free puts row id on the free list; Alloc will reuse it.
+func (t *CollTable) Free(id CollID) {
+	t.free = append(t.free, id)
+}
+
+// Len is the number of rows, freed ones included.
+func (t *CollTable) Len() int {
+	return len(t.Pending)
+}
+
+// Live is the number of rows not freed.
+func (t *CollTable) Live() int {
+	return len(t.Pending) - len(t.free)
+}
+
+// Reset drops every row, keeping the capacity of the columns.
+func (t *CollTable) Reset() {
+	t.Pending = t.Pending[:0]
+	t.Running = t.Running[:0]
+	t.MaxStartNs = t.MaxStartNs[:0]
+	t.MemberOff = t.MemberOff[:0]
+	t.MemberN = t.MemberN[:0]
+	t.free = t.free[:0]
+}
+
+// CopyRow copies every column of row src to row dst.
+func (t *CollTable) CopyRow(dst, src CollID) {
+	t.Pending[dst] = t.Pending[src]
+	t.Running[dst] = t.Running[src]
+	t.MaxStartNs[dst] = t.MaxStartNs[src]
+	t.MemberOff[dst] = t.MemberOff[src]
+	t.MemberN[dst] = t.MemberN[src]
+}
+
+// Clone returns an independent copy of the table: same rows, same ids, same
+// free list. Every column is copied with one copy call.
+func (t *CollTable) Clone() CollTable {
+	return CollTable{
+		MaxStartNs: slices.Clone(t.MaxStartNs),
+		MemberN:    slices.Clone(t.MemberN),
+		MemberOff:  slices.Clone(t.MemberOff),
+		Pending:    slices.Clone(t.Pending),
+		Running:    slices.Clone(t.Running),
 		free:       slices.Clone(t.free),
 	}
 }

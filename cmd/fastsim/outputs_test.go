@@ -135,8 +135,8 @@ func TestTermRemovesTemps(t *testing.T) {
 }
 
 // interruptReplay replays a training history through a named pipe and
-// sends SIGINT halfway; it returns the exit error and both outputs.
-func interruptReplay(t *testing.T, dir string, args ...string) (error, string, string) {
+// sends SIGINT halfway; it returns both outputs and the exit error.
+func interruptReplay(t *testing.T, dir string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var hist bytes.Buffer
 	if err := synth.WriteTrain(&hist, synth.Train{PP: 2, DP: 2, TP: 1, Layers: 8, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 40}); err != nil {
@@ -174,7 +174,7 @@ func interruptReplay(t *testing.T, dir string, args ...string) (error, string, s
 	bw.Flush()
 	w.Close()
 	err = cmd.Wait()
-	return err, out.String(), errb.String()
+	return out.String(), errb.String(), err
 }
 
 // TestPartialSummary: Ctrl-C writes a summary marked partial where there
@@ -206,7 +206,7 @@ func TestPartialSummary(t *testing.T) {
 			if tc.overwrite {
 				args = append(args, "--overwrite-summary")
 			}
-			err, _, stderr := interruptReplay(t, dir, args...)
+			_, stderr, err := interruptReplay(t, dir, args...)
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 				t.Fatalf("%v, want exit %d: %s", err, exitInterrupted, stderr)
 			}

@@ -3,7 +3,7 @@ package sched
 import (
 	"fmt"
 
-	"github.com/fastsim/fastsim/internal/soa"
+	"github.com/fastsim/fastsim/gen"
 )
 
 // DeadlockError reports a task that can never run: at the end of the
@@ -22,8 +22,8 @@ func (d *DeadlockError) Unwrap() error { return ErrDeadlock }
 // stuckAt names one queued task: group, stream and row.
 type stuckAt struct {
 	gi int32
-	s  int32
-	t  soa.TaskID
+	s  gen.StreamID
+	t  gen.TaskID
 }
 
 // Finish ends the history: every queued task must have run. It returns a
@@ -44,8 +44,8 @@ func (e *Engine) Finish() error {
 			}
 			t := st.queue.Front()
 			cmd, rank := g.tasks.Command[t], e.part.Lowest(int32(gi))
-			if best.gi < 0 || cmd < bestCmd || cmd == bestCmd && (rank < bestRank || rank == bestRank && int32(s) < best.s) {
-				best, bestCmd, bestRank = stuckAt{int32(gi), int32(s), t}, cmd, rank
+			if best.gi < 0 || cmd < bestCmd || cmd == bestCmd && (rank < bestRank || rank == bestRank && gen.StreamID(s) < best.s) {
+				best, bestCmd, bestRank = stuckAt{int32(gi), gen.StreamID(s), t}, cmd, rank
 			}
 		}
 	}

@@ -137,9 +137,9 @@ type Engine struct {
 	cur   []jsonl.Slice // ranks of the current command
 
 	part   *groups.Partition
-	gs     []group   // one per group of identical ranks (per rank, ungrouped)
-	colls  soa.Colls // collectives span groups
-	names  soa.Intern
+	gs     []group // one per group of identical ranks (per rank, ungrouped)
+	colls  colls   // collectives span groups
+	names  soa.Intern[gen.NameID]
 	recv   []int32 // groups receiving the current command
 	ready  []int32 // groups with streams to move in the next round
 	round  []int32
@@ -154,7 +154,7 @@ type Engine struct {
 
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
-	pairs     []soa.TaskID // tasks of one SendTensor
+	pairs     []gen.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: where mergeMemory stopped
 	memHeap   []int32      // mergeMemory's heap of streams
@@ -164,7 +164,7 @@ type Engine struct {
 	secGroups []int32
 	secChunks int
 
-	ctrlName  []int32 // controller events, when kept
+	ctrlName  []gen.NameID // controller events, when kept
 	ctrlStart []int64
 	ctrlEnd   []int64
 	ctrlCmd   []int64
@@ -177,8 +177,8 @@ type Engine struct {
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int
 
-	viewName int32
-	fnNames  map[string]int32 // function path -> interned clean name
+	viewName gen.NameID
+	fnNames  map[string]gen.NameID // function path -> interned clean name
 
 	warnings  int64
 	firstWarn string
@@ -190,17 +190,17 @@ type Engine struct {
 // a split copies the tables wholesale and groups run in parallel without
 // sharing anything but the collectives.
 type group struct {
-	tasks     soa.Tasks
-	tensors   soa.Tensors
-	storages  soa.Storages
-	streams   []stream        // in creation order; a stream's id is its index
-	streamIdx map[int64]int32 // stream ref -> index, once there are many streams
-	holder    map[int64]int32 // tensor id -> the stream holding it, or -1 when several do
-	cpu       map[int64]int32 // tensor id -> row of a CPU tensor
-	storage   map[int64]int32 // storage id -> storage row
-	borrowOf  map[int64]int32 // borrow id -> borrow row
+	tasks     gen.TaskTable
+	tensors   gen.TensorTable
+	storages  gen.StorageTable
+	streams   []stream                 // in creation order; a stream's id is its index
+	streamIdx map[int64]gen.StreamID   // stream ref -> index, once there are many streams
+	holder    map[int64]gen.StreamID   // tensor id -> the stream holding it, or -1 when several do
+	cpu       map[int64]gen.TensorRow  // tensor id -> row of a CPU tensor
+	storage   map[int64]gen.StorageRow // storage id -> storage row
+	borrowOf  map[int64]gen.BorrowRow  // borrow id -> borrow row
 	borrows   []borrow
-	freeBor   []int32
+	freeBor   []gen.BorrowRow
 	active    bool  // given any task: it appears in the trace
 	evMaxNs   int64 // latest end of any of its stream events
 	tasksMade int64 // tasks queued on this group (and its ancestors before a split)
@@ -210,26 +210,26 @@ type group struct {
 	// memBase + allocBytes fits, no running total can overflow.
 	allocBytes int64
 
-	hits      []deleteHit // deleteIn's scratch
-	work      []int32     // streams whose head may move
-	ready     bool        // in Engine.ready
-	born      []int32     // tensor indices of rows made since the last countRows
-	died      []int32     // tensor indices of rows freed since the last countRows
-	wakeColls []int32     // collectives that this round's tasks completed the starts of
-	doneColls []int32     // collectives whose last member executed this round
+	hits      []deleteHit    // deleteIn's scratch
+	work      []gen.StreamID // streams whose head may move
+	ready     bool           // in Engine.ready
+	born      []int32        // tensor indices of rows made since the last countRows
+	died      []int32        // tensor indices of rows freed since the last countRows
+	wakeColls []gen.CollID   // collectives that this round's tasks completed the starts of
+	doneColls []gen.CollID   // collectives whose last member executed this round
 	err       error
 }
 
 type stream struct {
 	ref     int64
-	name    int32
-	waitFor int32 // interned "waiting for <name>"
+	name    gen.NameID
+	waitFor gen.NameID // interned "waiting for <name>"
 	nowNs   int64
-	last    soa.TaskID // last executed task, or -1
-	queue   soa.Ring[soa.TaskID]
-	io      soa.Ring[int32] // tensor rows of queued tasks: inputs, then new outputs
-	tensors map[int64]int32 // tensor id -> row
-	usage   int64           // bytes allocated on this stream and not yet released
+	last    gen.TaskID // last executed task, or -1
+	queue   soa.Ring[gen.TaskID]
+	io      soa.Ring[gen.TensorRow] // tensor rows of queued tasks: inputs, then new outputs
+	tensors map[int64]gen.TensorRow // tensor id -> row
+	usage   int64                   // bytes allocated on this stream and not yet released
 	inWork  bool
 
 	mem    []memEvent // allocations and releases, in the order they happened
@@ -238,7 +238,7 @@ type stream struct {
 
 	evStart []int64 // trace events, when kept
 	evEnd   []int64
-	evName  []int32
+	evName  []gen.NameID
 	evCmd   []int64
 }
 
@@ -250,10 +250,10 @@ const (
 
 type borrow struct {
 	src      int64 // lent tensor id
-	srcRow   int32
-	from, to int32      // streams
-	create   soa.TaskID // the event the destination waits on at first use
-	last     soa.TaskID // the event the source waits on at drop, or -1
+	srcRow   gen.TensorRow
+	from, to gen.StreamID
+	create   gen.TaskID // the event the destination waits on at first use
+	last     gen.TaskID // the event the source waits on at drop, or -1
 	state    uint8
 	holdsSrc bool
 }
@@ -264,6 +264,17 @@ const (
 	stateReady
 	stateExecuting
 	stateExecuted
+)
+
+// Tensor flags.
+const (
+	tensorPending   uint8 = 1 << iota // deleted by the controller; removed once unreferenced
+	tensorInStorage                   // counted among its storage's tensors (first use happened)
+	tensorBorrowed                    // the result of a borrow: its storage is never counted
+	tensorCPU                         // held by the worker, not by a stream
+
+	// tensorFreed marks a recycled row (no live row has every flag).
+	tensorFreed uint8 = 0xff
 )
 
 // Task flags.
@@ -300,7 +311,7 @@ func New(opt Options) (*Engine, error) {
 		opt:     opt,
 		part:    part,
 		gs:      make([]group, part.Len()),
-		fnNames: make(map[string]int32),
+		fnNames: make(map[string]gen.NameID),
 	}
 	e.splitF = e.split
 	if opt.Jobs > 1 {
@@ -402,7 +413,7 @@ func (e *Engine) resolve() ([]int32, error) {
 	return e.recv, nil
 }
 
-func (e *Engine) controllerName(m *gen.Msg) int32 {
+func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
 	switch m.Kind {
 	case gen.MsgCallFunction:
 		return e.fnName(m.CallFunction.Function)
@@ -412,7 +423,7 @@ func (e *Engine) controllerName(m *gen.Msg) int32 {
 	return e.names.ID(m.Kind.String())
 }
 
-func (e *Engine) controllerEvent(name int32, start, end int64) {
+func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {
 	if end > e.ctrlMaxNs {
 		e.ctrlMaxNs = end
 	}
@@ -425,7 +436,7 @@ func (e *Engine) controllerEvent(name int32, start, end int64) {
 }
 
 // fnName interns the clean name of a function path.
-func (e *Engine) fnName(path string) int32 {
+func (e *Engine) fnName(path string) gen.NameID {
 	if id, ok := e.fnNames[path]; ok {
 		return id
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
-	"github.com/fastsim/fastsim/internal/soa"
 )
 
 // The Engine is the generated handler interface: gen.Dispatch calls one of
@@ -73,7 +72,7 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	// Members join after every task exists: none has started yet (they
 	// start in run), so the collective counts all of them as pending.
 	for i, gi := range gs {
-		e.colls.Add(c, soa.Member{Group: gi, Task: tasks[i]})
+		e.colls.Add(c, Member{Group: gi, Task: tasks[i]})
 	}
 	e.pairs = tasks
 	if len(gs) == 0 {
@@ -156,7 +155,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		for k, gi := range [2]int32{senders[i], receivers[i]} {
 			t := tasks[i+k*n]
 			e.gs[gi].tasks.Coll[t] = c
-			e.colls.Add(c, soa.Member{Group: gi, Task: t})
+			e.colls.Add(c, Member{Group: gi, Task: t})
 		}
 	}
 	e.pairs = tasks
@@ -205,7 +204,7 @@ func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
 	g.tasks.Holds[ev]++ // held by the borrow until it is dropped
 	g.borrows[b] = borrow{src: m.Tensor.ID, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
 	if g.borrowOf == nil {
-		g.borrowOf = make(map[int64]int32)
+		g.borrowOf = make(map[int64]gen.BorrowRow)
 	}
 	g.borrowOf[m.Borrow] = b
 	g.tensors.Refs[src]++
@@ -220,7 +219,7 @@ func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state != borrowCreated {
 			return fmt.Errorf("%w: borrow %d first used twice or after its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -235,7 +234,7 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 // BorrowLastUse records the destination stream's newest task as the one the
 // source stream must wait for when the borrow is dropped.
 func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state == borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d last used twice on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -254,7 +253,7 @@ func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
 
 // eachBorrow applies fn to borrow id on every receiving group (an unknown
 // borrow is an error), then marks the groups ready.
-func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b int32) error) error {
+func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b gen.BorrowRow) error) error {
 	gs, err := e.resolve()
 	if err != nil {
 		return err
@@ -275,7 +274,7 @@ func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b int32) error
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b int32) error {
+	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
 		br := g.borrows[b]
 		if br.state != borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d dropped before its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -340,7 +339,7 @@ func (e *Engine) deleteIn(gi int32, refs []int64) error {
 		for s := range g.streams {
 			for k, id := range refs {
 				if _, ok := g.streams[s].tensors[id]; ok {
-					hits = append(hits, deleteHit{int32(s), int32(k)})
+					hits = append(hits, deleteHit{gen.StreamID(s), int32(k)})
 				}
 			}
 		}
@@ -366,7 +365,10 @@ func (e *Engine) deleteIn(gi int32, refs []int64) error {
 
 // deleteHit is a tensor a DeleteRefs finds on a stream: stream s holds
 // refs[k].
-type deleteHit struct{ s, k int32 }
+type deleteHit struct {
+	s gen.StreamID
+	k int32
+}
 
 // PipeRecv gives every receiving worker the received CPU tensors.
 func (e *Engine) PipeRecv(m *gen.PipeRecv) error {
@@ -449,7 +451,7 @@ func (e *Engine) isBorrowed(idx int32) bool {
 	return int(idx) < len(e.borrowed) && e.borrowed[idx]
 }
 
-func (e *Engine) borrowOf(gi int32, id int64) (int32, error) {
+func (e *Engine) borrowOf(gi int32, id int64) (gen.BorrowRow, error) {
 	b, ok := e.gs[gi].borrowOf[id]
 	if !ok {
 		return -1, fmt.Errorf("%w: unknown borrow %d on %s (never created, or already dropped)", ErrBorrow, id, e.who(gi))
@@ -457,17 +459,17 @@ func (e *Engine) borrowOf(gi int32, id int64) (int32, error) {
 	return b, nil
 }
 
-func (g *group) allocBorrow() int32 {
+func (g *group) allocBorrow() gen.BorrowRow {
 	if n := len(g.freeBor); n > 0 {
 		b := g.freeBor[n-1]
 		g.freeBor = g.freeBor[:n-1]
 		return b
 	}
 	g.borrows = append(g.borrows, borrow{})
-	return int32(len(g.borrows) - 1)
+	return gen.BorrowRow(len(g.borrows) - 1)
 }
 
-func (g *group) freeBorrow(b int32) {
+func (g *group) freeBorrow(b gen.BorrowRow) {
 	g.borrows[b] = borrow{}
 	g.freeBor = append(g.freeBor, b)
 }

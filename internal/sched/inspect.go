@@ -2,6 +2,8 @@ package sched
 
 import (
 	"fmt"
+
+	"github.com/fastsim/fastsim/gen"
 )
 
 // Reading a finished replay's kept timeline (Options.KeepEvents), device by
@@ -32,7 +34,7 @@ func (e *Engine) DeviceMemory(rank int64, fn func(stream int, streamName string,
 	}
 	pos := make([]int, len(g.streams))
 	for s := range g.streams {
-		g.sortMemory(int32(s))
+		g.sortMemory(gen.StreamID(s))
 	}
 	running := g.memBase
 	for {

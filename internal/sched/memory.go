@@ -3,10 +3,11 @@ package sched
 import (
 	"fmt"
 	"math"
+
+	"github.com/fastsim/fastsim/gen"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
-	"github.com/fastsim/fastsim/internal/soa"
 )
 
 // memEvent is one allocation (+) or release (-) on a stream.
@@ -17,7 +18,7 @@ type memEvent struct {
 
 // putTensor returns stream s's row for tensor t, creating it (unused) if the
 // stream does not hold t yet.
-func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
+func (e *Engine) putTensor(g *group, s gen.StreamID, t *jsonl.Tensor) gen.TensorRow {
 	st := &g.streams[s]
 	if row, ok := st.tensors[t.ID]; ok {
 		return row
@@ -25,11 +26,11 @@ func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
 	row := e.newRow(g, t)
 	g.tensors.Owner[row] = s
 	if e.isBorrowed(t.Idx) {
-		g.tensors.Flags[row] = soa.TensorBorrowed
+		g.tensors.Flags[row] = tensorBorrowed
 	}
 	st.tensors[t.ID] = row
 	if g.holder == nil {
-		g.holder = make(map[int64]int32)
+		g.holder = make(map[int64]gen.StreamID)
 	}
 	if h, ok := g.holder[t.ID]; !ok {
 		g.holder[t.ID] = s
@@ -40,7 +41,7 @@ func (e *Engine) putTensor(g *group, s int32, t *jsonl.Tensor) int32 {
 }
 
 // dropHolder notes that stream s no longer holds tensor id.
-func (g *group) dropHolder(id int64, s int32) {
+func (g *group) dropHolder(id int64, s gen.StreamID) {
 	h, ok := g.holder[id]
 	switch {
 	case !ok:
@@ -48,10 +49,10 @@ func (g *group) dropHolder(id int64, s int32) {
 		delete(g.holder, id)
 	case h < 0:
 		// Several held it: count those left (rare, so a scan).
-		left, n := int32(-1), 0
+		left, n := gen.StreamID(-1), 0
 		for o := range g.streams {
-			if _, ok := g.streams[o].tensors[id]; ok && int32(o) != s {
-				left, n = int32(o), n+1
+			if _, ok := g.streams[o].tensors[id]; ok && gen.StreamID(o) != s {
+				left, n = gen.StreamID(o), n+1
 			}
 		}
 		switch n {
@@ -73,36 +74,36 @@ func (e *Engine) putCPU(gi int32, t *jsonl.Tensor) error {
 		return nil
 	}
 	if g.cpu == nil {
-		g.cpu = make(map[int64]int32)
+		g.cpu = make(map[int64]gen.TensorRow)
 	}
 	row := e.newRow(g, t)
-	g.tensors.Flags[row] = soa.TensorCPU
+	g.tensors.Flags[row] = tensorCPU
 	g.cpu[t.ID] = row
 	return nil
 }
 
 // firstUse counts tensor row among its storage's tensors when the task that
 // creates it starts; the storage's first tensor allocates it.
-func (e *Engine) firstUse(g *group, row int32, ns int64, s int32) error {
+func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID) error {
 	tf := &g.tensors.Flags[row]
-	if *tf&(soa.TensorInStorage|soa.TensorCPU) != 0 {
+	if *tf&(tensorInStorage|tensorCPU) != 0 {
 		return nil
 	}
-	*tf |= soa.TensorInStorage
+	*tf |= tensorInStorage
 	id := g.tensors.Storage[row]
 	if sr, ok := g.storage[id]; ok {
 		g.storages.Count[sr]++
 		return nil
 	}
 	if g.storage == nil {
-		g.storage = make(map[int64]int32)
+		g.storage = make(map[int64]gen.StorageRow)
 	}
 	sr := g.storages.Alloc()
 	g.storage[id] = sr
 	g.storages.Count[sr] = 1
 	bytes := g.tensors.NBytes[row]
 	g.storages.Bytes[sr] = bytes
-	if *tf&soa.TensorBorrowed != 0 || bytes == 0 {
+	if *tf&tensorBorrowed != 0 || bytes == 0 {
 		return nil
 	}
 	st := &g.streams[s]
@@ -117,7 +118,7 @@ func (e *Engine) firstUse(g *group, row int32, ns int64, s int32) error {
 }
 
 // unref drops one reference on a tensor row at time ns.
-func (e *Engine) unref(g *group, row int32, ns int64) error {
+func (e *Engine) unref(g *group, row gen.TensorRow, ns int64) error {
 	if g.tensors.Refs[row] <= 0 {
 		return fmt.Errorf("%w: tensor %d released more often than it was used", ErrMissingTensor, g.tensors.ID[row])
 	}
@@ -126,19 +127,19 @@ func (e *Engine) unref(g *group, row int32, ns int64) error {
 }
 
 // deleteTensor marks a row deleted by the controller at time ns.
-func (e *Engine) deleteTensor(g *group, row int32, ns int64) error {
-	g.tensors.Flags[row] |= soa.TensorPending
+func (e *Engine) deleteTensor(g *group, row gen.TensorRow, ns int64) error {
+	g.tensors.Flags[row] |= tensorPending
 	return e.maybeRemove(g, row, ns)
 }
 
 // maybeRemove removes a deleted, unreferenced tensor at time ns, releasing
 // its storage when it was the last tensor of it.
-func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
+func (e *Engine) maybeRemove(g *group, row gen.TensorRow, ns int64) error {
 	f := g.tensors.Flags[row]
-	if g.tensors.Refs[row] > 0 || f&soa.TensorPending == 0 {
+	if g.tensors.Refs[row] > 0 || f&tensorPending == 0 {
 		return nil
 	}
-	if f&soa.TensorCPU != 0 {
+	if f&tensorCPU != 0 {
 		delete(g.cpu, g.tensors.ID[row])
 		e.freeRow(g, row)
 		return nil
@@ -156,7 +157,7 @@ func (e *Engine) maybeRemove(g *group, row int32, ns int64) error {
 // groups run in parallel, so each logs its births and deaths and the counts
 // are settled after the command, by one goroutine (a shared atomic counter
 // would be contended by every group at once).
-func (e *Engine) newRow(g *group, t *jsonl.Tensor) int32 {
+func (e *Engine) newRow(g *group, t *jsonl.Tensor) gen.TensorRow {
 	row := g.tensors.Alloc()
 	g.tensors.ID[row] = t.ID
 	g.tensors.Idx[row] = t.Idx
@@ -167,8 +168,9 @@ func (e *Engine) newRow(g *group, t *jsonl.Tensor) int32 {
 }
 
 // freeRow recycles a tensor row.
-func (e *Engine) freeRow(g *group, row int32) {
+func (e *Engine) freeRow(g *group, row gen.TensorRow) {
 	g.died = append(g.died, g.tensors.Idx[row])
+	g.tensors.Flags[row] = tensorFreed
 	g.tensors.Free(row)
 }
 
@@ -242,10 +244,10 @@ func (e *Engine) Gone() []int32 {
 // releaseStorage takes tensor row out of its storage at time ns on stream s;
 // the storage's last tensor releases its bytes, which must have been
 // allocated on s, before ns.
-func (e *Engine) releaseStorage(g *group, row int32, ns int64, s int32) error {
+func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.StreamID) error {
 	f := g.tensors.Flags[row]
 	id := g.tensors.ID[row]
-	if f&soa.TensorInStorage == 0 {
+	if f&tensorInStorage == 0 {
 		return fmt.Errorf("%w: tensor %d removed before any task produced it", ErrMemory, id)
 	}
 	st := &g.streams[s]
@@ -261,7 +263,7 @@ func (e *Engine) releaseStorage(g *group, row int32, ns int64, s int32) error {
 	delete(g.storage, sid)
 	defer g.storages.Free(sr)
 	bytes := g.storages.Bytes[sr]
-	if f&soa.TensorBorrowed != 0 || bytes == 0 {
+	if f&tensorBorrowed != 0 || bytes == 0 {
 		return nil
 	}
 	switch alloc := g.storages.AllocStream[sr]; {

@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"github.com/fastsim/fastsim/gen"
 	"math"
 	"slices"
 )
@@ -41,7 +42,7 @@ func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(
 		running = 0
 	}
 	for s := range g.streams {
-		g.sortMemory(int32(s))
+		g.sortMemory(gen.StreamID(s))
 		st := &g.streams[s]
 		p := st.base
 		if all {
@@ -172,7 +173,7 @@ func (e *Engine) settleMemory(g *group) {
 // sortMemory puts stream s's unsettled memory events in (time, delta)
 // order. Events arrive nearly sorted, so only the new tail is sorted and
 // merged in.
-func (g *group) sortMemory(s int32) {
+func (g *group) sortMemory(s gen.StreamID) {
 	st := &g.streams[s]
 	if st.sorted == len(st.mem) {
 		return
@@ -204,7 +205,7 @@ func satAdd(a, b int64) int64 {
 // against overflow of the device's running total. The running total
 // never exceeds the settled total plus every unsettled allocation, so the
 // exact merge runs only when that bound does not fit in an int64.
-func (e *Engine) checkAlloc(g *group, s int32, bytes int64) error {
+func (e *Engine) checkAlloc(g *group, s gen.StreamID, bytes int64) error {
 	g.allocBytes = satAdd(g.allocBytes, bytes)
 	if g.allocBytes < math.MaxInt64-g.memBase {
 		return nil
@@ -216,6 +217,6 @@ func (e *Engine) checkAlloc(g *group, s int32, bytes int64) error {
 	return nil
 }
 
-func (e *Engine) memOverflow(g *group, s int32, bytes int64) error {
+func (e *Engine) memOverflow(g *group, s gen.StreamID, bytes int64) error {
 	return fmt.Errorf("%w: allocating %d bytes on stream %q takes the memory of a device past %d bytes", ErrOverflow, bytes, e.streamName(g, s), int64(math.MaxInt64))
 }

@@ -72,12 +72,14 @@ func (e *Engine) parallel(n int) {
 	e.claim(section, 0)
 	// Give the helpers a moment to take their chunks, then take the rest.
 	for i := 0; i < claimWait && p.state.Load()&(1<<n-1) != 1<<n-1; i++ {
+		//lint:ignore SA4017 spin only burns cycles; its result keeps the loop from being compiled away
 		spin()
 	}
 	for k := 1; k < n; k++ {
 		e.claim(section, k)
 	}
 	for p.done.Load() < int32(n) {
+		//lint:ignore SA4017 spin only burns cycles; its result keeps the loop from being compiled away
 		spin()
 	}
 }
@@ -112,6 +114,7 @@ func (e *Engine) helper(k int) {
 			continue
 		}
 		if idle++; idle < spinRounds {
+			//lint:ignore SA4017 spin only burns cycles; its result keeps the loop from being compiled away
 			spin()
 			continue
 		}

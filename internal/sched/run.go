@@ -2,27 +2,27 @@ package sched
 
 import (
 	"fmt"
+	"github.com/fastsim/fastsim/gen"
 	"maps"
 	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
-	"github.com/fastsim/fastsim/internal/soa"
 )
 
-func (g *group) newStream(ref int64, name, waitFor int32) int32 {
+func (g *group) newStream(ref int64, name, waitFor gen.NameID) gen.StreamID {
 	g.streams = append(g.streams, stream{
 		ref:     ref,
 		name:    name,
 		waitFor: waitFor,
 		last:    -1,
-		tensors: make(map[int64]int32),
+		tensors: make(map[int64]gen.TensorRow),
 	})
-	s := int32(len(g.streams) - 1)
+	s := gen.StreamID(len(g.streams) - 1)
 	if g.streamIdx == nil && len(g.streams) > fewStreams {
-		g.streamIdx = make(map[int64]int32, 2*len(g.streams))
+		g.streamIdx = make(map[int64]gen.StreamID, 2*len(g.streams))
 		for i := range g.streams {
-			g.streamIdx[g.streams[i].ref] = int32(i)
+			g.streamIdx[g.streams[i].ref] = gen.StreamID(i)
 		}
 	} else if g.streamIdx != nil {
 		g.streamIdx[ref] = s
@@ -33,7 +33,7 @@ func (g *group) newStream(ref int64, name, waitFor int32) int32 {
 // streamOf finds the group's stream by its ref, or -1. Groups usually have
 // a handful of streams, where a scan beats a map; past fewStreams an index
 // keeps the lookup constant.
-func (g *group) streamOf(ref int64) int32 {
+func (g *group) streamOf(ref int64) gen.StreamID {
 	if g.streamIdx != nil {
 		if s, ok := g.streamIdx[ref]; ok {
 			return s
@@ -42,7 +42,7 @@ func (g *group) streamOf(ref int64) int32 {
 	}
 	for s := range g.streams {
 		if g.streams[s].ref == ref {
-			return int32(s)
+			return gen.StreamID(s)
 		}
 	}
 	return -1
@@ -51,11 +51,11 @@ func (g *group) streamOf(ref int64) int32 {
 // fewStreams is how many streams a group scans before it indexes them.
 const fewStreams = 16
 
-func (e *Engine) streamName(g *group, s int32) string { return e.names.Name(g.streams[s].name) }
+func (e *Engine) streamName(g *group, s gen.StreamID) string { return e.names.Name(g.streams[s].name) }
 
 // newest is the task an event on stream s records: the newest queued task,
 // else the last executed one, else -1.
-func (g *group) newest(s int32) soa.TaskID {
+func (g *group) newest(s gen.StreamID) gen.TaskID {
 	st := &g.streams[s]
 	if st.queue.Len() > 0 {
 		return st.queue.Back()
@@ -65,7 +65,7 @@ func (g *group) newest(s int32) soa.TaskID {
 
 // newEvent makes an event task that waits for task recorded of stream
 // recordedOn. It is queued later, on another stream, by enqueue.
-func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.TaskID {
+func (e *Engine) newEvent(g *group, recordedOn gen.StreamID, recorded gen.TaskID) gen.TaskID {
 	tk := &g.tasks
 	t := tk.Alloc()
 	tk.State[t] = statePending
@@ -85,7 +85,7 @@ func (e *Engine) newEvent(g *group, recordedOn int32, recorded soa.TaskID) soa.T
 }
 
 // enqueue puts an existing task (an event) at the back of stream s.
-func (e *Engine) enqueue(gi int32, s int32, t soa.TaskID) {
+func (e *Engine) enqueue(gi int32, s gen.StreamID, t gen.TaskID) {
 	g := &e.gs[gi]
 	st := &g.streams[s]
 	g.tasks.StartNs[t] = max(st.nowNs, g.tasks.StartNs[t])
@@ -100,7 +100,7 @@ func (e *Engine) enqueue(gi int32, s int32, t soa.TaskID) {
 
 // addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
-func (e *Engine) addTask(gi int32, ref int64, name int32, runtimeNs int64, ins, outs []jsonl.Tensor, coll int32) (soa.TaskID, error) {
+func (e *Engine) addTask(gi int32, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
 	g := &e.gs[gi]
 	s := g.streamOf(ref)
 	if s < 0 {
@@ -172,7 +172,7 @@ outputs:
 }
 
 // wake marks stream s of group gi for a visit in the next round.
-func (e *Engine) wake(gi, s int32) {
+func (e *Engine) wake(gi int32, s gen.StreamID) {
 	e.gs[gi].wake(s)
 	e.markReady(gi)
 }
@@ -209,11 +209,11 @@ const (
 // batchArgs are the arguments of opAddTask, the same for every group.
 type batchArgs struct {
 	ref       int64
-	name      int32
+	name      gen.NameID
 	runtimeNs int64
 	ins, outs []jsonl.Tensor
-	coll      int32
-	tasks     []soa.TaskID // per group of the batch: the task queued
+	coll      gen.CollID
+	tasks     []gen.TaskID // per group of the batch: the task queued
 	refs      []int64      // opDelete: the tensors to delete
 }
 
@@ -285,7 +285,7 @@ func (e *Engine) runChunk(k int) {
 
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
-func (e *Engine) addTasks(gs []int32, ref int64, name int32, runtimeNs int64, ins, outs []jsonl.Tensor, coll int32, tasks []soa.TaskID) error {
+func (e *Engine) addTasks(gs []int32, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
 	e.batch = batchArgs{ref: ref, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}
@@ -293,7 +293,7 @@ func (e *Engine) addTasks(gs []int32, ref int64, name int32, runtimeNs int64, in
 	return err
 }
 
-func (g *group) wake(s int32) {
+func (g *group) wake(s gen.StreamID) {
 	if !g.streams[s].inWork {
 		g.streams[s].inWork = true
 		g.work = append(g.work, s)
@@ -375,7 +375,7 @@ func (e *Engine) advanceGroup(gi int32) {
 }
 
 // advance moves the head of stream s as far as it can go.
-func (e *Engine) advance(gi int32, g *group, s int32) error {
+func (e *Engine) advance(gi int32, g *group, s gen.StreamID) error {
 	tk := &g.tasks
 	for {
 		st := &g.streams[s]
@@ -427,7 +427,7 @@ func (e *Engine) advance(gi int32, g *group, s int32) error {
 }
 
 // finish executes the head task t of stream s.
-func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
+func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 	tk := &g.tasks
 	st := &g.streams[s]
 	start, end := tk.StartNs[t], int64(0)
@@ -511,14 +511,14 @@ func (e *Engine) finish(g *group, s int32, t soa.TaskID) error {
 
 // timeOverflow reports a task whose end, startNs plus its runtime, does
 // not fit in an int64.
-func (e *Engine) timeOverflow(g *group, s int32, t soa.TaskID, startNs int64) error {
+func (e *Engine) timeOverflow(g *group, s gen.StreamID, t gen.TaskID, startNs int64) error {
 	return fmt.Errorf("%w: task %q (line %d) on stream %q starting at %d ns ends %d ns later, past the largest time (%d ns)",
 		ErrOverflow, e.names.Name(g.tasks.Name[t]), g.tasks.Line[t], e.streamName(g, s), startNs, g.tasks.RuntimeNs[t], int64(math.MaxInt64))
 }
 
 // returnAtEvent handles a borrow's create event executing on stream s: if s
 // holds the lent tensor, the borrow's reference on it goes.
-func (e *Engine) returnAtEvent(g *group, s, b int32, endNs int64) error {
+func (e *Engine) returnAtEvent(g *group, s gen.StreamID, b gen.BorrowRow, endNs int64) error {
 	br := &g.borrows[b]
 	row, ok := g.streams[s].tensors[br.src]
 	if !ok {
@@ -533,7 +533,7 @@ func (e *Engine) returnAtEvent(g *group, s, b int32, endNs int64) error {
 
 // release drops one hold on task t and recycles its row when nothing can
 // reach it any more.
-func (g *group) release(t soa.TaskID) {
+func (g *group) release(t gen.TaskID) {
 	tk := &g.tasks
 	tk.Holds[t]--
 	if tk.Holds[t] > 0 {
@@ -589,11 +589,16 @@ func (e *Engine) split(from, to int32) error {
 		}
 	}
 	e.gs = append(e.gs, dst)
-	e.gs[to].tensors.Rows(func(r int32) { e.tensorRows[e.gs[to].tensors.Idx[r]]++ })
+	tt := &e.gs[to].tensors
+	for r, f := range tt.Flags {
+		if f != tensorFreed {
+			e.tensorRows[tt.Idx[r]]++
+		}
+	}
 	tk := &e.gs[to].tasks
 	for t := range tk.Coll {
 		if c := tk.Coll[t]; c >= 0 && tk.State[t] != stateExecuted {
-			e.colls.Join(c, soa.Member{Group: to, Task: soa.TaskID(t)}, tk.State[t] < stateExecuting, true)
+			e.colls.Join(c, Member{Group: to, Task: gen.TaskID(t)}, tk.State[t] < stateExecuting, true)
 		}
 	}
 	return nil

@@ -1,22 +1,23 @@
 package soa
 
-// Intern maps strings to dense int32 ids and back. Ids start at 0 and never
-// change, so columns can hold a name as 4 bytes instead of a string header.
-type Intern struct {
-	ids   map[string]int32
+// Intern maps strings to dense ids of type ID and back. Ids start at 0 and
+// never change, so columns can hold a name as 4 bytes instead of a string
+// header.
+type Intern[ID ~int32] struct {
+	ids   map[string]ID
 	names []string
 }
 
 // ID returns the id of s, adding it on first sight. Looking up an existing
 // name does not allocate.
-func (in *Intern) ID(s string) int32 {
+func (in *Intern[ID]) ID(s string) ID {
 	if id, ok := in.ids[s]; ok {
 		return id
 	}
 	if in.ids == nil {
-		in.ids = make(map[string]int32)
+		in.ids = make(map[string]ID)
 	}
-	id := int32(len(in.names))
+	id := ID(len(in.names))
 	in.ids[s] = id
 	in.names = append(in.names, s)
 	return id
@@ -24,7 +25,7 @@ func (in *Intern) ID(s string) int32 {
 
 // IDBytes is ID for a name held in a byte slice; it allocates only when the
 // name is new.
-func (in *Intern) IDBytes(b []byte) int32 {
+func (in *Intern[ID]) IDBytes(b []byte) ID {
 	if id, ok := in.ids[string(b)]; ok {
 		return id
 	}
@@ -32,7 +33,7 @@ func (in *Intern) IDBytes(b []byte) int32 {
 }
 
 // Name returns the string of id.
-func (in *Intern) Name(id int32) string { return in.names[id] }
+func (in *Intern[ID]) Name(id ID) string { return in.names[id] }
 
 // Len is the number of distinct names.
-func (in *Intern) Len() int { return len(in.names) }
+func (in *Intern[ID]) Len() int { return len(in.names) }

@@ -175,7 +175,7 @@ func renderBinary(sp *spec, f *jen.File) {
 }
 
 func renderPresent(f *jen.File, m *message) {
-	f.Comment(fmt.Sprintf("present returns the fields of x that are written: bit i for field number i+1"))
+	f.Comment("present returns the fields of x that are written: bit i for field number i+1")
 	f.Comment("(required fields always, optional ones unless empty, bools when true).")
 	f.Func().Params(jen.Id("x").Op("*").Id(m.name)).Id("present").Params().Uint64().BlockFunc(func(g *jen.Group) {
 		g.Id("mask").Op(":=").Uint64().Call(jen.Lit(int(requiredMask(m))))

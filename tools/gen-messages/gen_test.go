@@ -138,6 +138,12 @@ func TestSpecErrors(t *testing.T) {
 		{"message A simulated\ntable T TID", "spec:2: table T has no columns"},
 		{"message A simulated\ntable T TID\n column Live bool", "spec:3: column name Live clashes with a method of TTable"},
 		{"message A simulated\ntable A A\n column X int32", "spec:2: A is already declared at line 1"},
+		{"message A simulated\ntable T TID\n column X UID", `spec:3: column X: unsupported type "UID" (a basic type or a declared id)`},
+		{"message A simulated\ntable T TID\n column X int32 = x", `spec:3: column X: default "x" is not an integer`},
+		{"message A simulated\ntable T TID\n column X int32 =", "spec:3: column X: `=` without a default"},
+		{"message A simulated\ntable T TID\n column X bool = 1", "spec:3: column X: a default needs an integer type"},
+		{"message A simulated\nid u", "spec:2: want `id NAME [doc...]`"},
+		{"message A simulated\nid TID\ntable T TID\n column X int32", "spec:3: TID is already declared at line 2"},
 	}
 	for _, tc := range tests {
 		_, err := parseSpec("spec", []byte(tc.src))

@@ -382,11 +382,13 @@ func renderDispatch(sp *spec, f *jen.File) {
 }
 
 func renderTables(sp *spec, f *jen.File) {
+	for _, id := range sp.ids {
+		f.Comment(id.name + " " + id.doc)
+		f.Type().Id(id.name).Int32()
+		f.Line()
+	}
 	for _, t := range sp.tables {
 		tt := t.name + "Table"
-		f.Comment(fmt.Sprintf("%s indexes the rows of a %s.", t.idType, tt))
-		f.Type().Id(t.idType).Int32()
-		f.Line()
 		f.Comment(fmt.Sprintf("%s is the struct-of-arrays table %s: one slice per column, all of the", tt, t.name))
 		f.Comment(fmt.Sprintf("same length, indexed by %s. Freed rows are reused, last freed first.", t.idType))
 		f.Type().Id(tt).StructFunc(func(g *jen.Group) {
@@ -405,8 +407,11 @@ func renderTables(sp *spec, f *jen.File) {
 		recv := func() *jen.Statement { return jen.Params(jen.Id("t").Op("*").Id(tt)) }
 		col := func(c *column) *jen.Statement { return jen.Id("t").Dot(c.name) }
 		zero := func(c *column) jen.Code {
-			if c.goType == "bool" {
+			switch {
+			case c.goType == "bool":
 				return jen.False()
+			case c.def != "":
+				return jen.Id(c.def)
 			}
 			return jen.Lit(0)
 		}

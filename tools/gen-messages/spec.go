@@ -15,6 +15,15 @@ type spec struct {
 	name     string // file name used in errors and the generated header
 	messages []*message
 	tables   []*table
+	ids      []*idType // every id type: declared alone, or by its table
+}
+
+// idType is a typed int32 index: a table's row id, or an id declared alone
+// (`id NAME doc...`) for rows kept elsewhere (streams, names, groups).
+type idType struct {
+	name string
+	doc  string
+	line int
 }
 
 type message struct {
@@ -61,6 +70,7 @@ type table struct {
 type column struct {
 	name   string
 	goType string
+	def    string // value of a fresh row, as Go source ("" for the zero value)
 	doc    string
 	line   int
 }
@@ -217,6 +227,15 @@ func parseSpec(name string, src []byte) (*spec, error) {
 				return nil, errf(line, "message %s has more than %d fields", curMsg.name, maxFields)
 			}
 			curMsg.fields = append(curMsg.fields, f)
+		case "id":
+			curMsg, curTable = nil, nil
+			if len(tok) < 2 || !isExported(tok[1]) {
+				return nil, errf(line, "want `id NAME [doc...]` with an exported Go identifier")
+			}
+			if err := declare(line, tok[1]); err != nil {
+				return nil, err
+			}
+			sp.ids = append(sp.ids, &idType{name: tok[1], doc: strings.Join(tok[2:], " "), line: line})
 		case "table":
 			curMsg = nil
 			if len(tok) != 3 {
@@ -232,20 +251,30 @@ func parseSpec(name string, src []byte) (*spec, error) {
 				return nil, err
 			}
 			curTable = &table{name: tok[1], idType: tok[2], line: line}
+			sp.ids = append(sp.ids, &idType{name: tok[2], doc: "indexes the rows of a " + tok[1] + "Table.", line: line})
 			sp.tables = append(sp.tables, curTable)
 		case "column":
 			if curTable == nil {
 				return nil, errf(line, "column outside a table")
 			}
 			if len(tok) < 3 {
-				return nil, errf(line, "want `column NAME GO_TYPE [doc...]`")
+				return nil, errf(line, "want `column NAME GO_TYPE [= DEFAULT] [doc...]`")
 			}
 			if !isExported(tok[1]) {
 				return nil, errf(line, "column name %q is not an exported Go identifier", tok[1])
 			}
-			if !columnTypes[tok[2]] && tok[2] != curTable.idType {
-				return nil, errf(line, "column %s: unsupported type %q", tok[1], tok[2])
+			col := &column{name: tok[1], goType: tok[2], line: line}
+			doc := tok[3:]
+			if len(doc) > 0 && doc[0] == "=" {
+				if len(doc) < 2 {
+					return nil, errf(line, "column %s: `=` without a default", tok[1])
+				}
+				if _, err := strconv.ParseInt(doc[1], 10, 64); err != nil {
+					return nil, errf(line, "column %s: default %q is not an integer", tok[1], doc[1])
+				}
+				col.def, doc = doc[1], doc[2:]
 			}
+			col.doc = strings.Join(doc, " ")
 			switch tok[1] {
 			case "Alloc", "Free", "Len", "Live", "Reset", "CopyRow", "Clone":
 				return nil, errf(line, "column name %s clashes with a method of %sTable", tok[1], curTable.name)
@@ -255,9 +284,9 @@ func parseSpec(name string, src []byte) (*spec, error) {
 					return nil, errf(line, "column %s is already declared at line %d", c.name, c.line)
 				}
 			}
-			curTable.columns = append(curTable.columns, &column{name: tok[1], goType: tok[2], doc: strings.Join(tok[3:], " "), line: line})
+			curTable.columns = append(curTable.columns, col)
 		default:
-			return nil, errf(line, "unknown declaration %q (want message, field, table or column)", tok[0])
+			return nil, errf(line, "unknown declaration %q (want message, field, id, table or column)", tok[0])
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -266,9 +295,21 @@ func parseSpec(name string, src []byte) (*spec, error) {
 	if len(sp.messages) == 0 {
 		return nil, errf(line, "no messages")
 	}
+	ids := map[string]bool{}
+	for _, id := range sp.ids {
+		ids[id.name] = true
+	}
 	for _, t := range sp.tables {
 		if len(t.columns) == 0 {
 			return nil, errf(t.line, "table %s has no columns", t.name)
+		}
+		for _, c := range t.columns {
+			if !columnTypes[c.goType] && !ids[c.goType] {
+				return nil, errf(c.line, "column %s: unsupported type %q (a basic type or a declared id)", c.name, c.goType)
+			}
+			if c.def != "" && (c.goType == "bool" || c.goType == "float32" || c.goType == "float64") {
+				return nil, errf(c.line, "column %s: a default needs an integer type", c.name)
+			}
 		}
 	}
 	return sp, nil
