@@ -122,7 +122,7 @@ func Write(out io.Writer, j Job) error {
 
 func (g *generator) setup() {
 	j := &g.j
-	p, dp, tp := int64(j.PP), int64(j.DP), int64(j.TP)
+	dp, tp := int64(j.DP), int64(j.TP)
 	world := slice1(0, j.World(), 1)
 	g.e.createMesh(world, []byte(`["pp","dp","tp"]`))
 	for s := 0; s < j.PP; s++ {
@@ -151,7 +151,6 @@ func (g *generator) setup() {
 			g.e.createStream(st.all, streamMain+int64(n), "send_prev", false)
 		}
 	}
-	_ = p
 	d := &g.d
 	small := 2 * d.h // the two norms' scales
 	if j.Model.Bias {
