@@ -36,20 +36,23 @@ func dtypeBytes(d string) int64 {
 // mention and by id after; typed tensor fields are written in full (they
 // agree with the first mention, which the format allows).
 type emitter struct {
-	w       *history.Writer
-	rec     history.Record
-	ts      int64
-	cmdNs   int64
-	next    int64 // next tensor id
-	borrow  int64 // last borrow id
-	seen    []uint64
-	argBuf  []byte
-	resBuf  []byte
-	leaves  []jsonl.Tensor // tensors of the tree being built
-	argLv   []jsonl.Tensor
-	resLv   []jsonl.Tensor
-	extra   []jsonl.Slice // more ranks for the message being written (write2)
-	callErr error
+	w      *history.Writer
+	rec    history.Record
+	ts     int64
+	cmdNs  int64
+	next   int64 // next tensor id
+	borrow int64 // last borrow id
+	seen   []uint64
+	argBuf []byte
+	resBuf []byte
+	leaves []jsonl.Tensor // tensors of the tree being built
+	argLv  []jsonl.Tensor
+	resLv  []jsonl.Tensor
+	extra  []jsonl.Slice // more ranks for the message being written (write2)
+	// deletes not written yet, all on delRanks
+	delRefs  []int64
+	delRanks jsonl.Slice
+	callErr  error
 }
 
 // tensor makes a new tensor of its own storage.
@@ -197,6 +200,7 @@ func (e *emitter) write(ranks ...jsonl.Slice) {
 }
 
 func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
+	e.flushDel()
 	m := &e.rec.Msg
 	m.Kind = k
 	m.TypeName = name
@@ -231,14 +235,31 @@ func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, r
 	e.write(ranks)
 }
 
-// del deletes tensor references on ranks.
+// del deletes tensor references on ranks. Consecutive deletes on the same
+// ranks are sent as one DeleteRefs, written before the next other message.
 func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
-	m := e.setMsg(gen.MsgDeleteRefs, "DeleteRefs")
-	m.DeleteRefs.Refs = m.DeleteRefs.Refs[:0]
-	for _, t := range ts {
-		m.DeleteRefs.Refs = append(m.DeleteRefs.Refs, t.ID)
+	if len(e.delRefs) > 0 && !e.delRanks.Equal(&ranks) {
+		e.flushDel()
 	}
-	e.write(ranks)
+	if len(e.delRefs) == 0 {
+		e.delRanks = ranks
+	}
+	for _, t := range ts {
+		e.delRefs = append(e.delRefs, t.ID)
+	}
+}
+
+// flushDel writes the pending deletes.
+func (e *emitter) flushDel() {
+	if len(e.delRefs) == 0 {
+		return
+	}
+	m := &e.rec.Msg
+	m.Kind, m.TypeName = gen.MsgDeleteRefs, "DeleteRefs"
+	m.Extra.Reset()
+	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
+	e.delRefs = e.delRefs[:0]
+	e.write(e.delRanks)
 }
 
 // The mesh dimensions a collective reduces over.
@@ -349,6 +370,7 @@ func (e *emitter) createMesh(ranks jsonl.Slice, names []byte) {
 
 // step writes a step line.
 func (e *emitter) step(n int64) {
+	e.flushDel()
 	e.rec.IsStep = true
 	e.rec.Step = n
 	e.rec.Ts = e.ts

@@ -76,7 +76,14 @@ func TestGroupedEqualsUngrouped(t *testing.T) {
 				t.Errorf("tp=%d pp=%d dp=%d step %d: ungrouped %+v, grouped %+v", j.TP, j.PP, j.DP, i, steps[0][i], steps[1][i])
 			}
 		}
+		// Nothing leaks: every rank peaks as high after one step as after two.
+		one := j
+		one.Steps = 1
+		first := replayPeaks(t, one, true)
 		for r := range peaks[0] {
+			if first[r] != peaks[1][r] {
+				t.Errorf("tp=%d pp=%d dp=%d rank %d: peak %d after one step, %d after two", j.TP, j.PP, j.DP, r, first[r], peaks[1][r])
+			}
 			if peaks[0][r] != peaks[1][r] || peaks[0][r] == 0 {
 				t.Errorf("tp=%d pp=%d dp=%d rank %d: ungrouped peak %d, grouped %d", j.TP, j.PP, j.DP, r, peaks[0][r], peaks[1][r])
 			}

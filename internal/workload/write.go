@@ -114,6 +114,7 @@ func Write(out io.Writer, j Job) error {
 			return g.e.callErr
 		}
 	}
+	g.e.flushDel()
 	if g.e.callErr != nil {
 		return g.e.callErr
 	}
@@ -333,10 +334,12 @@ func (g *generator) syncEmbedding() {
 			}
 		}
 	}
-	g.e.write2(func() { g.e.del(first.all, res) }, last.all)
+	g.e.del(first.all, res)
+	g.e.del(last.all, res)
 	if z < 2 {
 		g.e.write2(func() { g.e.borrowLastUse(first.all, id) }, last.all)
-		g.e.write2(func() { g.e.del(first.all, local) }, last.all)
+		g.e.del(first.all, local)
+		g.e.del(last.all, local)
 		g.e.write2(func() { g.e.borrowDrop(first.all, id) }, last.all)
 	}
 }
