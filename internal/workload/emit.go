@@ -49,6 +49,7 @@ type emitter struct {
 	argLv  []jsonl.Tensor
 	resLv  []jsonl.Tensor
 	extra  []jsonl.Slice // more ranks for the message being written (write2)
+	sameTs bool          // the next command is sent at the same time as the last
 	// deletes not written yet, all on delRanks
 	delRefs  []int64
 	delRanks jsonl.Slice
@@ -189,7 +190,7 @@ func (e *emitter) list(b []byte, vals []any) []byte {
 
 // write sends the message in e.rec.Msg to ranks.
 func (e *emitter) write(ranks ...jsonl.Slice) {
-	if e.cmdNs > 0 {
+	if e.cmdNs > 0 && !e.sameTs {
 		e.ts += e.cmdNs
 	}
 	e.rec.Ts = e.ts
@@ -298,6 +299,18 @@ func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result,
 		Inplace:     result.Storage == local.Storage,
 	}
 	e.write(ranks)
+}
+
+// reduceEach is one collective per group, as one controller command
+// would be: the per-group commands share the controller's clock (the
+// format gives a Reduce command one peer set, so a collective over a mesh
+// dimension is written once per group).
+func (e *emitter) reduceEach(groups []jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+	for i := range groups {
+		e.reduce(groups[i], dims, stream, result, local, reduction, scatter)
+		e.sameTs = true
+	}
+	e.sameTs = false
 }
 
 // borrowCreate lends src from one stream to another as result.

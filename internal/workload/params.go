@@ -137,9 +137,7 @@ func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
 			s = transposed(s)
 		}
 		full := g.e.tensor(bf16, s...)
-		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, dimDP, streamComm, full, w.pshard, "stack", false)
-		}
+		g.e.reduceEach(st.dpGroups, dimDP, streamComm, full, w.pshard, "stack", false)
 		id, lent := g.e.borrowCreate(st.all, full, streamComm, st.main)
 		g.e.borrowFirstUse(st.all, id)
 		w.gathered, w.lent, w.borrows = append(w.gathered, full), append(w.lent, lent), append(w.borrows, id)
@@ -213,9 +211,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 		} else {
 			w.reduced = g.e.alias(w.grad, f32, w.shard)
 		}
-		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
-		}
+		g.e.reduceEach(st.dpGroups, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
 		g.e.borrowLastUse(st.all, id)
 		g.e.del(st.all, lent)
 		w.borrow = id
@@ -233,9 +229,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	id, lent := g.e.borrowCreate(st.all, w.bucket, st.main, streamComm)
 	g.e.borrowFirstUse(st.all, id)
 	rs := g.e.tensor(f32, w.shard)
-	for _, grp := range st.dpGroups {
-		g.e.reduce(grp, dimDP, streamComm, rs, lent, "sum", true)
-	}
+	g.e.reduceEach(st.dpGroups, dimDP, streamComm, rs, lent, "sum", true)
 	r := g.e.alias(w.gshard, f32, w.shard)
 	g.e.call(st.all, streamComm, opAddInPlace, []any{w.gshard, rs}, []any{r}, w.gshard)
 	g.e.borrowLastUse(st.all, id)
@@ -289,9 +283,7 @@ func (g *generator) optimizerStep(st *stage) {
 			half := g.e.tensor(bf16, w.shard)
 			g.e.call(st.all, streamComm, opToCopy, []any{w.master}, []any{half})
 			full := g.e.tensor(bf16, w.shard*int64(g.j.DP))
-			for _, grp := range st.dpGroups {
-				g.e.reduce(grp, dimDP, streamComm, full, half, "stack", false)
-			}
+			g.e.reduceEach(st.dpGroups, dimDP, streamComm, full, half, "stack", false)
 			g.e.del(st.all, half, full)
 		}
 	case 3:

@@ -328,11 +328,13 @@ func (g *generator) syncEmbedding() {
 	if g.j.StageCollectives {
 		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
 	} else {
+		var pairs []jsonl.Slice
 		for r := int64(0); r < dp; r++ {
 			for sh := int64(0); sh < tp; sh++ {
-				g.e.reduce(slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp), dimPP, streamComm, res, local, "sum", false)
+				pairs = append(pairs, slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp))
 			}
 		}
+		g.e.reduceEach(pairs, dimPP, streamComm, res, local, "sum", false)
 	}
 	g.e.del(first.all, res)
 	g.e.del(last.all, res)
