@@ -483,9 +483,10 @@ func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
 }
 
 // headForward: the final norm, the logits against the vocabulary shard,
-// log-softmax and the negative log-likelihood of the labels. (Megatron-LM's
-// vocabulary-parallel cross entropy also all-reduces three s*b-float
-// vectors over the tensor-parallel group; they are left out.)
+// log-softmax and the negative log-likelihood of the labels. With tensor
+// parallelism the shards' partial statistics are all-reduced as in
+// Megatron-LM's vocabulary-parallel cross entropy: the logits' maximum,
+// the sum of their exponentials and the target logits, s*b values each.
 func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 	d := &g.d
 	h := headSaved{x: x}
@@ -501,6 +502,22 @@ func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 	h.tgt = g.e.tensor(i64, d.sb)
 	g.op(st, opToCopy, []any{cpu}, h.tgt)
 	g.e.del(st.all, cpu)
+	if d.t > 1 {
+		mx := g.e.tensor(bf16, d.sb)
+		g.op(st, opAmax, []any{logits, []int64{1}, false}, mx)
+		mxr := g.e.alias(mx, bf16, d.sb)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, mxr, mx, "max", false)
+		se := g.e.tensor(f32, d.sb)
+		g.op(st, opLogSumExp, []any{logits, []int64{1}, false}, se)
+		ser := g.e.alias(se, f32, d.sb)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, ser, se, "sum", false)
+		t2 := g.view(st, h.tgt, d.sb, 1)
+		pl := g.e.tensor(bf16, d.sb, 1)
+		g.op(st, opGather, []any{logits, 1, t2}, pl)
+		plr := g.e.alias(pl, bf16, d.sb, 1)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, plr, pl, "sum", false)
+		g.free(st, mx, mxr, se, ser, t2, pl, plr)
+	}
 	h.lsm = g.e.tensor(bf16, d.sb, d.vt)
 	g.op(st, opLogSoftmax, []any{logits, 1, false}, h.lsm)
 	g.free(st, logits)
