@@ -48,6 +48,9 @@ type stage struct {
 
 	pendingGrad  []*layerW
 	bucketBorrow int64
+	// ZeRO 3: matrices gathered and in use, and the last ones used.
+	inUse          []*gathered
+	pendingRelease *gathered
 }
 
 // outSend is a send whose loan is not given back yet.
@@ -358,6 +361,14 @@ func (g *generator) ready(st *stage, a action) bool {
 }
 
 func (g *generator) run(st *stage, a action) {
+	g.runAction(st, a)
+	if st.pendingRelease != nil {
+		g.release(st, st.pendingRelease)
+		st.pendingRelease = nil
+	}
+}
+
+func (g *generator) runAction(st *stage, a action) {
 	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
 	layers := st.layers[a.chunk]
 	if a.fwd {
