@@ -10,7 +10,7 @@ import (
 )
 
 // A two-rank history: a stream, then one function producing a 4 MB tensor.
-// By SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
+// By docs/SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
 // CallFunction at ts 2,000 starts at 2,000 and runs the default 10,000 ns,
 // so it ends at 12,000 ns = 0.000012 s, and its output's 4,000,000 bytes are
 // allocated on both ranks: 4 MB each, first reached on device 0.
@@ -96,6 +96,41 @@ func ExampleTrain() {
 	}
 	fmt.Println(sim.WorldSize(), "ranks,", len(sim.Steps()), "steps")
 	// Output: 8 ranks, 3 steps
+}
+
+// Price commands on a GPU: a bf16 8192×8192 matrix product on an H100.
+// Each ones() writes 134,217,728 bytes at 3,350 GB/s × 0.95: 42,173.7 ns,
+// plus a 3,000 ns launch: 45,174 ns. The product's 2·8192³ FLOPs at
+// 989.4 TFLOP/s × 0.801 take 1,387,379.9 ns, plus the launch: 1,390,380
+// ns. With no controller cost (SPMD) they run back to back: 1,480,728 ns.
+func ExampleLoadHardware() {
+	h100, err := fastsim.LoadHardware("h100-sxm")
+	if err != nil {
+		log.Fatal(err)
+	}
+	sim, err := fastsim.New(fastsim.Options{WorldSize: 1, Hardware: h100, Controller: fastsim.ControllerNone})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rank := `"ranks":[{"offset":0,"sizes":[],"strides":[]}]`
+	mat := func(id int) string {
+		return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":134217728,"dtype":"bfloat16","shape":[8192,8192]}`, id, id)
+	}
+	call := func(fn, args, result string) string {
+		return `{"ts":0,` + rank + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.` + fn +
+			`.default","args":[` + args + `],"kwargs":{},"result":[` + result + `],"mutates":[],"stream":{"ref":1}}}`
+	}
+	lines := []string{
+		`{"ts":0,` + rank + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+		call("ones", "", mat(1)),
+		call("ones", "", mat(2)),
+		call("mm", `{"tensor":1},{"tensor":2}`, mat(3)),
+	}
+	if err := sim.Feed([]byte(strings.Join(lines, "\n"))); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sim.Report().ExecNs, "ns")
+	// Output: 1480728 ns
 }
 
 // Train Llama-2 7B on 2 stages x 2 replicas x 2 tensor shards with the

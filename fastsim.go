@@ -6,7 +6,7 @@
 // training histories in memory: a transformer trained as Megatron-LM trains
 // it (Transformer), or the toy micro-benchmark (Train).
 //
-// Results are those of `fastsim replay`: SEMANTICS.md defines them, and with
+// Results are those of `fastsim replay`: docs/SEMANTICS.md defines them, and with
 // the default costs they match the reference simulator number for number.
 package fastsim
 
@@ -19,6 +19,7 @@ import (
 	"strconv"
 
 	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -71,7 +72,57 @@ type Options struct {
 	Jobs int
 	// Strict makes unknown message types errors instead of warnings.
 	Strict bool
+	// Hardware prices commands on that hardware: a roofline per ATen op
+	// and collectives from the ranks' placement on hosts. Entries of
+	// Costs' runtime table and its "comm" section still win. nil: no
+	// hardware model.
+	Hardware *Hardware
+	// Controller says what the controller's sending of commands costs.
+	Controller Controller
 }
+
+// Controller says what the controller's part of a command costs.
+type Controller uint8
+
+// Controllers.
+const (
+	// ControllerMonarch: a task starts no earlier than its command's ts,
+	// as recorded by a Monarch controller (the default).
+	ControllerMonarch Controller = iota
+	// ControllerNone: the controller costs nothing and its clock stays 0
+	// (an SPMD program).
+	ControllerNone
+)
+
+// Hardware is a hardware spec: GPU peaks and bandwidths, hosts and
+// network (see `fastsim hardware`). It is immutable and may be shared by
+// many Sims.
+type Hardware struct{ s *hardware.Spec }
+
+// LoadHardware returns a built-in preset by name (HardwarePresets) or
+// reads a spec file.
+func LoadHardware(nameOrPath string) (*Hardware, error) {
+	s, err := hardware.Load(nameOrPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Hardware{s: s}, nil
+}
+
+// ParseHardware reads a spec from its JSON document.
+func ParseHardware(data []byte) (*Hardware, error) {
+	s, err := hardware.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Hardware{s: s}, nil
+}
+
+// HardwarePresets lists the built-in hardware specs' names.
+func HardwarePresets() []string { return hardware.Presets() }
+
+// Name is the spec's name.
+func (h *Hardware) Name() string { return h.s.Name }
 
 // Costs is a cost model (see internal/costs for the JSON schema, and
 // examples/costs.json). It is immutable and may be shared by many Sims.
@@ -133,6 +184,17 @@ type Sim struct {
 	rec      history.Record
 	steps    []Report
 	finished bool
+	hw       *costs.Model // the hardware model, when Options.Hardware is set
+}
+
+// UnknownOps returns how many calls had an op the hardware model's op
+// table does not know (priced as memory-bound on their tensors), and
+// those ops' names; zero without Options.Hardware.
+func (s *Sim) UnknownOps() (int64, []string) {
+	if s.hw == nil {
+		return 0, nil
+	}
+	return s.hw.Roofline().Unknown()
 }
 
 // lineSource hands the history reader the lines given to Feed.
@@ -199,7 +261,24 @@ func (s *Sim) start() error {
 	if s.opt.Costs != nil {
 		model = s.opt.Costs.m
 	}
+	if s.opt.Hardware != nil {
+		base := costs.Default()
+		if s.opt.Costs != nil {
+			base = s.opt.Costs.m
+		}
+		m, err := base.WithHardware(s.opt.Hardware.s)
+		if err != nil {
+			return err
+		}
+		s.hw = m
+		model = m
+	}
+	ctl := [...]sched.Controller{sched.ControllerMonarch, sched.ControllerNone}
+	if int(s.opt.Controller) >= len(ctl) {
+		return fmt.Errorf("%w: controller %d", sched.ErrOptions, s.opt.Controller)
+	}
 	eng, err := sched.New(sched.Options{
+		Controller:  ctl[s.opt.Controller],
 		WorldSize:   h.WorldSize,
 		Mode:        mode[s.opt.Mode],
 		Model:       model,

@@ -3,4 +3,4 @@
 # ns/op, allocs/op and commands/s. Usage: bench/run.sh [-count N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test -run '^$' -bench . -benchmem "${@:--count=1}" ./bench ./internal/history ./internal/trace ./internal/groups
+go test -run '^$' -bench . -benchmem "${@:--count=1}" ./bench ./internal/history ./internal/trace ./internal/groups ./internal/costs

@@ -162,7 +162,11 @@ func writeReduceJSON(w *jsonl.Writer, x *Reduce, ex *jsonl.Extras) {
 			w.Bool(x.Inplace)
 		case 8:
 			w.Field("out")
-			w.Tensor(&x.Out)
+			if x.HasOut {
+				w.Tensor(&x.Out)
+			} else {
+				w.Null()
+			}
 		}
 	}
 }

@@ -149,6 +149,78 @@ func (k MsgKind) Simulated() bool {
 	return int(k) < len(msgKindSimulated) && msgKindSimulated[k]
 }
 
+// MsgInfo is what the spec declares a message kind does beyond its fields:
+// the engine and the cost models read it instead of repeating it.
+type MsgInfo struct {
+	// ControllerEvent: the controller records an event when it sends the
+	// message (all but those declared controller=silent; unknown types too).
+	ControllerEvent bool
+	// RuntimeNs is the default runtime of the tasks it queues (runtime=).
+	RuntimeNs int64
+	// LocalRuntimeNs is the runtime of a send between identical slices
+	// (local-runtime=).
+	LocalRuntimeNs int64
+	// EventRuntimeNs is the runtime of the event tasks it queues
+	// (event-runtime=).
+	EventRuntimeNs int64
+	// LaunchNs is its CPU-side launch cost (launch=); it does not affect
+	// results.
+	LaunchNs int64
+}
+
+var msgInfos = [...]MsgInfo{
+	MsgCreateStream: {},
+	MsgCallFunction: {
+		ControllerEvent: true,
+		LaunchNs:        500,
+		RuntimeNs:       10000,
+	},
+	MsgSendTensor: {
+		ControllerEvent: true,
+		LocalRuntimeNs:  1000,
+		RuntimeNs:       100000,
+	},
+	MsgReduce: {
+		ControllerEvent: true,
+		RuntimeNs:       100000,
+	},
+	MsgBorrowCreate: {
+		ControllerEvent: true,
+		EventRuntimeNs:  500,
+	},
+	MsgBorrowFirstUse: {ControllerEvent: true},
+	MsgBorrowLastUse: {
+		ControllerEvent: true,
+		EventRuntimeNs:  500,
+	},
+	MsgBorrowDrop:                     {ControllerEvent: true},
+	MsgDeleteRefs:                     {ControllerEvent: true},
+	MsgPipeRecv:                       {ControllerEvent: true},
+	MsgCommandGroup:                   {ControllerEvent: true},
+	MsgCreateDeviceMesh:               {},
+	MsgCreateRemoteProcessGroup:       {ControllerEvent: true},
+	MsgCreatePipe:                     {ControllerEvent: true},
+	MsgSendValue:                      {ControllerEvent: true},
+	MsgRequestStatus:                  {ControllerEvent: true},
+	MsgSplitComm:                      {ControllerEvent: true},
+	MsgSplitCommForProcessGroup:       {ControllerEvent: true},
+	MsgBackendNetworkInit:             {ControllerEvent: true},
+	MsgBackendNetworkPointToPointInit: {ControllerEvent: true},
+	MsgDefineRecording:                {ControllerEvent: true},
+	MsgCallRecording:                  {ControllerEvent: true},
+	MsgExit:                           {ControllerEvent: true},
+	MsgUnknown:                        {ControllerEvent: true},
+}
+
+// Info returns what the spec declares kind k does (the zero MsgInfo for
+// MsgInvalid).
+func (k MsgKind) Info() MsgInfo {
+	if int(k) < len(msgInfos) {
+		return msgInfos[k]
+	}
+	return MsgInfo{}
+}
+
 // KindOf returns the kind of the type name, MsgUnknown for names not in the
 // spec. It does not allocate.
 func KindOf(name []byte) MsgKind {

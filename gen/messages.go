@@ -159,3 +159,44 @@ type Msg struct {
 	// history that carries them); it is empty otherwise.
 	Extra jsonl.Extras
 }
+
+// EachTensor calls fn with every tensor the message names, in field order:
+// tensor fields, tensor lists, the leaves of trees, and the tensors of
+// sub-messages. It allocates nothing.
+func (m *Msg) EachTensor(fn func(*jsonl.Tensor)) {
+	switch m.Kind {
+	case MsgCallFunction:
+		for i := range m.CallFunction.Args.Leaves {
+			fn(&m.CallFunction.Args.Leaves[i])
+		}
+		for i := range m.CallFunction.Kwargs.Leaves {
+			fn(&m.CallFunction.Kwargs.Leaves[i])
+		}
+		for i := range m.CallFunction.Result.Leaves {
+			fn(&m.CallFunction.Result.Leaves[i])
+		}
+		for i := range m.CallFunction.Mutates {
+			fn(&m.CallFunction.Mutates[i])
+		}
+	case MsgSendTensor:
+		fn(&m.SendTensor.Result)
+		fn(&m.SendTensor.Tensor)
+	case MsgReduce:
+		fn(&m.Reduce.Result)
+		fn(&m.Reduce.LocalTensor)
+		if m.Reduce.HasOut {
+			fn(&m.Reduce.Out)
+		}
+	case MsgBorrowCreate:
+		fn(&m.BorrowCreate.Result)
+		fn(&m.BorrowCreate.Tensor)
+	case MsgPipeRecv:
+		for i := range m.PipeRecv.Result.Leaves {
+			fn(&m.PipeRecv.Result.Leaves[i])
+		}
+	case MsgCommandGroup:
+		for i := range m.CommandGroup.Commands {
+			m.CommandGroup.Commands[i].EachTensor(fn)
+		}
+	}
+}

@@ -78,7 +78,14 @@ func convertErr(stderr io.Writer, err error) int {
 // decodeOnlyCmd is replay --decode-only: decode every record, simulate
 // nothing, print the count and the wall time.
 func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
-	records, wall, err := replay.DecodeOnly(path)
+	var records int64
+	var wall time.Duration
+	var err error
+	if path == "-" {
+		records, wall, err = replay.DecodeOnlyReader(os.Stdin, "stdin")
+	} else {
+		records, wall, err = replay.DecodeOnly(path)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
 		var he *history.Error

@@ -31,6 +31,9 @@ Usage:
   fastsim synth [flags] OUT        write a synthetic training history (or a random one)
   fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
   fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')
+  fastsim predict [flags]          predict one training layout: step time, MFU, memory
+  fastsim ops [flags] HISTORY      list the command kinds with Monarch's timing keys and predicted times
+  fastsim hardware [NAME|FILE]     list the hardware presets, or print one spec
   fastsim help                     show this text
 
 Run 'fastsim replay --help' for the replay flags.
@@ -46,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	switch args[0] {
+	case "synth", "convert", "search", "ops":
+		defer removeTempsOnSignal()()
+	}
+	switch args[0] {
 	case "replay":
 		return replayCmd(args[1:], stdout, stderr)
 	case "synth":
@@ -54,10 +61,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return convertCmd(args[1:], stdout, stderr)
 	case "search":
 		return searchCmd(args[1:], stdout, stderr)
+	case "predict":
+		return predictCmd(args[1:], stdout, stderr)
+	case "ops":
+		return opsCmd(args[1:], stdout, stderr)
+	case "hardware":
+		return hardwareCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "fastsim: unknown command %q (want replay, synth or help)\n", args[0])
+	fmt.Fprintf(stderr, "fastsim: unknown command %q\n\n%s", args[0], usage)
 	return exitInput
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,6 +69,7 @@ func TestBadInputs(t *testing.T) {
 		"borrow-drop-twice.hist:9:":              "unknown borrow 5",
 		"borrow-unknown.hist:5:":                 "unknown borrow 9",
 		"send-rank-counts.hist:4:":               "from 2 ranks to 1 ranks",
+		"send-repeated-rank.hist:4:":             "to_ranks: a rank named twice: the slice names rank 0 more than once",
 		"stream-created-twice.hist:3:":           "stream already exists",
 		"memory-release-forbidden.hist:6:":       "memory release the model forbids",
 	}
@@ -163,6 +165,20 @@ func TestReplayOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The peak device is the lowest rank whose memory series reaches the
+	// peak, read off the reference's own per-device series.
+	wantDevice := int64(-1)
+	for rank, d := range want.Devices {
+		r, _ := strconv.ParseInt(rank, 10, 64)
+		for _, m := range d.Memory {
+			if m[1] == want.PeakMemoryMB && (wantDevice < 0 || r < wantDevice) {
+				wantDevice = r
+			}
+		}
+	}
+	if s.PeakDevice != wantDevice || wantDevice < 0 {
+		t.Fatalf("summary peak_device %d, the reference's series peak on rank %d", s.PeakDevice, wantDevice)
+	}
 	got := &golden.Normal{ExecTimeS: s.ExecTimeS, PeakMemoryMB: s.PeakMemoryMB, Steps: s.Steps, TraceMode: want.TraceMode}
 	want.Controller, want.Devices = nil, nil
 	if diffs := golden.Compare(want, got); s.WorldSize != 16 || len(diffs) > 0 {
@@ -203,7 +219,7 @@ func TestKillLeavesNoTrace(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.tmp-*"))
+		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*"))
 		if len(tmp) > 0 {
 			break // the trace is being written
 		}

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 
-	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/monarch"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
@@ -24,12 +22,14 @@ import (
 const replayUsage = `Usage: fastsim replay [flags] HISTORY
 
 Replays HISTORY (a command history: JSON lines, plain or zstd-compressed,
-detected by its magic bytes) and prints the simulated step time, the peak
-memory and on which device it happens.
+or the binary form, detected by its magic bytes; "-" reads standard input)
+and prints the simulated step time, the peak memory and on which device it
+happens.
 
-By default the trace goes to NAME.trace.json.zst in the current directory,
-where NAME is HISTORY's file name without .hist/.hist.zst. Open it in
-Perfetto (ui.perfetto.dev) or chrome://tracing.
+By default the trace goes to NAME.trace.json.gz in the current directory,
+where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
+(ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
+they are; a .zst one is smaller but must be decompressed first (zstd -d).
 
 Flags:
 `
@@ -48,30 +48,37 @@ type replayFlags struct {
 	jobs       int
 	partial    bool
 	costs      string
+	traceSteps string
+
+	overwriteSummary bool
+	extra            extraOutputs
 }
 
 func replayCmd(args []string, stdout, stderr io.Writer) int {
 	var f replayFlags
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`; a name ending in .zst is zstd-compressed, else plain JSON\n(default NAME.trace.json.zst)")
+	fs.StringVar(&f.trace, "trace", "", "write the Chrome trace to `PATH`: a name ending in .json.gz is gzip-compressed (Perfetto opens it),\n.zst zstd-compressed (smallest; decompress before opening), anything else plain JSON\n(default NAME.trace.json.gz)")
+	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
-	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\nsteps [[exec_s, peak_mb], ...], commands, world_size, warnings")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings,\nand partial when interrupted")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
+	f.extra.register(fs)
+	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
-	f.costs = *costsPath
 	if code >= 0 {
 		return code
 	}
+	f.costs = *mf.costs
 	path := positional[0]
 	if f.decodeOnly {
 		return decodeOnlyCmd(path, stdout, stderr)
@@ -85,14 +92,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)
 		return exitInput
 	}
-	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs}
-	if f.costs != "" {
-		m, err := costs.Load(f.costs)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --costs: %v\n", err)
-			return exitInput
-		}
-		opt.Model = m
+	model, cm, _, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(err))
+		return exitInput
+	}
+	opt := replay.Options{Mode: mode, Strict: f.strict, Grouped: f.grouped, Jobs: f.jobs, Controller: ctl}
+	if model != nil {
+		opt.Model = model
 	}
 	if !f.reportOnly {
 		opt.TracePath = f.trace
@@ -103,49 +110,87 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fastsim replay: --trace and --report-only contradict each other; pick one")
 		return exitInput
 	}
-	if isTerminal(os.Stderr) && !f.quiet {
-		opt.Progress = func(records int64) {
-			fmt.Fprintf(stderr, "\rfastsim: %d records replayed...", records)
+	if f.traceSteps != "" {
+		r, err := parseStepRange(f.traceSteps)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: --trace-steps: %v\n", err)
+			return exitInput
+		}
+		if f.reportOnly {
+			fmt.Fprintln(stderr, "fastsim replay: --trace-steps and --report-only contradict each other; pick one")
+			return exitInput
+		}
+		opt.TraceSteps = r
+	}
+	showProgress := isTerminal(os.Stderr) && !f.quiet
+	if !f.grouped && !f.quiet {
+		opt.Header = func(h history.Header) {
+			if h.WorldSize > largeWorld {
+				fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
+			}
 		}
 	}
+	// Every destination is checked now, so an unwritable one fails before
+	// the replay rather than after it.
+	if err := f.extra.check(); err != nil {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
+		return exitInput
+	}
+	for _, d := range append([]struct{ flag, path string }{
+		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
+		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
+	}, f.extra.dests()...) {
+		if d.path == "" {
+			continue
+		}
+		if err := trace.CheckDest(d.path); err != nil {
+			fmt.Fprintf(stderr, "fastsim replay: %s: %v\n", d.flag, err)
+			return exitError
+		}
+	}
+	if opt.TracePath == trace.Stdout {
+		stdout = stderr // the trace owns standard output; the report goes to stderr
+	}
+	var notes bytes.Buffer // lines about the extra outputs, printed after the report
+	f.extra.costs, f.extra.history = f.costs, path
+	if f.extra.wanted() {
+		opt.KeepEvents = true
+		opt.Inspect = f.extra.inspect(&notes)
+	}
 	if f.cpuprofile != "" {
-		pf, err := os.Create(f.cpuprofile)
+		stopProfile, err := startCPUProfile(f.cpuprofile)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
 			return exitError
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
-			return exitError
-		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+			}
+		}()
 	}
 
 	// The first Ctrl-C stops the replay at the next record and reports what
-	// was replayed; a second one kills the process as usual.
-	stop := make(chan struct{})
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	go func() {
-		if _, ok := <-sig; ok {
-			signal.Stop(sig)
-			close(stop)
-		}
-	}()
-	defer func() { signal.Stop(sig); close(sig) }()
+	// was replayed; a second one, or SIGTERM, removes the temporary files
+	// of the outputs being written and exits.
+	stop, release := handleSignals()
+	defer release()
 	opt.Stop = stop
 	opt.PartialTrace = f.partial
 
-	res, err := replay.File(path, opt)
+	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --memprofile: %v\n", err)
 			return exitError
 		}
 	}
-	if opt.Progress != nil {
+	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if fe := (*flagError)(nil); errors.As(err, &fe) {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		return exitError
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
@@ -156,9 +201,13 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if f.summary != "" {
-		if err := writeSummary(f.summary, res); err != nil {
+		wrote, err := writeSummary(f.summary, res, cm, f.overwriteSummary)
+		if err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %v\n", err)
 			return exitError
+		}
+		if !wrote {
+			fmt.Fprintf(stderr, "fastsim replay: --summary-json: %s holds a complete summary; the partial one was not written (--overwrite-summary writes it anyway)\n", f.summary)
 		}
 	}
 	if res.Partial {
@@ -169,6 +218,16 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if !f.quiet || res.Partial {
 		printSummary(stdout, res, opt.TracePath)
+		io.Copy(stdout, &notes)
+	}
+	if tm, ok := opt.Model.(*monarch.Model); ok && !f.quiet {
+		if missed := tm.Missed(); len(missed) > 0 {
+			fmt.Fprintf(stderr, "fastsim replay: --costs: %s has no time for %d command kind(s) (the fixed runtimes priced them), e.g. %s; fastsim ops lists them all\n", f.costs, len(missed), missed[0])
+		}
+	}
+	if !f.quiet {
+		printUnknownOps(stderr, cm)
+		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
 	}
 	if res.Partial {
 		return exitInterrupted
@@ -176,25 +235,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// defaultTracePath is NAME.trace.json.zst in the current directory.
+// defaultTracePath is NAME.trace.json.gz in the current directory: gzip,
+// because the trace viewers open it as it is.
 func defaultTracePath(history string) string {
+	if history == "-" {
+		return "stdin.trace.json.gz"
+	}
 	base := filepath.Base(history)
-	for _, ext := range []string{".zst", ".hist", ".jsonl"} {
+	for _, ext := range []string{".zst", ".hist", ".fhist", ".jsonl"} {
 		base = strings.TrimSuffix(base, ext)
 	}
-	return base + ".trace.json.zst"
+	return base + ".trace.json.gz"
 }
 
 func oneLine(err error) string {
@@ -206,37 +257,8 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// summaryJSON is the --summary-json document.
-type summaryJSON struct {
-	ExecTimeS    float64      `json:"exec_time_s"`
-	PeakMemoryMB float64      `json:"peak_memory_mb"`
-	Steps        [][2]float64 `json:"steps"`
-	Commands     int64        `json:"commands"`
-	WorldSize    int64        `json:"world_size"`
-	Warnings     int64        `json:"warnings"`
-}
-
-func writeSummary(path string, res *replay.Result) error {
-	s := summaryJSON{
-		ExecTimeS:    res.Final.ExecSeconds(),
-		PeakMemoryMB: res.Final.PeakMB(),
-		Steps:        make([][2]float64, 0, len(res.Steps)),
-		Commands:     res.Commands,
-		WorldSize:    res.Header.WorldSize,
-		Warnings:     res.Warnings,
-	}
-	for _, st := range res.Steps {
-		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return trace.WriteFileAtomic(path, append(data, '\n'))
-}
-
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
-	// Reports are cumulative (SEMANTICS.md): a step's own time is the
+	// Reports are cumulative (docs/SEMANTICS.md): a step's own time is the
 	// difference between its report and the previous one.
 	fmt.Fprintf(w, "simulated time       %.6f s", res.Final.ExecSeconds())
 	if n := len(res.Steps); n > 0 {
@@ -276,5 +298,6 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	}
 	if tracePath != "" {
 		fmt.Fprintf(w, "trace                %s\n", tracePath)
+		fmt.Fprintf(w, "                     %s\n", trace.OpenHint(tracePath))
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/costs"
-	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -75,6 +71,8 @@ Flags:
 type searchOut struct {
 	json, csv string
 	top       int
+	costsPath string // the --costs file, for the table's heading
+	hardware  string // the --hardware preset or file, likewise
 	quiet     bool
 }
 
@@ -99,11 +97,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
 	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
-	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link")
-	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this")
+	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")
+	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	costsPath := costsFlag(fs)
+	mf := registerPricingFlags(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	var out searchOut
@@ -112,6 +110,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	out.costsPath, out.hardware = *mf.costs, *mf.hardware
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
+	}
 	if len(positional) != 0 {
 		fmt.Fprintf(stderr, "fastsim search: unexpected argument %q (everything is a flag; see fastsim search --help)\n", positional[0])
 		return exitInput
@@ -119,6 +122,24 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if s.World < 1 {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
 		return exitInput
+	}
+	model, m, costsID, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
+		return exitInput
+	}
+	if m != nil {
+		if r := m.Roofline(); r != nil {
+			// The hardware's memory and host size, unless given.
+			given := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+			if !given["gpu-memory-gb"] {
+				*memGB = r.Spec().GPU.HBMGB
+			}
+			if !given["gpus-per-host"] {
+				s.GPUsPerHost = r.Spec().Host.GPUsPerHost
+			}
+		}
 	}
 	if *jobs < 1 {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
@@ -168,24 +189,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	var model sched.CostModel
-	costsID := "reference"
-	if *costsPath != "" {
-		data, err := os.ReadFile(*costsPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %v\n", err)
-			return exitInput
-		}
-		m, err := costs.Parse(data)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --costs: %s: %v\n", *costsPath, err)
-			return exitInput
-		}
-		model = m
-		sum := sha256.Sum256(data)
-		costsID = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	opt := search.Options{Model: model, Jobs: *jobs, Shard: shard}
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}
@@ -219,6 +223,10 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	files, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
+	}
+	if out.top < 0 {
+		fmt.Fprintf(stderr, "fastsim search merge: --top %d: want 0 (every layout) or more\n", out.top)
+		return exitInput
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
@@ -265,6 +273,7 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) in
 		if d.Shard.N > 1 {
 			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
 		}
+		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath, out.hardware))
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError
@@ -300,4 +309,25 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 		left := time.Duration(float64(total-done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "\r\033[Kfastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
 	}
+}
+
+// costsLine says which cost model priced the layouts. The default fixed
+// runtimes are the reference simulator's placeholders, the same for every
+// kernel and link, so a ranking by them orders layouts by how many commands
+// they send, not by what a GPU would take.
+func costsLine(id, costsPath, hardware string) string {
+	if id == "reference" || strings.HasPrefix(id, "reference+") {
+		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --hardware or --costs FILE for a ranking that means something"
+	}
+	var parts []string
+	if costsPath != "" && costsPath != "reference" {
+		parts = append(parts, costsPath)
+	}
+	if hardware != "" {
+		parts = append(parts, "hardware "+hardware)
+	}
+	if len(parts) == 0 {
+		return "costs: " + id
+	}
+	return fmt.Sprintf("costs: %s (%s)", strings.Join(parts, " with "), id)
 }

@@ -6,17 +6,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/synth"
+	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
 const synthUsage = `Usage: fastsim synth [flags] OUT
 
 Writes a synthetic command history to OUT ("-" for stdout), streamed: memory
-stays constant whatever its length.
+stays constant whatever its length. The form follows OUT's name, as for
+convert: NAME.hist plain JSON lines, NAME.hist.zst zstd-compressed JSON
+lines, NAME.fhist / NAME.fhist.zst the binary form; any other name gets
+plain JSON lines.
 
 With --model NAME|FILE it is a transformer's training job, laid out as
 Megatron-LM lays it out on --tp tensor shards, --pp pipeline stages and --dp
@@ -40,7 +45,11 @@ backward reduce-scatters the weight gradient and updates the shard.
 
 With --random SEED it is instead a random valid history (streams, views,
 in-place ops, reductions on sub-slices, borrows, sends, CPU tensors,
-deletes, command groups, steps) of --world ranks.
+deletes, command groups, steps) of --world ranks. From 65,536 ranks on, its
+rank sets gather at the edges of 65,536-rank blocks (runs ending on, before
+and after an edge, single ranks there, strided sets and 2-d blocks across
+one, sends between halves and across edges), where grouped replays are
+checked against ungrouped ones.
 
 Flags:
 `
@@ -48,8 +57,8 @@ Flags:
 func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (>= 0) instead of a training job")
-	world := fs.Int("world", 16, "with --random: number of ranks, 2..64")
+	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job")
+	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
 	var c synth.Train
 	var tf tfFlags
@@ -67,6 +76,10 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var write func(w io.Writer) error
+	if flagSet(fs, "random") && *seed < 0 {
+		fmt.Fprintf(stderr, "fastsim synth: --random %d: want a seed of 0 or more\n", *seed)
+		return exitInput
+	}
 	if *seed >= 0 {
 		if *world < 2 || *world > synth.MaxRandomWorld || *commands < 0 {
 			fmt.Fprintf(stderr, "fastsim synth: --world must be 2..%d and --commands >= 0\n", synth.MaxRandomWorld)
@@ -106,6 +119,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	if form, ok := history.FormOf(positional[0]); ok {
+		write = inForm(form, write)
+	}
 	if err := writeAtomic(positional[0], write); err != nil {
 		fmt.Fprintf(stderr, "fastsim synth: %v\n", err)
 		return exitError
@@ -113,40 +129,24 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeAtomic streams fill into a temp file beside path and renames it onto
-// path once complete; on error nothing is left at path.
-func writeAtomic(path string, fill func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+// writeAtomic streams fill to path as an output: a regular file through a
+// temporary file renamed onto path once complete (on error nothing is left
+// at path), standard output ("-"), a device or a pipe directly.
+func writeAtomic(path string, fill func(io.Writer) error) error {
+	o, err := trace.CreateOutput(path)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(bw); err != nil {
+	bw := bufio.NewWriterSize(o.W, 1<<20)
+	if err := fill(bw); err != nil {
+		o.Abort()
 		return err
 	}
-	if err = bw.Flush(); err != nil {
+	if err := bw.Flush(); err != nil {
+		o.Abort()
 		return err
 	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return o.Commit()
 }
 
 // modelFlags declares the toy model's shape flags, shared by synth and
@@ -156,11 +156,6 @@ func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
 	fs.IntVar(hidden, "hidden", 1024, "hidden size, split over the tensor-parallel shards (the toy's; search: the GPT's without --model)")
 	fs.IntVar(seq, "seq", 2048, "tokens per sequence (the toy's; search: the GPT's without --model)")
 	fs.IntVar(batch, "batch", 8, "sequences per step, across all replicas (synth: the toy's; search: the global batch)")
-}
-
-// costsFlag declares --costs, shared by replay and search.
-func costsFlag(fs *flag.FlagSet) *string {
-	return fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json);\ndefault: the reference's fixed runtimes")
 }
 
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks
@@ -199,5 +194,55 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
+	}
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// inForm turns write, which produces plain JSON lines, into a writer of
+// the given form: zstd JSON lines are the same bytes in a zstd frame; the
+// binary form is produced by reading the JSON lines back as a history and
+// converting them (history.Convert) while they are produced, so memory
+// stays constant.
+func inForm(form history.Form, write func(io.Writer) error) func(io.Writer) error {
+	switch form {
+	case history.FormJSON:
+		return write
+	case history.FormJSONZstd:
+		return func(w io.Writer) error {
+			zw, err := zstd.NewWriter(w)
+			if err != nil {
+				return err
+			}
+			if err := write(zw); err != nil {
+				zw.Close()
+				return err
+			}
+			return zw.Close()
+		}
+	}
+	return func(w io.Writer) error {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(write(pw)) }()
+		defer pr.Close()
+		r, err := history.NewReader(pr, "synth")
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		r.KeepExtra = true
+		hw, err := history.NewWriter(w, form, r.Header(), r.RawHeader())
+		if err != nil {
+			return err
+		}
+		if _, err := history.Convert(r, hw); err != nil {
+			return err
+		}
+		return hw.Close()
 	}
 }

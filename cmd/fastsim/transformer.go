@@ -69,6 +69,12 @@ func (f *tfFlags) job(stderr io.Writer, cmd string, tp, pp, dp, steps, gpusPerHo
 		fmt.Fprintf(stderr, "fastsim %s: --model: %v\n", cmd, err)
 		return workload.Job{}, false
 	}
+	return f.jobOf(stderr, cmd, m, tp, pp, dp, steps, gpusPerHost, commandNs)
+}
+
+// jobOf is job for a model given as a value.
+func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, dp, steps, gpusPerHost int, commandNs int64) (workload.Job, bool) {
+	var err error
 	j := workload.Job{Model: m, TP: tp, PP: pp, DP: dp, MicroBatch: f.microBatch, GlobalBatch: f.globalBatch,
 		Steps: steps, GPUsPerHost: gpusPerHost, CommandNs: commandNs, SequenceParallel: f.sp, Zero: f.zero, FlashAttention: f.flash, StageCollectives: f.stageColl}
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(f.schedule); err != nil {

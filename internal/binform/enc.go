@@ -191,7 +191,9 @@ func (e *Encoder) Define(t *jsonl.Tensor) {
 // (a count of 0 when canonical) and the extra fields (key, raw value).
 func (e *Encoder) Extras(ex *jsonl.Extras, mask uint64, nfields int) {
 	e.seq = ex.Seq(e.seq[:0], mask, nfields)
-	if jsonl.Canonical(e.seq) {
+	// An order listing a field given empty (not in mask) is written even
+	// when canonical: it is the only record that the field was given.
+	if jsonl.Canonical(e.seq) && ex.Given(nfields)&^mask == 0 {
 		e.Uvarint(0)
 	} else {
 		e.Uvarint(uint64(len(e.seq)))
@@ -212,6 +214,9 @@ func (e *Encoder) HasExtras(ex *jsonl.Extras, mask uint64, nfields int) bool {
 	}
 	if len(ex.Order) == 0 {
 		return false
+	}
+	if ex.Given(nfields)&^mask != 0 {
+		return true // a field given empty
 	}
 	e.seq = ex.Seq(e.seq[:0], mask, nfields)
 	return !jsonl.Canonical(e.seq)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
 )
@@ -22,6 +23,7 @@ type Model struct {
 	refined  map[string]bool // names that have NAME:... keys
 	comm     Comm            // with defaults filled in
 	hasComm  bool
+	roof     *Roofline // prices calls the table does not, when set
 }
 
 var _ sched.CostModel = (*Model)(nil)
@@ -81,6 +83,36 @@ func New(c Config) (*Model, error) {
 	return m, nil
 }
 
+// NewWithHardware builds the Model of c on hardware s: calls that the
+// runtime table does not price go to the roofline (roofline.go), and
+// collectives and remote sends to the hardware collective model
+// (collective.go) unless c has a "comm" section, which still wins.
+func NewWithHardware(c Config, s *hardware.Spec) (*Model, error) {
+	m, err := New(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	m.roof = NewRoofline(s)
+	return m, nil
+}
+
+// WithHardware returns a copy of m priced on hardware s (see
+// NewWithHardware). The copy counts its own unknown ops.
+func (m *Model) WithHardware(s *hardware.Spec) (*Model, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	c := &Model{fixed: m.fixed, runtimes: m.runtimes, refined: m.refined, comm: m.comm, hasComm: m.hasComm}
+	c.roof = NewRoofline(s)
+	return c, nil
+}
+
+// Roofline returns the model's roofline, nil without hardware.
+func (m *Model) Roofline() *Roofline { return m.roof }
+
 // Fixed returns the fixed runtimes in effect.
 func (m *Model) Fixed() sched.Costs { return m.fixed }
 
@@ -88,7 +120,7 @@ func (m *Model) Fixed() sched.Costs { return m.fixed }
 // key first, else charges the fixed CallFunction runtime.
 func (m *Model) CallRuntimeNs(c *gen.CallFunction, name string) int64 {
 	if m.runtimes == nil {
-		return m.fixed.CallFunctionNs
+		return m.callDefault(c, name)
 	}
 	if m.refined[name] {
 		var arr [256]byte
@@ -104,6 +136,15 @@ func (m *Model) CallRuntimeNs(c *gen.CallFunction, name string) int64 {
 	}
 	if v, ok := m.runtimes[name]; ok {
 		return v
+	}
+	return m.callDefault(c, name)
+}
+
+// callDefault prices a call the runtime table does not: with the roofline
+// when there is hardware, else at the fixed runtime.
+func (m *Model) callDefault(c *gen.CallFunction, name string) int64 {
+	if m.roof != nil {
+		return m.roof.CallNs(c, name)
 	}
 	return m.fixed.CallFunctionNs
 }
@@ -178,79 +219,67 @@ func seenBefore(leaves []jsonl.Tensor, i int) bool {
 // ReduceRuntimeNs prices a collective with the communication model, or the
 // fixed Reduce runtime without one.
 func (m *Model) ReduceRuntimeNs(r *gen.Reduce, c sched.Comm) int64 {
-	if !m.hasComm {
-		return m.fixed.ReduceNs
-	}
 	bytes := max(TensorBytes(&r.LocalTensor), TensorBytes(&r.Result))
-	return m.CollectiveNs(CollectiveOf(r), bytes, c.Ranks, c.SameHost)
+	switch {
+	case m.hasComm:
+		return m.CollectiveNs(CollectiveOf(r), bytes, c.Ranks, c.SameHost)
+	case m.roof != nil:
+		return HardwareCollectiveNs(m.roof.spec, CollectiveOf(r), bytes, PlacementOf(c))
+	}
+	return m.fixed.ReduceNs
 }
 
 // SendRuntimeNs prices a local copy with the fixed runtime and a transfer
 // between ranks as point-to-point with the communication model (or the
 // fixed runtime without one).
 func (m *Model) SendRuntimeNs(s *gen.SendTensor, c sched.Comm) int64 {
-	if c.Local {
+	switch {
+	case c.Local && m.roof != nil:
+		// A copy on the device: read and write the tensor once.
+		g := &m.roof.spec.GPU
+		b := float64(2 * TensorBytes(&s.Tensor))
+		return Estimate{MemoryNs: b / (g.HBMTBps * 1e3 * g.MemoryEfficiency.At(b)), LaunchNs: g.LaunchOverheadNs}.Ns()
+	case c.Local:
 		return m.fixed.SendLocalNs
+	case m.hasComm:
+		return m.CollectiveNs(PointToPoint, TensorBytes(&s.Tensor), 2, c.SameHost)
+	case m.roof != nil:
+		p := Placement{Ranks: 2, Hosts: 2, MaxPerHost: 1}
+		if c.SameHost {
+			p.Hosts, p.MaxPerHost = 1, 2
+		}
+		return HardwareCollectiveNs(m.roof.spec, PointToPoint, TensorBytes(&s.Tensor), p)
 	}
-	if !m.hasComm {
-		return m.fixed.SendRemoteNs
-	}
-	return m.CollectiveNs(PointToPoint, TensorBytes(&s.Tensor), 2, c.SameHost)
+	return m.fixed.SendRemoteNs
 }
 
 // WaitRuntimeNs is the fixed event wait.
 func (m *Model) WaitRuntimeNs() int64 { return m.fixed.EventWaitNs }
 
-// Collective is the communication pattern of a transfer.
-type Collective uint8
+// Collective is the communication pattern of a transfer (sched's: the
+// engine labels a Reduce by the same classification).
+type Collective = sched.Collective
 
 // Collectives, by what they really do (not the trace's labels).
 const (
-	AllReduce Collective = iota + 1
-	ReduceScatter
-	AllGather
-	AllToAll
-	PointToPoint
+	AllReduce     = sched.AllReduce
+	ReduceScatter = sched.ReduceScatter
+	AllGather     = sched.AllGather
+	AllToAll      = sched.AllToAll
+	PointToPoint  = sched.PointToPoint
+	Broadcast     = sched.Broadcast
 )
 
-func (c Collective) String() string {
-	switch c {
-	case AllReduce:
-		return "all-reduce"
-	case ReduceScatter:
-		return "reduce-scatter"
-	case AllGather:
-		return "all-gather"
-	case AllToAll:
-		return "all-to-all"
-	case PointToPoint:
-		return "point-to-point"
-	}
-	return "invalid"
-}
-
-// CollectiveOf maps a Reduce to the collective it performs: reduction
-// "stack" gathers (all-gather; with scatter, all-to-all); any other
-// reduction reduces (with scatter, reduce-scatter; else all-reduce). The
-// trace keeps the reference's labels, which differ for the latter two.
-func CollectiveOf(r *gen.Reduce) Collective {
-	switch {
-	case r.Reduction == "stack" && r.Scatter:
-		return AllToAll
-	case r.Reduction == "stack":
-		return AllGather
-	case r.Scatter:
-		return ReduceScatter
-	}
-	return AllReduce
-}
+// CollectiveOf maps a Reduce to the collective it performs
+// (sched.ReduceCollective).
+func CollectiveOf(r *gen.Reduce) Collective { return sched.ReduceCollective(r) }
 
 // Factor is the fraction of the buffer each rank sends in the ring
 // algorithm over n ranks: all-reduce 2(n-1)/n, reduce-scatter and
 // all-gather (n-1)/n, all-to-all (n-1)/n (before contention),
-// point-to-point 1. Fewer than 2 ranks move nothing.
+// point-to-point and broadcast 1. Fewer than 2 ranks move nothing.
 func Factor(c Collective, n int64) float64 {
-	if c == PointToPoint {
+	if c == PointToPoint || c == Broadcast {
 		return 1
 	}
 	if n < 2 {

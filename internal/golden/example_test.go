@@ -9,7 +9,7 @@ import (
 
 func ExampleFromTrace() {
 	const trace = `{"traceEvents":[
-{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"Device 0 [0-1]"}},
+{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"Device 0: ranks 0..1 (2 ranks)","ranks":"0-1"}},
 {"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"main"}},
 {"name":"aten.mm","cat":"compute","ph":"X","ts":4,"dur":10,"pid":1,"tid":2,"args":{"command":1}},
 {"name":"memory","cat":"memory","ph":"C","ts":4,"pid":1,"args":{"allocated":0.04}}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -22,14 +23,18 @@ const (
 	maxRanks = 1 << 20
 )
 
-// zstdMagic starts every zstd frame.
-var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+// zstdMagic starts every zstd frame; gzipMagic every gzip member.
+var (
+	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	gzipMagic = []byte{0x1f, 0x8b}
+)
 
 // rawEvent is one trace event as FromTrace reads it. pid and tid are kept as
 // raw JSON so that any id form works as a map key.
 type rawEvent struct {
 	Name string          `json:"name"`
 	Ph   string          `json:"ph"`
+	S    string          `json:"s"`
 	Ts   float64         `json:"ts"`
 	Dur  float64         `json:"dur"`
 	Pid  json.RawMessage `json:"pid"`
@@ -44,6 +49,7 @@ type threadKey struct{ pid, tid string }
 type traceReader struct {
 	events      int
 	procNames   map[string]string
+	procRanks   map[string]string // args.ranks of a process standing for a group
 	threadNames map[threadKey]string
 	threads     map[string][]threadKey // per pid, in order of first sight
 	complete    map[threadKey][]Event
@@ -52,11 +58,13 @@ type traceReader struct {
 
 // FromTrace reads the normal form's controller events and devices off a
 // Chrome trace in the object form {"traceEvents":[...]} (the bare array form
-// is accepted too), plain or zstd-compressed.
+// is accepted too), plain, gzip- or zstd-compressed.
 //
-// The X events of the process named "Controller" are the controller's. A
-// process named "Device <rank>", or "Device <i> [a-b] [c-d] ..." for a group
-// of workers, gives every rank it names a Device: each of its threads becomes
+// The X events of the process named "Controller" are the controller's;
+// thread-scoped instant events (ph "i") count as X events of no duration. A
+// process named "Device <rank>", or, for a group of identical workers,
+// "Device <lowest rank>: ..." with every rank it stands for in args.ranks
+// ("a-b,c,d-e"), gives every rank it names a Device: each of its threads becomes
 // a stream holding the thread's X events (an empty list when it has none),
 // except a thread named exactly like the process, and its C events, in trace
 // order, become the memory series [ts, args.allocated]. Other processes are
@@ -65,7 +73,14 @@ type traceReader struct {
 func FromTrace(r io.Reader) (controller []Event, devices map[string]*Device, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var src io.Reader = br
-	if magic, _ := br.Peek(len(zstdMagic)); bytes.Equal(magic, zstdMagic) {
+	if magic, _ := br.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("golden: trace: %w", err)
+		}
+		defer zr.Close()
+		src = zr
+	} else if magic, _ := br.Peek(len(zstdMagic)); bytes.Equal(magic, zstdMagic) {
 		dec, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return nil, nil, fmt.Errorf("golden: trace: %w", err)
@@ -75,6 +90,7 @@ func FromTrace(r io.Reader) (controller []Event, devices map[string]*Device, err
 	}
 	tr := &traceReader{
 		procNames:   map[string]string{},
+		procRanks:   map[string]string{},
 		threadNames: map[threadKey]string{},
 		threads:     map[string][]threadKey{},
 		complete:    map[threadKey][]Event{},
@@ -163,7 +179,8 @@ func (tr *traceReader) add(ev *rawEvent) error {
 	switch ev.Ph {
 	case "M":
 		var args struct {
-			Name *string `json:"name"`
+			Name  *string `json:"name"`
+			Ranks *string `json:"ranks"`
 		}
 		switch ev.Name {
 		case "process_name":
@@ -171,6 +188,9 @@ func (tr *traceReader) add(ev *rawEvent) error {
 				return fmt.Errorf("%w: process_name without args.name", ErrFormat)
 			}
 			tr.procNames[pid] = *args.Name
+			if args.Ranks != nil {
+				tr.procRanks[pid] = *args.Ranks
+			}
 		case "thread_name":
 			if err := json.Unmarshal(ev.Args, &args); err != nil || args.Name == nil {
 				return fmt.Errorf("%w: thread_name without args.name", ErrFormat)
@@ -181,6 +201,14 @@ func (tr *traceReader) add(ev *rawEvent) error {
 	case "X":
 		tr.sawThread(key)
 		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts + ev.Dur})
+	case "i", "I":
+		// An instant event on a thread ("s" absent or "t") is a span of
+		// zero length; process- and global-scoped ones belong to no thread.
+		if ev.S != "" && ev.S != "t" {
+			return nil
+		}
+		tr.sawThread(key)
+		tr.complete[key] = append(tr.complete[key], Event{Name: ev.Name, Ts: ev.Ts, End: ev.Ts})
 	case "C":
 		var args struct {
 			Allocated *float64 `json:"allocated"`
@@ -219,7 +247,7 @@ func (tr *traceReader) assemble() ([]Event, map[string]*Device, error) {
 		if !strings.HasPrefix(pname, "Device ") {
 			continue
 		}
-		names, err := parseDeviceName(pname)
+		names, err := parseDeviceName(pname, tr.procRanks[pid])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -269,32 +297,28 @@ func (d *Device) clone() *Device {
 }
 
 // parseDeviceName returns the ranks, as decimal strings, that a device
-// process name stands for: "Device 3" is rank 3; "Device 1 [0-1] [4-5]" is
-// ranks 0, 1, 4 and 5.
-func parseDeviceName(name string) ([]string, error) {
-	fields := strings.Split(strings.TrimPrefix(name, "Device "), " ")
-	first, ok := parseRank(fields[0])
+// process stands for: "Device 3" is rank 3; a process standing for a group
+// of identical ranks is named by its lowest rank and lists them all in
+// args.ranks as inclusive runs, "0-1,4,5": ranks 0, 1, 4 and 5.
+func parseDeviceName(name, ranksArg string) ([]string, error) {
+	head, _, _ := strings.Cut(strings.TrimPrefix(name, "Device "), ":")
+	first, ok := parseRank(head)
 	if !ok {
 		return nil, fmt.Errorf("%w: device process %q", ErrFormat, name)
 	}
-	if len(fields) == 1 {
+	if ranksArg == "" {
 		return []string{strconv.Itoa(first)}, nil
 	}
 	var ranks []string
-	for _, f := range fields[1:] {
-		inner, okOpen := strings.CutPrefix(f, "[")
-		inner, okClose := strings.CutSuffix(inner, "]")
-		if !okOpen || !okClose {
-			return nil, fmt.Errorf("%w: device process %q: range %q", ErrFormat, name, f)
-		}
-		lo, hi, isRange := strings.Cut(inner, "-")
+	for _, f := range strings.Split(ranksArg, ",") {
+		lo, hi, isRange := strings.Cut(f, "-")
 		a, okA := parseRank(lo)
 		b, okB := a, true
 		if isRange {
 			b, okB = parseRank(hi)
 		}
 		if !okA || !okB || b < a {
-			return nil, fmt.Errorf("%w: device process %q: range %q", ErrFormat, name, f)
+			return nil, fmt.Errorf("%w: device process %q: ranks %q", ErrFormat, name, f)
 		}
 		if len(ranks)+b-a+1 > maxRanks {
 			return nil, fmt.Errorf("%w: device process %q names more than %d ranks", ErrLimit, name, maxRanks)
@@ -302,6 +326,9 @@ func parseDeviceName(name string) ([]string, error) {
 		for r := a; r <= b; r++ {
 			ranks = append(ranks, strconv.Itoa(r))
 		}
+	}
+	if ranks[0] != strconv.Itoa(first) {
+		return nil, fmt.Errorf("%w: device process %q: named by rank %d, its lowest is %s", ErrFormat, name, first, ranks[0])
 	}
 	return ranks, nil
 }

@@ -97,9 +97,9 @@ const smallTrace = `{"traceEvents":[
 {"name":"aten.mm","cat":"compute","ph":"X","ts":4,"dur":1,"pid":1,"tid":1,"args":{"command":1}},
 {"name":"aten.add","cat":"compute","ph":"X","ts":3,"dur":1.0004,"pid":1,"tid":1,"args":{"command":0}},
 {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"Controller"}},
-{"name":"process_name","ph":"M","pid":2,"tid":0,"args":{"name":"Device 1 [0-1] [4-5]"}},
+{"name":"process_name","ph":"M","pid":2,"tid":0,"args":{"name":"Device 0: ranks 0..1, 4..5 (2 blocks of 2 every 4; 4 ranks)","ranks":"0-1,4-5"}},
 {"name":"thread_name","ph":"M","pid":2,"tid":3,"args":{"name":"main"}},
-{"name":"thread_name","ph":"M","pid":2,"tid":4,"args":{"name":"Device 1 [0-1] [4-5]"}},
+{"name":"thread_name","ph":"M","pid":2,"tid":4,"args":{"name":"Device 0: ranks 0..1, 4..5 (2 blocks of 2 every 4; 4 ranks)"}},
 {"name":"thread_name","ph":"M","pid":2,"tid":5,"args":{"name":"idle"}},
 {"name":"b","cat":"compute","ph":"X","ts":14,"dur":10,"pid":2,"tid":3,"args":{"command":2}},
 {"name":"a","cat":"compute","ph":"X","ts":14,"dur":10,"pid":2,"tid":3,"args":{"command":3}},
@@ -206,10 +206,10 @@ func TestFromTraceErrors(t *testing.T) {
 		"bad event": {`{"traceEvents":[{"ts":"x"}]}`, ErrFormat},
 		"counter":   {`{"traceEvents":[{"ph":"C","pid":1,"args":{}}]}`, ErrFormat},
 		"bad name":  {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device x"}}]}`, ErrFormat},
-		"bad range": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0 [3-1]"}}]}`, ErrFormat},
-		"huge rank": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0 [0-99999999]"}}]}`, ErrFormat},
-		"too many":  {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0 [0-16777216]"}}]}`, ErrLimit},
-		"duplicate": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0 [0-2]"}},
+		"bad range": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 3","ranks":"3-1"}}]}`, ErrFormat},
+		"huge rank": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0","ranks":"0-99999999"}}]}`, ErrFormat},
+		"too many":  {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0","ranks":"0-16777216"}}]}`, ErrLimit},
+		"duplicate": {`{"traceEvents":[{"name":"process_name","ph":"M","pid":1,"args":{"name":"Device 0","ranks":"0-2"}},
 {"name":"process_name","ph":"M","pid":2,"args":{"name":"Device 2"}}]}`, ErrDuplicateRank},
 	} {
 		if _, _, err := FromTrace(strings.NewReader(tc.trace)); !errors.Is(err, tc.err) {
@@ -219,22 +219,25 @@ func TestFromTraceErrors(t *testing.T) {
 }
 
 func TestParseDeviceName(t *testing.T) {
-	for name, want := range map[string][]string{
-		"Device 0":                   {"0"},
-		"Device 12":                  {"12"},
-		"Device 1 [0-1] [4-5]":       {"0", "1", "4", "5"},
-		"Device 0 [8-11]":            {"8", "9", "10", "11"},
-		"Device 2 [3]":               {"3"},
-		"Device 0 [0-3] [8-11] [20]": {"0", "1", "2", "3", "8", "9", "10", "11", "20"},
+	for _, c := range []struct {
+		name, ranks string
+		want        []string
+	}{
+		{"Device 0", "", []string{"0"}},
+		{"Device 12", "", []string{"12"}},
+		{"Device 0: ranks 0..1, 4..5 (2 blocks of 2 every 4; 4 ranks)", "0-1,4-5", []string{"0", "1", "4", "5"}},
+		{"Device 8: ranks 8..11 (4 ranks)", "8-11", []string{"8", "9", "10", "11"}},
+		{"Device 3", "3", []string{"3"}},
+		{"Device 0", "0-3,8-11,20", []string{"0", "1", "2", "3", "8", "9", "10", "11", "20"}},
 	} {
-		got, err := parseDeviceName(name)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("parseDeviceName(%q) = %v, %v; want %v", name, got, err, want)
+		got, err := parseDeviceName(c.name, c.ranks)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("parseDeviceName(%q, %q) = %v, %v; want %v", c.name, c.ranks, got, err, c.want)
 		}
 	}
-	for _, name := range []string{"Device ", "Device -1", "Device 1 0-1", "Device 1 [0-1", "Device 1 [a-b]", "Device 1  [0-1]"} {
-		if _, err := parseDeviceName(name); err == nil {
-			t.Errorf("parseDeviceName(%q) succeeded", name)
+	for _, c := range [][2]string{{"Device ", ""}, {"Device -1", ""}, {"Device 1", "0-1"}, {"Device 0", "0-"}, {"Device 0", "a-b"}, {"Device 0", "0-1,,3"}, {"Device x: ranks", "0"}} {
+		if _, err := parseDeviceName(c[0], c[1]); err == nil {
+			t.Errorf("parseDeviceName(%q, %q) succeeded", c[0], c[1])
 		}
 	}
 }

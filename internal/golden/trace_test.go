@@ -49,9 +49,11 @@ func writeTrace(n *Normal) string {
 		d := n.Devices[strconv.Itoa(ranks[0])]
 		name := "Device " + strconv.Itoa(ranks[0])
 		if len(ranks) > 1 {
-			name = fmt.Sprintf("Device %d %s", g, rangesOf(ranks))
+			name += fmt.Sprintf(": %d ranks", len(ranks))
+			w.GroupProcessName(pid, name, rangesOf(ranks))
+		} else {
+			w.ProcessName(pid, name)
 		}
-		w.ProcessName(pid, name)
 		tid++
 		w.ThreadName(pid, tid, name)
 		for i, ev := range n.Controller {
@@ -81,7 +83,7 @@ func writeTrace(n *Normal) string {
 	return out.String()
 }
 
-// rangesOf formats sorted ranks as "[a-b] [c-d]".
+// rangesOf formats sorted ranks as "a-b,c,d-e".
 func rangesOf(ranks []int) string {
 	var parts []string
 	for i := 0; i < len(ranks); {
@@ -89,8 +91,12 @@ func rangesOf(ranks []int) string {
 		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
 			j++
 		}
-		parts = append(parts, fmt.Sprintf("[%d-%d]", ranks[i], ranks[j]))
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ranks[i]))
+		}
 		i = j + 1
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, ",")
 }

@@ -22,6 +22,7 @@
 package groups
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,19 +53,23 @@ type Partition struct {
 	grouped bool
 
 	ranks     []*roaring.Bitmap // grouped: each group's ranks
+	size      []int64           // grouped: each group's rank count (a bitmap's is O(containers))
 	rankGroup []int32           // grouped: each rank's group
 
 	epoch uint64 // bumped by every split; cache entries of older epochs are stale
 	cache map[string]entry
 	key   []byte
 
-	recv    *roaring.Bitmap
-	touched []int32
-	out     []int32
-	outB    []int32
-	scratch []int64
-	mark    []uint32 // ungrouped: per rank, the pass that last saw it
-	pass    uint32
+	recv     *roaring.Bitmap
+	touched  []int32
+	out      []int32
+	outB     []int32
+	scratch  []int64
+	u32      []uint32
+	seen     []uint32 // grouped: per group, the walk that last met it
+	seenPass uint32
+	mark     []uint32 // ungrouped: per rank, the pass that last saw it
+	pass     uint32
 }
 
 type entry struct {
@@ -83,6 +88,7 @@ func New(world int64, grouped bool) (*Partition, error) {
 		all := roaring.New()
 		all.AddRange(0, uint64(world))
 		p.ranks = []*roaring.Bitmap{all}
+		p.size = []int64{world}
 		p.rankGroup = make([]int32, world)
 		p.recv = roaring.New()
 	} else {
@@ -107,7 +113,7 @@ func (p *Partition) Size(g int32) int64 {
 	if !p.grouped {
 		return 1
 	}
-	return int64(p.ranks[g].GetCardinality())
+	return p.size[g]
 }
 
 // Lowest is the lowest rank of group g.
@@ -126,36 +132,19 @@ func (p *Partition) GroupOf(r int64) int32 {
 	return p.rankGroup[r]
 }
 
-// AppendRanges appends g's ranks as inclusive ranges, "[0-3] [8-11]".
-func (p *Partition) AppendRanges(dst []byte, g int32) []byte {
-	if !p.grouped {
-		return fmt.Appendf(dst, "[%d-%d]", g, g)
-	}
-	it := p.ranks[g].Iterator()
-	first := true
-	for it.HasNext() {
-		lo := it.Next()
-		hi := uint32(p.ranks[g].NextAbsentValue(lo) - 1)
-		if !first {
-			dst = append(dst, ' ')
-		}
-		first = false
-		dst = fmt.Appendf(dst, "[%d-%d]", lo, hi)
-		it.AdvanceIfNeeded(hi + 1)
-	}
-	return dst
-}
-
 // Resolve returns the groups that receive a command sent to the union of
-// slices, splitting groups partly inside it (split copies their state). The
-// result is sorted and valid until the next call.
+// slices, splitting groups partly inside it (split copies their state), in
+// order of their lowest rank: ungrouped, the ranks in increasing order. A
+// handler that stops at the first group it fails on thus fails on the
+// lowest rank that fails, grouped or not, and says the same thing. The
+// result is valid until the next call.
 func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]int32, error) {
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {
-		p.key = appendSliceKey(p.key, &slices_[i])
+		p.key = appendSliceKey(p.key, &slices_[i], true)
 	}
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
@@ -175,115 +164,6 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]int32, error)
 	return out, nil
 }
 
-// Pairs resolves a point-to-point send from the ranks of from to the ranks
-// of to, paired by position. It splits groups until every sending group's
-// ranks all send to one receiving group and every receiving group's ranks
-// all receive from one sending group; then pair i is (senders[i],
-// receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
-func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receivers []int32, err error) {
-	if err := p.check(from); err != nil {
-		return nil, nil, err
-	}
-	if err := p.check(to); err != nil {
-		return nil, nil, err
-	}
-	if from.Len() != to.Len() {
-		return nil, nil, fmt.Errorf("%w: from %d ranks to %d ranks", ErrCount, from.Len(), to.Len())
-	}
-	if !p.grouped {
-		p.scratch = from.AppendRanks(p.scratch[:0])
-		p.out = p.out[:0]
-		for _, r := range p.scratch {
-			p.out = append(p.out, int32(r))
-		}
-		p.scratch = to.AppendRanks(p.scratch[:0])
-		p.outB = p.outB[:0]
-		for _, r := range p.scratch {
-			p.outB = append(p.outB, int32(r))
-		}
-		return p.out, p.outB, nil
-	}
-	p.key = append(p.key[:0], 'P')
-	p.key = appendSliceKey(p.key, from)
-	p.key = appendSliceKey(p.key, to)
-	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
-		p.out = append(p.out[:0], e.a...)
-		p.outB = append(p.outB[:0], e.b...)
-		return p.out, p.outB, nil
-	}
-	// Each side's groups must lie wholly inside it.
-	for _, s := range []*jsonl.Slice{from, to} {
-		p.recv.Clear()
-		if err := p.addSlice(p.recv, s); err != nil {
-			return nil, nil, err
-		}
-		if _, err := p.splitBy(p.recv, split); err != nil {
-			return nil, nil, err
-		}
-	}
-	src := from.AppendRanks(nil)
-	dst := to.AppendRanks(nil)
-	// Refine until partners agree: a group whose ranks pair with ranks of
-	// different groups splits by partner group. Each pass splits at least
-	// one group or ends, and groups never exceed ranks, so this ends.
-	for changed := true; changed; {
-		changed = false
-		for side := 0; side < 2 && !changed; side++ {
-			mine, theirs := src, dst
-			if side == 1 {
-				mine, theirs = dst, src
-			}
-			c, err := p.refine(mine, theirs, split)
-			if err != nil {
-				return nil, nil, err
-			}
-			changed = c
-		}
-	}
-	// Distinct pairs in position order.
-	p.out, p.outB = p.out[:0], p.outB[:0]
-	seen := make(map[[2]int32]bool)
-	for i := range src {
-		pair := [2]int32{p.rankGroup[src[i]], p.rankGroup[dst[i]]}
-		if !seen[pair] {
-			seen[pair] = true
-			p.out = append(p.out, pair[0])
-			p.outB = append(p.outB, pair[1])
-		}
-	}
-	p.remember(p.out, p.outB)
-	return p.out, p.outB, nil
-}
-
-// ErrCount is returned when the two sides of a send differ in size.
-var ErrCount = errors.New("rank counts differ")
-
-// refine splits the first group of mine whose ranks have partners (by
-// position in theirs) in more than one group; it reports whether it split.
-func (p *Partition) refine(mine, theirs []int64, split Split) (bool, error) {
-	partner := make(map[int32]int32)
-	for i, r := range mine {
-		g, pg := p.rankGroup[r], p.rankGroup[theirs[i]]
-		first, ok := partner[g]
-		if !ok {
-			partner[g] = pg
-			continue
-		}
-		if first == pg {
-			continue
-		}
-		// Split g: the ranks whose partner is in group `first` stay.
-		keep := roaring.New()
-		for j, r2 := range mine {
-			if p.rankGroup[r2] == g && p.rankGroup[theirs[j]] == first {
-				keep.Add(uint32(r2))
-			}
-		}
-		return true, p.splitGroup(g, keep, split)
-	}
-	return false, nil
-}
-
 // splitBy splits every group that recv covers in part and returns the
 // groups inside recv, sorted.
 func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) {
@@ -293,19 +173,37 @@ func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) 
 		r := it.Next()
 		g := p.rankGroup[r]
 		p.touched = append(p.touched, g)
-		// Jump to the end of g's run of ranks.
-		end := p.ranks[g].NextAbsentValue(r)
-		if end < 0 || end >= int64(p.world) {
+		// Jump to the end of g's run of ranks (the run may end exactly
+		// on a container's edge, or at the world's end).
+		end := nextAbsent(p.ranks[g], r)
+		if end >= uint64(p.world) {
 			break
 		}
 		it.AdvanceIfNeeded(uint32(end))
 	}
-	slices.Sort(p.touched)
-	p.touched = slices.Compact(p.touched)
+	// A group's first sighting in the walk is its lowest rank in recv:
+	// keeping that order keeps the result in order of lowest rank, since
+	// each group returned lies wholly inside recv.
+	for len(p.seen) < len(p.ranks) {
+		p.seen = append(p.seen, 0)
+	}
+	if p.seenPass++; p.seenPass == 0 {
+		clear(p.seen)
+		p.seenPass = 1
+	}
+	k := 0
+	for _, g := range p.touched {
+		if p.seen[g] != p.seenPass {
+			p.seen[g] = p.seenPass
+			p.touched[k] = g
+			k++
+		}
+	}
+	p.touched = p.touched[:k]
 	p.out = p.out[:0]
 	for _, g := range p.touched {
 		in := roaring.And(p.ranks[g], recv)
-		if in.GetCardinality() == p.ranks[g].GetCardinality() {
+		if int64(in.GetCardinality()) == p.size[g] {
 			p.out = append(p.out, g)
 			continue
 		}
@@ -315,41 +213,56 @@ func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) 
 		}
 		p.out = append(p.out, n)
 	}
-	slices.Sort(p.out)
 	return p.out, nil
-}
-
-// splitGroup splits g into keep and the rest.
-func (p *Partition) splitGroup(g int32, keep *roaring.Bitmap, split Split) error {
-	_, err := p.splitOff(g, keep, split)
-	return err
 }
 
 // splitOff splits part (a proper, non-empty subset of g) away from g and
 // returns the group id that now holds part. The smaller side takes the new
-// id, so relabelling rankGroup costs the smaller side's size.
+// id, so relabelling rankGroup costs the smaller side's size; and the
+// larger side is edited in place rather than rebuilt, so splitting a few
+// ranks off a large group costs the few ranks, not the group's containers.
 func (p *Partition) splitOff(g int32, part *roaring.Bitmap, split Split) (int32, error) {
-	rest := roaring.AndNot(p.ranks[g], part)
 	n := int32(len(p.ranks))
-	moved, kept := part, rest
-	partID := n
-	if part.GetCardinality() > rest.GetCardinality() {
-		moved, kept = rest, part
-		partID = g
-	}
+	partN := int64(part.GetCardinality())
+	restN := p.size[g] - partN
 	if err := split(g, n); err != nil {
 		return 0, err
 	}
-	moved.RunOptimize()
-	kept.RunOptimize()
-	p.ranks[g] = kept
-	p.ranks = append(p.ranks, moved)
-	it := moved.Iterator()
-	for it.HasNext() {
-		p.rankGroup[it.Next()] = n
+	var moved *roaring.Bitmap
+	partID := n
+	if partN <= restN {
+		p.ranks[g].AndNot(part)
+		moved = part
+	} else {
+		moved = roaring.AndNot(p.ranks[g], part)
+		p.ranks[g] = part
+		partID = g
 	}
+	moved.RunOptimize()
+	if partN <= restN {
+		p.size[g] = restN
+	} else {
+		p.size[g] = partN
+	}
+	p.ranks = append(p.ranks, moved)
+	p.size = append(p.size, min(partN, restN))
+	p.relabel(moved, n)
 	p.epoch++
 	return partID, nil
+}
+
+// relabel points the index of every rank of b at group g, a run at a time.
+func (p *Partition) relabel(b *roaring.Bitmap, g int32) {
+	eachRun(b, func(lo, hi uint64) bool {
+		fillGroup(p.rankGroup[lo:hi+1], g)
+		return true
+	})
+}
+
+func fillGroup(dst []int32, g int32) {
+	for i := range dst {
+		dst[i] = g
+	}
 }
 
 func (p *Partition) remember(a, b []int32) {
@@ -370,56 +283,8 @@ func (p *Partition) check(s *jsonl.Slice) error {
 	return nil
 }
 
-// addSlice adds the ranks of s to b: one range add per contiguous row (the
-// last dimension, when its stride is 1), and the whole slice in one add when
-// it is a dense block.
-func (p *Partition) addSlice(b *roaring.Bitmap, s *jsonl.Slice) error {
-	if err := p.check(s); err != nil {
-		return err
-	}
-	nd := len(s.Sizes)
-	if nd == 0 {
-		b.Add(uint32(s.Offset))
-		return nil
-	}
-	if s.Len() == 0 {
-		return nil
-	}
-	if dense(s) {
-		b.AddRange(uint64(s.Offset), uint64(s.Offset+s.Len()))
-		return nil
-	}
-	if s.Strides[nd-1] != 1 {
-		p.scratch = s.AppendRanks(p.scratch[:0])
-		for _, r := range p.scratch {
-			b.Add(uint32(r))
-		}
-		return nil
-	}
-	// Rows of the last dimension are contiguous: enumerate row starts.
-	row := jsonl.Slice{Offset: s.Offset, Sizes: s.Sizes[:nd-1], Strides: s.Strides[:nd-1]}
-	p.scratch = row.AppendRanks(p.scratch[:0])
-	width := uint64(s.Sizes[nd-1])
-	for _, r := range p.scratch {
-		b.AddRange(uint64(r), uint64(r)+width)
-	}
-	return nil
-}
-
-// dense reports whether s covers offset..offset+len-1 exactly: row-major
-// strides with no gaps.
-func dense(s *jsonl.Slice) bool {
-	want := int64(1)
-	for k := len(s.Sizes) - 1; k >= 0; k-- {
-		if s.Sizes[k] != 1 && s.Strides[k] != want {
-			return false
-		}
-		want *= s.Sizes[k]
-	}
-	return true
-}
-
-// resolveRanks is Resolve ungrouped: the distinct ranks of the slices.
+// resolveRanks is Resolve ungrouped: the distinct ranks of the slices, in
+// increasing order.
 func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]int32, error) {
 	p.pass++
 	if p.pass == 0 {
@@ -439,15 +304,56 @@ func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]int32, error) {
 			}
 		}
 	}
+	if !slices.IsSorted(p.out) {
+		slices.Sort(p.out)
+	}
 	return p.out, nil
 }
 
-func appendSliceKey(b []byte, s *jsonl.Slice) []byte {
-	b = binary.AppendVarint(b, s.Offset)
-	b = binary.AppendUvarint(b, uint64(len(s.Sizes)))
-	for k := range s.Sizes {
-		b = binary.AppendVarint(b, s.Sizes[k])
-		b = binary.AppendVarint(b, s.Strides[k])
+// appendSliceKey appends the cache key of s: its dimensions in a canonical
+// spelling, so that the same ranks written differently (a size-1
+// dimension, a 0-d slice against [1], a row split into two dimensions, and
+// for a set, negative strides or dimensions in another order) share one
+// entry. With set false the key keeps the enumeration order, which pairs
+// ranks in a send; with set true it keeps only the set.
+func appendSliceKey(b []byte, s *jsonl.Slice, set bool) []byte {
+	var dims [jsonl.MaxSliceDims][2]int64 // stride, size
+	off, n := s.Offset, 0
+	for k, size := range s.Sizes {
+		if size == 0 {
+			return append(b, 'e') // empty: no ranks
+		}
+		if size == 1 {
+			continue
+		}
+		st := s.Strides[k]
+		if set && st < 0 {
+			off += (size - 1) * st
+			st = -st
+		}
+		dims[n] = [2]int64{st, size}
+		n++
+	}
+	d := dims[:n]
+	if set {
+		slices.SortFunc(d, func(a, b [2]int64) int { return cmp.Compare(b[0], a[0]) })
+	}
+	// Merge a dimension into the one before it when together they walk one
+	// evenly strided run: (stride a*n, size m) then (stride a, size n).
+	m := 0
+	for _, x := range d {
+		if m > 0 && d[m-1][0] == x[0]*x[1] {
+			d[m-1] = [2]int64{x[0], d[m-1][1] * x[1]}
+			continue
+		}
+		d[m] = x
+		m++
+	}
+	b = binary.AppendVarint(b, off)
+	b = binary.AppendUvarint(b, uint64(m))
+	for _, x := range d[:m] {
+		b = binary.AppendVarint(b, x[1])
+		b = binary.AppendVarint(b, x[0])
 	}
 	return b
 }

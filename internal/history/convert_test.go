@@ -234,3 +234,24 @@ func TestPlainReadSkipsExtras(t *testing.T) {
 		t.Errorf("extras kept without KeepExtra: %+v %+v", recs[0].Extra, recs[0].Msg.Extra)
 	}
 }
+
+// TestRoundTripEmptyFields: optional fields given with empty values
+// ("default":false, "mutates":[], "dims":[], "scatter":false, "out":null,
+// "ident":0), in spec order or not and inside a command group, come back
+// byte for byte from JSON -> binary -> JSON and JSON -> JSON.
+func TestRoundTripEmptyFields(t *testing.T) {
+	all := `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	src := `{"fastsim":"history","version":1,"world_size":2}` + "\n" +
+		`{"ts":1,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":false}}` + "\n" +
+		`{"ts":2,` + all + `,"msg":{"type":"CallFunction","ident":0,"function":"f","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":3,` + all + `,"msg":{"type":"Reduce","result":{"tensor":2,"storage":2,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"},"local_tensor":{"tensor":1},"stream":{"ref":1},"dims":[],"reduction":"sum","scatter":false,"inplace":false,"out":null}}` + "\n" +
+		`{"ts":4,` + all + `,"msg":{"type":"CommandGroup","commands":[{"type":"CallFunction","mutates":[],"function":"g","stream":{"ref":1},"args":[{"tensor":2}]},{"type":"CreateStream","default":false,"result":{"ref":2,"name":"side"}}]}}` + "\n" +
+		`{"step":0}` + "\n"
+	roundTrip(t, "empty fields", []byte(src))
+	if got := string(convert(t, convert(t, []byte(src), FormBinary), FormJSON)); got != src {
+		t.Errorf("JSON -> binary -> JSON:\n%s\nwant\n%s", got, src)
+	}
+	if got := string(convert(t, []byte(src), FormJSON)); got != src {
+		t.Errorf("JSON -> JSON:\n%s\nwant\n%s", got, src)
+	}
+}

@@ -1,5 +1,5 @@
 // Package history reads command histories (the JSON-lines interchange format
-// of HISTORY.md), plain or zstd-compressed, or the binary form (.fhist, see
+// of docs/HISTORY.md), plain or zstd-compressed, or the binary form (.fhist, see
 // internal/binform), one record at a time; the form is detected by magic
 // bytes. It also writes histories in either form (Writer) and converts
 // between them without loss (Convert).

@@ -36,10 +36,15 @@ const MaxFields = 64
 
 // Seq appends to dst the normalised key order of an object whose declared
 // fields present are the bits of mask (bit i: field number i+1) out of
-// nfields: e.Order without fields that are absent or repeated, then any
-// present field it lacks (in spec order), then any extra field it lacks. An
-// empty Order gives the canonical sequence: present fields in spec order,
-// then every extra field.
+// nfields, together with the fields e.Order lists (Given): e.Order without
+// repeats, then any present field it lacks (in spec order), then any extra
+// field it lacks. An empty Order gives the canonical sequence: present
+// fields in spec order, then every extra field.
+//
+// A field in e.Order but not in mask was given with an empty value (false,
+// [], 0, null) that a message does not otherwise mark as present; keeping it
+// in the sequence is what makes "default":false or "mutates":[] survive a
+// conversion.
 func (e *Extras) Seq(dst []uint8, mask uint64, nfields int) []uint8 {
 	var done uint64
 	extras := 0
@@ -55,7 +60,7 @@ func (e *Extras) Seq(dst []uint8, mask uint64, nfields int) []uint8 {
 			continue
 		}
 		bit := uint64(1) << (it - 1)
-		if mask&bit == 0 || done&bit != 0 {
+		if done&bit != 0 {
 			continue
 		}
 		done |= bit
@@ -71,6 +76,18 @@ func (e *Extras) Seq(dst []uint8, mask uint64, nfields int) []uint8 {
 		dst = append(dst, 0)
 	}
 	return dst
+}
+
+// Given returns the declared fields (bit i: field number i+1, out of
+// nfields) that e.Order lists: the fields the input gave, empty or not.
+func (e *Extras) Given(nfields int) uint64 {
+	var given uint64
+	for _, it := range e.Order {
+		if it > 0 && int(it) <= nfields && it <= MaxFields {
+			given |= 1 << (it - 1)
+		}
+	}
+	return given
 }
 
 // Canonical reports whether seq (a result of Seq) is the canonical order:

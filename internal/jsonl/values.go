@@ -95,6 +95,54 @@ func (s *Slice) AppendRanks(dst []int64) []int64 {
 	}
 }
 
+// EachRanks calls fn with the slice's ranks in row-major order, a chunk
+// of at most cap(buf) at a time (buf is the chunks' storage), so a slice of
+// millions of ranks is walked without holding them all.
+func (s *Slice) EachRanks(buf []int64, fn func([]int64)) {
+	if cap(buf) == 0 {
+		buf = make([]int64, 0, 256)
+	}
+	buf = buf[:0]
+	nd := len(s.Sizes)
+	if nd == 0 {
+		fn(append(buf, s.Offset))
+		return
+	}
+	if nd > MaxSliceDims {
+		return
+	}
+	for _, v := range s.Sizes {
+		if v <= 0 {
+			return
+		}
+	}
+	var idx [MaxSliceDims]int64
+	r := s.Offset
+	for {
+		buf = append(buf, r)
+		if len(buf) == cap(buf) {
+			fn(buf)
+			buf = buf[:0]
+		}
+		k := nd - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			r += s.Strides[k]
+			if idx[k] < s.Sizes[k] {
+				break
+			}
+			r -= idx[k] * s.Strides[k]
+			idx[k] = 0
+		}
+		if k < 0 {
+			if len(buf) > 0 {
+				fn(buf)
+			}
+			return
+		}
+	}
+}
+
 // Equal reports whether both slices have the same offset, sizes and strides.
 func (s *Slice) Equal(o *Slice) bool {
 	if s.Offset != o.Offset || len(s.Sizes) != len(o.Sizes) || len(s.Strides) != len(o.Strides) {

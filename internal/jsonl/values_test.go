@@ -178,3 +178,28 @@ func TestRegistryIDs(t *testing.T) {
 		t.Error("Reset keeps tensors")
 	}
 }
+
+// EachRanks walks the same ranks as AppendRanks, in chunks of the
+// buffer's capacity.
+func TestEachRanksMatchesAppendRanks(t *testing.T) {
+	for _, s := range []Slice{
+		{Offset: 3},
+		{Offset: 0, Sizes: []int64{2, 3, 4}, Strides: []int64{100, 10, 1}},
+		{Offset: 50, Sizes: []int64{7}, Strides: []int64{-3}},
+		{Offset: 0, Sizes: []int64{0, 5}, Strides: []int64{1, 1}},
+	} {
+		want := s.AppendRanks(nil)
+		for _, c := range []int{1, 5, 256} {
+			var got []int64
+			s.EachRanks(make([]int64, 0, c), func(rs []int64) {
+				if len(rs) == 0 || len(rs) > c {
+					t.Errorf("chunk of %d with capacity %d", len(rs), c)
+				}
+				got = append(got, rs...)
+			})
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%+v chunks of %d: %v, want %v", s, c, got, want)
+			}
+		}
+	}
+}

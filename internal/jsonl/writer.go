@@ -39,6 +39,9 @@ func (w *Writer) Bool(v bool) { w.Buf = strconv.AppendBool(w.Buf, v) }
 // String writes a string, escaped.
 func (w *Writer) String(v string) { w.Buf = AppendString(w.Buf, v) }
 
+// Null appends null.
+func (w *Writer) Null() { w.Buf = append(w.Buf, "null"...) }
+
 // Raw writes JSON text as it is.
 func (w *Writer) Raw(v []byte) { w.Buf = append(w.Buf, v...) }
 

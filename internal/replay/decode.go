@@ -16,6 +16,21 @@ func DecodeOnly(path string) (records int64, wall time.Duration, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	return decodeAll(r, began)
+}
+
+// DecodeOnlyReader is DecodeOnly on a history read from src; name labels
+// errors.
+func DecodeOnlyReader(src io.Reader, name string) (records int64, wall time.Duration, err error) {
+	began := time.Now()
+	r, err := history.NewReader(src, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	return decodeAll(r, began)
+}
+
+func decodeAll(r *history.Reader, began time.Time) (records int64, wall time.Duration, err error) {
 	defer r.Close()
 	var rec history.Record
 	for {

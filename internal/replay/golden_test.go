@@ -90,13 +90,18 @@ func TestGoldenWithEmptyCosts(t *testing.T) {
 func TestGoldenGrouped(t *testing.T) { checkGolden(t, Options{Grouped: true, Jobs: 4}) }
 
 // TestGoldenCopyIsCurrent checks the repository's copy of the golden files
-// against shared/golden when the development tree has it.
+// against shared/golden when the development tree has it. The README is the
+// repository's own (its links point inside the repository), so only the
+// histories and expected results are compared.
 func TestGoldenCopyIsCurrent(t *testing.T) {
 	orig, err := filepath.Glob(filepath.Join(sharedGolden, "*"))
 	if err != nil || len(orig) == 0 {
 		t.Skip("shared/golden is not beside this checkout")
 	}
 	for _, p := range orig {
+		if filepath.Base(p) == "README.md" {
+			continue
+		}
 		want, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/fastsim/fastsim/gen"
@@ -36,6 +37,45 @@ type Options struct {
 	// PartialTrace writes the trace of a stopped replay too (by default a
 	// stopped replay writes none).
 	PartialTrace bool
+	// Controller prices the controller's part of each command (default:
+	// Monarch's, the record's ts).
+	Controller sched.Controller
+	// KeepEvents keeps the whole timeline even without a trace, for
+	// Inspect.
+	KeepEvents bool
+	// Inspect, when set, is called with the engine once the history is
+	// replayed (not after a stop, unless PartialTrace), before the trace is
+	// written: outputs other than the trace read the kept timeline there.
+	Inspect func(eng *sched.Engine, res *Result) error
+	// Header, when set, is called with the history's header before the
+	// first record is replayed.
+	Header func(history.Header)
+	// TraceSteps, when set, limits the trace to the commands of steps
+	// First to Last (see StepRange).
+	TraceSteps *StepRange
+}
+
+// StepRange names the steps First to Last, both included, counted from 0 in
+// the order of the history's step marks: step i is the commands after step
+// mark i-1 (or from the start, for step 0) up to step mark i; commands after
+// the last mark form one more step.
+type StepRange struct{ First, Last int }
+
+// commandWindow turns a StepRange into engine command numbers (inclusive),
+// given the command count at each step mark and at the end.
+func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64) {
+	first, last = 1, total
+	if r.First > 0 {
+		if r.First-1 < len(atMark) {
+			first = atMark[r.First-1] + 1
+		} else {
+			first = total + 1 // no such step: nothing traced
+		}
+	}
+	if r.Last < len(atMark) {
+		last = atMark[r.Last]
+	}
+	return first, last
 }
 
 // Result is what a replay found.
@@ -49,9 +89,16 @@ type Result struct {
 	FirstWarning string
 	Groups       int   // groups simulated at the end (the world size, ungrouped)
 	WorkerTasks  int64 // tasks rank by rank (a group's count once per rank)
-	Partial      bool  // stopped before the end of the history
-	LastLine     int64 // the last line replayed
-	Wall         time.Duration
+	// Kinds counts the command records by message kind (a CommandGroup
+	// once, as the record it is).
+	Kinds   [gen.MsgUnknown + 1]int64
+	Partial bool // stopped before the end of the history
+	// PeakDeviceFinalBytes is what the device that peaks (Final.PeakDevice)
+	// holds at the end of the history, once every transient tensor is
+	// freed: a training job's model state.
+	PeakDeviceFinalBytes int64
+	LastLine             int64 // the last line replayed
+	Wall                 time.Duration
 }
 
 // ErrUnknownType is returned in strict mode for a message type the spec
@@ -90,15 +137,20 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		Costs:       opt.Costs,
 		Model:       opt.Model,
 		GPUsPerHost: h.GPUsPerHost,
-		KeepEvents:  opt.TracePath != "",
+		KeepEvents:  opt.TracePath != "" || opt.KeepEvents,
 		Grouped:     opt.Grouped,
 		Jobs:        opt.Jobs,
+		Controller:  opt.Controller,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
 	defer eng.Close()
+	if opt.Header != nil {
+		opt.Header(h)
+	}
 	res := &Result{Header: h}
+	var atMark []int64 // commands processed at each step mark
 	var rec history.Record
 	lastTick := began
 	for {
@@ -111,6 +163,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 		}
 		if rec.IsStep {
 			res.Steps = append(res.Steps, eng.Step())
+			atMark = append(atMark, eng.Commands())
 			continue
 		}
 		res.Records++
@@ -119,6 +172,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			res.Partial = true
 			break
 		}
+		res.Kinds[rec.Msg.Kind]++
 		if err := Apply(eng, r, &rec, opt.Strict, name); err != nil {
 			return nil, err
 		}
@@ -129,13 +183,18 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			}
 		}
 	}
-	res.Final = eng.Report()
-	res.Commands = eng.Commands()
-	res.Groups = eng.Groups()
-	res.WorkerTasks = eng.WorkerTasks()
-	res.Warnings, res.FirstWarning = eng.Warnings()
+	finish(eng, res)
+	if opt.Inspect != nil && (!res.Partial || opt.PartialTrace) {
+		if err := opt.Inspect(eng, res); err != nil {
+			return nil, err
+		}
+	}
 	if opt.TracePath != "" && (!res.Partial || opt.PartialTrace) {
-		if err := writeTrace(eng, opt.TracePath); err != nil {
+		first, last := int64(0), int64(math.MaxInt64)
+		if opt.TraceSteps != nil {
+			first, last = opt.TraceSteps.commandWindow(atMark, res.Commands)
+		}
+		if err := writeTrace(eng, opt.TracePath, first, last); err != nil {
 			return nil, err
 		}
 	}
@@ -172,12 +231,12 @@ func stopped(stop <-chan struct{}) bool {
 
 // writeTrace writes to a temp file beside path and renames it at the end, so
 // path is either the whole trace or untouched.
-func writeTrace(eng *sched.Engine, path string) error {
+func writeTrace(eng *sched.Engine, path string, firstCmd, lastCmd int64) error {
 	f, err := trace.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := eng.WriteTrace(f.W); err != nil {
+	if err := eng.WriteTraceWindow(f.W, firstCmd, lastCmd); err != nil {
 		f.Abort()
 		return err
 	}

@@ -25,6 +25,13 @@ type Comm struct {
 	SameHost    bool  // every rank of the command is on one host
 	Local       bool  // a SendTensor whose from_ranks equal its to_ranks
 	GPUsPerHost int64
+	// Hosts is the number of hosts the collective's ranks occupy (rank r
+	// is on host r / GPUsPerHost), and MaxPerHost the most ranks on any
+	// one of them. They come from the command's slices, not from the
+	// groups, so grouped and ungrouped replays see the same values. For
+	// a send between slices: 1 and 2 when SameHost, else 2 and 1.
+	Hosts      int64
+	MaxPerHost int64
 }
 
 // CallRuntimeNs is the fixed function runtime.

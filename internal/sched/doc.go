@@ -1,6 +1,6 @@
 // Package sched is the replay engine: it applies decoded commands to the
 // simulated workers and runs their streams to a fixpoint, exactly as
-// SEMANTICS.md describes.
+// docs/SEMANTICS.md describes.
 //
 // Where things are:
 //   - engine.go: the Engine, its options and one command's life (controller

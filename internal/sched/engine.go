@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fastsim/fastsim/gen"
@@ -14,7 +15,7 @@ import (
 // Mode says which parts of the timeline are simulated and traced.
 type Mode uint8
 
-// Trace modes, as in SEMANTICS.md.
+// Trace modes, as in docs/SEMANTICS.md.
 const (
 	Everything     Mode = iota // controller and streams
 	StreamOnly                 // streams; the controller clock stays 0
@@ -40,7 +41,38 @@ func (m Mode) String() string {
 }
 
 func (m Mode) controller() bool { return m != StreamOnly }
-func (m Mode) streams() bool    { return m != ControllerOnly }
+
+// Controller says what the controller's sending of commands costs.
+type Controller uint8
+
+// Controllers.
+const (
+	// ControllerMonarch: the controller clock follows each record's ts, so
+	// a task starts no earlier than the controller sent its command (a
+	// Monarch program, one controller driving every worker; the default,
+	// as the reference replays recorded histories).
+	ControllerMonarch Controller = iota
+	// ControllerNone: commands cost the controller nothing and the clock
+	// stays 0, so tasks wait only for their streams, as in an SPMD program
+	// where every rank runs its own copy of the code. No controller events
+	// are traced.
+	ControllerNone
+)
+
+// ParseController reads a controller name: monarch or none (also spmd).
+func ParseController(s string) (Controller, error) {
+	switch s {
+	case "monarch", "":
+		return ControllerMonarch, nil
+	case "none", "spmd":
+		return ControllerNone, nil
+	}
+	return 0, fmt.Errorf("%w: controller %q (want monarch or none)", ErrOptions, s)
+}
+
+// String is the controller's name, as ParseController reads it.
+func (c Controller) String() string { return [...]string{"monarch", "none"}[c] }
+func (m Mode) streams() bool        { return m != ControllerOnly }
 
 // Costs are the runtimes the engine charges, in nanoseconds.
 type Costs struct {
@@ -52,15 +84,16 @@ type Costs struct {
 	KernelLaunchNs int64 // CPU side only; does not affect results
 }
 
-// DefaultCosts are the reference simulator's runtimes.
+// DefaultCosts are the reference simulator's runtimes, as the message spec
+// declares them.
 func DefaultCosts() Costs {
 	return Costs{
-		CallFunctionNs: 10_000,
-		ReduceNs:       100_000,
-		SendLocalNs:    1_000,
-		SendRemoteNs:   100_000,
-		EventWaitNs:    500,
-		KernelLaunchNs: 500,
+		CallFunctionNs: gen.MsgCallFunction.Info().RuntimeNs,
+		ReduceNs:       gen.MsgReduce.Info().RuntimeNs,
+		SendLocalNs:    gen.MsgSendTensor.Info().LocalRuntimeNs,
+		SendRemoteNs:   gen.MsgSendTensor.Info().RuntimeNs,
+		EventWaitNs:    gen.MsgBorrowCreate.Info().EventRuntimeNs,
+		KernelLaunchNs: gen.MsgCallFunction.Info().LaunchNs,
 	}
 }
 
@@ -82,6 +115,8 @@ type Options struct {
 	// Jobs bounds the goroutines that run groups in parallel after a
 	// command (<= 1: serial). Results do not depend on it.
 	Jobs int
+	// Controller prices the controller's part of each command.
+	Controller Controller
 }
 
 // Engine replays commands. It is not safe for concurrent use; inside, the
@@ -113,6 +148,7 @@ type Engine struct {
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
 	pairs     []soa.TaskID // tasks of one SendTensor
+	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: events walked by mergeMemory
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
@@ -125,6 +161,10 @@ type Engine struct {
 	ctrlEnd   []int64
 	ctrlCmd   []int64
 	ctrlMaxNs int64
+
+	placeKey   []byte              // scratch for placement's cache key
+	placeRanks *roaring.Bitmap     // scratch for placement's ranks
+	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
 
 	viewName int32
 	fnNames  map[string]int32 // function path -> interned clean name
@@ -302,11 +342,11 @@ func (e *Engine) Warnings() (int64, string) { return e.warnings, e.firstWarn }
 // Commands is the number of commands processed, sub-commands included.
 func (e *Engine) Commands() int64 { return e.cmdID }
 
-// process runs one command sent to ranks: steps 1-4 of SEMANTICS.md.
+// process runs one command sent to ranks: steps 1-4 of docs/SEMANTICS.md.
 func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 	e.cmdID++
-	if e.opt.Mode.controller() {
-		if m.Kind != gen.MsgCreateDeviceMesh && m.Kind != gen.MsgCreateStream {
+	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
+		if m.Kind.Info().ControllerEvent {
 			e.controllerEvent(e.controllerName(m), e.nowNs, ts)
 		}
 		e.nowNs = ts

@@ -11,7 +11,7 @@ import (
 	"github.com/fastsim/fastsim/internal/history"
 )
 
-// Expected values in these tests are worked out by hand from SEMANTICS.md;
+// Expected values in these tests are worked out by hand from docs/SEMANTICS.md;
 // the comments show the arithmetic.
 
 // h builds a history: a header for world ranks, then the records.

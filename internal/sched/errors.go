@@ -16,5 +16,6 @@ var (
 	ErrMemory          = errors.New("memory release the model forbids")
 	ErrNotCPU          = errors.New("tensor is not a CPU tensor")
 	ErrRankRange       = errors.New("rank outside the world")
+	ErrRankRepeat      = errors.New("a send names a rank twice")
 	ErrOptions         = errors.New("bad options")
 )

@@ -1,10 +1,16 @@
 package sched
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+
+	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
 )
@@ -54,18 +60,7 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	if err != nil {
 		return err
 	}
-	var name string
-	switch {
-	case m.Reduction == "stack" && m.Scatter:
-		name = "all_to_all"
-	case m.Reduction == "stack":
-		name = "all_gather"
-	case m.Scatter:
-		name = "all_reduce" // the reference's labels, kept as they are
-	default:
-		name = "reduce_scatter"
-	}
-	id := e.names.ID(name)
+	id := e.names.ID(reduceLabel(ReduceCollective(m)))
 	e.inputs = append(e.inputs[:0], m.LocalTensor)
 	e.outs = append(e.outs[:0], m.Result)
 	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
@@ -95,6 +90,19 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	if m.FromStream.Ref != m.ToStream.Ref {
 		return fmt.Errorf("%w: SendTensor from stream %d to stream %d (both must be the same)", ErrStreams, m.FromStream.Ref, m.ToStream.Ref)
 	}
+	// A point-to-point send pairs distinct ranks: checked on both sides,
+	// before either path, so grouped and ungrouped refuse alike.
+	for _, side := range [2]struct {
+		name string
+		s    *jsonl.Slice
+	}{{"from_ranks", &m.FromRanks}, {"to_ranks", &m.ToRanks}} {
+		if err := e.part.CheckDistinct(side.s); err != nil {
+			if errors.Is(err, groups.ErrRepeat) {
+				return fmt.Errorf("%w: %s: %v", ErrRankRepeat, side.name, err)
+			}
+			return fmt.Errorf("%w: %s: %v", ErrRankRange, side.name, err)
+		}
+	}
 	stream := m.FromStream.Ref
 	send := e.names.ID("SendTensor")
 	if m.FromRanks.Equal(&m.ToRanks) {
@@ -123,23 +131,25 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	runtime := e.opt.Model.SendRuntimeNs(m, cm)
 	// Sends first, then receives, as the reference queues them: the order
 	// matters when a rank is on both sides. Each pair is one collective.
+	// Each side is visited in order of lowest rank, so the first failure is
+	// on the lowest rank that fails, grouped or not.
 	n := len(senders)
-	tasks := e.pairs[:0]
+	tasks := slices.Grow(e.pairs[:0], 2*n)[:2*n]
 	e.inputs = append(e.inputs[:0], m.Tensor)
-	for i := 0; i < n; i++ {
+	for _, i := range e.byRank(senders) {
 		t, err := e.addTask(senders[i], stream, send, runtime, e.inputs, nil, -1)
 		if err != nil {
 			return err
 		}
-		tasks = append(tasks, t)
+		tasks[i] = t
 	}
 	e.outs = append(e.outs[:0], m.Result)
-	for i := 0; i < n; i++ {
+	for _, i := range e.byRank(receivers) {
 		t, err := e.addTask(receivers[i], stream, recv, runtime, nil, e.outs, -1)
 		if err != nil {
 			return err
 		}
-		tasks = append(tasks, t)
+		tasks[n+int(i)] = t
 	}
 	for i := 0; i < n; i++ {
 		c := e.colls.Alloc()
@@ -425,15 +435,24 @@ func (e *Engine) noStream(gi int32, refs ...int64) error {
 	return nil
 }
 
-// who names group gi for messages: "worker 3", or "workers [0-3] [8-11]".
+// byRank returns the positions of gs in order of the groups' lowest ranks.
+func (e *Engine) byRank(gs []int32) []int32 {
+	e.order = e.order[:0]
+	for i := range gs {
+		e.order = append(e.order, int32(i))
+	}
+	low := func(i int32) int64 { return e.part.Lowest(gs[i]) }
+	if !slices.IsSortedFunc(e.order, func(a, b int32) int { return cmp.Compare(low(a), low(b)) }) {
+		slices.SortFunc(e.order, func(a, b int32) int { return cmp.Compare(low(a), low(b)) })
+	}
+	return e.order
+}
+
+// who names group gi for messages by its lowest rank: the rank an
+// ungrouped replay fails on first (handlers visit groups in order of lowest
+// rank), so grouped and ungrouped replays say the same thing.
 func (e *Engine) who(gi int32) string {
-	if !e.part.Grouped() {
-		return fmt.Sprintf("worker %d", gi)
-	}
-	if e.part.Size(gi) == 1 {
-		return fmt.Sprintf("worker %d", e.part.Lowest(gi))
-	}
-	return "workers " + string(e.part.AppendRanges(nil, gi))
+	return "worker " + strconv.FormatInt(e.part.Lowest(gi), 10)
 }
 
 // comm describes a communication to the cost model: the ranks of groups gs
@@ -467,5 +486,71 @@ func (e *Engine) comm(gs []int32, ss []jsonl.Slice, one *jsonl.Slice, local bool
 		span(one)
 	}
 	c.SameHost = lo < 0 || lo/e.opt.GPUsPerHost == hi/e.opt.GPUsPerHost
+	switch {
+	case gs != nil && len(ss) > 0:
+		c.Hosts, c.MaxPerHost = e.placement(ss)
+	case c.SameHost:
+		c.Hosts, c.MaxPerHost = 1, c.Ranks
+	default:
+		c.Hosts, c.MaxPerHost = c.Ranks, 1
+	}
 	return c
 }
+
+// placement counts the hosts the ranks of slices ss occupy and the most
+// ranks on one host. Training loops repeat a few rank sets, so results
+// are cached by the slices' values.
+func (e *Engine) placement(ss []jsonl.Slice) (hosts, maxPerHost int64) {
+	key := e.placeKey[:0]
+	for i := range ss {
+		key = strconv.AppendInt(key, ss[i].Offset, 10)
+		for k := range ss[i].Sizes {
+			key = append(key, ' ')
+			key = strconv.AppendInt(key, ss[i].Sizes[k], 10)
+			key = append(key, ':')
+			key = strconv.AppendInt(key, ss[i].Strides[k], 10)
+		}
+		key = append(key, ';')
+	}
+	e.placeKey = key
+	if p, ok := e.placeCache[string(key)]; ok {
+		return p[0], p[1]
+	}
+	// The union of the slices, without repeats, in order: a bitmap, so
+	// that a collective over millions of ranks stays small.
+	bm := e.placeRanks
+	if bm == nil {
+		bm = roaring.New()
+		e.placeRanks = bm
+	}
+	bm.Clear()
+	var buf [256]int64
+	for i := range ss {
+		ss[i].EachRanks(buf[:0], func(rs []int64) {
+			for _, r := range rs {
+				bm.Add(uint32(r))
+			}
+		})
+	}
+	gph := uint32(e.opt.GPUsPerHost)
+	run, prev := int64(0), uint32(0)
+	it := bm.Iterator()
+	for first := true; it.HasNext(); first = false {
+		r := it.Next()
+		if first || r/gph != prev/gph {
+			hosts++
+			run = 0
+		}
+		run++
+		prev = r
+		maxPerHost = max(maxPerHost, run)
+	}
+	if e.placeCache == nil || len(e.placeCache) >= maxPlaceCache {
+		e.placeCache = make(map[string][2]int64)
+	}
+	e.placeCache[string(key)] = [2]int64{hosts, maxPerHost}
+	return hosts, maxPerHost
+}
+
+// maxPlaceCache bounds the placement cache; it starts over when full.
+const maxPlaceCache = 1024

@@ -16,6 +16,25 @@ func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
 	}
 }
 
+// DeviceOf is the device that rank r's results are reported under: its
+// own rank ungrouped, the lowest rank of its group when grouped.
+func (e *Engine) DeviceOf(r int64) int64 { return e.part.Lowest(e.part.GroupOf(r)) }
+
+// DeviceBytes is the memory peak of rank r's device so far and what the
+// device holds at the end of its events: with every transient tensor
+// freed, as at the end of a training step, what it keeps for good.
+func (e *Engine) DeviceBytes(r int64) (peakBytes, finalBytes int64) {
+	g := &e.gs[e.part.GroupOf(r)]
+	if !g.active {
+		return 0, 0
+	}
+	peakBytes, finalBytes = g.memPeak, g.memBase
+	e.mergeMemory(g, math.MaxInt64, func(_, running int64) {
+		peakBytes, finalBytes = max(peakBytes, running), running
+	})
+	return peakBytes, finalBytes
+}
+
 // byLowestRank lists the groups in order of their lowest rank: the order
 // devices appear in reports and traces.
 func (e *Engine) byLowestRank() []int32 {

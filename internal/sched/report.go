@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -157,8 +158,40 @@ func (g *group) sortMemory(s int32) {
 // trace events: the controller, then each device given any task, with a
 // thread per stream and its memory counter.
 func (e *Engine) WriteTrace(w *trace.Writer) error {
+	return e.WriteTraceWindow(w, 0, math.MaxInt64)
+}
+
+// WriteTraceWindow is WriteTrace limited to the events of the commands
+// numbered firstCmd to lastCmd (the engine's command counter, as in each
+// event's args.command). Memory counters are kept between the earliest start
+// and the latest end of those events, starting with the running total just
+// before that window, so the curve begins at the right level. Zero-length
+// spans are written as instant events (trace.Writer.Span).
+func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) error {
 	if !e.opt.KeepEvents {
 		return fmt.Errorf("%w: the engine was not asked to keep events", ErrOptions)
+	}
+	in := func(cmd int64) bool { return cmd >= firstCmd && cmd <= lastCmd }
+	whole := firstCmd <= 0 && lastCmd == math.MaxInt64
+	// The window of time the chosen commands cover.
+	fromNs, toNs := int64(math.MinInt64), int64(math.MaxInt64)
+	if !whole {
+		fromNs, toNs = math.MaxInt64, math.MinInt64
+		for i := range e.ctrlCmd {
+			if in(e.ctrlCmd[i]) {
+				fromNs, toNs = min(fromNs, e.ctrlStart[i]), max(toNs, e.ctrlEnd[i])
+			}
+		}
+		for gi := range e.gs {
+			for s := range e.gs[gi].streams {
+				st := &e.gs[gi].streams[s]
+				for i := range st.evCmd {
+					if in(st.evCmd[i]) {
+						fromNs, toNs = min(fromNs, st.evStart[i]), max(toNs, st.evEnd[i])
+					}
+				}
+			}
+		}
 	}
 	// Perfetto shares one id space between processes and threads: hand out
 	// every id once.
@@ -168,34 +201,56 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 	w.ProcessName(pid, "Controller")
 	w.ThreadName(pid, tid, "Controller")
 	for i := range e.ctrlName {
-		w.Complete(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
+		if in(e.ctrlCmd[i]) {
+			w.Span(pid, tid, e.names.Name(e.ctrlName[i]), e.ctrlStart[i], e.ctrlEnd[i], e.ctrlCmd[i])
+		}
 	}
-	// Devices in order of their lowest rank; grouped, a device is named by
-	// its position in that order and its ranks: "Device 2 [4-7] [12-15]".
+	// Devices in order of their lowest rank, named by it as the report
+	// names them: "Device 8". A group of several ranks says which, briefly
+	// in its name ("Device 8: ranks 8..11 (4 ranks)") and exactly in the
+	// metadata's ranks ("8-11").
 	order := e.byLowestRank()
-	var name []byte
-	for i, gi := range order {
+	var name, runs []byte
+	for _, gi := range order {
 		g := &e.gs[gi]
 		if !g.active {
 			continue
 		}
 		pid := id()
-		if e.part.Grouped() {
-			name = fmt.Appendf(name[:0], "Device %d ", i)
-			name = e.part.AppendRanges(name, gi)
+		name = strconv.AppendInt(append(name[:0], "Device "...), e.part.Lowest(gi), 10)
+		if e.part.Size(gi) == 1 {
+			w.ProcessName(pid, string(name))
 		} else {
-			name = fmt.Appendf(name[:0], "Device %d", gi)
+			name = e.part.AppendRanks(append(name, ": "...), gi)
+			runs = e.part.AppendRuns(runs[:0], gi)
+			w.GroupProcessName(pid, string(name), string(runs))
 		}
-		w.ProcessName(pid, string(name))
 		for s := range g.streams {
 			st := &g.streams[s]
 			tid := id()
 			w.ThreadName(pid, tid, e.names.Name(st.name))
 			for i := range st.evStart {
-				w.Complete(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
+				if in(st.evCmd[i]) {
+					w.Span(pid, tid, e.names.Name(st.evName[i]), st.evStart[i], st.evEnd[i], st.evCmd[i])
+				}
 			}
 		}
-		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) { w.Counter(pid, ns, running) })
+		before, seen := int64(0), false
+		e.mergeMemory(g, math.MaxInt64, func(ns, running int64) {
+			switch {
+			case ns < fromNs:
+				before = running
+			case ns <= toNs:
+				if !seen && !whole && ns > fromNs {
+					w.Counter(pid, fromNs, before)
+				}
+				seen = true
+				w.Counter(pid, ns, running)
+			}
+		})
+		if !seen && !whole && fromNs <= toNs {
+			w.Counter(pid, fromNs, before)
+		}
 	}
 	return nil
 }

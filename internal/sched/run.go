@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -274,13 +275,14 @@ func (e *Engine) run() error {
 			e.gs[gi].ready = false
 		}
 		_ = e.each(e.round, opAdvance)
-		// Between rounds, one goroutine: errors (the lowest group's, so the
-		// message does not depend on timing), wake-ups, recycling.
+		// Between rounds, one goroutine: errors (the lowest rank's, so the
+		// message depends neither on timing nor on grouping), wake-ups, recycling.
 		var err error
+		errLow := int64(math.MaxInt64)
 		for _, gi := range e.round {
 			g := &e.gs[gi]
-			if g.err != nil && err == nil {
-				err = g.err
+			if g.err != nil && e.part.Lowest(gi) < errLow {
+				err, errLow = g.err, e.part.Lowest(gi)
 			}
 			g.err = nil
 			for _, c := range g.wakeColls {

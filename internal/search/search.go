@@ -177,10 +177,7 @@ func (s *Space) check(l Layout) error {
 
 // write streams layout l's history to w.
 func (s *Space) write(w io.Writer, l Layout) error {
-	if s.toy() {
-		return synth.WriteTrain(w, s.Train(l))
-	}
-	return workload.Write(w, s.Job(l))
+	return synth.WriteTrain(w, s.Train(l))
 }
 
 // Train is the toy micro-benchmark job of layout l in s.
@@ -272,8 +269,10 @@ func (sh Shard) Check() error {
 // Options say how to run a search.
 type Options struct {
 	Model sched.CostModel // nil: the reference's fixed runtimes
-	Jobs  int             // layouts evaluated at once (< 1: 1)
-	Shard Shard           // zero: every layout
+	// Controller prices the controller's part of each command.
+	Controller sched.Controller
+	Jobs       int   // layouts evaluated at once (< 1: 1)
+	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
 	// done and the shard's total; calls are serialized.
 	Progress func(done, total int)
@@ -309,7 +308,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			r, err := Evaluate(ctx, s, all[i], opt.Model)
+			r, err := Evaluate(ctx, s, all[i], opt.Model, opt.Controller)
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
@@ -332,11 +331,30 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 }
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
-// goroutine, streaming through a pipe so memory stays flat.
-func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Result, error) {
+// goroutine. A transformer's records go from the workload to the engine as
+// typed values; the toy's stream through a pipe as text. Memory stays flat
+// either way.
+func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl sched.Controller) (Result, error) {
 	if err := s.check(l); err != nil {
 		return Result{}, err
 	}
+	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl, Stop: ctx.Done()}
+	if !s.toy() {
+		j := s.Job(l)
+		h, err := workload.HeaderOf(j)
+		if err != nil {
+			return Result{}, err
+		}
+		res, err := replay.Typed(h, "layout", func(sink *replay.TypedSink) error { return workload.Emit(j, sink) }, opt)
+		if err == nil && res.Partial {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return resultOf(s, l, res), nil
+	}
+	opt.Stop = nil
 	pr, pw := io.Pipe()
 	wrote := make(chan error, 1)
 	go func() {
@@ -345,7 +363,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel) (Re
 		wrote <- err
 	}()
 	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", replay.Options{Model: model, Grouped: true, Jobs: 1})
+	res, err := replay.Reader(pr, "layout", opt)
 	stop()
 	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
 	werr := <-wrote

@@ -13,20 +13,29 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// MaxRandomWorld is the largest world Random writes for: rank sets are
-// 64-bit masks.
-const MaxRandomWorld = 64
+// MaxRandomWorld is the largest world Random writes for.
+const MaxRandomWorld = 1 << 24
 
-// slice is a strided block of ranks and its mask.
+// BigWorld is the world size from which Random draws its rank sets around
+// the edges of roaring's 65,536-rank containers (runs ending on, before and
+// after an edge, single ranks at an edge, strided sets and 2-d blocks
+// crossing one, sends between halves and across edges), where a bitmap
+// changes container and rank arithmetic is easiest to get wrong. Below it,
+// rank sets are drawn uniformly over the world.
+const BigWorld = 1 << 16
+
+// slice is a strided block of ranks and the set of its ranks.
 type slice struct {
 	offset         int
 	sizes, strides []int
-	mask           uint64
+	set            *roaring.Bitmap
 }
 
 func (s slice) json() string {
@@ -43,10 +52,11 @@ func ints(v []int) string {
 
 func newSlice(offset int, sizes, strides []int) slice {
 	s := slice{offset: offset, sizes: sizes, strides: strides}
+	var ranks []uint32
 	var walk func(d, r int)
 	walk = func(d, r int) {
 		if d == len(sizes) {
-			s.mask |= 1 << r
+			ranks = append(ranks, uint32(r))
 			return
 		}
 		for i := 0; i < sizes[d]; i++ {
@@ -54,8 +64,14 @@ func newSlice(offset int, sizes, strides []int) slice {
 		}
 	}
 	walk(0, offset)
+	slices.Sort(ranks)
+	s.set = roaring.BitmapOf(ranks...)
+	s.set.RunOptimize()
 	return s
 }
+
+// within reports whether every rank of s is a rank of t.
+func (s slice) within(t slice) bool { return s.set.AndCardinality(t.set) == s.set.GetCardinality() }
 
 type tensor struct {
 	id, storage, nbytes int
@@ -117,6 +133,9 @@ func (g *gen) cmd(ranks []slice, msg string) {
 // randSlice is a random slice of distinct ranks: 1 or 2 dimensions, strides
 // 1 to 3.
 func (g *gen) randSlice() slice {
+	if g.world >= BigWorld {
+		return g.edgeSlice()
+	}
 	for {
 		if g.r.IntN(3) > 0 {
 			stride := 1 + g.r.IntN(3)
@@ -167,7 +186,7 @@ func ref(t *tensor) string { return fmt.Sprintf(`{"tensor":%d}`, t.id) }
 func (g *gen) avail(s int, where slice, cpu bool) []*tensor {
 	var out []*tensor
 	for _, t := range g.live {
-		if t.where.mask&where.mask == where.mask && (t.stream == s || cpu && t.stream == 0) {
+		if (t.stream == s || cpu && t.stream == 0) && where.within(t.where) {
 			out = append(out, t)
 		}
 	}
@@ -272,7 +291,7 @@ func (g *gen) op() {
 		if t := g.pick(cands); t != nil {
 			del = append(del, t)
 			for _, u := range cands { // others made on the same ranks go too
-				if u != t && u.where.mask == t.where.mask && g.r.IntN(3) == 0 {
+				if u != t && u.where.set.Equals(t.where.set) && g.r.IntN(3) == 0 {
 					del = append(del, u)
 				}
 			}
@@ -301,6 +320,10 @@ func (g *gen) drop(t *tensor) {
 }
 
 func (g *gen) send(s int) {
+	if g.world >= BigWorld {
+		g.sendAtEdges(s)
+		return
+	}
 	stride := 1 + g.r.IntN(2)
 	size := 1 + g.r.IntN(max(1, g.world/(2*stride)))
 	span := (size-1)*stride + 1
@@ -317,13 +340,18 @@ func (g *gen) send(s int) {
 	if g.r.IntN(4) == 0 {
 		to = from // a local copy
 	}
+	g.sendSlices(s, from, to)
+}
+
+// sendSlices sends a tensor available on every rank of from to to.
+func (g *gen) sendSlices(s int, from, to slice) {
 	t := g.pick(g.avail(s, from, false))
 	if t == nil {
 		return
 	}
 	out := g.fresh(s, to, false)
 	ranks := []slice{from}
-	if to.mask != from.mask {
+	if !to.set.Equals(from.set) {
 		ranks = append(ranks, to)
 	}
 	g.cmd(ranks, fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":%s,"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
@@ -368,4 +396,89 @@ func (g *gen) borrowOp(where slice) {
 	t.lent = false
 }
 
-var _ = bits.OnesCount64
+// edgeSlice is a random slice of distinct ranks near a container edge
+// (an edge inside the world, or its end).
+func (g *gen) edgeSlice() slice {
+	for {
+		e := (1 + g.r.IntN(g.world/BigWorld)) * BigWorld
+		e = min(e, g.world)
+		d := g.r.IntN(3) - 1
+		var s slice
+		switch g.r.IntN(8) {
+		case 0, 1: // a run ending on, before or after the edge
+			n := []int{1, 2, 100, BigWorld / 2, BigWorld}[g.r.IntN(5)]
+			s = slice{offset: e + d - n, sizes: []int{n}, strides: []int{1}}
+		case 2: // a run starting there
+			n := []int{1, 3, 1000, BigWorld}[g.r.IntN(4)]
+			s = slice{offset: e + d, sizes: []int{n}, strides: []int{1}}
+		case 3: // a single rank at the edge
+			s = slice{offset: e + d}
+		case 4: // strided across the edge
+			st := 2 + g.r.IntN(4)
+			n := 1 + g.r.IntN(3000)
+			s = slice{offset: e + d - st*g.r.IntN(n), sizes: []int{n}, strides: []int{st}}
+		case 5: // a 2-d block across the edge
+			rows, cols := 1+g.r.IntN(200), 1+g.r.IntN(8)
+			st := cols + g.r.IntN(8)
+			s = slice{offset: e + d - st*g.r.IntN(rows), sizes: []int{rows, cols}, strides: []int{st, 1}}
+		case 6: // the upper part of the world from an edge
+			s = slice{offset: e + d, sizes: []int{g.world - e - d}, strides: []int{1}}
+		default: // the whole world
+			s = slice{offset: 0, sizes: []int{g.world}, strides: []int{1}}
+		}
+		if lo, hi := bounds(s); lo >= 0 && hi < g.world && hi >= lo {
+			return newSlice(s.offset, s.sizes, s.strides)
+		}
+	}
+}
+
+// bounds is the smallest and largest rank of s.
+func bounds(s slice) (lo, hi int) {
+	lo, hi = s.offset, s.offset
+	for k, n := range s.sizes {
+		if n <= 0 {
+			return 0, -1
+		}
+		if ext := (n - 1) * s.strides[k]; ext < 0 {
+			lo += ext
+		} else {
+			hi += ext
+		}
+	}
+	return lo, hi
+}
+
+// sendAtEdges sends between the halves of the world, or between equal runs
+// on either side of an edge, either way round.
+func (g *gen) sendAtEdges(s int) {
+	var from, to slice
+	e := g.world / 2 // an edge strictly inside the world, if there is one
+	if k := (g.world - 1) / BigWorld; k > 0 {
+		e = (1 + g.r.IntN(k)) * BigWorld
+	}
+	switch g.r.IntN(3) {
+	case 0: // halves
+		h := g.world / 2
+		from, to = newSlice(0, []int{h}, []int{1}), newSlice(g.world-h, []int{h}, []int{1})
+	case 1: // n ranks just below the edge to n ranks from it, reversed
+		n := 1 + g.r.IntN(min(e, g.world-e, 5000))
+		from, to = newSlice(e-n, []int{n}, []int{1}), newSlice(e+n-1, []int{n}, []int{-1})
+	default: // strided sets interleaved across the edge
+		m := min(e/2, (g.world-e)/2, 3000)
+		if m < 1 {
+			return
+		}
+		n := 1 + g.r.IntN(m)
+		from, to = newSlice(e-2*n+1, []int{2 * n}, []int{2}), newSlice(e-2*n, []int{2 * n}, []int{2})
+		if lo, hi := bounds(from); lo < 0 || hi >= g.world {
+			return
+		}
+		if lo, hi := bounds(to); lo < 0 || hi >= g.world {
+			return
+		}
+	}
+	if g.r.IntN(2) == 0 {
+		from, to = to, from
+	}
+	g.sendSlices(s, from, to)
+}

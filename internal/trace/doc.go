@@ -9,6 +9,6 @@
 // (bytes / 1e6).
 //
 // File wraps a Writer around a temporary file next to the destination,
-// optionally zstd-compressed, and renames it into place on Commit, so a
-// reader never sees a partial trace.
+// plain, gzip- or zstd-compressed by the destination's name, and renames it
+// into place on Commit, so a reader never sees a partial trace.
 package trace

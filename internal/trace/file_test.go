@@ -142,7 +142,7 @@ func TestFileFailedWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.tmp.Close() // every later write to the file fails
+		f.out.f.Close() // every later write to the file fails
 		writeSample(f.W)
 		if err := f.Commit(); err == nil {
 			t.Errorf("%s: Commit succeeded after failed writes", name)

@@ -63,6 +63,26 @@ func (w *Writer) ProcessName(pid int64, name string) {
 	w.metadata("process_name", pid, 0, name)
 }
 
+// GroupProcessName writes the metadata event naming a process that stands
+// for a group of identical ranks, with every rank it stands for in
+// args.ranks ("0-3,8,12-15": inclusive runs), for tools that expand a group
+// back to its ranks; the name itself stays short:
+// {"name":"process_name","ph":"M","pid":P,"tid":0,"args":{"name":NAME,"ranks":RANKS}}.
+func (w *Writer) GroupProcessName(pid int64, name, ranks string) {
+	if !w.begin() {
+		return
+	}
+	b := append(w.buf, `{"name":"process_name","ph":"M","pid":`...)
+	b = strconv.AppendInt(b, pid, 10)
+	b = append(b, `,"tid":0,"args":{"name":`...)
+	b = AppendString(b, name)
+	b = append(b, `,"ranks":`...)
+	b = AppendString(b, ranks)
+	b = append(b, `}}`...)
+	w.buf = b
+	w.end()
+}
+
 // ThreadName writes the metadata event naming thread tid of process pid:
 // {"name":"thread_name","ph":"M","pid":P,"tid":T,"args":{"name":NAME}}.
 func (w *Writer) ThreadName(pid, tid int64, name string) {
@@ -111,6 +131,45 @@ func (w *Writer) Complete(pid, tid int64, name string, startNs, endNs, command i
 	b = append(b, `}}`...)
 	w.buf = b
 	w.end()
+}
+
+// Instant writes a thread-scoped instant event ("ph":"i", "s":"t") on
+// thread tid of process pid at tsNs, with the engine's command index in
+// args.command:
+// {"name":N,"cat":"compute","ph":"i","s":"t","ts":US,"pid":P,"tid":T,"args":{"command":C}}.
+//
+// A zero-length span is written this way rather than as a complete event
+// of zero duration: viewers that turn complete events into begin/end pairs
+// (speedscope) cannot tell which of several events ending and beginning at
+// the same time a zero-length one belongs inside, and leave it open.
+func (w *Writer) Instant(pid, tid int64, name string, tsNs, command int64) {
+	if !w.begin() {
+		return
+	}
+	b := w.buf
+	b = append(b, `{"name":`...)
+	b = AppendString(b, name)
+	b = append(b, `,"cat":"compute","ph":"i","s":"t","ts":`...)
+	b = AppendMicros(b, tsNs)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, pid, 10)
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendInt(b, tid, 10)
+	b = append(b, `,"args":{"command":`...)
+	b = strconv.AppendInt(b, command, 10)
+	b = append(b, `}}`...)
+	w.buf = b
+	w.end()
+}
+
+// Span writes the span [startNs, endNs] as a complete event, or as an
+// instant event when it has no length (see Instant).
+func (w *Writer) Span(pid, tid int64, name string, startNs, endNs, command int64) {
+	if endNs == startNs {
+		w.Instant(pid, tid, name, startNs, command)
+		return
+	}
+	w.Complete(pid, tid, name, startNs, endNs, command)
 }
 
 // Counter writes a memory counter event of process pid at tsNs, with the

@@ -31,12 +31,13 @@ func dtypeBytes(d string) int64 {
 	return 0
 }
 
-// emitter writes typed messages through the history writer. Tensor
-// references in trees (args, results) are written in full at their first
-// mention and by id after; typed tensor fields are written in full (they
-// agree with the first mention, which the format allows).
+// emitter sends typed messages to a Sink (the history writer, or a replay
+// directly). Every tensor is written in full at its first mention, in a
+// tree (args, results) or a typed field, and by id after: trees through
+// the emitter's own record of mentions, typed fields through the writer's
+// (Idx = ID), both kept in step.
 type emitter struct {
-	w      *history.Writer
+	w      Sink
 	rec    history.Record
 	ts     int64
 	cmdNs  int64

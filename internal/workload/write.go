@@ -92,18 +92,52 @@ type generator struct {
 // streams, parameters and optimizer state), then Steps steps of the
 // pipeline schedule, each ending with the optimizer and a step line.
 func Write(out io.Writer, j Job) error {
+	h, err := HeaderOf(j)
+	if err != nil {
+		return err
+	}
+	w, err := history.NewWriter(out, history.FormJSON, h, nil)
+	if err != nil {
+		return err
+	}
+	if err := Emit(j, w); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// HeaderOf is the history header of job j.
+func HeaderOf(j Job) (history.Header, error) {
+	if err := j.Check(); err != nil {
+		return history.Header{}, err
+	}
+	gph := j.GPUsPerHost
+	if gph < 1 {
+		gph = 8
+	}
+	return history.Header{Version: 1, WorldSize: j.World(), GPUsPerHost: int64(gph)}, nil
+}
+
+// Sink takes the records of a history one at a time, as typed values: a
+// history.Writer writes them out; a replay applies them directly, with
+// no text in between. A record is valid until Write returns. Tensors carry
+// their full fields in every mention and are indexed by id (Idx = ID),
+// dense from 1.
+type Sink interface {
+	Write(rec *history.Record, reg *jsonl.Registry) error
+}
+
+// Emit sends job j's training history (as Write writes it) to sink,
+// without its header (HeaderOf).
+func Emit(j Job, sink Sink) error {
 	if err := j.Check(); err != nil {
 		return err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
 	}
-	w, err := history.NewWriter(out, history.FormJSON, history.Header{Version: 1, WorldSize: j.World(), GPUsPerHost: int64(j.GPUsPerHost)}, nil)
-	if err != nil {
-		return err
-	}
 	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro()}
-	g.e = emitter{w: w, next: 1, cmdNs: j.CommandNs}
+	g.e = emitter{w: sink, next: 1, cmdNs: j.CommandNs}
 	if j.CommandNs == 0 {
 		g.e.cmdNs = 20_000
 	}
@@ -118,10 +152,7 @@ func Write(out io.Writer, j Job) error {
 		}
 	}
 	g.e.flushDel()
-	if g.e.callErr != nil {
-		return g.e.callErr
-	}
-	return w.Close()
+	return g.e.callErr
 }
 
 func (g *generator) setup() {

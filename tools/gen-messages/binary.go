@@ -375,8 +375,11 @@ func writeFieldJSON(fd *field) []jen.Code {
 		out = append(out, w("Stream", jen.Op("&").Add(x())))
 	case "slice":
 		out = append(out, w("Slice", jen.Op("&").Add(x())))
-	case "tensor", "tensor?":
+	case "tensor":
 		out = append(out, w("Tensor", jen.Op("&").Add(x())))
+	case "tensor?":
+		// Written because it was given: a tensor, or null.
+		out = append(out, jen.If(jen.Id("x").Dot("Has"+fd.goName)).Block(w("Tensor", jen.Op("&").Add(x()))).Else().Block(jen.Id("w").Dot("Null").Call()))
 	case "tensors":
 		out = append(out, w("Tensors", x()))
 	case "tree":

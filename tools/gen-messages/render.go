@@ -159,6 +159,52 @@ func renderKinds(sp *spec, f *jen.File) {
 		jen.Return(jen.Int().Call(jen.Id("k")).Op("<").Len(jen.Id("msgKindSimulated")).Op("&&").Id("msgKindSimulated").Index(jen.Id("k"))),
 	)
 	f.Line()
+	f.Comment("MsgInfo is what the spec declares a message kind does beyond its fields:")
+	f.Comment("the engine and the cost models read it instead of repeating it.")
+	f.Type().Id("MsgInfo").Struct(
+		jen.Comment("ControllerEvent: the controller records an event when it sends the"),
+		jen.Comment("message (all but those declared controller=silent; unknown types too)."),
+		jen.Id("ControllerEvent").Bool(),
+		jen.Comment("RuntimeNs is the default runtime of the tasks it queues (runtime=)."),
+		jen.Id("RuntimeNs").Int64(),
+		jen.Comment("LocalRuntimeNs is the runtime of a send between identical slices"),
+		jen.Comment("(local-runtime=)."),
+		jen.Id("LocalRuntimeNs").Int64(),
+		jen.Comment("EventRuntimeNs is the runtime of the event tasks it queues"),
+		jen.Comment("(event-runtime=)."),
+		jen.Id("EventRuntimeNs").Int64(),
+		jen.Comment("LaunchNs is its CPU-side launch cost (launch=); it does not affect"),
+		jen.Comment("results."),
+		jen.Id("LaunchNs").Int64(),
+	)
+	f.Line()
+	f.Var().Id("msgInfos").Op("=").Index(jen.Op("...")).Id("MsgInfo").ValuesFunc(func(g *jen.Group) {
+		for _, m := range sp.messages {
+			d := jen.Dict{}
+			if !m.info.silent {
+				d[jen.Id("ControllerEvent")] = jen.True()
+			}
+			for key, v := range map[string]int64{"RuntimeNs": m.info.runtimeNs, "LocalRuntimeNs": m.info.localRuntimeNs,
+				"EventRuntimeNs": m.info.eventRuntimeNs, "LaunchNs": m.info.launchNs} {
+				if v != 0 {
+					d[jen.Id(key)] = jen.Lit(int(v))
+				}
+			}
+			g.Line().Id("Msg" + m.name).Op(":").Values(d)
+		}
+		g.Line().Id("MsgUnknown").Op(":").Values(jen.Dict{jen.Id("ControllerEvent"): jen.True()})
+		g.Line()
+	})
+	f.Line()
+	f.Comment("Info returns what the spec declares kind k does (the zero MsgInfo for")
+	f.Comment("MsgInvalid).")
+	f.Func().Params(jen.Id("k").Id("MsgKind")).Id("Info").Params().Id("MsgInfo").Block(
+		jen.If(jen.Int().Call(jen.Id("k")).Op("<").Len(jen.Id("msgInfos"))).Block(
+			jen.Return(jen.Id("msgInfos").Index(jen.Id("k"))),
+		),
+		jen.Return(jen.Id("MsgInfo").Values()),
+	)
+	f.Line()
 	f.Comment("KindOf returns the kind of the type name, MsgUnknown for names not in the")
 	f.Comment("spec. It does not allocate.")
 	f.Func().Id("KindOf").Params(jen.Id("name").Index().Byte()).Id("MsgKind").Block(
@@ -236,6 +282,35 @@ func renderMessages(sp *spec, f *jen.File) {
 		g.Comment("history that carries them); it is empty otherwise.")
 		g.Id("Extra").Add(jsonl("Extras"))
 	})
+	f.Line()
+	f.Comment("EachTensor calls fn with every tensor the message names, in field order:")
+	f.Comment("tensor fields, tensor lists, the leaves of trees, and the tensors of")
+	f.Comment("sub-messages. It allocates nothing.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).Block(
+		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, msg := range simulated(sp) {
+				var body []jen.Code
+				x := func(fd *field) *jen.Statement { return jen.Id("m").Dot(msg.name).Dot(fd.goName) }
+				for _, fd := range msg.fields {
+					switch fd.kind {
+					case "tensor":
+						body = append(body, jen.Id("fn").Call(jen.Op("&").Add(x(fd))))
+					case "tensor?":
+						body = append(body, jen.If(jen.Id("m").Dot(msg.name).Dot("Has"+fd.goName)).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)))))
+					case "tensors":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Index(jen.Id("i")))))
+					case "tree":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd)).Dot("Leaves")).Block(jen.Id("fn").Call(jen.Op("&").Add(x(fd)).Dot("Leaves").Index(jen.Id("i")))))
+					case "messages":
+						body = append(body, jen.For(jen.Id("i").Op(":=").Range().Add(x(fd))).Block(jen.Add(x(fd)).Index(jen.Id("i")).Dot("EachTensor").Call(jen.Id("fn"))))
+					}
+				}
+				if len(body) > 0 {
+					g.Case(jen.Id("Msg" + msg.name)).Block(body...)
+				}
+			}
+		}),
+	)
 }
 
 func renderDispatch(sp *spec, f *jen.File) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/token"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -21,6 +22,25 @@ type message struct {
 	simulated bool
 	line      int
 	fields    []*field
+	info      msgInfo
+}
+
+// msgInfo is what a message does beyond its fields, declared on its
+// message line as key=value attributes (see messages.spec).
+type msgInfo struct {
+	silent         bool  // controller=silent: the controller records no event for it
+	runtimeNs      int64 // runtime=NS: its tasks' default runtime
+	localRuntimeNs int64 // local-runtime=NS: a SendTensor between identical slices
+	eventRuntimeNs int64 // event-runtime=NS: the event tasks it queues
+	launchNs       int64 // launch=NS: CPU-side launch cost (does not affect results)
+}
+
+// msgAttrs lists the message attributes with a nanosecond value.
+var msgAttrs = map[string]func(*msgInfo) *int64{
+	"runtime":       func(i *msgInfo) *int64 { return &i.runtimeNs },
+	"local-runtime": func(i *msgInfo) *int64 { return &i.localRuntimeNs },
+	"event-runtime": func(i *msgInfo) *int64 { return &i.eventRuntimeNs },
+	"launch":        func(i *msgInfo) *int64 { return &i.launchNs },
 }
 
 type field struct {
@@ -92,7 +112,7 @@ func parseSpec(name string, src []byte) (*spec, error) {
 		names[goName] = line
 		return nil
 	}
-	for _, reserved := range []string{"MsgKind", "Msg", "Handler", "Dispatch", "DecodeMsg", "KindOf", "Invalid", "Unknown", "Accepted", "Kind", "TypeName", "Extra", "FieldNames", "EncodeMsgBinary", "DecodeMsgBinary", "WriteMsgJSON"} {
+	for _, reserved := range []string{"MsgKind", "MsgInfo", "Info", "EachTensor", "Msg", "Handler", "Dispatch", "DecodeMsg", "KindOf", "Invalid", "Unknown", "Accepted", "Kind", "TypeName", "Extra", "FieldNames", "EncodeMsgBinary", "DecodeMsgBinary", "WriteMsgJSON"} {
 		names[reserved] = 0
 	}
 	sc := bufio.NewScanner(bytes.NewReader(src))
@@ -111,8 +131,8 @@ func parseSpec(name string, src []byte) (*spec, error) {
 		switch tok[0] {
 		case "message":
 			curTable = nil
-			if len(tok) != 3 {
-				return nil, errf(line, "want `message NAME simulated|accepted`")
+			if len(tok) < 3 {
+				return nil, errf(line, "want `message NAME simulated|accepted [ATTR=VALUE...]`")
 			}
 			if !isExported(tok[1]) {
 				return nil, errf(line, "message name %q is not an exported Go identifier", tok[1])
@@ -133,6 +153,31 @@ func parseSpec(name string, src []byte) (*spec, error) {
 			case "accepted":
 			default:
 				return nil, errf(line, "message %s: want simulated or accepted, got %q", tok[1], tok[2])
+			}
+			for _, a := range tok[3:] {
+				key, val, ok := strings.Cut(a, "=")
+				if !ok {
+					return nil, errf(line, "message %s: attribute %q: want KEY=VALUE", m.name, a)
+				}
+				if key == "controller" {
+					switch val {
+					case "event":
+					case "silent":
+						m.info.silent = true
+					default:
+						return nil, errf(line, "message %s: controller=%s: want event or silent", m.name, val)
+					}
+					continue
+				}
+				dst, ok := msgAttrs[key]
+				if !ok {
+					return nil, errf(line, "message %s: unknown attribute %q (want controller, runtime, local-runtime, event-runtime or launch)", m.name, key)
+				}
+				n, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || n < 0 {
+					return nil, errf(line, "message %s: %s=%s: want nanoseconds, a whole number >= 0", m.name, key, val)
+				}
+				*dst(&m.info) = n
 			}
 			if len(sp.messages) >= maxMessages {
 				return nil, errf(line, "more than %d messages", maxMessages)

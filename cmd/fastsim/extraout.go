@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/fastsim/fastsim/internal/htmlout"
+	"github.com/fastsim/fastsim/internal/memsnap"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// extraOutputs are the replay's outputs read off the kept timeline once the
+// history is replayed: the memory snapshot and the HTML report.
+type extraOutputs struct {
+	memSnapshot string
+	memDevice   int64
+	html        string
+	costs       string // the --costs file, named on the HTML page
+	history     string // the history's path, the page's title
+}
+
+func (x *extraOutputs) register(fs *flag.FlagSet) {
+	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end)")
+	fs.Int64Var(&x.memDevice, "memory-device", -1, "the rank whose memory --memory-snapshot writes (default: the device that peaks)")
+	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed)")
+}
+
+// dests lists the destinations to check before the replay.
+func (x *extraOutputs) dests() []struct{ flag, path string } {
+	return []struct{ flag, path string }{{"--memory-snapshot", x.memSnapshot}, {"--html", x.html}}
+}
+
+// wanted reports whether any of these outputs was asked for.
+func (x *extraOutputs) wanted() bool { return x.memSnapshot != "" || x.html != "" }
+
+// check validates the flags against nothing but themselves.
+func (x *extraOutputs) check() error {
+	if x.memDevice < -1 {
+		return fmt.Errorf("--memory-device %d: want a rank (0 or more)", x.memDevice)
+	}
+	if x.memDevice >= 0 && x.memSnapshot == "" {
+		return errors.New("--memory-device needs --memory-snapshot")
+	}
+	return nil
+}
+
+// flagError labels an error with the flag whose output failed.
+type flagError struct {
+	flag string
+	err  error
+}
+
+func (e *flagError) Error() string { return e.flag + ": " + e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+// inspect writes the outputs from the engine after the replay.
+func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *replay.Result) error {
+	return func(eng *sched.Engine, res *replay.Result) error {
+		if x.memSnapshot != "" {
+			rank := x.memDevice
+			if rank < 0 {
+				rank = max(res.Final.PeakDevice, 0)
+			}
+			if rank >= res.Header.WorldSize {
+				return &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", rank, res.Header.WorldSize)}
+			}
+			err := writeOutput(x.memSnapshot, func(w io.Writer) error {
+				st, err := memsnap.Write(w, eng, rank, res.Header.GPUsPerHost)
+				if err == nil {
+					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %d allocations, %d releases; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, st.Allocs, st.Frees)
+				}
+				return err
+			})
+			if err != nil {
+				return &flagError{"--memory-snapshot", err}
+			}
+		}
+		if x.html != "" {
+			costs := "the reference's fixed runtimes (placeholders, not a hardware model)"
+			if x.costs != "" {
+				costs = x.costs
+			}
+			err := writeOutput(x.html, func(w io.Writer) error {
+				return htmlout.Write(w, htmlout.Input{Title: filepath.Base(x.history), Costs: costs, Res: res, Eng: eng})
+			})
+			if err != nil {
+				return &flagError{"--html", err}
+			}
+			fmt.Fprintf(note, "html report          %s\n", x.html)
+		}
+		return nil
+	}
+}
+
+// writeOutput writes path as an output (temporary file and rename for a
+// regular file) through a buffer.
+func writeOutput(path string, fill func(io.Writer) error) error {
+	o, err := trace.CreateOutput(path)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(o.W, 1<<20)
+	if err := fill(bw); err != nil {
+		o.Abort()
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		o.Abort()
+		return err
+	}
+	return o.Commit()
+}

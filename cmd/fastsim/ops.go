@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/monarch"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+)
+
+const opsUsage = `Usage: fastsim ops [flags] HISTORY
+
+Lists the kinds of command HISTORY runs, keyed the way Monarch's simulator
+keys its timing data (python/monarch/simulator/ir.py):
+
+  CallFunction:{func}:{input_shapes}:{dtype}       CallFunction:aten.mm:(3x4)x(4x5):float32
+  Reduce:{type}:{tensor_shape}:{dtype}:{devices}   Reduce:reduce_scatter:(1024x1024):float32:8
+  SendTensor:{tensor_shape}:{dtype}                SendTensor:(512x512):float32
+  BorrowCreate, BorrowFirstUse, BorrowLastUse, BorrowDrop
+
+with how many tasks of each kind the workers run (rank by rank) and the
+time the cost model (--costs) predicts for one, in microseconds. --json
+writes Monarch's catalogue {"command_types": [...]} plus "timing":
+{timing_key: microseconds}; edit the times (or fill them from a profiler)
+and pass the file back with --costs to replay with them.
+
+Flags:
+`
+
+func opsCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonPath := fs.String("json", "", "write the catalogue as JSON to `PATH` (Monarch's command_types, and a timing map)")
+	top := fs.Int("top", 30, "show the `K` kinds with the most predicted time in the table (0: all)")
+	grouped := fs.Bool("group-workers", false, "simulate identical ranks once (same results; for very large worlds)")
+	mf := registerPricingFlags(fs)
+	positional, code := parseArgs(fs, opsUsage, args, 1, "exactly one HISTORY file")
+	if code >= 0 {
+		return code
+	}
+	if *top < 0 {
+		fmt.Fprintf(stderr, "fastsim ops: --top %d: want 0 (every kind) or more\n", *top)
+		return exitInput
+	}
+	if *jsonPath != "" {
+		if err := checkDest(*jsonPath); err != nil {
+			fmt.Fprintf(stderr, "fastsim ops: --json: %v\n", err)
+			return exitError
+		}
+	}
+	model, _, _, ctl, err := mf.pricing()
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim ops: %v\n", oneLine(err))
+		return exitInput
+	}
+	if model == nil {
+		model = sched.DefaultCosts()
+	}
+	cat, err := catalogue(positional[0], model, ctl, *grouped)
+	if err != nil {
+		fmt.Fprintln(stderr, oneLine(err))
+		var he *history.Error
+		if errors.As(err, &he) || errors.Is(err, os.ErrNotExist) {
+			return exitInput
+		}
+		return exitError
+	}
+	if *jsonPath != "" {
+		err := writeOutput(*jsonPath, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(cat)
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim ops: --json: %v\n", err)
+			return exitError
+		}
+	}
+	printCatalogue(stdout, cat, *top)
+	return exitOK
+}
+
+// catalogue replays the history at path, recording each command kind.
+func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped bool) (*monarch.Catalogue, error) {
+	var r *history.Reader
+	var err error
+	name := path
+	if path == "-" {
+		name = "stdin"
+		r, err = history.NewReader(os.Stdin, name)
+	} else {
+		r, err = history.Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := r.Header()
+	b := monarch.NewBuilder(model)
+	eng, err := sched.New(sched.Options{WorldSize: h.WorldSize, GPUsPerHost: h.GPUsPerHost, Model: b.Model(), Grouped: grouped, Controller: ctl})
+	if err != nil {
+		return nil, &history.Error{File: name, Line: 1, Err: err}
+	}
+	defer eng.Close()
+	var rc monarch.RankCounter
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.IsStep {
+			continue
+		}
+		b.Record(&rec.Msg, rc.Count(rec.Ranks))
+		if err := replay.Apply(eng, r, &rec, false, name); err != nil {
+			return nil, err
+		}
+	}
+	eng.Report() // finish the fixpoint so every deadlock is reported
+	return b.Catalogue(), nil
+}
+
+// printCatalogue prints the kinds with the most predicted time first.
+func printCatalogue(w io.Writer, cat *monarch.Catalogue, top int) {
+	rows := append([]monarch.CommandType(nil), cat.CommandTypes...)
+	sort.SliceStable(rows, func(i, j int) bool {
+		return float64(rows[i].Count)*rows[i].PredictedUs > float64(rows[j].Count)*rows[j].PredictedUs
+	})
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tasks\tus each\tus total\t  timing key")
+	for i, e := range rows {
+		if top > 0 && i == top {
+			fmt.Fprintf(tw, "\t\t\t  ... %d more kinds (--top 0 or --json lists them all)\n", len(rows)-top)
+			break
+		}
+		varies := ""
+		if e.Varies {
+			varies = " (varies; the largest)"
+		}
+		fmt.Fprintf(tw, "%d\t%g\t%g\t  %s%s\n", e.Count, e.PredictedUs, float64(e.Count)*e.PredictedUs, e.TimingKey, varies)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"runtime/pprof"
+
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// startCPUProfile starts a CPU profile written to path as an output (a
+// regular file appears only when complete); stop ends and commits it.
+func startCPUProfile(path string) (stop func() error, err error) {
+	o, err := trace.CreateOutput(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(o.W); err != nil {
+		o.Abort()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return o.Commit()
+	}, nil
+}
+
+// writeHeapProfile writes a heap profile to path as an output.
+func writeHeapProfile(path string) error {
+	o, err := trace.CreateOutput(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(o.W); err != nil {
+		o.Abort()
+		return err
+	}
+	return o.Commit()
+}
+
+// summaryJSON is the --summary-json document.
+type summaryJSON struct {
+	ExecTimeS    float64      `json:"exec_time_s"`
+	PeakMemoryMB float64      `json:"peak_memory_mb"`
+	PeakDevice   int64        `json:"peak_device"` // the rank that peaks first, as everywhere; -1: none
+	Steps        [][2]float64 `json:"steps"`
+	Commands     int64        `json:"commands"`
+	WorldSize    int64        `json:"world_size"`
+	Warnings     int64        `json:"warnings"`
+	// UnknownOps counts calls the hardware model's op table did not know
+	// (with --hardware only).
+	UnknownOps int64 `json:"unknown_ops,omitempty"`
+	// Partial marks the summary of an interrupted replay; absent otherwise.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// writeSummary writes the summary of res to path. The summary of an
+// interrupted replay says "partial": true, and does not replace a file
+// holding a complete summary unless overwrite is set: a Ctrl-C must not
+// destroy the result of an earlier full run. It reports whether it wrote.
+func writeSummary(path string, res *replay.Result, model *costs.Model, overwrite bool) (bool, error) {
+	s := summaryJSON{
+		ExecTimeS:    res.Final.ExecSeconds(),
+		PeakMemoryMB: res.Final.PeakMB(),
+		PeakDevice:   res.Final.PeakDevice,
+		Steps:        make([][2]float64, 0, len(res.Steps)),
+		Commands:     res.Commands,
+		WorldSize:    res.Header.WorldSize,
+		Warnings:     res.Warnings,
+		Partial:      res.Partial,
+	}
+	for _, st := range res.Steps {
+		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+	}
+	if model != nil && model.Roofline() != nil {
+		s.UnknownOps, _ = model.Roofline().Unknown()
+	}
+	if res.Partial && !overwrite && holdsCompleteSummary(path) {
+		return false, nil
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return false, err
+	}
+	return true, trace.WriteFileAtomic(path, append(data, '\n'))
+}
+
+// holdsCompleteSummary reports whether path is a regular file holding a
+// summary without "partial": true.
+func holdsCompleteSummary(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > 1<<30 {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var doc struct {
+		ExecTimeS *float64 `json:"exec_time_s"`
+		Partial   bool     `json:"partial"`
+	}
+	return json.Unmarshal(data, &doc) == nil && doc.ExecTimeS != nil && !doc.Partial
+}
+
+// checkDest checks an output's destination before any work is done.
+func checkDest(path string) error { return trace.CheckDest(path) }

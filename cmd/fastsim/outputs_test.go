@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/synth"
+)
+
+const example = "../../examples/train_step.hist"
+
+// TestTraceToDevice: --trace /dev/null writes into the device, which stays a
+// device.
+func TestTraceToDevice(t *testing.T) {
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/null device")
+	}
+	code, _, stderr := runCLI("replay", "--trace", "/dev/null", "--summary-json", "/dev/null", example)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatal("/dev/null was replaced")
+	}
+}
+
+// TestTraceToStdout: --trace - writes the trace to standard output and the
+// report to standard error.
+func TestTraceToStdout(t *testing.T) {
+	cmd := child("replay", "--trace", "-", "--trace-mode", "everything", example)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, errb.String())
+	}
+	var doc struct {
+		TraceEvents []json.RawMessage `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.TraceEvents) == 0 {
+		t.Fatalf("stdout is not a trace (%v): %.200q", err, out.String())
+	}
+	if !strings.Contains(errb.String(), "simulated time") {
+		t.Errorf("no report on stderr: %q", errb.String())
+	}
+}
+
+// TestDestinationsCheckedFirst: an unwritable destination fails before the
+// replay (no report printed), naming its own flag.
+func TestDestinationsCheckedFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing", "x.json")
+	for _, flagName := range []string{"--trace", "--summary-json", "--cpuprofile", "--memprofile"} {
+		code, stdout, stderr := runCLI("replay", flagName, missing, example)
+		if code != exitError || stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want %d and no report", flagName, code, stdout, exitError)
+		}
+		if !strings.HasPrefix(stderr, "fastsim replay: "+flagName+":") || (flagName != "--trace" && strings.Contains(stderr, "trace:")) {
+			t.Errorf("%s: message %q", flagName, stderr)
+		}
+	}
+}
+
+// TestProfilesWritten writes both profiles; only the profiles remain in
+// the directory (no temporary files).
+func TestProfilesWritten(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	code, _, stderr := runCLI("replay", "--report-only", "--cpuprofile", cpu, "--memprofile", mem, example)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("directory holds %v", ents)
+	}
+	for _, p := range []string{cpu, mem} {
+		// A pprof profile is gzip-compressed protobuf.
+		if data, err := os.ReadFile(p); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Errorf("%s: not a profile (%v)", p, err)
+		}
+	}
+}
+
+// TestTermRemovesTemps sends SIGTERM while the trace is being written:
+// the process exits 143 and leaves neither a temporary file nor a trace.
+func TestTermRemovesTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large history")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "big.hist")
+	bigHistory(t, hist)
+	dest := filepath.Join(dir, "out.json")
+	cmd := child("replay", "--trace", dest, hist)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the trace never started")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*"))
+	if len(tmp) > 0 {
+		t.Errorf("SIGTERM left %v", tmp)
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == exitTerminated {
+		if _, err := os.Stat(dest); err == nil {
+			t.Error("a terminated replay left a trace")
+		}
+		return
+	}
+	// It may have finished in the instant before the signal; then the
+	// trace must be whole.
+	data, _ := os.ReadFile(dest)
+	if err != nil || !json.Valid(data) {
+		t.Fatalf("exit %v, trace valid %v", err, json.Valid(data))
+	}
+	t.Log("the replay finished before SIGTERM landed")
+}
+
+// interruptReplay replays a training history through a named pipe and
+// sends SIGINT halfway; it returns the exit error and both outputs.
+func interruptReplay(t *testing.T, dir string, args ...string) (error, string, string) {
+	t.Helper()
+	var hist bytes.Buffer
+	if err := synth.WriteTrain(&hist, synth.Train{PP: 2, DP: 2, TP: 1, Layers: 8, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 40}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(hist.String(), "\n")
+	fifo := filepath.Join(dir, "in.hist")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	cmd := child(append(append([]string{"replay", "--report-only"}, args...), fifo)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(w)
+	half := len(lines) / 2
+	for _, l := range lines[:half] {
+		bw.WriteString(l)
+	}
+	bw.Flush()
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(100 * time.Millisecond)
+	for _, l := range lines[half:] {
+		if _, err := bw.WriteString(l); err != nil {
+			break
+		}
+	}
+	bw.Flush()
+	w.Close()
+	err = cmd.Wait()
+	return err, out.String(), errb.String()
+}
+
+// TestPartialSummary: Ctrl-C writes a summary marked partial where there
+// was none, keeps a complete one (saying so), and replaces it with
+// --overwrite-summary.
+func TestPartialSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	const complete = `{"exec_time_s":1,"peak_memory_mb":2,"steps":[],"commands":3,"world_size":4,"warnings":0}` + "\n"
+	for _, tc := range []struct {
+		name        string
+		existing    string // "" = no file
+		overwrite   bool
+		wantPartial bool
+	}{
+		{"none", "", false, true},
+		{"complete kept", complete, false, false},
+		{"complete overwritten", complete, true, true},
+		{"partial replaced", `{"exec_time_s":0.5,"partial":true}`, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sum := filepath.Join(dir, "sum.json")
+			if tc.existing != "" {
+				os.WriteFile(sum, []byte(tc.existing), 0o644)
+			}
+			args := []string{"--summary-json", sum}
+			if tc.overwrite {
+				args = append(args, "--overwrite-summary")
+			}
+			err, _, stderr := interruptReplay(t, dir, args...)
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+				t.Fatalf("%v, want exit %d: %s", err, exitInterrupted, stderr)
+			}
+			data, _ := os.ReadFile(sum)
+			var doc struct {
+				Partial bool `json:"partial"`
+			}
+			json.Unmarshal(data, &doc)
+			if tc.wantPartial != doc.Partial {
+				t.Errorf("summary %q, want partial %v", data, tc.wantPartial)
+			}
+			if !tc.wantPartial {
+				if string(data) != tc.existing {
+					t.Errorf("the complete summary changed to %q", data)
+				}
+				if !strings.Contains(stderr, "holds a complete summary") {
+					t.Errorf("no note on stderr: %q", stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestCompleteSummaryNotPartial: an uninterrupted replay's summary has no
+// "partial" key.
+func TestCompleteSummaryNotPartial(t *testing.T) {
+	sum := filepath.Join(t.TempDir(), "sum.json")
+	if code, _, stderr := runCLI("replay", "--report-only", "--summary-json", sum, example); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	data, _ := os.ReadFile(sum)
+	if bytes.Contains(data, []byte("partial")) {
+		t.Errorf("summary %s", data)
+	}
+}
+
+// TestTermRemovesSynthTemps sends SIGTERM to a long synth: its temporary
+// file goes, and nothing appears at the destination.
+func TestTermRemovesSynthTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "big.hist")
+	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "100000", dest)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".big.hist.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("synth never started writing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitTerminated {
+		t.Fatalf("%v, want exit %d", err, exitTerminated)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("SIGTERM left %v", ents)
+	}
+}
+
+// TestSecondInterruptRemovesTemps: Ctrl-C twice while the trace is being
+// written exits 130 at once, without a temporary file or a trace left.
+func TestSecondInterruptRemovesTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large history")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "big.hist")
+	bigHistory(t, hist)
+	dest := filepath.Join(dir, "out.json")
+	cmd := child("replay", "--trace", dest, hist)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the trace never started")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+		t.Errorf("two interrupts left %v", tmp)
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == exitInterrupted {
+		if _, err := os.Stat(dest); err == nil {
+			t.Error("an interrupted replay left a trace")
+		}
+		return
+	}
+	data, _ := os.ReadFile(dest)
+	if err != nil || !json.Valid(data) {
+		t.Fatalf("exit %v, trace valid %v", err, json.Valid(data))
+	}
+	t.Log("the trace was complete before the second interrupt landed")
+}

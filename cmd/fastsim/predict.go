@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/predict"
+	"github.com/fastsim/fastsim/internal/trace"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+const predictUsage = `Usage: fastsim predict [flags]
+
+Predicts one training layout on one machine, in process: the transformer
+(--model, or a GPT of --layers, --hidden, --heads, --ffn, --vocab, --seq)
+trained on --world GPUs of --hardware as Megatron-LM trains it, with
+--tp tensor shards and --pp pipeline stages (dp = world/(tp*pp)), a global
+batch of --global-batch sequences in microbatches of --micro-batch. Its
+training history is replayed with grouped workers on the hardware model
+(a roofline per operator, collectives from where the ranks sit) and no
+controller cost, as an SPMD job runs; the step time is the second step's.
+
+It prints the step time, tokens/s, model TFLOP/s per GPU (Narayanan et
+al.'s count of model FLOPs: no recomputation), MFU, and the worst device's
+peak memory, split into model state (what the device keeps at the end of a
+step) and activations (the rest of its peak). --json writes the same as
+{"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_memory_gib",
+"peak_device", "model_state_gib", "activation_gib", "hbm_gib", "fits", ...}.
+
+Flags:
+`
+
+// predictJSON is the --json document of predict.
+type predictJSON struct {
+	Model          string  `json:"model"`
+	Hardware       string  `json:"hardware"`
+	World          int64   `json:"world"`
+	TP             int     `json:"tp"`
+	PP             int     `json:"pp"`
+	DP             int     `json:"dp"`
+	GlobalBatch    int     `json:"global_batch"`
+	MicroBatch     int     `json:"micro_batch"`
+	Schedule       string  `json:"schedule"`
+	Recompute      string  `json:"recompute"`
+	SeqParallel    bool    `json:"sequence_parallel"`
+	Zero           int     `json:"zero"`
+	StepTimeS      float64 `json:"step_time_s"`
+	TokensPerS     float64 `json:"tokens_per_s"`
+	TFLOPsPerGPU   float64 `json:"tflops_per_gpu"`
+	MFU            float64 `json:"mfu"`
+	ModelFLOPs     float64 `json:"model_flops_per_iteration"`
+	PeakMemoryGiB  float64 `json:"peak_memory_gib"`
+	PeakDevice     int64   `json:"peak_device"`
+	ModelStateGiB  float64 `json:"model_state_gib"`
+	ActivationGiB  float64 `json:"activation_gib"`
+	HBMGiB         float64 `json:"hbm_gib"`
+	Fits           bool    `json:"fits"`
+	Groups         int     `json:"groups_simulated"`
+	Commands       int64   `json:"commands"`
+	WallS          float64 `json:"wall_s"`
+	UnknownOpCalls int64   `json:"unknown_op_calls"`
+}
+
+func predictCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var tf tfFlags
+	tf.register(fs, true)
+	layers := fs.Int("layers", 0, "without --model: the GPT's layers")
+	hidden := fs.Int("hidden", 0, "without --model: the GPT's hidden size")
+	heads := fs.Int("heads", 0, "without --model: attention heads (0: hidden/64)")
+	ffn := fs.Int("ffn", 0, "without --model: MLP width (0: 4*hidden)")
+	vocab := fs.Int("vocab", 51200, "without --model: vocabulary size")
+	seq := fs.Int("seq", 2048, "without --model: tokens per sequence")
+	hw := fs.String("hardware", "a100-80gb", "the machine: a preset `NAME` ("+joinPresets()+") or a spec FILE")
+	world := fs.Int("world", 0, "number of GPUs (required)")
+	tp := fs.Int("tp", 1, "tensor-parallel shards (t)")
+	pp := fs.Int("pp", 1, "pipeline stages (p)")
+	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
+	quiet := fs.Bool("quiet", false, "print nothing on success")
+	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
+		return code
+	}
+	if *world < 1 || *tp < 1 || *pp < 1 || *world%(*tp**pp) != 0 {
+		fmt.Fprintf(stderr, "fastsim predict: --world (%d) must be a positive multiple of --tp x --pp (%d x %d)\n", *world, *tp, *pp)
+		return exitInput
+	}
+	spec, err := hardware.Load(*hw)
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim predict: --hardware: %v\n", oneLine(err))
+		return exitInput
+	}
+	dp := *world / (*tp * *pp)
+	var j workload.Job
+	if tf.model == "" {
+		if *layers < 1 || *hidden < 1 {
+			fmt.Fprintln(stderr, "fastsim predict: give --model, or the GPT's --layers and --hidden")
+			return exitInput
+		}
+		m := gptModel(*layers, *hidden, *seq, *heads, *vocab)
+		m.FFN = *ffn
+		tf.model = "gpt"
+		var ok bool
+		if j, ok = tf.jobOf(stderr, "predict", m, *tp, *pp, dp, 2, spec.Host.GPUsPerHost, -1); !ok {
+			return exitInput
+		}
+	} else {
+		if bad := setFlags(fs, []string{"layers", "hidden", "heads", "ffn", "vocab", "seq"}); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim predict: %v describe a GPT: give them or --model, not both\n", bad)
+			return exitInput
+		}
+		var ok bool
+		if j, ok = tf.job(stderr, "predict", *tp, *pp, dp, 2, spec.Host.GPUsPerHost, -1); !ok {
+			return exitInput
+		}
+	}
+	r, err := predict.Run(context.Background(), j, spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "fastsim predict: %v\n", oneLine(err))
+		return exitInput
+	}
+	if *jsonPath != "" {
+		doc := predictJSON{
+			Model: j.Model.Name, Hardware: spec.Name, World: r.World, TP: j.TP, PP: j.PP, DP: j.DP,
+			GlobalBatch: j.GlobalBatch, MicroBatch: j.MicroBatch, Schedule: tf.schedule, Recompute: tf.recompute,
+			SeqParallel: j.SequenceParallel, Zero: j.Zero,
+			StepTimeS: r.StepTimeS, TokensPerS: r.TokensPerS, TFLOPsPerGPU: r.TFLOPsPerGPU, MFU: r.MFU,
+			ModelFLOPs: r.ModelFLOPs, PeakMemoryGiB: r.PeakGiB, PeakDevice: r.PeakDevice,
+			ModelStateGiB: r.ModelStateGiB, ActivationGiB: r.ActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
+			Groups: r.Groups, Commands: r.Commands, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
+		}
+		data, _ := json.MarshalIndent(doc, "", "  ")
+		if err := trace.WriteFileAtomic(*jsonPath, append(data, '\n')); err != nil {
+			fmt.Fprintf(stderr, "fastsim predict: --json: %v\n", err)
+			return exitError
+		}
+	}
+	if !*quiet {
+		fits := "fits"
+		if !r.Fits {
+			fits = "does NOT fit"
+		}
+		fmt.Fprintf(stdout, "layout               %s on %d x %s: tp %d, pp %d, dp %d; batch %d in microbatches of %d; %s, recompute %s, sequence parallel %v, ZeRO %d\n",
+			j.Model.Name, r.World, spec.Name, j.TP, j.PP, j.DP, j.GlobalBatch, j.MicroBatch, tf.schedule, tf.recompute, j.SequenceParallel, j.Zero)
+		fmt.Fprintf(stdout, "step time            %.4f s\n", r.StepTimeS)
+		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
+		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB\n",
+			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.ActivationGiB)
+		fmt.Fprintf(stdout, "simulated            %d commands, %d groups for %d GPUs, in %.2f s\n", r.Commands, r.Groups, r.World, r.Wall.Seconds())
+		if r.UnknownOps > 0 {
+			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
+		}
+	}
+	return exitOK
+}
+
+func joinPresets() string {
+	s := ""
+	for i, n := range hardware.Presets() {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPredictJSON predicts a small GPT on one A100 and checks that the
+// JSON's figures agree with each other and with the layout.
+func TestPredictJSON(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "p.json")
+	code, stdout, stderr := runCLI("predict", "--layers", "4", "--hidden", "1024", "--seq", "1024", "--world", "2", "--tp", "2",
+		"--global-batch", "8", "--micro-batch", "2", "--json", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"step time", "model TFLOP/s per GPU", "model state", "activations"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p predictJSON
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.World != 2 || p.TP != 2 || p.DP != 1 || p.Hardware != "a100-80gb" || !p.Fits {
+		t.Fatalf("%+v", p)
+	}
+	if math.Abs(p.TokensPerS*p.StepTimeS-8*1024) > 1e-6*8*1024 || math.Abs(p.MFU*312-p.TFLOPsPerGPU) > 1e-9 {
+		t.Fatalf("figures disagree: %+v", p)
+	}
+	if math.Abs(p.ModelStateGiB+p.ActivationGiB-p.PeakMemoryGiB) > 1e-9 {
+		t.Fatalf("memory split %g + %g != peak %g", p.ModelStateGiB, p.ActivationGiB, p.PeakMemoryGiB)
+	}
+}
+
+func TestPredictBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"predict", "--layers", "4", "--hidden", "1024"},                                    // no --world
+		{"predict", "--layers", "4", "--hidden", "1024", "--world", "6", "--tp", "4"},       // 6 not a multiple of 4
+		{"predict", "--model", "llama2-7b", "--layers", "4", "--world", "8"},                // model and shape
+		{"predict", "--model", "nosuch", "--world", "8"},                                    // unknown model
+		{"predict", "--layers", "4", "--hidden", "1024", "--world", "1", "--hardware", "x"}, // unknown hardware
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != exitInput || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", args, code, stdout, stderr)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// exitTerminated is the status after SIGTERM (128 + 15, as a shell reports
+// a process the signal killed).
+const exitTerminated = 143
+
+// handleSignals makes the process stop cleanly. The first SIGINT (Ctrl-C)
+// closes the returned channel: the replay stops at the next record and
+// reports what it did. A second SIGINT, or a SIGTERM at any time, removes
+// the temporary files of outputs being written and exits at once (130 or
+// 143), so no ".NAME.fastsim-tmp-PID" file is left behind. release undoes
+// the handling.
+func handleSignals() (stop <-chan struct{}, release func()) {
+	stopc := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		interrupted := false
+		for {
+			select {
+			case s := <-sig:
+				switch {
+				case s == syscall.SIGTERM:
+					trace.RemoveTemps()
+					os.Exit(exitTerminated)
+				case interrupted:
+					trace.RemoveTemps()
+					os.Exit(exitInterrupted)
+				default:
+					interrupted = true
+					close(stopc)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return stopc, func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}
+
+// removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files of
+// the outputs being written before the process exits (130 or 143), for the
+// commands that have nothing to report when interrupted (synth, convert,
+// search, ops). release undoes it.
+func removeTempsOnSignal() (release func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			trace.RemoveTemps()
+			if s == syscall.SIGTERM {
+				os.Exit(exitTerminated)
+			}
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
+}

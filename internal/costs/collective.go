@@ -1,0 +1,209 @@
+package costs
+
+import (
+	"math"
+
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/sched"
+)
+
+// The hardware collective model prices a collective over n ranks on M
+// hosts, at most G of them on one host, the way NCCL's own tuning model
+// does (NVIDIA/nccl src/graph/tuning.cc, commit 01afd20): for each
+// algorithm and protocol, time = latency + bytes / bandwidth, and the
+// fastest is chosen, so small messages take the low-latency protocols and
+// large ones the full-bandwidth one.
+//
+// Bandwidth. NCCL's bus bandwidth is what each rank sends per unit of
+// time; a collective of S bytes moves, per rank, S times the factor of
+// nccl-tests' doc/PERFORMANCE.md: all-reduce 2(n-1)/n, reduce-scatter and
+// all-gather (n-1)/n, broadcast and point-to-point 1; all-to-all (n-1)/n.
+// Within a host the bus is NVLink at host.nvlink_gbps × nvlink_efficiency.
+// Across hosts the collective is hierarchical: the ranks of each host work
+// over NVLink (an all-reduce: reduce-scatter, then all-gather, moving
+// 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
+// peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
+// per rank). The two phases are pipelined, so the slower sets the time.
+// A host's NICs are shared by its GPUs: each rank has
+// network.nic_gbps_per_gpu × nic_efficiency, whatever else runs.
+//
+// Protocols (tuning.cc): Simple at the full bus bandwidth; LL128 at 0.92
+// of it; LL at 1/4 (all-reduce, or across hosts) or 1/3. Latency: a base
+// per protocol (ring: LL 3.6, LL128 10.0, Simple 8.4 µs) plus one step
+// latency per ring step: NVLink steps at host.nvlink_step_latency_us,
+// network steps at network.step_latency_us. As in tuning.cc, a ring
+// all-reduce over n ranks on M hosts takes 2(n-1) steps of which 2(M-1)
+// cross the network (reduce-scatter and all-gather half as many); across
+// hosts LL's NVLink steps count 1.8 times, Simple all-reduce latency 1.9
+// times ("plateau effect of ring"), and LL128 is off (tuning.cc enables it
+// by default only within NVLink).
+//
+// Trees: for an all-reduce across hosts NCCL may pick a tree instead
+// (tuning.cc: base latency LL 4.4, LL128 4.4, Simple 0 µs; per step
+// NVLink .52/1.2/28, network 5.0/8.5/50 µs; 2·((G-1) NVLink steps +
+// log2(M) network steps); bus bandwidth ×0.9 with algorithm bandwidth
+// half the bus, LL ×1/3.8; LL128 off across hosts). The faster of ring and tree is
+// taken, which picks the tree for small messages over many hosts.
+
+// protocol indexes NCCL's protocols.
+type protocol int
+
+const (
+	protoLL protocol = iota
+	protoLL128
+	protoSimple
+	numProtocols
+)
+
+// NCCL's tuning constants (tuning.cc, commit 01afd20), in µs.
+var (
+	ringBaseLatUs = [numProtocols]float64{3.6, 10.0, 8.4}
+	treeBaseLatUs = [numProtocols]float64{4.4, 4.4, 0}
+	treeNVLatUs   = [numProtocols]float64{.52, 1.2, 28}
+	treeNetLatUs  = [numProtocols]float64{5.0, 8.5, 50}
+)
+
+func protoLat(p hardware.Protocols, i protocol) float64 {
+	return [numProtocols]float64{p.LL, p.LL128, p.Simple}[i]
+}
+
+// ringProtoBW is the fraction of the bus bandwidth protocol p reaches in a
+// ring (tuning.cc: LL 1/4 for all-reduce or across hosts, else 1/3;
+// LL128 0.92; Simple 1).
+func ringProtoBW(p protocol, c Collective, hosts int64) float64 {
+	switch p {
+	case protoLL:
+		if c == AllReduce || hosts > 1 {
+			return 1.0 / 4
+		}
+		return 1.0 / 3
+	case protoLL128:
+		return 0.92
+	}
+	return 1
+}
+
+// Placement is where a collective's ranks sit.
+type Placement struct {
+	Ranks      int64 // ranks taking part
+	Hosts      int64 // hosts they occupy
+	MaxPerHost int64 // the most ranks on one host
+}
+
+// PlacementOf reads a placement from the engine's description, deriving
+// hosts from SameHost and GPUsPerHost when the engine gave none.
+func PlacementOf(c sched.Comm) Placement {
+	p := Placement{Ranks: c.Ranks, Hosts: c.Hosts, MaxPerHost: c.MaxPerHost}
+	if p.Hosts <= 0 || p.MaxPerHost <= 0 {
+		switch {
+		case c.SameHost || c.GPUsPerHost <= 0:
+			p.Hosts, p.MaxPerHost = 1, c.Ranks
+		default:
+			p.Hosts = (c.Ranks + c.GPUsPerHost - 1) / c.GPUsPerHost
+			p.MaxPerHost = min(c.Ranks, c.GPUsPerHost)
+		}
+	}
+	return p
+}
+
+// HardwareCollectiveNs prices collective c of bytes (the full buffer: an
+// all-gather's output, a reduce-scatter's input) over placement p on
+// spec s, in whole nanoseconds.
+func HardwareCollectiveNs(s *hardware.Spec, c Collective, bytes int64, p Placement) int64 {
+	ns := hardwareCollective(s, c, float64(bytes), p)
+	if !(ns < float64(MaxRuntimeNs)) {
+		return MaxRuntimeNs
+	}
+	return int64(math.Ceil(ns))
+}
+
+func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) float64 {
+	n, M, G := float64(p.Ranks), float64(max(p.Hosts, 1)), float64(max(p.MaxPerHost, 1))
+	if c != PointToPoint && p.Ranks < 2 {
+		return 0
+	}
+	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency        // bytes per ns
+	net := s.Network.NICGBpsPerGPU * s.Network.NICEfficiency // bytes per ns, per rank
+	// Bytes each rank moves over NVLink and over the network, and the
+	// ring's steps in all and across hosts (tuning.cc: a ring over n
+	// ranks on M hosts takes 2(n-1) steps for an all-reduce, 2(M-1) of
+	// them across hosts; n-1 and M-1 for reduce-scatter and all-gather).
+	var intraB, interB, steps, interSteps float64
+	switch c {
+	case AllReduce:
+		intraB, interB = 2*(G-1)/G*S, 2*(M-1)/M*S/G
+		steps, interSteps = 2*(n-1), 2*(M-1)
+	case ReduceScatter, AllGather:
+		intraB, interB = (G-1)/G*S, (M-1)/M*S/G
+		steps, interSteps = n-1, M-1
+	case AllToAll:
+		// Each rank keeps 1/n, sends (G-1)/n of S to its own host and
+		// (n-G)/n over the network, all at once.
+		intraB, interB = (G-1)/n*S, (n-G)/n*S
+		steps, interSteps = 1, 0
+		if M > 1 {
+			steps, interSteps = 2, 1
+		}
+	case Broadcast:
+		// Pipelined along a ring: every rank receives S; across hosts
+		// the host's ranks relay a share each.
+		intraB = S
+		if M > 1 {
+			interB = S / G
+		}
+		steps, interSteps = n, M
+	case PointToPoint:
+		if M > 1 {
+			interB, steps, interSteps = S, 1, 1
+		} else {
+			intraB, steps = S, 1
+		}
+	}
+	best := math.Inf(1)
+	for pr := protoLL; pr < numProtocols; pr++ {
+		if pr == protoLL128 && M > 1 {
+			// tuning.cc enables LL128 by default only within NVLink.
+			continue
+		}
+		f := ringProtoBW(pr, c, p.Hosts)
+		intraLat := protoLat(s.Host.NVLinkStepLatencyUs, pr)
+		if pr == protoLL && M > 1 {
+			intraLat *= 1.8 // tuning.cc: LL's NVLink steps slow down when the ring crosses hosts
+		}
+		lat := ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
+			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
+		}
+		t := lat*1e3 + max(intraB/(nv*f), interB/(net*f))
+		best = min(best, t)
+	}
+	if c == AllReduce && M > 1 {
+		best = min(best, treeAllReduce(s, S, M, G, nv, net))
+	}
+	return best
+}
+
+// treeAllReduce is NCCL's tree all-reduce: a chain within each host, a
+// binary tree across hosts; bus bandwidth 0.9 of the slower of NVLink and
+// the host's share of the network, algorithm bandwidth half of it.
+func treeAllReduce(s *hardware.Spec, S, M, G, nv, net float64) float64 {
+	bus := 0.9 * min(nv, G*net)
+	protoBW := [numProtocols]float64{1 / 3.8, 0, 1}
+	best := math.Inf(1)
+	for pr := protoLL; pr < numProtocols; pr++ {
+		if pr == protoLL128 {
+			continue // off across hosts, as for rings
+		}
+		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*treeNetLatUs[pr])
+		t := lat*1e3 + S/(bus*0.5*protoBW[pr])
+		best = min(best, t)
+	}
+	return best
+}
+
+// BusBandwidthGBps is nccl-tests' bus bandwidth of a collective of bytes
+// taking ns over n ranks (doc/PERFORMANCE.md): the algorithm bandwidth
+// bytes/time times the collective's factor.
+func BusBandwidthGBps(c Collective, bytes, ns float64, n int64) float64 {
+	return bytes / ns * Factor(c, n)
+}

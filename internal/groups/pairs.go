@@ -1,0 +1,319 @@
+package groups
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// ErrCount is returned when the two sides of a send differ in size.
+var ErrCount = errors.New("rank counts differ")
+
+// ErrRepeat is returned for a point-to-point slice that names a rank twice:
+// a send pairs distinct ranks.
+var ErrRepeat = errors.New("a rank named twice")
+
+// CheckDistinct returns ErrRepeat, naming the smallest repeated rank, when s
+// names a rank twice. Slices whose strides nest are known distinct without
+// enumerating them; others are enumerated and sorted.
+func (p *Partition) CheckDistinct(s *jsonl.Slice) error {
+	if err := p.check(s); err != nil {
+		return err
+	}
+	if ok, sure := distinct(s); sure && ok {
+		return nil
+	}
+	p.scratch = s.AppendRanks(p.scratch[:0])
+	slices.Sort(p.scratch)
+	for i := 1; i < len(p.scratch); i++ {
+		if p.scratch[i] == p.scratch[i-1] {
+			return fmt.Errorf("%w: the slice names rank %d more than once", ErrRepeat, p.scratch[i])
+		}
+	}
+	return nil
+}
+
+// Pairs resolves a point-to-point send from the ranks of from to the ranks
+// of to, paired by position. Grouped, it splits groups until every sending
+// group's ranks all send to one receiving group and every receiving group's
+// ranks all receive from one sending group; then pair i is (senders[i],
+// receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
+// Neither side may name a rank twice.
+func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receivers []int32, err error) {
+	for _, s := range []*jsonl.Slice{from, to} {
+		if err := p.CheckDistinct(s); err != nil {
+			return nil, nil, err
+		}
+	}
+	if from.Len() != to.Len() {
+		return nil, nil, fmt.Errorf("%w: from %d ranks to %d ranks", ErrCount, from.Len(), to.Len())
+	}
+	if !p.grouped {
+		p.scratch = from.AppendRanks(p.scratch[:0])
+		p.out = p.out[:0]
+		for _, r := range p.scratch {
+			p.out = append(p.out, int32(r))
+		}
+		p.scratch = to.AppendRanks(p.scratch[:0])
+		p.outB = p.outB[:0]
+		for _, r := range p.scratch {
+			p.outB = append(p.outB, int32(r))
+		}
+		return p.out, p.outB, nil
+	}
+	p.key = append(p.key[:0], 'P')
+	p.key = appendSliceKey(p.key, from, false)
+	p.key = appendSliceKey(p.key, to, false)
+	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
+		p.out = append(p.out[:0], e.a...)
+		p.outB = append(p.outB[:0], e.b...)
+		return p.out, p.outB, nil
+	}
+	// Each side's groups must lie wholly inside it.
+	for _, s := range []*jsonl.Slice{from, to} {
+		p.recv.Clear()
+		if err := p.addSlice(p.recv, s); err != nil {
+			return nil, nil, err
+		}
+		if _, err := p.splitBy(p.recv, split); err != nil {
+			return nil, nil, err
+		}
+	}
+	src := from.AppendRanks(nil)
+	dst := to.AppendRanks(nil)
+	if err := p.refinePairs(src, dst, split); err != nil {
+		return nil, nil, err
+	}
+	// Distinct pairs in position order.
+	p.out, p.outB = p.out[:0], p.outB[:0]
+	seen := make(map[[2]int32]bool)
+	for i := range src {
+		pair := [2]int32{p.rankGroup[src[i]], p.rankGroup[dst[i]]}
+		if !seen[pair] {
+			seen[pair] = true
+			p.out = append(p.out, pair[0])
+			p.outB = append(p.outB, pair[1])
+		}
+	}
+	p.remember(p.out, p.outB)
+	return p.out, p.outB, nil
+}
+
+// refinePairs splits the groups of the ranks of a send (position i sends
+// src[i] to dst[i]; both sides distinct, every group wholly inside or
+// outside each side) into the coarsest partition in which partners agree.
+//
+// The send is a partial bijection from src to dst, so its graph is a set of
+// disjoint paths and cycles over the ranks. Two ranks may stay together
+// exactly when walking the send forwards and backwards from each meets
+// groups that are equal step by step, and both walks end after the same
+// number of steps. On a path that means the same position on paths of equal
+// group sequences; on a cycle, the same offset into equal cyclic sequences
+// read from their least rotation, modulo the sequence's period. So each
+// rank's new class is computed directly in O(n log n), where refining group
+// by group until nothing changes would take a round per step of the longest
+// chain (a shift by one rank: n rounds).
+func (p *Partition) refinePairs(src, dst []int64, split Split) error {
+	n := len(src)
+	// next[i]: the position whose sender is dst[i], or -1; prev the inverse.
+	bySrc := make([]int32, n)
+	for i := range bySrc {
+		bySrc[i] = int32(i)
+	}
+	slices.SortFunc(bySrc, func(a, b int32) int { return cmp.Compare(src[a], src[b]) })
+	next := make([]int32, n)
+	prev := make([]int32, n)
+	for i := range prev {
+		prev[i] = -1
+	}
+	for i := range dst {
+		j, ok := slices.BinarySearchFunc(bySrc, dst[i], func(k int32, r int64) int { return cmp.Compare(src[k], r) })
+		next[i] = -1
+		if ok {
+			next[i] = bySrc[j]
+			prev[bySrc[j]] = int32(i)
+		}
+	}
+	members := make([]member, 0, n+n/2)
+	classes := make(map[string]int64) // a walk's group sequence -> its first class number
+	nextClass := int64(0)
+	classOf := func(seq []int32, tag byte, count int) int64 {
+		key := make([]byte, 0, 1+4*len(seq))
+		key = append(key, tag)
+		for _, g := range seq {
+			key = append(key, byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
+		}
+		c, ok := classes[string(key)]
+		if !ok {
+			c = nextClass
+			classes[string(key)] = c
+			nextClass += int64(count)
+		}
+		return c
+	}
+	visited := make([]bool, n)
+	var seq []int32
+	var ranks []int64
+	// Paths: from each position nothing sends into.
+	for i := range n {
+		if prev[i] >= 0 {
+			continue
+		}
+		seq, ranks = seq[:0], ranks[:0]
+		seq = append(seq, p.rankGroup[src[i]])
+		ranks = append(ranks, src[i])
+		for j := int32(i); j >= 0; j = next[j] {
+			visited[j] = true
+			seq = append(seq, p.rankGroup[dst[j]])
+			ranks = append(ranks, dst[j])
+		}
+		base := classOf(seq, 'p', len(seq))
+		for t, r := range ranks {
+			members = append(members, member{r, seq[t], base + int64(t)})
+		}
+	}
+	// Cycles: what is left.
+	for i := range n {
+		if visited[i] {
+			continue
+		}
+		seq, ranks = seq[:0], ranks[:0]
+		for j := int32(i); !visited[j]; j = next[j] {
+			visited[j] = true
+			seq = append(seq, p.rankGroup[src[j]])
+			ranks = append(ranks, src[j])
+		}
+		start := leastRotation(seq)
+		per := period(seq)
+		canon := append(slices.Clone(seq[start:]), seq[:start]...)[:per]
+		base := classOf(canon, 'c', per)
+		L := len(seq)
+		for t, r := range ranks {
+			members = append(members, member{r, seq[t], base + int64(((t-start)%L+L)%L%per)})
+		}
+	}
+	// Split each group whose ranks fall in more than one class: the
+	// largest class keeps the group's id, each other takes a new one.
+	slices.SortFunc(members, func(a, b member) int {
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.class, b.class), cmp.Compare(a.rank, b.rank))
+	})
+	for lo := 0; lo < len(members); {
+		g := members[lo].group
+		hi := lo
+		for hi < len(members) && members[hi].group == g {
+			hi++
+		}
+		if members[lo].class != members[hi-1].class {
+			if err := p.splitClasses(g, members[lo:hi], split); err != nil {
+				return err
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// splitClasses splits group g, whose ranks are exactly ms (sorted by class,
+// then rank), into one group per class: the largest class keeps g.
+func (p *Partition) splitClasses(g int32, ms []member, split Split) error {
+	bounds := []int{0}
+	keep := 0 // the largest class, the first of equals
+	for i := 1; i <= len(ms); i++ {
+		if i < len(ms) && ms[i].class == ms[i-1].class {
+			continue
+		}
+		bounds = append(bounds, i)
+		c := len(bounds) - 2
+		if bounds[c+1]-bounds[c] > bounds[keep+1]-bounds[keep] {
+			keep = c
+		}
+	}
+	for c := 0; c+1 < len(bounds); c++ {
+		part := p.bitmapOf(ms[bounds[c]:bounds[c+1]])
+		size := int64(bounds[c+1] - bounds[c])
+		if c == keep {
+			p.ranks[g], p.size[g] = part, size
+			continue
+		}
+		n := int32(len(p.ranks))
+		if err := split(g, n); err != nil {
+			return err
+		}
+		p.ranks = append(p.ranks, part)
+		p.size = append(p.size, size)
+		p.relabel(part, n)
+	}
+	p.epoch++
+	return nil
+}
+
+// member is a rank of a send, its group and its class (refinePairs).
+type member struct {
+	rank  int64
+	group int32
+	class int64
+}
+
+// bitmapOf is the set of the ranks of ms, which are sorted.
+func (p *Partition) bitmapOf(ms []member) *roaring.Bitmap {
+	p.u32 = p.u32[:0]
+	for _, m := range ms {
+		p.u32 = append(p.u32, uint32(m.rank))
+	}
+	b := roaring.BitmapOf(p.u32...)
+	b.RunOptimize()
+	return b
+}
+
+// leastRotation is the start of the lexicographically least rotation of s
+// (Booth's algorithm, O(len)).
+func leastRotation(s []int32) int {
+	n := len(s)
+	f := make([]int, 2*n)
+	for i := range f {
+		f[i] = -1
+	}
+	k := 0
+	for j := 1; j < 2*n; j++ {
+		sj := s[j%n]
+		i := f[j-k-1]
+		for i != -1 && sj != s[(k+i+1)%n] {
+			if sj < s[(k+i+1)%n] {
+				k = j - i - 1
+			}
+			i = f[i]
+		}
+		if i == -1 && sj != s[(k+i+1)%n] {
+			if sj < s[(k+i+1)%n] {
+				k = j
+			}
+			f[j-k] = -1
+		} else {
+			f[j-k] = i + 1
+		}
+	}
+	return k
+}
+
+// period is the smallest p dividing len(s) with s[i] == s[i+p] (cyclically).
+func period(s []int32) int {
+	n := len(s)
+	fail := make([]int, n+1)
+	fail[0] = -1
+	for i := 1; i <= n; i++ {
+		k := fail[i-1]
+		for k >= 0 && s[k] != s[i-1] {
+			k = fail[k]
+		}
+		fail[i] = k + 1
+	}
+	if q := n - fail[n]; n%q == 0 {
+		return q
+	}
+	return n
+}

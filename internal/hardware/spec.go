@@ -1,0 +1,314 @@
+package hardware
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path"
+	"sort"
+	"strings"
+)
+
+// ErrSpec reports a hardware spec that cannot be used.
+var ErrSpec = errors.New("bad hardware spec")
+
+// Spec describes one system: its GPU, its hosts and the network between
+// them. Every field is required unless its comment says otherwise.
+type Spec struct {
+	// Name is the preset's name (h100-sxm) or a file's own label.
+	Name string `json:"name"`
+	// Description says what system this is, in a line.
+	Description string  `json:"description"`
+	GPU         GPU     `json:"gpu"`
+	Host        Host    `json:"host"`
+	Network     Network `json:"network"`
+	// Sources cites where each figure comes from, keyed by the field it
+	// backs ("gpu.peak_dense_tflops", "host.nvlink_gbps", ...).
+	Sources map[string]string `json:"sources"`
+}
+
+// GPU is one accelerator.
+type GPU struct {
+	// Model names the part (NVIDIA H100 SXM5 80GB).
+	Model string `json:"model"`
+	// PeakDenseTFLOPS is the dense (no sparsity) tensor-core peak per
+	// dtype: keys bf16, fp16, tf32, fp8 (where the GPU has it); fp32 is the
+	// CUDA-core (non-tensor) FP32 peak, used for float32 matmuls.
+	PeakDenseTFLOPS map[string]float64 `json:"peak_dense_tflops"`
+	// VectorTFLOPS is the non-tensor FP32 peak, used for the arithmetic of
+	// elementwise and reduction kernels.
+	VectorTFLOPS float64 `json:"vector_fp32_tflops"`
+	// HBMGB is the memory capacity, HBMTBps its peak bandwidth.
+	HBMGB   float64 `json:"hbm_gb"`
+	HBMTBps float64 `json:"hbm_tbps"`
+	// SMs is the number of streaming multiprocessors.
+	SMs int `json:"sms"`
+	// GEMMEfficiency is the fraction of the dtype's peak a matrix multiply
+	// reaches, as a function of its FLOPs.
+	GEMMEfficiency Curve `json:"gemm_efficiency"`
+	// MemoryEfficiency is the fraction of HBM bandwidth a memory-bound
+	// kernel reaches, as a function of the bytes it moves.
+	MemoryEfficiency Curve `json:"memory_efficiency"`
+	// LaunchOverheadNs is added to every kernel.
+	LaunchOverheadNs float64 `json:"launch_overhead_ns"`
+}
+
+// Host is one server.
+type Host struct {
+	// GPUsPerHost is the system's GPUs per host. A replay places ranks by
+	// its history's gpus_per_host; this one warns of a mismatch and sets
+	// search's default.
+	GPUsPerHost int `json:"gpus_per_host"`
+	// NVLinkGBps is each GPU's NVLink bandwidth in one direction.
+	NVLinkGBps float64 `json:"nvlink_gbps"`
+	// NVLinkEfficiency is the fraction of it a collective's bus reaches
+	// (protocol overhead).
+	NVLinkEfficiency float64 `json:"nvlink_efficiency"`
+	// NVLinkStepLatencyUs is the latency of one ring step over NVLink, per
+	// NCCL protocol.
+	NVLinkStepLatencyUs Protocols `json:"nvlink_step_latency_us"`
+}
+
+// Network connects hosts.
+type Network struct {
+	// NICGBpsPerGPU is the network bandwidth per GPU in one direction; a
+	// host's NICs carry GPUsPerHost times it, shared by its GPUs.
+	NICGBpsPerGPU float64 `json:"nic_gbps_per_gpu"`
+	// NICEfficiency is the fraction of line rate a collective reaches.
+	NICEfficiency float64 `json:"nic_efficiency"`
+	// StepLatencyUs is the latency of one step across the network, per
+	// NCCL protocol.
+	StepLatencyUs Protocols `json:"step_latency_us"`
+}
+
+// Protocols holds one value per NCCL protocol.
+type Protocols struct {
+	LL     float64 `json:"ll"`
+	LL128  float64 `json:"ll128"`
+	Simple float64 `json:"simple"`
+}
+
+// Curve is an efficiency as a function of a size: points [x, efficiency]
+// with x strictly increasing. At is constant below the first point and
+// above the last, and a power law between points (linear in log-log):
+// efficiency that grows like a power of the size, as wave quantization
+// makes a GEMM's (tiles grow as d², FLOPs as d³), is exact between
+// points. Check requires every segment's exponent to stay below 1, so
+// that time = size / efficiency never falls as the size grows.
+type Curve [][2]float64
+
+// At is the curve's efficiency at x.
+func (c Curve) At(x float64) float64 {
+	n := len(c)
+	if n == 0 {
+		return 1
+	}
+	if x <= c[0][0] {
+		return c[0][1]
+	}
+	if x >= c[n-1][0] {
+		return c[n-1][1]
+	}
+	i := sort.Search(n, func(i int) bool { return c[i][0] >= x })
+	x0, y0, x1, y1 := c[i-1][0], c[i-1][1], c[i][0], c[i][1]
+	return y0 * math.Pow(x/x0, math.Log(y1/y0)/math.Log(x1/x0))
+}
+
+func (c Curve) check(name string) error {
+	if len(c) == 0 {
+		return fmt.Errorf("%w: %s has no points", ErrSpec, name)
+	}
+	for i, p := range c {
+		if !(p[0] > 0) || !(p[1] > 0) || p[1] > 1 {
+			return fmt.Errorf("%w: %s point %d is [%g, %g]: want a size > 0 and an efficiency in (0, 1]", ErrSpec, name, i, p[0], p[1])
+		}
+		if i > 0 && p[0] <= c[i-1][0] {
+			return fmt.Errorf("%w: %s sizes must increase (point %d)", ErrSpec, name, i)
+		}
+		if i > 0 && math.Log(p[1]/c[i-1][1]) >= math.Log(p[0]/c[i-1][0]) {
+			return fmt.Errorf("%w: %s from point %d to %d grows as fast as the size or faster: a larger operation would run faster", ErrSpec, name, i-1, i)
+		}
+	}
+	return nil
+}
+
+// Dtypes are the keys PeakDenseTFLOPS may hold.
+var Dtypes = []string{"bf16", "fp16", "tf32", "fp32", "fp8"}
+
+// Check validates s.
+func (s *Spec) Check() error {
+	pos := func(name string, v float64) error {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s is %g, want > 0", ErrSpec, name, v)
+		}
+		return nil
+	}
+	frac := func(name string, v float64) error {
+		if !(v > 0) || v > 1 {
+			return fmt.Errorf("%w: %s is %g, want a fraction in (0, 1]", ErrSpec, name, v)
+		}
+		return nil
+	}
+	if s.Name == "" {
+		return fmt.Errorf("%w: no name", ErrSpec)
+	}
+	if len(s.GPU.PeakDenseTFLOPS) == 0 {
+		return fmt.Errorf("%w: gpu.peak_dense_tflops is empty", ErrSpec)
+	}
+	for k, v := range s.GPU.PeakDenseTFLOPS {
+		known := false
+		for _, d := range Dtypes {
+			known = known || d == k
+		}
+		if !known {
+			return fmt.Errorf("%w: gpu.peak_dense_tflops has %q (want one of %s)", ErrSpec, k, strings.Join(Dtypes, ", "))
+		}
+		if err := pos("gpu.peak_dense_tflops."+k, v); err != nil {
+			return err
+		}
+	}
+	for _, e := range []error{
+		pos("gpu.vector_fp32_tflops", s.GPU.VectorTFLOPS),
+		pos("gpu.hbm_gb", s.GPU.HBMGB),
+		pos("gpu.hbm_tbps", s.GPU.HBMTBps),
+		pos("gpu.sms", float64(s.GPU.SMs)),
+		s.GPU.GEMMEfficiency.check("gpu.gemm_efficiency"),
+		s.GPU.MemoryEfficiency.check("gpu.memory_efficiency"),
+		pos("host.gpus_per_host", float64(s.Host.GPUsPerHost)),
+		pos("host.nvlink_gbps", s.Host.NVLinkGBps),
+		frac("host.nvlink_efficiency", s.Host.NVLinkEfficiency),
+		pos("network.nic_gbps_per_gpu", s.Network.NICGBpsPerGPU),
+		frac("network.nic_efficiency", s.Network.NICEfficiency),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	if v := s.GPU.LaunchOverheadNs; v < 0 || v > 1e9 {
+		return fmt.Errorf("%w: gpu.launch_overhead_ns is %g, want 0..1e9", ErrSpec, v)
+	}
+	for _, p := range []struct {
+		name string
+		v    Protocols
+	}{{"host.nvlink_step_latency_us", s.Host.NVLinkStepLatencyUs}, {"network.step_latency_us", s.Network.StepLatencyUs}} {
+		for _, v := range []float64{p.v.LL, p.v.LL128, p.v.Simple} {
+			if v < 0 || v > 1e6 || math.IsNaN(v) {
+				return fmt.Errorf("%w: %s values must be 0..1e6 µs", ErrSpec, p.name)
+			}
+		}
+	}
+	if s.Host.GPUsPerHost > 1<<16 {
+		return fmt.Errorf("%w: host.gpus_per_host is %d, over 65536", ErrSpec, s.Host.GPUsPerHost)
+	}
+	return nil
+}
+
+// MaxSpecBytes is the largest spec file read.
+const MaxSpecBytes = 1 << 20
+
+// Parse reads a Spec from JSON; unknown fields are errors.
+func Parse(data []byte) (*Spec, error) {
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSpec, len(data), MaxSpecBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+//go:embed presets/*.json
+var presetFS embed.FS
+
+// Presets lists the built-in specs' names, sorted.
+func Presets() []string {
+	ents, _ := presetFS.ReadDir("presets")
+	var names []string
+	for _, e := range ents {
+		names = append(names, strings.TrimSuffix(e.Name(), ".json"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PresetJSON returns a built-in spec's JSON text.
+func PresetJSON(name string) ([]byte, bool) {
+	data, err := presetFS.ReadFile(path.Join("presets", name+".json"))
+	return data, err == nil
+}
+
+// Preset returns a built-in spec by name.
+func Preset(name string) (*Spec, error) {
+	data, ok := PresetJSON(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: no preset %q (presets: %s)", ErrSpec, name, strings.Join(Presets(), ", "))
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("preset %s: %w", name, err)
+	}
+	return s, nil
+}
+
+// Load returns the preset called nameOrPath, else reads the spec file at
+// that path; errors name the file.
+func Load(nameOrPath string) (*Spec, error) {
+	if _, ok := PresetJSON(nameOrPath); ok {
+		return Preset(nameOrPath)
+	}
+	f, err := os.Open(nameOrPath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(nameOrPath, "/.") {
+			return nil, fmt.Errorf("%w: %q is neither a preset (%s) nor a file", ErrSpec, nameOrPath, strings.Join(Presets(), ", "))
+		}
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
+	}
+	return s, nil
+}
+
+// PeakTFLOPS is the dense peak for an ATen dtype name ("bfloat16",
+// "torch.float16", "float8_e4m3fn", ...), and whether the GPU has one:
+// float32 uses fp32, the float8 kinds fp8.
+func (g *GPU) PeakTFLOPS(dtype string) (float64, bool) {
+	v, ok := g.PeakDenseTFLOPS[DtypeKey(dtype)]
+	return v, ok
+}
+
+// DtypeKey maps an ATen dtype name to a PeakDenseTFLOPS key, "" if none.
+func DtypeKey(dtype string) string {
+	d := strings.TrimPrefix(dtype, "torch.")
+	switch {
+	case d == "bfloat16":
+		return "bf16"
+	case d == "float16" || d == "half":
+		return "fp16"
+	case d == "float32" || d == "float":
+		return "fp32"
+	case strings.HasPrefix(d, "float8"):
+		return "fp8"
+	}
+	return ""
+}

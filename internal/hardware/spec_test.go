@@ -1,0 +1,147 @@
+package hardware
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPresetsLoadAndCite(t *testing.T) {
+	want := []string{"a100-40gb", "a100-80gb", "b200", "h100-sxm", "h200"}
+	got := Presets()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("presets %v, want %v", got, want)
+	}
+	for _, name := range got {
+		s, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Name != name {
+			t.Errorf("%s: name %q", name, s.Name)
+		}
+		// Every preset cites the sources of its figures.
+		for _, k := range []string{"gpu.peak_dense_tflops", "gpu.hbm", "gpu.gemm_efficiency", "gpu.memory_efficiency",
+			"gpu.launch_overhead_ns", "host.nvlink_gbps", "host.nvlink_efficiency", "network.nic_gbps_per_gpu",
+			"network.nic_efficiency", "network.step_latency_us", "host.nvlink_step_latency_us"} {
+			if s.Sources[k] == "" {
+				t.Errorf("%s: no source for %s", name, k)
+			}
+		}
+		if s.Host.GPUsPerHost != 8 {
+			t.Errorf("%s: %d GPUs per host, want 8 (DGX/HGX)", name, s.Host.GPUsPerHost)
+		}
+	}
+}
+
+// Datasheet figures the presets must carry, as published (see each
+// preset's sources).
+func TestPresetFigures(t *testing.T) {
+	cases := []struct {
+		name            string
+		bf16, fp8, hbm  float64
+		tbps, nvlinkGBs float64
+	}{
+		{"a100-40gb", 312, 0, 40, 1.555, 300},
+		{"a100-80gb", 312, 0, 80, 2.039, 300},
+		{"h100-sxm", 989.4, 1978.9, 80, 3.35, 450},
+		{"h200", 989.4, 1978.9, 141, 4.8, 450},
+		{"b200", 2250, 4500, 192, 8.0, 900},
+	}
+	for _, c := range cases {
+		s, err := Preset(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := s.GPU
+		if g.PeakDenseTFLOPS["bf16"] != c.bf16 || g.PeakDenseTFLOPS["fp8"] != c.fp8 || g.HBMGB != c.hbm ||
+			g.HBMTBps != c.tbps || s.Host.NVLinkGBps != c.nvlinkGBs {
+			t.Errorf("%s: %+v %+v", c.name, g, s.Host)
+		}
+		if _, ok := g.PeakTFLOPS("float8_e4m3fn"); ok != (c.fp8 > 0) {
+			t.Errorf("%s: fp8 support %v", c.name, ok)
+		}
+	}
+}
+
+func TestCurve(t *testing.T) {
+	c := Curve{{10, 0.1}, {1000, 0.4}, {1e5, 0.8}}
+	cases := []struct{ x, want float64 }{
+		{1, 0.1},                  // below the first point: constant
+		{10, 0.1},                 // on a point
+		{100, 0.2},                // power law: 0.1 * (100/10)^(ln 4 / ln 100) = 0.1 * 10^0.30103 = 0.2
+		{1000, 0.4},               // on a point
+		{1e4, 0.4 * math.Sqrt(2)}, // 0.4 * 10^(ln 2 / ln 100) = 0.4 * 2^0.5
+		{1e9, 0.8},                // above the last point: constant
+	}
+	for _, k := range cases {
+		if got := c.At(k.x); math.Abs(got-k.want) > 1e-12 {
+			t.Errorf("At(%g) = %g, want %g", k.x, got, k.want)
+		}
+	}
+	if got := (Curve{}).At(5); got != 1 {
+		t.Errorf("empty curve: %g", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	good, _ := PresetJSON("h100-sxm")
+	mutate := func(old, new string) string {
+		s := strings.Replace(string(good), old, new, 1)
+		if s == string(good) {
+			t.Fatalf("%q not in the preset", old)
+		}
+		return s
+	}
+	for _, bad := range []string{
+		`{`,
+		`{"name":"x"}`,
+		mutate(`"hbm_tbps": 3.35`, `"hbm_tbps": 0`),
+		mutate(`"hbm_tbps": 3.35`, `"hbm_tbps": 3.35, "extra": 1`),
+		mutate(`"nvlink_efficiency": 0.8222`, `"nvlink_efficiency": 1.5`),
+		mutate(`"bf16": 989.4`, `"bf8": 989.4`),
+		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
+		// 0.9 at 2^28 grows 37x for 8x the size.
+		mutate("0.0971", "0.9"),
+		string(good) + "{}",
+	} {
+		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrSpec) {
+			t.Errorf("Parse accepted or misreported (%v): %.80s", err, bad)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	if s, err := Load("a100-80gb"); err != nil || s.GPU.HBMGB != 80 {
+		t.Fatalf("Load(preset) = %v, %v", s, err)
+	}
+	data, _ := PresetJSON("h200")
+	path := filepath.Join(t.TempDir(), "mine.json")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), `"name": "h200"`, `"name": "mine"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load(path); err != nil || s.Name != "mine" {
+		t.Fatalf("Load(file) = %v, %v", s, err)
+	}
+	if _, err := Load("no-such-gpu"); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "h100-sxm") {
+		t.Errorf("unknown name: %v (want the presets listed)", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"name":"broken"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.HasPrefix(err.Error(), path+":") {
+		t.Errorf("bad file: %v (want it named)", err)
+	}
+}
+
+func TestDtypeKey(t *testing.T) {
+	for in, want := range map[string]string{"bfloat16": "bf16", "torch.float16": "fp16", "float32": "fp32",
+		"float8_e5m2": "fp8", "int64": ""} {
+		if got := DtypeKey(in); got != want {
+			t.Errorf("DtypeKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

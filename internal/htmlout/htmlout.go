@@ -1,0 +1,404 @@
+// Package htmlout writes a replay as one self-contained HTML page: the
+// summary, the per-step table, memory over time for the device that peaks
+// and a few others, per-stream busy time, the most expensive operations and
+// the command mix. Plots are drawn with gonum/plot as SVG and embedded in
+// the page, so it needs nothing from the network to be viewed: no scripts,
+// no style sheets, no fonts or images from elsewhere.
+package htmlout
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+)
+
+// Limits on what the page shows, so its size does not grow with the
+// history: plotted points per memory line, other devices plotted beside the
+// peak one, operations and steps listed.
+const (
+	maxPoints     = 2000
+	otherDevices  = 3
+	topOperations = 15
+	maxSteps      = 200
+)
+
+// Input is what the page is made of.
+type Input struct {
+	Title string // the history's name
+	Costs string // which cost model priced it
+	Res   *replay.Result
+	Eng   *sched.Engine // with its events kept
+}
+
+type step struct {
+	Index                 int
+	Seconds, EndS, PeakMB float64
+}
+
+type operation struct {
+	Name          string
+	Tasks         int64
+	TotalS, MeanS float64
+}
+
+type kind struct {
+	Name  string
+	Count int64
+}
+
+type page struct {
+	Title, Costs      string
+	ExecS, PeakMB     float64
+	PeakDevice        int64
+	Commands, World   int64
+	Groups            int
+	Warnings          int64
+	FirstWarning      string
+	Steps             []step
+	StepsCut          int
+	MemoryDevices     []int64
+	Memory, Busy, Ops template.HTML
+	Mix               template.HTML
+	Operations        []operation
+	BusyDevice        int64
+	Kinds             []kind
+}
+
+// Write writes the page to w.
+func Write(w io.Writer, in Input) error {
+	res, eng := in.Res, in.Eng
+	pg := page{
+		Title: in.Title, Costs: in.Costs,
+		ExecS: res.Final.ExecSeconds(), PeakMB: res.Final.PeakMB(), PeakDevice: res.Final.PeakDevice,
+		Commands: res.Commands, World: res.Header.WorldSize, Groups: res.Groups,
+		Warnings: res.Warnings, FirstWarning: res.FirstWarning,
+	}
+	prev := 0.0
+	for i, st := range res.Steps {
+		if i == maxSteps {
+			pg.StepsCut = len(res.Steps) - maxSteps
+			break
+		}
+		pg.Steps = append(pg.Steps, step{i, st.ExecSeconds() - prev, st.ExecSeconds(), st.PeakMB()})
+		prev = st.ExecSeconds()
+	}
+
+	devices := eng.Devices()
+	peak := max(res.Final.PeakDevice, 0)
+	pg.MemoryDevices = memoryDevices(eng, devices, peak)
+	var err error
+	if pg.Memory, err = memoryPlot(eng, pg.MemoryDevices); err != nil {
+		return err
+	}
+	pg.BusyDevice = peak
+	if pg.Busy, err = busyPlot(eng, peak); err != nil {
+		return err
+	}
+	pg.Operations = operations(eng, devices)
+	if pg.Ops, err = opsPlot(pg.Operations); err != nil {
+		return err
+	}
+	for k := gen.MsgKind(1); k <= gen.MsgUnknown; k++ {
+		if n := res.Kinds[k]; n > 0 {
+			pg.Kinds = append(pg.Kinds, kind{k.String(), n})
+		}
+	}
+	slices.SortStableFunc(pg.Kinds, func(a, b kind) int { return cmp.Compare(b.Count, a.Count) })
+	if pg.Mix, err = mixPlot(pg.Kinds); err != nil {
+		return err
+	}
+	return pageTemplate.Execute(w, &pg)
+}
+
+// memoryDevices is the peak device, then the others with the highest peaks.
+func memoryDevices(eng *sched.Engine, devices []int64, peak int64) []int64 {
+	type dp struct{ rank, bytes int64 }
+	var others []dp
+	for _, d := range devices {
+		if d != peak { // both are lowest ranks of their devices
+			b, err := eng.DevicePeak(d)
+			if err == nil {
+				others = append(others, dp{d, b})
+			}
+		}
+	}
+	slices.SortStableFunc(others, func(a, b dp) int { return cmp.Compare(b.bytes, a.bytes) })
+	out := []int64{peak}
+	for i := 0; i < len(others) && i < otherDevices; i++ {
+		out = append(out, others[i].rank)
+	}
+	return out
+}
+
+// svg renders p as inline SVG (without the XML prolog). Fonts are not
+// embedded (they would add half a megabyte per plot): the viewer's fonts may
+// be wider than those gonum/plot laid the labels out with, so the page lets
+// plots overflow into a margin (see the style sheet).
+func svg(p *plot.Plot, wIn, hIn float64) (template.HTML, error) {
+	c := vgsvg.NewWith(vgsvg.UseWH(vg.Length(wIn)*vg.Inch, vg.Length(hIn)*vg.Inch))
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", err
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s), nil // produced by gonum/plot from numbers and escaped names
+}
+
+// memoryPlot draws each device's running memory as a step line. A device
+// with more events than maxPoints is drawn by its highest value in each of
+// maxPoints time intervals, so peaks stay visible.
+func memoryPlot(eng *sched.Engine, devices []int64) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = "Memory over time"
+	p.X.Label.Text = "simulated time (ms)"
+	p.Y.Label.Text = "allocated (MB)"
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for i, d := range devices {
+		var pts plotter.XYs
+		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		err := eng.DeviceMemory(d, func(_ int, _ string, ns, _, running int64) {
+			pts = append(pts, plotter.XY{X: float64(ns) / 1e6, Y: float64(running) / 1e6})
+		})
+		if err != nil {
+			return "", err
+		}
+		pts = envelope(pts, maxPoints)
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return "", err
+		}
+		l.StepStyle = plotter.PostStep
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.2)
+		p.Add(l)
+		label := fmt.Sprintf("device %d", d)
+		if i == 0 {
+			label += " (peak)"
+		}
+		p.Legend.Add(label, l)
+	}
+	return svg(p, 9, 4)
+}
+
+// envelope reduces pts (in time order) to at most n points: the highest
+// value in each of n equal time intervals, at the interval's first point.
+func envelope(pts plotter.XYs, n int) plotter.XYs {
+	if len(pts) <= n {
+		return pts
+	}
+	lo, hi := pts[0].X, pts[len(pts)-1].X
+	width := (hi - lo) / float64(n)
+	if width <= 0 {
+		return pts[:n]
+	}
+	out := make(plotter.XYs, 0, n+1)
+	for _, pt := range pts {
+		b := int((pt.X - lo) / width)
+		if len(out) > 0 && int((out[len(out)-1].X-lo)/width) == b {
+			out[len(out)-1].Y = max(out[len(out)-1].Y, pt.Y)
+			continue
+		}
+		out = append(out, pt)
+	}
+	return out
+}
+
+// busyPlot draws how long each stream of the device was busy.
+func busyPlot(eng *sched.Engine, rank int64) (template.HTML, error) {
+	var names []string
+	var busy plotter.Values
+	err := eng.DeviceEvents(rank, func(stream int, streamName, _ string, startNs, endNs int64) {
+		for len(names) <= stream {
+			names = append(names, "")
+			busy = append(busy, 0)
+		}
+		names[stream] = streamName
+		busy[stream] += float64(endNs-startNs) / 1e6
+	})
+	if err != nil {
+		return "", err
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Busy time per stream, device %d", rank)
+	p.Y.Label.Text = "busy (ms)"
+	if len(busy) == 0 {
+		return svg(p, 6, 3)
+	}
+	bars, err := plotter.NewBarChart(busy, vg.Points(28))
+	if err != nil {
+		return "", err
+	}
+	bars.Color = plotutil.Color(0)
+	p.Add(bars)
+	p.NominalX(names...)
+	return svg(p, 6, 3)
+}
+
+// operations sums every stream event by name over all devices, rank by
+// rank (a group's events count once for each of its ranks), and keeps the
+// most expensive.
+func operations(eng *sched.Engine, devices []int64) []operation {
+	total := map[string]*operation{}
+	for _, d := range devices {
+		ranks := eng.DeviceRanks(d)
+		eng.DeviceEvents(d, func(_ int, _ string, name string, startNs, endNs int64) {
+			o := total[name]
+			if o == nil {
+				o = &operation{Name: name}
+				total[name] = o
+			}
+			o.Tasks += ranks
+			o.TotalS += float64(endNs-startNs) / 1e9 * float64(ranks)
+		})
+	}
+	out := make([]operation, 0, len(total))
+	for _, o := range total {
+		o.MeanS = o.TotalS / float64(o.Tasks)
+		out = append(out, *o)
+	}
+	slices.SortFunc(out, func(a, b operation) int {
+		if c := cmp.Compare(b.TotalS, a.TotalS); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	if len(out) > topOperations {
+		out = out[:topOperations]
+	}
+	return out
+}
+
+func opsPlot(ops []operation) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = "Most expensive operations (all devices)"
+	p.X.Label.Text = "total (s)"
+	if len(ops) == 0 {
+		return svg(p, 9, 3.5)
+	}
+	var v plotter.Values
+	var names []string
+	for i, o := range ops {
+		if i == 10 {
+			break
+		}
+		v = append(v, o.TotalS)
+		names = append(names, o.Name)
+	}
+	return hbars(p, v, names, 1)
+}
+
+// hbars draws v as horizontal bars named by names, the first at the top,
+// so long names stay readable.
+func hbars(p *plot.Plot, v plotter.Values, names []string, color int) (template.HTML, error) {
+	rv := make(plotter.Values, len(v))
+	rn := make([]string, len(names))
+	for i := range v {
+		// Trailing spaces move each label left by a quarter of its width:
+		// room for a viewer's font wider than gonum/plot's (the spaces
+		// themselves do not show).
+		rv[len(v)-1-i], rn[len(v)-1-i] = v[i], names[i]+strings.Repeat(" ", len(names[i])/4+1)
+	}
+	bars, err := plotter.NewBarChart(rv, vg.Points(12))
+	if err != nil {
+		return "", err
+	}
+	bars.Horizontal = true
+	bars.Color = plotutil.Color(color)
+	p.Add(bars)
+	p.NominalY(rn...)
+	return svg(p, 9, 1+0.28*float64(len(v)))
+}
+
+func mixPlot(kinds []kind) (template.HTML, error) {
+	p := plot.New()
+	p.Title.Text = "Command mix (records by type)"
+	p.X.Label.Text = "records"
+	if len(kinds) == 0 {
+		return svg(p, 9, 3)
+	}
+	var v plotter.Values
+	var names []string
+	for _, k := range kinds {
+		v = append(v, float64(k.Count))
+		names = append(names, k.Name)
+	}
+	return hbars(p, v, names, 2)
+}
+
+var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>fastsim: {{.Title}}</title>
+<style>
+body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th { background: #f2f2f2; }
+td.name, th.name { text-align: left; font-family: monospace; }
+.plot { margin-left: 8em; }
+.plot svg { overflow: visible; }
+.plot svg text { font-family: "Liberation Serif", "Times New Roman", Tinos, "Nimbus Roman", "Nimbus Roman No9 L", serif !important; }
+.note { color: #666; font-size: 90%; }
+</style>
+</head>
+<body>
+<h1>fastsim replay of {{.Title}}</h1>
+<h2>Summary</h2>
+<table>
+<tr><th class="name">simulated time</th><td>{{printf "%.6f" .ExecS}} s</td></tr>
+<tr><th class="name">peak memory</th><td>{{printf "%.6f" .PeakMB}} MB on device {{.PeakDevice}}</td></tr>
+<tr><th class="name">commands replayed</th><td>{{.Commands}}</td></tr>
+<tr><th class="name">workers</th><td>{{.World}} ({{.Groups}} simulated)</td></tr>
+<tr><th class="name">cost model</th><td>{{.Costs}}</td></tr>
+{{if .Warnings}}<tr><th class="name">warnings</th><td>{{.Warnings}} (first: {{.FirstWarning}})</td></tr>{{end}}
+</table>
+<h2>Steps</h2>
+{{if .Steps}}<table>
+<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>
+{{range .Steps}}<tr><td>{{.Index}}</td><td>{{printf "%.6f" .Seconds}}</td><td>{{printf "%.6f" .EndS}}</td><td>{{printf "%.6f" .PeakMB}}</td></tr>
+{{end}}</table>
+{{if .StepsCut}}<p class="note">... and {{.StepsCut}} more steps (--summary-json lists them all).</p>{{end}}
+{{else}}<p class="note">The history has no step marks.</p>{{end}}
+<h2>Memory over time</h2>
+<div class="plot">{{.Memory}}</div>
+<p class="note">Devices {{range $i, $d := .MemoryDevices}}{{if $i}}, {{end}}{{$d}}{{end}}: the one that peaks first, then those with the highest peaks.</p>
+<h2>Busy time per stream</h2>
+<div class="plot">{{.Busy}}</div>
+<h2>Most expensive operations</h2>
+<div class="plot">{{.Ops}}</div>
+<table>
+<tr><th class="name">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>
+{{range .Operations}}<tr><td class="name">{{.Name}}</td><td>{{.Tasks}}</td><td>{{printf "%.6f" .TotalS}}</td><td>{{printf "%.9f" .MeanS}}</td></tr>
+{{end}}</table>
+<p class="note">Totals are over every device, rank by rank.</p>
+<h2>Command mix</h2>
+<div class="plot">{{.Mix}}</div>
+<table>
+<tr><th class="name">message</th><th>records</th></tr>
+{{range .Kinds}}<tr><td class="name">{{.Name}}</td><td>{{.Count}}</td></tr>
+{{end}}</table>
+<p class="note">Written by fastsim; simulated times, not measurements.</p>
+</body>
+</html>
+`))

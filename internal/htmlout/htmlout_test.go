@@ -1,0 +1,143 @@
+package htmlout
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+)
+
+// page replays hist with events kept and returns its HTML page.
+func pageOf(t *testing.T, hist string, grouped bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	_, err := replay.Reader(strings.NewReader(hist), "h", replay.Options{
+		KeepEvents: true,
+		Grouped:    grouped,
+		Inspect: func(eng *sched.Engine, res *replay.Result) error {
+			return Write(&buf, Input{Title: "small.hist", Costs: "fixed", Res: res, Eng: eng})
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// small: two ranks; stream main; functions a and b (10 us each by default)
+// creating 1,000 and 500 bytes; a delete of the first; a step mark.
+// By docs/SEMANTICS.md: a runs [2, 12] us, b [12, 22] us on each rank.
+const small = `{"fastsim":"history","version":1,"world_size":2}
+{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":2000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","function":"a","args":[],"result":[{"tensor":1,"storage":1,"nbytes":1000,"dtype":"u8","shape":[1000],"device":"cuda"}],"stream":{"ref":1}}}
+{"ts":3000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","function":"b","args":[],"result":[{"tensor":2,"storage":2,"nbytes":500,"dtype":"u8","shape":[500],"device":"cuda"}],"stream":{"ref":1}}}
+{"step":0}
+{"ts":30000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"DeleteRefs","refs":[1]}}
+`
+
+func TestPage(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		html := pageOf(t, small, grouped)
+		if n := strings.Count(html, "<svg"); n != 4 {
+			t.Errorf("grouped=%v: %d plots, want 4 (memory, busy, operations, mix)", grouped, n)
+		}
+		// Self-contained: no scripts, no links, no sources; the only URLs
+		// are the SVG namespaces.
+		for _, bad := range []string{"<script", "<link", "src=", "href=", "@import", "url("} {
+			if strings.Contains(html, bad) {
+				t.Errorf("grouped=%v: the page contains %q", grouped, bad)
+			}
+		}
+		for _, u := range regexp.MustCompile(`https?://[^"' )]+`).FindAllString(html, -1) {
+			if u != "http://www.w3.org/2000/svg" && u != "http://www.w3.org/1999/xlink" {
+				t.Errorf("grouped=%v: the page refers to %s", grouped, u)
+			}
+		}
+		// Step 0 ends when b does, at 22 us, with 1,500 bytes allocated on
+		// each rank. Each operation runs 10 us on each of 2 ranks: 2 tasks,
+		// 2e-05 s in total, 1e-05 s each. Records: 2 CallFunction, then 1
+		// each of CreateStream and DeleteRefs.
+		for _, want := range []string{
+			"<td>0</td><td>0.000022</td><td>0.000022</td><td>0.001500</td>",
+			`<td class="name">a</td><td>2</td><td>0.000020</td><td>0.000010000</td>`,
+			`<td class="name">b</td><td>2</td><td>0.000020</td><td>0.000010000</td>`,
+			`<td class="name">CallFunction</td><td>2</td>`,
+			`<td class="name">CreateStream</td><td>1</td>`,
+			`<td class="name">DeleteRefs</td><td>1</td>`,
+		} {
+			if !strings.Contains(html, want) {
+				t.Errorf("grouped=%v: the page lacks %s", grouped, want)
+			}
+		}
+	}
+}
+
+// TestBrowserRenders opens a page in headless Chromium (skipped where it is
+// not installed; tools/browser/setup.sh installs it) and checks it loads
+// without a failed request and that the DOM holds every plot.
+func TestBrowserRenders(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium (tools/browser/setup.sh installs it)")
+	}
+	data, err := os.ReadFile("../../examples/train_step.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(path, []byte(pageOf(t, string(data), true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "shot.png")
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir=" + filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0",
+		"--window-size=1200,3000"}
+	run := func(extra ...string) (string, string) {
+		cmd := exec.Command(chromium, append(append(args, extra...), "file://"+path)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("chromium: %v\n%s", err, errb.String())
+			}
+		case <-time.After(90 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("chromium did not finish in 90 s")
+		}
+		return out.String(), errb.String()
+	}
+	dom, logs := run("--dump-dom")
+	if n := strings.Count(dom, "<svg"); n != 4 {
+		t.Errorf("the rendered DOM has %d plots, want 4", n)
+	}
+	if !strings.Contains(dom, "fastsim replay of") {
+		t.Error("the rendered DOM lacks the heading")
+	}
+	for _, bad := range []string{"ERR_", "Uncaught", "Failed to load"} {
+		if strings.Contains(logs, bad) {
+			t.Errorf("chromium reported %q:\n%s", bad, logs)
+		}
+	}
+	run("--screenshot=" + shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("no screenshot of the page (%v)", err)
+	}
+	if keep := os.Getenv("FASTSIM_KEEP_SCREENSHOT"); keep != "" {
+		b, _ := os.ReadFile(shot)
+		os.WriteFile(keep, b, 0o644)
+	}
+}

@@ -1,0 +1,159 @@
+// Package predict answers for one training layout on one machine: it writes
+// the layout's transformer training history (internal/workload), replays it
+// grouped, priced by the hardware model (internal/costs over a
+// internal/hardware spec) with no controller cost, as an SPMD Megatron-LM
+// job runs, and reads off what the job would measure: the step time,
+// throughput, model FLOP/s per GPU and MFU, and the worst device's memory
+// with its split into model state and activations.
+//
+// Nothing here is fitted: every figure comes from the simulated timeline
+// and memory, or from the model's shape by a published formula.
+package predict
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// GiB is 2^30 bytes: memory figures are in GiB, as Korthikanti et al. and
+// PyTorch's allocator report them.
+const GiB = 1 << 30
+
+// ErrPredict reports a layout that cannot be predicted.
+var ErrPredict = errors.New("cannot predict")
+
+// Result is what one layout would measure.
+type Result struct {
+	World        int64
+	StepTimeS    float64 // the last simulated step's time
+	TokensPerS   float64 // global batch x sequence / step time
+	ModelFLOPs   float64 // per iteration, counted from the model's shape (ModelFLOPs)
+	TFLOPsPerGPU float64 // ModelFLOPs / step time / GPUs, in 10^12 FLOP/s
+	MFU          float64 // TFLOPsPerGPU over the GPU's dense peak for the model's dtype
+	PeakGiB      float64 // the worst device's peak memory
+	PeakDevice   int64   // that device's rank
+	// ModelStateGiB is what the worst device holds at the end of the
+	// history, when every transient tensor is freed: parameters, gradients
+	// and optimizer state. ActivationGiB is the rest of its peak:
+	// activations and the temporaries alive with them.
+	ModelStateGiB float64
+	ActivationGiB float64
+	HBMGiB        float64 // the GPU's memory
+	Fits          bool    // PeakGiB <= HBMGiB
+	Groups        int     // groups the grouped replay simulated
+	Commands      int64
+	Wall          time.Duration // how long the prediction took
+	UnknownOps    int64         // calls the hardware model priced by its default
+}
+
+// Run predicts job j on hardware spec (job.Steps, default 2: the step time
+// is the last step's, after the first has allocated what the job keeps).
+func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, error) {
+	began := time.Now()
+	if j.Steps < 1 {
+		j.Steps = 2
+	}
+	j.CommandNs = -1 // SPMD: every command is sent at time 0
+	if j.GPUsPerHost == 0 {
+		j.GPUsPerHost = spec.Host.GPUsPerHost
+	}
+	if err := j.Check(); err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
+	}
+	peak, ok := spec.GPU.PeakTFLOPS(j.Model.Dtype)
+	if !ok || peak <= 0 {
+		return Result{}, fmt.Errorf("%w: %s has no dense peak for %s", ErrPredict, spec.Name, j.Model.Dtype)
+	}
+	model, err := costs.NewWithHardware(costs.Config{}, spec)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
+	}
+	res, err := replayJob(ctx, j, model)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(res.Steps) == 0 {
+		return Result{}, fmt.Errorf("%w: the history has no step", ErrPredict)
+	}
+	stepNs := res.Steps[0].ExecNs
+	if n := len(res.Steps); n >= 2 {
+		stepNs = res.Steps[n-1].ExecNs - res.Steps[n-2].ExecNs
+	}
+	if stepNs <= 0 {
+		return Result{}, fmt.Errorf("%w: a step of %d ns", ErrPredict, stepNs)
+	}
+	r := Result{
+		World:      j.World(),
+		StepTimeS:  float64(stepNs) / 1e9,
+		ModelFLOPs: ModelFLOPs(j),
+		PeakGiB:    float64(res.Final.PeakBytes) / GiB,
+		PeakDevice: res.Final.PeakDevice,
+		HBMGiB:     spec.GPU.HBMGB * 1e9 / GiB,
+		Groups:     res.Groups,
+		Commands:   res.Commands,
+	}
+	r.TokensPerS = float64(j.GlobalBatch) * float64(j.Model.Seq) / r.StepTimeS
+	r.TFLOPsPerGPU = r.ModelFLOPs / r.StepTimeS / float64(r.World) / 1e12
+	r.MFU = r.TFLOPsPerGPU / peak
+	r.ModelStateGiB = float64(res.PeakDeviceFinalBytes) / GiB
+	r.ActivationGiB = r.PeakGiB - r.ModelStateGiB
+	r.Fits = r.PeakGiB <= r.HBMGiB
+	if roof := model.Roofline(); roof != nil {
+		r.UnknownOps, _ = roof.Unknown()
+	}
+	r.Wall = time.Since(began)
+	return r, nil
+}
+
+// replayJob replays j's history as the workload produces it, typed, with
+// no text in between.
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, error) {
+	h, err := workload.HeaderOf(j)
+	if err != nil {
+		return nil, err
+	}
+	res, err := replay.Typed(h, "layout", func(s *replay.TypedSink) error { return workload.Emit(j, s) },
+		replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
+	if err == nil && res.Partial {
+		err = ctx.Err()
+	}
+	return res, err
+}
+
+// ModelFLOPs is the model FLOPs of one training iteration of j: three
+// times the forward pass (the backward costs twice the forward), not
+// counting recomputation, as Narayanan et al. (SC'21, §5.1) count them.
+// The forward of a layer, per token, is 2 FLOPs per weight of its four
+// GEMMs (QKV, output projection, the MLP's two or, gated, three) plus
+// 4·s·h for attention (QKᵀ and AV, 2·s·h each); the logits add 2·h·V per
+// token. For a GPT layer (QKV 3h², projection h², MLP 8h²) this is
+// 24·B·s·h² + 4·B·s²·h per layer and Narayanan et al.'s
+// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) per iteration.
+func ModelFLOPs(j workload.Job) float64 {
+	m := &j.Model
+	h, s := float64(m.Hidden), float64(m.Seq)
+	kv := m.KVHeads
+	if kv == 0 {
+		kv = m.Heads
+	}
+	qkv := float64(m.Heads+2*kv) * float64(m.HeadDim())
+	f := float64(m.FFN)
+	if f == 0 {
+		f = 4 * h
+	}
+	fc1 := f
+	if m.Gated {
+		fc1 = 2 * f
+	}
+	layer := 2*(h*qkv+h*h+h*fc1+f*h) + 4*s*h
+	perToken := float64(m.Layers)*layer + 2*h*float64(m.Vocab)
+	return 3 * perToken * float64(j.GlobalBatch) * s
+}

@@ -1,0 +1,96 @@
+package predict
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/validation"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// Compared is one published value of a validation point beside fastsim's
+// prediction of it.
+type Compared struct {
+	Point     string
+	Quantity  string // step_time_s, activation_gib, model_state_gib, mfu_percent
+	Kind      string // measured or analytical, as the point gives it
+	Published float64
+	Predicted float64
+	ErrorPct  float64 // 100 x (predicted - published) / published
+}
+
+// Quantities lists the published quantities a prediction is compared on.
+var Quantities = []string{"step_time_s", "mfu_percent", "model_state_gib", "activation_gib"}
+
+// JobOf is the training job of validation point p: a GPT of the point's
+// shape (biases, learned positions and tied embeddings, as Megatron-LM's
+// GPT has them) in the point's layout.
+func JobOf(p *validation.Point) (workload.Job, error) {
+	m := workload.Model{Name: p.ID, Layers: p.Model.Layers, Hidden: p.Model.Hidden, Heads: p.Model.Heads,
+		FFN: p.Model.FFN, Vocab: p.Model.Vocab, Seq: p.Model.Seq, Bias: true, Tied: true, Dtype: "bfloat16",
+		Source: p.Model.Name}
+	l := p.Layout
+	j := workload.Job{Model: m, TP: l.TP, PP: l.PP, DP: l.DP, GlobalBatch: l.GlobalBatch, MicroBatch: l.MicroBatch,
+		SequenceParallel: l.SequenceParallel, Zero: l.ZeroStage}
+	var err error
+	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
+		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)
+	}
+	if j.Recompute, err = workload.ParseRecompute(l.Recompute); err != nil {
+		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)
+	}
+	return j, j.Check()
+}
+
+// Validate predicts point p on its hardware and compares every published
+// quantity of Quantities (measured or analytical; not other tools'
+// predictions) with the prediction.
+func Validate(ctx context.Context, p *validation.Point) (Result, []Compared, error) {
+	j, err := JobOf(p)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	spec, err := hardware.Load(p.Hardware)
+	if err != nil {
+		return Result{}, nil, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)
+	}
+	r, err := Run(ctx, j, spec)
+	if err != nil {
+		return r, nil, fmt.Errorf("point %s: %w", p.ID, err)
+	}
+	predicted := map[string]float64{
+		"step_time_s":     r.StepTimeS,
+		"mfu_percent":     100 * r.MFU,
+		"model_state_gib": r.ModelStateGiB,
+		"activation_gib":  r.ActivationGiB,
+	}
+	var out []Compared
+	for _, q := range Quantities {
+		for _, kind := range []string{validation.KindMeasured, validation.KindAnalytical} {
+			m, ok := p.Get(q, kind)
+			if !ok || m.Value == 0 {
+				continue
+			}
+			out = append(out, Compared{Point: p.ID, Quantity: q, Kind: kind, Published: m.Value,
+				Predicted: predicted[q], ErrorPct: 100 * (predicted[q] - m.Value) / m.Value})
+		}
+	}
+	return r, out, nil
+}
+
+// MeanAbsErrorPct is the mean of |ErrorPct| over cs whose Quantity is q.
+func MeanAbsErrorPct(cs []Compared, q string) (float64, int) {
+	sum, n := 0.0, 0
+	for _, c := range cs {
+		if c.Quantity == q {
+			sum += math.Abs(c.ErrorPct)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
+}
