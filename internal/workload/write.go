@@ -28,9 +28,10 @@ var errSchedule = errors.New("workload: pipeline schedule does not progress")
 // allocated when the stage gets to it; the sender lends its output to a
 // side stream whose ref is the receiver's compute ref (SendTensor names
 // one stream for both ends) and sends from there, so its compute stream
-// goes on without waiting for the receiver. The sender gives the loan back
-// (and its compute stream waits for the transfer) at its next send in the
-// same direction, or at the end of the step.
+// goes on without waiting for the receiver. The sender gives back the
+// loans of the sends the receiver has taken (and its compute stream waits
+// for those transfers) at its next send in the same direction, and every
+// loan at the end of the step; until then the sent output stays allocated.
 type stage struct {
 	idx      int
 	all      jsonl.Slice
