@@ -61,7 +61,8 @@ func collectives(t *testing.T, j workload.Job) map[collKey]int {
 //	forward and the output layer's input gradient: 18 x 2 microbatches
 //	x 2 replicas = 72; with sequence parallelism each becomes a
 //	reduce-scatter and the layers' backward and the output layer add
-//	all-gathers.
+//	all-gathers. The cross entropy adds per microbatch a max and two
+//	sums of s*b values: 4 max and 8 more sums.
 //	data parallel, one command per shard (2) of 2 ranks: one all-reduce
 //	per parameter group and step (stage 0: word embedding, positions, 2
 //	layers; stage 1: 2 layers, the word embedding's copy, the final
@@ -72,7 +73,8 @@ func TestCollectives(t *testing.T) {
 	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
 	got := collectives(t, j)
 	want := map[collKey]int{
-		{"tp", "sum", false, 2}: 72,
+		{"tp", "sum", false, 2}: 72 + 8,
+		{"tp", "max", false, 2}: 4,
 		{"dp", "sum", false, 2}: 16,
 		{"pp", "sum", false, 2}: 4,
 	}
@@ -94,7 +96,7 @@ func TestCollectives(t *testing.T) {
 	// Full recomputation repeats each layer's forward with its two
 	// all-reduces: 4 layers x 2 x 2 microbatches x 2 replicas = 32 more.
 	j.Zero, j.Recompute = 0, workload.RecomputeFull
-	if got = collectives(t, j); got[collKey{"tp", "sum", false, 2}] != 72+32 {
+	if got = collectives(t, j); got[collKey{"tp", "sum", false, 2}] != 80+32 {
 		t.Errorf("full recomputation: %v", got)
 	}
 	// Sequence parallelism: per microbatch 4 reduce-scatters a layer
@@ -103,17 +105,17 @@ func TestCollectives(t *testing.T) {
 	// fc1 forward; the output gradients, and again the norms' outputs for
 	// the weight gradients, backward) + the output layer's forward and
 	// weight gradient, and the embedding's gradient = 4*6 + 3 = 27; x 2
-	// microbatches x 2 replicas.
+	// microbatches x 2 replicas; the cross entropy's sums stay all-reduces.
 	j.Recompute, j.SequenceParallel = workload.RecomputeNone, true
 	got = collectives(t, j)
-	if got[collKey{"tp", "sum", true, 2}] != 18*4 || got[collKey{"tp", "stack", false, 2}] != 27*4 || got[collKey{"tp", "sum", false, 2}] != 0 {
+	if got[collKey{"tp", "sum", true, 2}] != 18*4 || got[collKey{"tp", "stack", false, 2}] != 27*4 || got[collKey{"tp", "sum", false, 2}] != 8 {
 		t.Errorf("sequence parallel: %v", got)
 	}
 	j.SequenceParallel = false
 	// Stage collectives: the same count of collectives, one command each.
 	j.Zero, j.StageCollectives = 0, true
 	got = collectives(t, j)
-	if got[collKey{"tp", "sum", false, 4}] != 36 || got[collKey{"dp", "sum", false, 4}] != 8 || got[collKey{"pp", "sum", false, 8}] != 1 {
+	if got[collKey{"tp", "sum", false, 4}] != 40 || got[collKey{"dp", "sum", false, 4}] != 8 || got[collKey{"pp", "sum", false, 8}] != 1 {
 		t.Errorf("stage collectives: %v", got)
 	}
 }

@@ -31,25 +31,30 @@ func dtypeBytes(d string) int64 {
 	return 0
 }
 
-// emitter writes typed messages through the history writer. Tensor
-// references in trees (args, results) are written in full at their first
-// mention and by id after; typed tensor fields are written in full (they
-// agree with the first mention, which the format allows).
+// emitter sends typed messages to a Sink (the history writer, or a replay
+// directly). Every tensor is written in full at its first mention, in a
+// tree (args, results) or a typed field, and by id after: trees through
+// the emitter's own record of mentions, typed fields through the writer's
+// (Idx = ID), both kept in step.
 type emitter struct {
-	w       Sink
-	rec     history.Record
-	ts      int64
-	cmdNs   int64
-	next    int64 // next tensor id
-	borrow  int64 // last borrow id
-	seen    []uint64
-	argBuf  []byte
-	resBuf  []byte
-	leaves  []jsonl.Tensor // tensors of the tree being built
-	argLv   []jsonl.Tensor
-	resLv   []jsonl.Tensor
-	extra   []jsonl.Slice // more ranks for the message being written (write2)
-	callErr error
+	w      Sink
+	rec    history.Record
+	ts     int64
+	cmdNs  int64
+	next   int64 // next tensor id
+	borrow int64 // last borrow id
+	seen   []uint64
+	argBuf []byte
+	resBuf []byte
+	leaves []jsonl.Tensor // tensors of the tree being built
+	argLv  []jsonl.Tensor
+	resLv  []jsonl.Tensor
+	extra  []jsonl.Slice // more ranks for the message being written (write2)
+	sameTs bool          // the next command is sent at the same time as the last
+	// deletes not written yet, all on delRanks
+	delRefs  []int64
+	delRanks jsonl.Slice
+	callErr  error
 }
 
 // tensor makes a new tensor of its own storage.
@@ -186,7 +191,7 @@ func (e *emitter) list(b []byte, vals []any) []byte {
 
 // write sends the message in e.rec.Msg to ranks.
 func (e *emitter) write(ranks ...jsonl.Slice) {
-	if e.cmdNs > 0 {
+	if e.cmdNs > 0 && !e.sameTs {
 		e.ts += e.cmdNs
 	}
 	e.rec.Ts = e.ts
@@ -197,6 +202,7 @@ func (e *emitter) write(ranks ...jsonl.Slice) {
 }
 
 func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
+	e.flushDel()
 	m := &e.rec.Msg
 	m.Kind = k
 	m.TypeName = name
@@ -231,14 +237,31 @@ func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, r
 	e.write(ranks)
 }
 
-// del deletes tensor references on ranks.
+// del deletes tensor references on ranks. Consecutive deletes on the same
+// ranks are sent as one DeleteRefs, written before the next other message.
 func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
-	m := e.setMsg(gen.MsgDeleteRefs, "DeleteRefs")
-	m.DeleteRefs.Refs = m.DeleteRefs.Refs[:0]
-	for _, t := range ts {
-		m.DeleteRefs.Refs = append(m.DeleteRefs.Refs, t.ID)
+	if len(e.delRefs) > 0 && !e.delRanks.Equal(&ranks) {
+		e.flushDel()
 	}
-	e.write(ranks)
+	if len(e.delRefs) == 0 {
+		e.delRanks = ranks
+	}
+	for _, t := range ts {
+		e.delRefs = append(e.delRefs, t.ID)
+	}
+}
+
+// flushDel writes the pending deletes.
+func (e *emitter) flushDel() {
+	if len(e.delRefs) == 0 {
+		return
+	}
+	m := &e.rec.Msg
+	m.Kind, m.TypeName = gen.MsgDeleteRefs, "DeleteRefs"
+	m.Extra.Reset()
+	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
+	e.delRefs = e.delRefs[:0]
+	e.write(e.delRanks)
 }
 
 // The mesh dimensions a collective reduces over.
@@ -277,6 +300,18 @@ func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result,
 		Inplace:     result.Storage == local.Storage,
 	}
 	e.write(ranks)
+}
+
+// reduceEach is one collective per group, as one controller command
+// would be: the per-group commands share the controller's clock (the
+// format gives a Reduce command one peer set, so a collective over a mesh
+// dimension is written once per group).
+func (e *emitter) reduceEach(groups []jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+	for i := range groups {
+		e.reduce(groups[i], dims, stream, result, local, reduction, scatter)
+		e.sameTs = true
+	}
+	e.sameTs = false
 }
 
 // borrowCreate lends src from one stream to another as result.
@@ -349,6 +384,7 @@ func (e *emitter) createMesh(ranks jsonl.Slice, names []byte) {
 
 // step writes a step line.
 func (e *emitter) step(n int64) {
+	e.flushDel()
 	e.rec.IsStep = true
 	e.rec.Step = n
 	e.rec.Ts = e.ts

@@ -112,6 +112,9 @@ func TestIterationFLOPs(t *testing.T) {
 		{"korthikanti-22b", workload.Job{Model: preset(t, "korthikanti-22b"), TP: 8, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 1, SequenceParallel: true},
 			285_890_203_090_944, 379_898_447_265_792},
 	}
+	if testing.Short() {
+		cases = cases[:1]
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := c.job

@@ -26,6 +26,9 @@ const (
 	opEmbedding   = "torch.ops.aten.embedding.default"
 	opEmbeddingBw = "torch.ops.aten.embedding_dense_backward.default"
 	opLogSoftmax  = "torch.ops.aten._log_softmax.default"
+	opAmax        = "torch.ops.aten.amax.default"
+	opLogSumExp   = "torch.ops.aten.logsumexp.default"
+	opGather      = "torch.ops.aten.gather.default"
 	opLogSmBw     = "torch.ops.aten._log_softmax_backward_data.default"
 	opNLL         = "torch.ops.aten.nll_loss_forward.default"
 	opNLLBw       = "torch.ops.aten.nll_loss_backward.default"
@@ -131,9 +134,7 @@ func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
 		return x
 	}
 	r := g.e.alias(x, x.Dtype, x.Shape...)
-	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, dimTP, st.main, r, x, "sum", false)
-	}
+	g.e.reduceEach(st.tpGroups, dimTP, st.main, r, x, "sum", false)
 	return r
 }
 
@@ -141,9 +142,7 @@ func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
 // shard's part of the sequence (sequence parallelism's g).
 func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
-	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, dimTP, st.main, r, x, "sum", true)
-	}
+	g.e.reduceEach(st.tpGroups, dimTP, st.main, r, x, "sum", true)
 	return r
 }
 
@@ -151,9 +150,7 @@ func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) j
 // (sequence parallelism's f).
 func (g *generator) tpAllGather(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
-	for _, grp := range st.tpGroups {
-		g.e.reduce(grp, dimTP, st.main, r, x, "stack", false)
-	}
+	g.e.reduceEach(st.tpGroups, dimTP, st.main, r, x, "stack", false)
 	return r
 }
 

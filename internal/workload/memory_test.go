@@ -140,7 +140,11 @@ func TestStage0PeakMemory(t *testing.T) {
 			j := base
 			c.edit(&j)
 			want := stage0Peak(j)
-			for _, grouped := range []bool{false, true} {
+			modes := []bool{false, true}
+			if testing.Short() {
+				modes = modes[1:]
+			}
+			for _, grouped := range modes {
 				got := replayPeaks(t, j, grouped)[0]
 				if got != want {
 					t.Errorf("grouped=%v: stage 0 peak %d bytes, want %d (diff %d)", grouped, got, want, got-want)

@@ -30,10 +30,6 @@ type layerW struct {
 	borrow  int64
 	reduced jsonl.Tensor
 
-	// gathered holds ZeRO 3's all-gathered matrices while a layer runs.
-	gathered, lent []jsonl.Tensor
-	borrows        []int64
-
 	shared *layerW // the output layer tied to the embedding on the same stage
 	last   bool    // the stage is in the last microbatch's backward of this group
 }
@@ -117,6 +113,13 @@ func (g *generator) zero() int {
 	return g.j.Zero
 }
 
+// gathered is one use of ZeRO 3's all-gathered matrices: the full tensors
+// on "comm" and their loans to the compute stream.
+type gathered struct {
+	full, lent []jsonl.Tensor
+	borrows    []int64
+}
+
 // weights returns group w's matrices for the forward (or transposed, for
 // the backward). With ZeRO 3 each is all-gathered on "comm" from the
 // parameter shards and lent to the compute stream (FSDP).
@@ -130,37 +133,52 @@ func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
 		}
 		return w.w
 	}
-	out := make([]jsonl.Tensor, len(w.shapes))
-	w.gathered, w.lent, w.borrows = w.gathered[:0], w.lent[:0], w.borrows[:0]
-	for i, s := range w.shapes {
+	h := &gathered{}
+	for _, s := range w.shapes {
 		if tr {
 			s = transposed(s)
 		}
 		full := g.e.tensor(bf16, s...)
-		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, dimDP, streamComm, full, w.pshard, "stack", false)
-		}
+		g.e.reduceEach(st.dpGroups, dimDP, streamComm, full, w.pshard, "stack", false)
 		id, lent := g.e.borrowCreate(st.all, full, streamComm, st.main)
 		g.e.borrowFirstUse(st.all, id)
-		w.gathered, w.lent, w.borrows = append(w.gathered, full), append(w.lent, lent), append(w.borrows, id)
-		out[i] = lent
+		h.full, h.lent, h.borrows = append(h.full, full), append(h.lent, lent), append(h.borrows, id)
 	}
-	return out
+	if st.pendingRelease != nil { // the previous use's, now that these gathers are queued
+		g.release(st, st.pendingRelease)
+		st.pendingRelease = nil
+	}
+	st.inUse = append(st.inUse, h)
+	return h.lent
 }
 
-// releaseWeights ends ZeRO 3's loan of the gathered matrices and frees them.
-func (g *generator) releaseWeights(st *stage, w *layerW, _ []jsonl.Tensor) {
-	if w.shared != nil {
-		w = w.shared
-	}
-	if g.zero() < 3 {
+// releaseWeights ends the use of matrices weights returned. With ZeRO 3
+// their loans end at the next use's gathers (or the end of the pipeline
+// action), so that "comm" gathers the next layer's matrices while this
+// one computes: FSDP's prefetch of one layer.
+func (g *generator) releaseWeights(st *stage, _ *layerW, W []jsonl.Tensor) {
+	if g.zero() < 3 || len(W) == 0 {
 		return
 	}
-	for i := range w.gathered {
-		g.e.borrowLastUse(st.all, w.borrows[i])
-		g.free(st, w.lent[i])
-		g.e.borrowDrop(st.all, w.borrows[i])
-		g.e.del(st.all, w.gathered[i])
+	for i, h := range st.inUse {
+		if h.lent[0].ID == W[0].ID {
+			st.inUse = append(st.inUse[:i], st.inUse[i+1:]...)
+			if st.pendingRelease != nil {
+				g.release(st, st.pendingRelease)
+			}
+			st.pendingRelease = h
+			return
+		}
+	}
+}
+
+// release gives back one use's loans and frees the gathered matrices.
+func (g *generator) release(st *stage, h *gathered) {
+	for i := range h.full {
+		g.e.borrowLastUse(st.all, h.borrows[i])
+		g.free(st, h.lent[i])
+		g.e.borrowDrop(st.all, h.borrows[i])
+		g.e.del(st.all, h.full[i])
 	}
 }
 
@@ -213,9 +231,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 		} else {
 			w.reduced = g.e.alias(w.grad, f32, w.shard)
 		}
-		for _, grp := range st.dpGroups {
-			g.e.reduce(grp, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
-		}
+		g.e.reduceEach(st.dpGroups, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
 		g.e.borrowLastUse(st.all, id)
 		g.e.del(st.all, lent)
 		w.borrow = id
@@ -233,9 +249,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	id, lent := g.e.borrowCreate(st.all, w.bucket, st.main, streamComm)
 	g.e.borrowFirstUse(st.all, id)
 	rs := g.e.tensor(f32, w.shard)
-	for _, grp := range st.dpGroups {
-		g.e.reduce(grp, dimDP, streamComm, rs, lent, "sum", true)
-	}
+	g.e.reduceEach(st.dpGroups, dimDP, streamComm, rs, lent, "sum", true)
 	r := g.e.alias(w.gshard, f32, w.shard)
 	g.e.call(st.all, streamComm, opAddInPlace, []any{w.gshard, rs}, []any{r}, w.gshard)
 	g.e.borrowLastUse(st.all, id)
@@ -289,9 +303,7 @@ func (g *generator) optimizerStep(st *stage) {
 			half := g.e.tensor(bf16, w.shard)
 			g.e.call(st.all, streamComm, opToCopy, []any{w.master}, []any{half})
 			full := g.e.tensor(bf16, w.shard*int64(g.j.DP))
-			for _, grp := range st.dpGroups {
-				g.e.reduce(grp, dimDP, streamComm, full, half, "stack", false)
-			}
+			g.e.reduceEach(st.dpGroups, dimDP, streamComm, full, half, "stack", false)
 			g.e.del(st.all, half, full)
 		}
 	case 3:

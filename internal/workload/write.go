@@ -28,9 +28,10 @@ var errSchedule = errors.New("workload: pipeline schedule does not progress")
 // allocated when the stage gets to it; the sender lends its output to a
 // side stream whose ref is the receiver's compute ref (SendTensor names
 // one stream for both ends) and sends from there, so its compute stream
-// goes on without waiting for the receiver. The sender gives the loan back
-// (and its compute stream waits for the transfer) at its next send in the
-// same direction, or at the end of the step.
+// goes on without waiting for the receiver. The sender gives back the
+// loans of the sends the receiver has taken (and its compute stream waits
+// for those transfers) at its next send in the same direction, and every
+// loan at the end of the step; until then the sent output stays allocated.
 type stage struct {
 	idx      int
 	all      jsonl.Slice
@@ -48,6 +49,9 @@ type stage struct {
 
 	pendingGrad  []*layerW
 	bucketBorrow int64
+	// ZeRO 3: matrices gathered and in use, and the last ones used.
+	inUse          []*gathered
+	pendingRelease *gathered
 }
 
 // outSend is a send whose loan is not given back yet.
@@ -148,12 +152,13 @@ func Emit(j Job, sink Sink) error {
 			return g.e.callErr
 		}
 	}
+	g.e.flushDel()
 	return g.e.callErr
 }
 
 func (g *generator) setup() {
 	j := &g.j
-	p, dp, tp := int64(j.PP), int64(j.DP), int64(j.TP)
+	dp, tp := int64(j.DP), int64(j.TP)
 	world := slice1(0, j.World(), 1)
 	g.e.createMesh(world, []byte(`["pp","dp","tp"]`))
 	for s := 0; s < j.PP; s++ {
@@ -182,7 +187,6 @@ func (g *generator) setup() {
 			g.e.createStream(st.all, streamMain+int64(n), "send_prev", false)
 		}
 	}
-	_ = p
 	d := &g.d
 	small := 2 * d.h // the two norms' scales
 	if j.Model.Bias {
@@ -359,16 +363,20 @@ func (g *generator) syncEmbedding() {
 	if g.j.StageCollectives {
 		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
 	} else {
+		var pairs []jsonl.Slice
 		for r := int64(0); r < dp; r++ {
 			for sh := int64(0); sh < tp; sh++ {
-				g.e.reduce(slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp), dimPP, streamComm, res, local, "sum", false)
+				pairs = append(pairs, slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp))
 			}
 		}
+		g.e.reduceEach(pairs, dimPP, streamComm, res, local, "sum", false)
 	}
-	g.e.write2(func() { g.e.del(first.all, res) }, last.all)
+	g.e.del(first.all, res)
+	g.e.del(last.all, res)
 	if z < 2 {
 		g.e.write2(func() { g.e.borrowLastUse(first.all, id) }, last.all)
-		g.e.write2(func() { g.e.del(first.all, local) }, last.all)
+		g.e.del(first.all, local)
+		g.e.del(last.all, local)
 		g.e.write2(func() { g.e.borrowDrop(first.all, id) }, last.all)
 	}
 }
@@ -385,6 +393,14 @@ func (g *generator) ready(st *stage, a action) bool {
 }
 
 func (g *generator) run(st *stage, a action) {
+	g.runAction(st, a)
+	if st.pendingRelease != nil {
+		g.release(st, st.pendingRelease)
+		st.pendingRelease = nil
+	}
+}
+
+func (g *generator) runAction(st *stage, a action) {
 	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
 	layers := st.layers[a.chunk]
 	if a.fwd {
@@ -510,9 +526,10 @@ func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
 }
 
 // headForward: the final norm, the logits against the vocabulary shard,
-// log-softmax and the negative log-likelihood of the labels. (Megatron-LM's
-// vocabulary-parallel cross entropy also all-reduces three s*b-float
-// vectors over the tensor-parallel group; they are left out.)
+// log-softmax and the negative log-likelihood of the labels. With tensor
+// parallelism the shards' partial statistics are all-reduced as in
+// Megatron-LM's vocabulary-parallel cross entropy: the logits' maximum,
+// the sum of their exponentials and the target logits, s*b values each.
 func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 	d := &g.d
 	h := headSaved{x: x}
@@ -528,6 +545,22 @@ func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 	h.tgt = g.e.tensor(i64, d.sb)
 	g.op(st, opToCopy, []any{cpu}, h.tgt)
 	g.e.del(st.all, cpu)
+	if d.t > 1 {
+		mx := g.e.tensor(bf16, d.sb)
+		g.op(st, opAmax, []any{logits, []int64{1}, false}, mx)
+		mxr := g.e.alias(mx, bf16, d.sb)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, mxr, mx, "max", false)
+		se := g.e.tensor(f32, d.sb)
+		g.op(st, opLogSumExp, []any{logits, []int64{1}, false}, se)
+		ser := g.e.alias(se, f32, d.sb)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, ser, se, "sum", false)
+		t2 := g.view(st, h.tgt, d.sb, 1)
+		pl := g.e.tensor(bf16, d.sb, 1)
+		g.op(st, opGather, []any{logits, 1, t2}, pl)
+		plr := g.e.alias(pl, bf16, d.sb, 1)
+		g.e.reduceEach(st.tpGroups, dimTP, st.main, plr, pl, "sum", false)
+		g.free(st, mx, mxr, se, ser, t2, pl, plr)
+	}
 	h.lsm = g.e.tensor(bf16, d.sb, d.vt)
 	g.op(st, opLogSoftmax, []any{logits, 1, false}, h.lsm)
 	g.free(st, logits)
