@@ -326,6 +326,11 @@ func (s *Sim) drain() error {
 		}
 		rec := &s.rec
 		if rec.IsStep {
+			// A deadlock is certain once a command's tasks stay queued; a
+			// step reports it, as the end of a history does.
+			if err := replay.Finish(s.eng, "sim"); err != nil {
+				return err
+			}
 			s.Step()
 			continue
 		}

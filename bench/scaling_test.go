@@ -79,9 +79,9 @@ func BenchmarkStepsTraced(b *testing.B) {
 }
 
 // BenchmarkTrainStepsTraced replays a small training job (2 pipeline
-// stages, 2 layers, 2 microbatches) of 200 and 400 steps keeping the trace.
+// stages, 2 layers, 2 microbatches) of 400 and 800 steps keeping the trace.
 func BenchmarkTrainStepsTraced(b *testing.B) {
-	for _, n := range []int{200, 400} {
+	for _, n := range []int{400, 800} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			c := synth.Train{PP: 2, DP: 1, TP: 1, Layers: 2, Hidden: 256, Seq: 128, Batch: 2, Micro: 2, Steps: n}
 			replayBench(b, train(b, c), replay.Options{Jobs: 1, TracePath: filepath.Join(b.TempDir(), "t.json")})

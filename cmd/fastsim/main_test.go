@@ -97,6 +97,9 @@ func TestBadInputs(t *testing.T) {
 		"memory-overflow.hist:5:": {want: "int64 overflow: allocating 4611686018427387904 bytes", engine: true},
 		// A ts 807 ns below the int64 maximum and a 10 µs runtime.
 		"ts-overflow.hist:3:": {want: `int64 overflow: task "aten.ones" (line 3) on stream "main" sent at 9223372036854775000 ns cannot end`, engine: true},
+		// The same two sends, then a step line, then a command on an
+		// unknown stream: the step reports the deadlock first.
+		"deadlock-before-step.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs`, engine: true},
 		// Rank 0 sends to itself: its receive queues behind its send.
 		"deadlock-send-to-self.hist:4:": {want: `deadlock: task "SendTensor" (line 4) on stream "main" of rank 0 never runs`, engine: true},
 	}

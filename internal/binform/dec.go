@@ -24,8 +24,9 @@ type Decoder struct {
 	slices    []jsonl.Slice
 	depth     int
 
-	sc   jsonl.Scanner // checks trees' raw JSON
-	tree jsonl.Tree
+	sc        jsonl.Scanner // checks trees' raw JSON
+	tree      jsonl.Tree
+	mentioned []int32 // registry rows the record refers to
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -52,6 +53,7 @@ func (d *Decoder) Registry() *jsonl.Registry { return d.reg }
 // it was interned (blobs that are not interned alias it).
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
+	d.mentioned = d.mentioned[:0]
 }
 
 // Err returns the first error of the record, nil if none.
@@ -338,17 +340,19 @@ func (d *Decoder) Tensor(t *jsonl.Tensor) {
 	}
 	if v, ok := d.reg.Lookup(id); ok {
 		*t = v
+		d.mentioned = append(d.mentioned, v.Idx)
 		return
 	}
-	// Not defined in this stream, or forgotten by the replay since (it is
-	// gone from every worker): as a bare {"tensor":id} in JSON lines.
-	v, err := d.reg.Define(id, id, 0, "", nil, false)
-	if err != nil {
-		d.Fail(err)
-		v = jsonl.Tensor{}
-	}
-	*t = v
+	// Never defined, or deleted since: in JSON lines this would be a first
+	// mention without its fields, which is an error.
+	d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
+	*t = jsonl.Tensor{}
 }
+
+// Mentioned lists the registry rows of the tensors the record refers to,
+// so a reader can check that the tensors a record defines are ones it
+// mentions (as a first mention in JSON lines is).
+func (d *Decoder) Mentioned() []int32 { return d.mentioned }
 
 // Tensors reads a count and tensor references into dst[:0].
 func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {

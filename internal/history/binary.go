@@ -242,6 +242,13 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := r.checkExtras(&rec.Msg); err != nil {
 			return binErr(jsonl.FieldError("msg", err))
 		}
+		// A tensor is defined by the record that first mentions it: one the
+		// record defines but never mentions would vanish from its JSON.
+		for _, f := range r.reg.Fresh() {
+			if !slices.Contains(d.Mentioned(), f) {
+				return binErr(binform.Errorf(binform.ErrCorrupt, "tensor %d is defined by a record that does not mention it", r.reg.At(f).ID))
+			}
+		}
 	case binform.KindStep:
 		rec.IsStep = true
 		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""

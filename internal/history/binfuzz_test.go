@@ -174,16 +174,18 @@ func TestBinaryErrors(t *testing.T) {
 		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", binform.ErrLimit},
 		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
 		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
-		// A reference to a tensor id never defined reads as a bare
-		// {"tensor":9} does in JSON lines (defaults): the record goes on to
-		// its next field, which is cut short here.
-		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), "fuzz.fhist:2: field \"msg\": SendTensor: field \"tensor\": record ends inside a varint", binform.ErrTruncated},
+		// A reference to a tensor id never defined is an error, as a first
+		// mention without its fields is in JSON lines.
+		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), `field "msg": SendTensor: field "result": tensor 9 is referred to but not defined`, binform.ErrCorrupt},
 		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
 		// One bit flipped in the first record: the block's checksum says so
 		// before any record of it is decoded.
 		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: block checksum", binform.ErrCorrupt},
 		// A block whose one record claims more bytes than the block holds.
 		{"record past its block", framedRaw(5, 1, 2), "fuzz.fhist:2: a record's length does not fit in its block", binform.ErrCorrupt},
+		// Tensor 1 defined (id 1, storage 1, 0 bytes, dtype "", no
+		// dimensions) by a BorrowDrop, which mentions no tensor.
+		{"defined, not mentioned", framed(1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 1, 2), "tensor 1 is defined by a record that does not mention it", binform.ErrCorrupt},
 		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {

@@ -211,6 +211,13 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 			return nil, err
 		}
 		if rec.IsStep {
+			// A task still queued after a command can never run: whatever
+			// it waits for (a collective peer, an event's task) already
+			// exists, and later commands only queue behind. So the check at
+			// the end is exact at a step too, and names the same task.
+			if err := Finish(eng, name); err != nil {
+				return nil, err
+			}
 			res.Steps = append(res.Steps, eng.Step())
 			atMark = append(atMark, eng.Commands())
 			continue
