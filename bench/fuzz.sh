@@ -22,3 +22,4 @@ run FuzzScanner ./internal/jsonl
 run FuzzSlice ./internal/jsonl
 run FuzzReplay ./internal/replay
 run FuzzDifferential ./internal/replay
+run FuzzReplayBigWorld ./internal/replay

@@ -36,7 +36,7 @@ func (e *Engine) Finish() error {
 	best := stuckAt{gi: -1}
 	var bestCmd, bestRank int64
 	for gi := range e.gs {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		for s := range g.streams {
 			st := &g.streams[s]
 			if st.queue.Len() == 0 {
@@ -52,7 +52,7 @@ func (e *Engine) Finish() error {
 	if best.gi < 0 {
 		return nil
 	}
-	g := &e.gs[best.gi]
+	g := e.gs[best.gi]
 	msg := fmt.Sprintf("task %s of rank %d never runs: it waits for %s", e.describe(best), bestRank, e.waitsFor(best))
 	return &DeadlockError{Line: g.tasks.Line[best.t], Msg: msg}
 }
@@ -60,21 +60,21 @@ func (e *Engine) Finish() error {
 // describe names a task: `"SendTensor" (line 4) on stream "main"`, with
 // the line of the command that created it.
 func (e *Engine) describe(at stuckAt) string {
-	g := &e.gs[at.gi]
+	g := e.gs[at.gi]
 	return fmt.Sprintf("%q (line %d) on stream %q", e.names.Name(g.tasks.Name[at.t]), g.tasks.Line[at.t], e.streamName(g, at.s))
 }
 
 // waitsFor says what the stuck head task waits for: a collective peer that
 // has not started (the one of lowest rank), or the task an event waits for.
 func (e *Engine) waitsFor(at stuckAt) string {
-	g := &e.gs[at.gi]
+	g := e.gs[at.gi]
 	tk := &g.tasks
 	t := at.t
 	if c := tk.Coll[t]; c >= 0 && !e.colls.Started(c) {
 		peer := stuckAt{gi: -1}
 		var peerRank int64
 		for _, m := range e.colls.MembersOf(c) {
-			mg := &e.gs[m.Group]
+			mg := e.gs[m.Group]
 			if mg.tasks.State[m.Task] >= stateExecuting {
 				continue
 			}
@@ -105,7 +105,7 @@ func (e *Engine) waitsFor(at stuckAt) string {
 // behind says which task a queued task waits behind on its stream, if it
 // is not the head.
 func (e *Engine) behind(at stuckAt) string {
-	g := &e.gs[at.gi]
+	g := e.gs[at.gi]
 	if at.s < 0 {
 		return ""
 	}

@@ -137,8 +137,8 @@ type Engine struct {
 	cur   []jsonl.Slice // ranks of the current command
 
 	part   *groups.Partition
-	gs     []group // one per group of identical ranks (per rank, ungrouped)
-	colls  colls   // collectives span groups
+	gs     []*group // one per group of identical ranks (per rank, ungrouped); pointers, so a split appends 8 bytes, not a copy of every group
+	colls  colls    // collectives span groups
 	names  soa.Intern[gen.NameID]
 	recv   []int32 // groups receiving the current command
 	ready  []int32 // groups with streams to move in the next round
@@ -310,7 +310,7 @@ func New(opt Options) (*Engine, error) {
 	e := &Engine{
 		opt:     opt,
 		part:    part,
-		gs:      make([]group, part.Len()),
+		gs:      newGroups(part.Len()),
 		fnNames: make(map[string]gen.NameID),
 	}
 	e.splitF = e.split
@@ -326,6 +326,17 @@ func New(opt Options) (*Engine, error) {
 // task or tensor. A replay can refuse up front a world whose groups cannot
 // fit in its memory budget.
 const RankBytes = int64(unsafe.Sizeof(group{}) + unsafe.Sizeof(stream{}))
+
+// newGroups returns n empty groups, laid out in one block (ungrouped, one
+// per rank).
+func newGroups(n int) []*group {
+	block := make([]group, n)
+	gs := make([]*group, n)
+	for i := range block {
+		gs[i] = &block[i]
+	}
+	return gs
+}
 
 // MaxWorld is the largest world an ungrouped engine accepts: each rank
 // carries its own tables.
@@ -365,7 +376,7 @@ func (e *Engine) Step() Report {
 // settle settles every group's final memory events.
 func (e *Engine) settle() {
 	for gi := range e.gs {
-		e.settleMemory(&e.gs[gi])
+		e.settleMemory(e.gs[gi])
 	}
 }
 

@@ -71,7 +71,7 @@ func replayText(t *testing.T, mode Mode, text string) (*Engine, error) {
 // timeline lists a worker's stream events as "name start-end" in ns.
 func timeline(e *Engine, w int, name string) string {
 	var b strings.Builder
-	g := &e.gs[e.part.GroupOf(int64(w))]
+	g := e.gs[e.part.GroupOf(int64(w))]
 	for s := range g.streams {
 		st := &g.streams[s]
 		if e.names.Name(st.name) != name {
@@ -87,7 +87,7 @@ func timeline(e *Engine, w int, name string) string {
 // memory lists a worker's merged memory series as "ns:bytes".
 func memory(e *Engine, w int) string {
 	var parts []string
-	e.mergeAll(&e.gs[e.part.GroupOf(int64(w))], func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
+	e.mergeAll(e.gs[e.part.GroupOf(int64(w))], func(ns, running int64) { parts = append(parts, fmt.Sprintf("%d:%d", ns, running)) })
 	return strings.Join(parts, " ")
 }
 

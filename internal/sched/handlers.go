@@ -29,7 +29,7 @@ func (e *Engine) CreateStream(m *gen.CreateStream) error {
 	name := e.names.ID(m.Result.Name)
 	wait := e.names.ID("waiting for " + m.Result.Name)
 	for _, gi := range gs {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		if g.streamOf(m.Result.Ref) >= 0 {
 			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
 		}
@@ -181,7 +181,7 @@ func (e *Engine) BorrowCreate(m *gen.BorrowCreate) error {
 }
 
 func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	if _, dup := g.borrowOf[m.Borrow]; dup {
 		return fmt.Errorf("%w: borrow %d created twice on %s", ErrBorrow, m.Borrow, e.who(gi))
 	}
@@ -263,7 +263,7 @@ func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b gen.BorrowRo
 		if err != nil {
 			return err
 		}
-		if err := fn(gi, &e.gs[gi], b); err != nil {
+		if err := fn(gi, e.gs[gi], b); err != nil {
 			return err
 		}
 	}
@@ -311,7 +311,7 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 
 // deleteIn deletes tensors refs on group gi.
 func (e *Engine) deleteIn(gi int32, refs []int64) error {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	for _, id := range refs {
 		if row, ok := g.cpu[id]; ok {
 			if err := e.deleteTensor(g, row, e.nowNs); err != nil {

@@ -19,7 +19,7 @@ func (e *Engine) deviceGroup(rank int64) (*group, error) {
 	if rank < 0 || rank >= e.opt.WorldSize {
 		return nil, fmt.Errorf("%w: device %d is outside the world of %d", ErrOptions, rank, e.opt.WorldSize)
 	}
-	return &e.gs[e.part.GroupOf(rank)], nil
+	return e.gs[e.part.GroupOf(rank)], nil
 }
 
 // DeviceMemory calls fn with every memory event of the device of rank, in

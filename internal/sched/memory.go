@@ -66,7 +66,7 @@ func (g *group) dropHolder(id int64, s gen.StreamID) {
 
 // putCPU gives group gi the CPU tensor t, unused.
 func (e *Engine) putCPU(gi int32, t *jsonl.Tensor) error {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	if row, ok := g.cpu[t.ID]; ok {
 		if g.tensors.Refs[row] > 0 {
 			return fmt.Errorf("%w: CPU tensor %d received again on %s while a queued task uses it", ErrTensorInUse, t.ID, e.who(gi))
@@ -180,14 +180,14 @@ func (e *Engine) freeRow(g *group, row gen.TensorRow) {
 // e.gone.
 func (e *Engine) countRows() {
 	for _, gi := range e.touched {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		for _, idx := range g.born {
 			e.tensorRows[idx]++
 		}
 		g.born = g.born[:0]
 	}
 	for _, gi := range e.touched {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		for _, idx := range g.died {
 			e.tensorRows[idx]--
 			if e.tensorRows[idx] == 0 {

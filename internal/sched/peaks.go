@@ -12,7 +12,7 @@ import (
 // peak is Report's PeakBytes.
 func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
 	for _, gi := range e.byLowestRank() {
-		fn(e.part.Lowest(gi), e.part.Size(gi), e.groupPeakBytes(&e.gs[gi]))
+		fn(e.part.Lowest(gi), e.part.Size(gi), e.groupPeakBytes(e.gs[gi]))
 	}
 }
 
@@ -24,7 +24,7 @@ func (e *Engine) DeviceOf(r int64) int64 { return e.part.Lowest(e.part.GroupOf(r
 // device holds at the end of its events: with every transient tensor
 // freed, as at the end of a training step, what it keeps for good.
 func (e *Engine) DeviceBytes(r int64) (peakBytes, finalBytes int64) {
-	g := &e.gs[e.part.GroupOf(r)]
+	g := e.gs[e.part.GroupOf(r)]
 	if !g.active {
 		return 0, 0
 	}

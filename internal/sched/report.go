@@ -26,7 +26,7 @@ func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 func (e *Engine) Report() Report {
 	r := Report{ExecNs: e.ctrlMaxNs, PeakDevice: -1}
 	for gi := range e.gs {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		r.ExecNs = max(r.ExecNs, g.evMaxNs)
 		if !g.active {
 			continue
@@ -112,7 +112,7 @@ func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) erro
 	order := e.byLowestRank()
 	var name, runs []byte
 	for _, gi := range order {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		if !g.active {
 			continue
 		}

@@ -86,7 +86,7 @@ func (e *Engine) newEvent(g *group, recordedOn gen.StreamID, recorded gen.TaskID
 
 // enqueue puts an existing task (an event) at the back of stream s.
 func (e *Engine) enqueue(gi int32, s gen.StreamID, t gen.TaskID) {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	st := &g.streams[s]
 	g.tasks.StartNs[t] = max(st.nowNs, g.tasks.StartNs[t])
 	g.tasks.Stream[t] = s
@@ -101,7 +101,7 @@ func (e *Engine) enqueue(gi int32, s gen.StreamID, t gen.TaskID) {
 // addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
 func (e *Engine) addTask(gi int32, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	s := g.streamOf(ref)
 	if s < 0 {
 		return -1, e.noStream(gi, ref)
@@ -182,7 +182,7 @@ func (e *Engine) wake(gi int32, s gen.StreamID) {
 // parallel) and mark the groups ready afterwards, in order.
 func (e *Engine) markReady(gis ...int32) {
 	for _, gi := range gis {
-		g := &e.gs[gi]
+		g := e.gs[gi]
 		if len(g.work) > 0 && !g.ready {
 			g.ready = true
 			e.ready = append(e.ready, gi)
@@ -319,7 +319,7 @@ func (e *Engine) run() error {
 		var err error
 		errLow := int64(math.MaxInt64)
 		for _, gi := range e.round {
-			g := &e.gs[gi]
+			g := e.gs[gi]
 			if g.err != nil && e.part.Lowest(gi) < errLow {
 				err, errLow = g.err, e.part.Lowest(gi)
 			}
@@ -327,7 +327,7 @@ func (e *Engine) run() error {
 			for _, c := range g.wakeColls {
 				for _, m := range e.colls.MembersOf(c) {
 					if m.Group != gi {
-						mg := &e.gs[m.Group]
+						mg := e.gs[m.Group]
 						if st := mg.tasks.Stream[m.Task]; st >= 0 {
 							e.wake(m.Group, st)
 						}
@@ -337,7 +337,7 @@ func (e *Engine) run() error {
 			g.wakeColls = g.wakeColls[:0]
 		}
 		for _, gi := range e.round {
-			g := &e.gs[gi]
+			g := e.gs[gi]
 			for _, c := range g.doneColls {
 				e.colls.Free(c)
 			}
@@ -358,7 +358,7 @@ func (e *Engine) run() error {
 // advanceGroup moves group gi's woken streams. It touches only the group's
 // own tables and, atomically, its tasks' collectives.
 func (e *Engine) advanceGroup(gi int32) {
-	g := &e.gs[gi]
+	g := e.gs[gi]
 	for len(g.work) > 0 {
 		s := g.work[len(g.work)-1]
 		g.work = g.work[:len(g.work)-1]
@@ -558,7 +558,7 @@ func (e *Engine) split(from, to int32) error {
 	if int(to) != len(e.gs) {
 		return fmt.Errorf("internal: split into group %d, want %d", to, len(e.gs))
 	}
-	src := &e.gs[from]
+	src := e.gs[from]
 	dst := group{
 		tasks:      src.tasks.Clone(),
 		tensors:    src.tensors.Clone(),
@@ -588,7 +588,7 @@ func (e *Engine) split(from, to int32) error {
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}
 	}
-	e.gs = append(e.gs, dst)
+	e.gs = append(e.gs, &dst)
 	tt := &e.gs[to].tensors
 	for r, f := range tt.Flags {
 		if f != tensorFreed {
