@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"github.com/fastsim/fastsim/internal/memsnap"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
-	"github.com/fastsim/fastsim/internal/trace"
 )
 
 // extraOutputs are the replay's outputs read off the kept timeline once the
@@ -70,7 +68,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 			if rank >= res.Header.WorldSize {
 				return &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", rank, res.Header.WorldSize)}
 			}
-			err := writeOutput(x.memSnapshot, func(w io.Writer) error {
+			err := writeAtomic(x.memSnapshot, func(w io.Writer) error {
 				st, err := memsnap.Write(w, eng, rank, res.Header.GPUsPerHost)
 				if err == nil {
 					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %d allocations, %d releases; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, st.Allocs, st.Frees)
@@ -86,7 +84,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 			if x.costs != "" {
 				costs = x.costs
 			}
-			err := writeOutput(x.html, func(w io.Writer) error {
+			err := writeAtomic(x.html, func(w io.Writer) error {
 				return htmlout.Write(w, htmlout.Input{Title: filepath.Base(x.history), Costs: costs, Res: res, Eng: eng})
 			})
 			if err != nil {
@@ -96,23 +94,4 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 		}
 		return nil
 	}
-}
-
-// writeOutput writes path as an output (temporary file and rename for a
-// regular file) through a buffer.
-func writeOutput(path string, fill func(io.Writer) error) error {
-	o, err := trace.CreateOutput(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(o.W, 1<<20)
-	if err := fill(bw); err != nil {
-		o.Abort()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		o.Abort()
-		return err
-	}
-	return o.Commit()
 }

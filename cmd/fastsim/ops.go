@@ -74,7 +74,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *jsonPath != "" {
-		err := writeOutput(*jsonPath, func(w io.Writer) error {
+		err := writeAtomic(*jsonPath, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(cat)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/predict"
@@ -76,7 +77,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	ffn := fs.Int("ffn", 0, "without --model: MLP width (0: 4*hidden)")
 	vocab := fs.Int("vocab", 51200, "without --model: vocabulary size")
 	seq := fs.Int("seq", 2048, "without --model: tokens per sequence")
-	hw := fs.String("hardware", "a100-80gb", "the machine: a preset `NAME` ("+joinPresets()+") or a spec FILE")
+	hw := fs.String("hardware", "a100-80gb", "the machine: a preset `NAME` ("+strings.Join(hardware.Presets(), ", ")+") or a spec FILE")
 	world := fs.Int("world", 0, "number of GPUs (required)")
 	tp := fs.Int("tp", 1, "tensor-parallel shards (t)")
 	pp := fs.Int("pp", 1, "pipeline stages (p)")
@@ -156,15 +157,4 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
-}
-
-func joinPresets() string {
-	s := ""
-	for i, n := range hardware.Presets() {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
 }
