@@ -16,7 +16,7 @@ func slice(offset int64, sizes, strides []int64) jsonl.Slice {
 	return jsonl.Slice{Offset: offset, Sizes: sizes, Strides: strides}
 }
 
-func noSplit(int32, int32) error { return nil }
+func noSplit(groups.GroupID, groups.GroupID) error { return nil }
 
 // doubling times work(n) and work(2n) and reports their ratio.
 func doubling(b *testing.B, n int, work func(n int)) {

@@ -16,7 +16,7 @@ import (
 //	ranks 0..3, 9, 20..31, ..., 999 (1,234 ranks in 77 runs)
 //
 // Runs are inclusive. It costs the number of runs of the group.
-func (p *Partition) AppendRanks(dst []byte, g int32) []byte {
+func (p *Partition) AppendRanks(dst []byte, g GroupID) []byte {
 	if !p.grouped {
 		return strconv.AppendInt(append(dst, "rank "...), int64(g), 10)
 	}
@@ -27,7 +27,7 @@ func (p *Partition) AppendRanks(dst []byte, g int32) []byte {
 // "lo-hi,lo-hi,..." (a single rank as "r"): for tools that expand a group
 // back to its ranks, such as the trace's process metadata. Its length
 // follows the number of runs.
-func (p *Partition) AppendRuns(dst []byte, g int32) []byte {
+func (p *Partition) AppendRuns(dst []byte, g GroupID) []byte {
 	if !p.grouped {
 		return strconv.AppendInt(dst, int64(g), 10)
 	}

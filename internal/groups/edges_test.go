@@ -140,7 +140,7 @@ func TestResolveMatchesModelAtEdges(t *testing.T) {
 // labels, and that sizes and the rank index agree with the bitmaps.
 func checkPartition(t *testing.T, p *Partition, labels []uint64) {
 	t.Helper()
-	first := map[uint64]int32{}
+	first := map[uint64]GroupID{}
 	for x, l := range labels {
 		g := p.GroupOf(int64(x))
 		if !p.ranks[g].Contains(uint32(x)) {
@@ -156,8 +156,8 @@ func checkPartition(t *testing.T, p *Partition, labels []uint64) {
 		t.Fatalf("%d classes of ranks but %d groups", len(first), p.Len())
 	}
 	for g := range p.Len() {
-		if int64(p.ranks[g].GetCardinality()) != p.Size(int32(g)) {
-			t.Fatalf("group %d: size %d, bitmap holds %d", g, p.Size(int32(g)), p.ranks[g].GetCardinality())
+		if int64(p.ranks[g].GetCardinality()) != p.Size(GroupID(g)) {
+			t.Fatalf("group %d: size %d, bitmap holds %d", g, p.Size(GroupID(g)), p.ranks[g].GetCardinality())
 		}
 	}
 }
@@ -225,10 +225,10 @@ func TestPairsMatchesPartnersAtEdges(t *testing.T) {
 			t.Fatalf("%+v -> %+v: %v", from, to, err)
 		}
 		src, dst := from.AppendRanks(nil), to.AppendRanks(nil)
-		partner := map[int32]int32{}
-		back := map[int32]int32{}
-		var want [][2]int32
-		seen := map[[2]int32]bool{}
+		partner := map[GroupID]GroupID{}
+		back := map[GroupID]GroupID{}
+		var want [][2]GroupID
+		seen := map[[2]GroupID]bool{}
 		for i := range src {
 			gs, gd := p.GroupOf(src[i]), p.GroupOf(dst[i])
 			if q, ok := partner[gs]; ok && q != gd {
@@ -238,20 +238,20 @@ func TestPairsMatchesPartnersAtEdges(t *testing.T) {
 				t.Fatalf("%+v -> %+v: receiving group %d receives from groups %d and %d", from, to, gd, q, gs)
 			}
 			partner[gs], back[gd] = gd, gs
-			if pair := [2]int32{gs, gd}; !seen[pair] {
+			if pair := [2]GroupID{gs, gd}; !seen[pair] {
 				seen[pair] = true
 				want = append(want, pair)
 			}
 		}
-		var got [][2]int32
+		var got [][2]GroupID
 		for i := range snd {
-			got = append(got, [2]int32{snd[i], rcv[i]})
+			got = append(got, [2]GroupID{snd[i], rcv[i]})
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%+v -> %+v: pairs %v, want %v", from, to, got, want)
 		}
 		for g := range p.Len() {
-			if int64(p.ranks[g].GetCardinality()) != p.Size(int32(g)) || !p.ranks[g].Contains(uint32(p.Lowest(int32(g)))) {
+			if int64(p.ranks[g].GetCardinality()) != p.Size(GroupID(g)) || !p.ranks[g].Contains(uint32(p.Lowest(GroupID(g)))) {
 				t.Fatalf("group %d: size or index broken", g)
 			}
 		}
@@ -324,9 +324,9 @@ func TestLeastRotationAndPeriod(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
 		n := 1 + r.IntN(9)
-		s := make([]int32, n)
+		s := make([]GroupID, n)
 		for i := range s {
-			s[i] = int32(r.IntN(3))
+			s[i] = GroupID(r.IntN(3))
 		}
 		if r.IntN(3) == 0 { // a repeated pattern
 			k := 1 + r.IntN(3)
@@ -356,7 +356,7 @@ func TestLeastRotationAndPeriod(t *testing.T) {
 	}
 }
 
-func rot(s []int32, k int) []int32 { return append(slices.Clone(s[k:]), s[:k]...) }
+func rot(s []GroupID, k int) []GroupID { return append(slices.Clone(s[k:]), s[:k]...) }
 
 // TestDescriptions checks the bounded descriptions of rank sets against
 // hand-written expectations.

@@ -43,9 +43,13 @@ const MaxWorld = 1 << 30
 // maxCache bounds the resolved-set cache; it is cleared when full.
 const maxCache = 1 << 14
 
+// GroupID names a group of identical ranks: a dense index, 0..Len()-1
+// (ungrouped, the rank itself).
+type GroupID int32
+
 // Split copies the simulation state of group from into the new group to
 // (to is always the next unused id, Len() before the call returned it).
-type Split func(from, to int32) error
+type Split func(from, to GroupID) error
 
 // Partition is a partition of ranks 0..world-1 into groups.
 type Partition struct {
@@ -54,16 +58,16 @@ type Partition struct {
 
 	ranks     []*roaring.Bitmap // grouped: each group's ranks
 	size      []int64           // grouped: each group's rank count (a bitmap's is O(containers))
-	rankGroup []int32           // grouped: each rank's group
+	rankGroup []GroupID         // grouped: each rank's group
 
 	epoch uint64 // bumped by every split; cache entries of older epochs are stale
 	cache map[string]entry
 	key   []byte
 
 	recv     *roaring.Bitmap
-	touched  []int32
-	out      []int32
-	outB     []int32
+	touched  []GroupID
+	out      []GroupID
+	outB     []GroupID
 	scratch  []int64
 	u32      []uint32
 	seen     []uint32 // grouped: per group, the walk that last met it
@@ -74,7 +78,7 @@ type Partition struct {
 
 type entry struct {
 	epoch uint64
-	a, b  []int32
+	a, b  []GroupID
 }
 
 // New returns the partition of a world of world ranks: one group holding
@@ -89,7 +93,7 @@ func New(world int64, grouped bool) (*Partition, error) {
 		all.AddRange(0, uint64(world))
 		p.ranks = []*roaring.Bitmap{all}
 		p.size = []int64{world}
-		p.rankGroup = make([]int32, world)
+		p.rankGroup = make([]GroupID, world)
 		p.recv = roaring.New()
 	} else {
 		p.mark = make([]uint32, world)
@@ -109,7 +113,7 @@ func (p *Partition) Len() int {
 }
 
 // Size is the number of ranks in group g.
-func (p *Partition) Size(g int32) int64 {
+func (p *Partition) Size(g GroupID) int64 {
 	if !p.grouped {
 		return 1
 	}
@@ -117,7 +121,7 @@ func (p *Partition) Size(g int32) int64 {
 }
 
 // Lowest is the lowest rank of group g.
-func (p *Partition) Lowest(g int32) int64 {
+func (p *Partition) Lowest(g GroupID) int64 {
 	if !p.grouped {
 		return int64(g)
 	}
@@ -125,9 +129,9 @@ func (p *Partition) Lowest(g int32) int64 {
 }
 
 // GroupOf is the group holding rank r.
-func (p *Partition) GroupOf(r int64) int32 {
+func (p *Partition) GroupOf(r int64) GroupID {
 	if !p.grouped {
-		return int32(r)
+		return GroupID(r)
 	}
 	return p.rankGroup[r]
 }
@@ -138,7 +142,7 @@ func (p *Partition) GroupOf(r int64) int32 {
 // handler that stops at the first group it fails on thus fails on the
 // lowest rank that fails, grouped or not, and says the same thing. The
 // result is valid until the next call.
-func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]int32, error) {
+func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]GroupID, error) {
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
@@ -166,7 +170,7 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]int32, error)
 
 // splitBy splits every group that recv covers in part and returns the
 // groups inside recv, sorted.
-func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) {
+func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]GroupID, error) {
 	p.touched = p.touched[:0]
 	it := recv.Iterator()
 	for it.HasNext() {
@@ -221,8 +225,8 @@ func (p *Partition) splitBy(recv *roaring.Bitmap, split Split) ([]int32, error) 
 // id, so relabelling rankGroup costs the smaller side's size; and the
 // larger side is edited in place rather than rebuilt, so splitting a few
 // ranks off a large group costs the few ranks, not the group's containers.
-func (p *Partition) splitOff(g int32, part *roaring.Bitmap, split Split) (int32, error) {
-	n := int32(len(p.ranks))
+func (p *Partition) splitOff(g GroupID, part *roaring.Bitmap, split Split) (GroupID, error) {
+	n := GroupID(len(p.ranks))
 	partN := int64(part.GetCardinality())
 	restN := p.size[g] - partN
 	if err := split(g, n); err != nil {
@@ -252,20 +256,20 @@ func (p *Partition) splitOff(g int32, part *roaring.Bitmap, split Split) (int32,
 }
 
 // relabel points the index of every rank of b at group g, a run at a time.
-func (p *Partition) relabel(b *roaring.Bitmap, g int32) {
+func (p *Partition) relabel(b *roaring.Bitmap, g GroupID) {
 	eachRun(b, func(lo, hi uint64) bool {
 		fillGroup(p.rankGroup[lo:hi+1], g)
 		return true
 	})
 }
 
-func fillGroup(dst []int32, g int32) {
+func fillGroup(dst []GroupID, g GroupID) {
 	for i := range dst {
 		dst[i] = g
 	}
 }
 
-func (p *Partition) remember(a, b []int32) {
+func (p *Partition) remember(a, b []GroupID) {
 	if len(p.cache) >= maxCache {
 		clear(p.cache)
 	}
@@ -285,7 +289,7 @@ func (p *Partition) check(s *jsonl.Slice) error {
 
 // resolveRanks is Resolve ungrouped: the distinct ranks of the slices, in
 // increasing order.
-func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]int32, error) {
+func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]GroupID, error) {
 	p.pass++
 	if p.pass == 0 {
 		clear(p.mark)
@@ -300,7 +304,7 @@ func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]int32, error) {
 		for _, r := range p.scratch {
 			if p.mark[r] != p.pass {
 				p.mark[r] = p.pass
-				p.out = append(p.out, int32(r))
+				p.out = append(p.out, GroupID(r))
 			}
 		}
 	}

@@ -13,14 +13,14 @@ func sl(offset int64, sizes, strides []int64) jsonl.Slice {
 }
 
 // recorder is a Split that remembers the splits it was asked for.
-type recorder struct{ splits [][2]int32 }
+type recorder struct{ splits [][2]GroupID }
 
-func (r *recorder) split(from, to int32) error {
-	r.splits = append(r.splits, [2]int32{from, to})
+func (r *recorder) split(from, to GroupID) error {
+	r.splits = append(r.splits, [2]GroupID{from, to})
 	return nil
 }
 
-func ranksOf(p *Partition, g int32) string { return string(p.AppendRuns(nil, g)) }
+func ranksOf(p *Partition, g GroupID) string { return string(p.AppendRuns(nil, g)) }
 
 func TestResolveSplitsLazily(t *testing.T) {
 	p, err := New(16, true)
@@ -30,12 +30,12 @@ func TestResolveSplitsLazily(t *testing.T) {
 	var rec recorder
 	// The whole world: one group, no split.
 	gs, err := p.Resolve([]jsonl.Slice{sl(0, []int64{16}, []int64{1})}, rec.split)
-	if err != nil || !slices.Equal(gs, []int32{0}) || len(rec.splits) != 0 {
+	if err != nil || !slices.Equal(gs, []GroupID{0}) || len(rec.splits) != 0 {
 		t.Fatalf("whole world: groups %v splits %v err %v", gs, rec.splits, err)
 	}
 	// Ranks 0-3: group 0 splits; the smaller side (0-3) takes the new id 1.
 	gs, _ = p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
-	if !slices.Equal(gs, []int32{1}) || len(rec.splits) != 1 || rec.splits[0] != [2]int32{0, 1} {
+	if !slices.Equal(gs, []GroupID{1}) || len(rec.splits) != 1 || rec.splits[0] != [2]GroupID{0, 1} {
 		t.Fatalf("ranks 0-3: groups %v splits %v", gs, rec.splits)
 	}
 	if ranksOf(p, 1) != "0-3" || ranksOf(p, 0) != "4-15" || p.Lowest(0) != 4 || p.Size(0) != 12 {
@@ -151,7 +151,7 @@ func TestPairsRefineByPartner(t *testing.T) {
 func TestUngroupedIsRanks(t *testing.T) {
 	p, _ := New(8, false)
 	gs, _ := p.Resolve([]jsonl.Slice{sl(6, []int64{2}, []int64{1}), sl(1, []int64{2}, []int64{5})}, nil)
-	if !slices.Equal(gs, []int32{1, 6, 7}) || p.Len() != 8 { // in increasing order
+	if !slices.Equal(gs, []GroupID{1, 6, 7}) || p.Len() != 8 { // in increasing order
 		t.Fatalf("ungrouped: %v", gs)
 	}
 	from, to := sl(0, []int64{2}, []int64{1}), sl(5, []int64{2}, []int64{-1})

@@ -38,7 +38,7 @@ func (p *Partition) CheckDistinct(s *jsonl.Slice) error {
 // ranks all receive from one sending group; then pair i is (senders[i],
 // receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
 // Neither side may name a rank twice.
-func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receivers []int32, err error) {
+func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receivers []GroupID, err error) {
 	for _, s := range []*jsonl.Slice{from, to} {
 		if err := p.CheckDistinct(s); err != nil {
 			return nil, nil, err
@@ -51,12 +51,12 @@ func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receiver
 		p.scratch = from.AppendRanks(p.scratch[:0])
 		p.out = p.out[:0]
 		for _, r := range p.scratch {
-			p.out = append(p.out, int32(r))
+			p.out = append(p.out, GroupID(r))
 		}
 		p.scratch = to.AppendRanks(p.scratch[:0])
 		p.outB = p.outB[:0]
 		for _, r := range p.scratch {
-			p.outB = append(p.outB, int32(r))
+			p.outB = append(p.outB, GroupID(r))
 		}
 		return p.out, p.outB, nil
 	}
@@ -85,9 +85,9 @@ func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receiver
 	}
 	// Distinct pairs in position order.
 	p.out, p.outB = p.out[:0], p.outB[:0]
-	seen := make(map[[2]int32]bool)
+	seen := make(map[[2]GroupID]bool)
 	for i := range src {
-		pair := [2]int32{p.rankGroup[src[i]], p.rankGroup[dst[i]]}
+		pair := [2]GroupID{p.rankGroup[src[i]], p.rankGroup[dst[i]]}
 		if !seen[pair] {
 			seen[pair] = true
 			p.out = append(p.out, pair[0])
@@ -136,7 +136,7 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 	members := make([]member, 0, n+n/2)
 	classes := make(map[string]int64) // a walk's group sequence -> its first class number
 	nextClass := int64(0)
-	classOf := func(seq []int32, tag byte, count int) int64 {
+	classOf := func(seq []GroupID, tag byte, count int) int64 {
 		key := make([]byte, 0, 1+4*len(seq))
 		key = append(key, tag)
 		for _, g := range seq {
@@ -151,7 +151,7 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 		return c
 	}
 	visited := make([]bool, n)
-	var seq []int32
+	var seq []GroupID
 	var ranks []int64
 	// Paths: from each position nothing sends into.
 	for i := range n {
@@ -214,7 +214,7 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 
 // splitClasses splits group g, whose ranks are exactly ms (sorted by class,
 // then rank), into one group per class: the largest class keeps g.
-func (p *Partition) splitClasses(g int32, ms []member, split Split) error {
+func (p *Partition) splitClasses(g GroupID, ms []member, split Split) error {
 	bounds := []int{0}
 	keep := 0 // the largest class, the first of equals
 	for i := 1; i <= len(ms); i++ {
@@ -234,7 +234,7 @@ func (p *Partition) splitClasses(g int32, ms []member, split Split) error {
 			p.ranks[g], p.size[g] = part, size
 			continue
 		}
-		n := int32(len(p.ranks))
+		n := GroupID(len(p.ranks))
 		if err := split(g, n); err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (p *Partition) splitClasses(g int32, ms []member, split Split) error {
 // member is a rank of a send, its group and its class (refinePairs).
 type member struct {
 	rank  int64
-	group int32
+	group GroupID
 	class int64
 }
 
@@ -266,7 +266,7 @@ func (p *Partition) bitmapOf(ms []member) *roaring.Bitmap {
 
 // leastRotation is the start of the lexicographically least rotation of s
 // (Booth's algorithm, O(len)).
-func leastRotation(s []int32) int {
+func leastRotation(s []GroupID) int {
 	n := len(s)
 	f := make([]int, 2*n)
 	for i := range f {
@@ -295,7 +295,7 @@ func leastRotation(s []int32) int {
 }
 
 // period is the smallest p dividing len(s) with s[i] == s[i+p] (cyclically).
-func period(s []int32) int {
+func period(s []GroupID) int {
 	n := len(s)
 	fail := make([]int, n+1)
 	fail[0] = -1

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"github.com/fastsim/fastsim/internal/groups"
 	"sync/atomic"
 
 	"github.com/fastsim/fastsim/gen"
@@ -9,7 +10,7 @@ import (
 // Member is one task of a collective: the group that runs it and its row in
 // that group's task table.
 type Member struct {
-	Group int32
+	Group groups.GroupID
 	Task  gen.TaskID
 }
 

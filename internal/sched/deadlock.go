@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/fastsim/fastsim/internal/groups"
 
 	"github.com/fastsim/fastsim/gen"
 )
@@ -21,7 +22,7 @@ func (d *DeadlockError) Unwrap() error { return ErrDeadlock }
 
 // stuckAt names one queued task: group, stream and row.
 type stuckAt struct {
-	gi int32
+	gi groups.GroupID
 	s  gen.StreamID
 	t  gen.TaskID
 }
@@ -43,9 +44,9 @@ func (e *Engine) Finish() error {
 				continue
 			}
 			t := st.queue.Front()
-			cmd, rank := g.tasks.Command[t], e.part.Lowest(int32(gi))
+			cmd, rank := g.tasks.Command[t], e.part.Lowest(groups.GroupID(gi))
 			if best.gi < 0 || cmd < bestCmd || cmd == bestCmd && (rank < bestRank || rank == bestRank && gen.StreamID(s) < best.s) {
-				best, bestCmd, bestRank = stuckAt{int32(gi), gen.StreamID(s), t}, cmd, rank
+				best, bestCmd, bestRank = stuckAt{groups.GroupID(gi), gen.StreamID(s), t}, cmd, rank
 			}
 		}
 	}

@@ -140,9 +140,9 @@ type Engine struct {
 	gs     []*group // one per group of identical ranks (per rank, ungrouped); pointers, so a split appends 8 bytes, not a copy of every group
 	colls  colls    // collectives span groups
 	names  soa.Intern[gen.NameID]
-	recv   []int32 // groups receiving the current command
-	ready  []int32 // groups with streams to move in the next round
-	round  []int32
+	recv   []groups.GroupID // groups receiving the current command
+	ready  []groups.GroupID // groups with streams to move in the next round
+	round  []groups.GroupID
 	eg     errgroup.Group
 	splitF groups.Split
 
@@ -150,7 +150,7 @@ type Engine struct {
 	tensorRows []int32 // by tensor Idx: rows of it alive in all groups
 	gone       []int32 // tensors whose count fell to zero since Gone was called
 	goneOut    []int32
-	touched    []int32 // groups the current command reached (with repeats)
+	touched    []groups.GroupID // groups the current command reached (with repeats)
 
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
@@ -161,7 +161,7 @@ type Engine struct {
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run
-	secGroups []int32
+	secGroups []groups.GroupID
 	secChunks int
 
 	ctrlName  []gen.NameID // controller events, when kept
@@ -414,7 +414,7 @@ func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 
 // resolve returns the groups receiving the current command, splitting the
 // groups it covers in part.
-func (e *Engine) resolve() ([]int32, error) {
+func (e *Engine) resolve() ([]groups.GroupID, error) {
 	r, err := e.part.Resolve(e.cur, e.splitF)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRankRange, err)

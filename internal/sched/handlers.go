@@ -152,7 +152,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	}
 	for i := 0; i < n; i++ {
 		c := e.colls.Alloc()
-		for k, gi := range [2]int32{senders[i], receivers[i]} {
+		for k, gi := range [2]groups.GroupID{senders[i], receivers[i]} {
 			t := tasks[i+k*n]
 			e.gs[gi].tasks.Coll[t] = c
 			e.colls.Add(c, Member{Group: gi, Task: t})
@@ -180,7 +180,7 @@ func (e *Engine) BorrowCreate(m *gen.BorrowCreate) error {
 	return nil
 }
 
-func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
+func (e *Engine) borrowCreate(gi groups.GroupID, m *gen.BorrowCreate) error {
 	g := e.gs[gi]
 	if _, dup := g.borrowOf[m.Borrow]; dup {
 		return fmt.Errorf("%w: borrow %d created twice on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -219,7 +219,7 @@ func (e *Engine) borrowCreate(gi int32, m *gen.BorrowCreate) error {
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state != borrowCreated {
 			return fmt.Errorf("%w: borrow %d first used twice or after its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -234,7 +234,7 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 // BorrowLastUse records the destination stream's newest task as the one the
 // source stream must wait for when the borrow is dropped.
 func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state == borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d last used twice on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -253,7 +253,7 @@ func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
 
 // eachBorrow applies fn to borrow id on every receiving group (an unknown
 // borrow is an error), then marks the groups ready.
-func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b gen.BorrowRow) error) error {
+func (e *Engine) eachBorrow(id int64, fn func(gi groups.GroupID, g *group, b gen.BorrowRow) error) error {
 	gs, err := e.resolve()
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func (e *Engine) eachBorrow(id int64, fn func(gi int32, g *group, b gen.BorrowRo
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
-	return e.eachBorrow(m.Borrow, func(gi int32, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := g.borrows[b]
 		if br.state != borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d dropped before its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -310,7 +310,7 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 }
 
 // deleteIn deletes tensors refs on group gi.
-func (e *Engine) deleteIn(gi int32, refs []int64) error {
+func (e *Engine) deleteIn(gi groups.GroupID, refs []int64) error {
 	g := e.gs[gi]
 	for _, id := range refs {
 		if row, ok := g.cpu[id]; ok {
@@ -451,7 +451,7 @@ func (e *Engine) isBorrowed(idx int32) bool {
 	return int(idx) < len(e.borrowed) && e.borrowed[idx]
 }
 
-func (e *Engine) borrowOf(gi int32, id int64) (gen.BorrowRow, error) {
+func (e *Engine) borrowOf(gi groups.GroupID, id int64) (gen.BorrowRow, error) {
 	b, ok := e.gs[gi].borrowOf[id]
 	if !ok {
 		return -1, fmt.Errorf("%w: unknown borrow %d on %s (never created, or already dropped)", ErrBorrow, id, e.who(gi))
@@ -474,7 +474,7 @@ func (g *group) freeBorrow(b gen.BorrowRow) {
 	g.freeBor = append(g.freeBor, b)
 }
 
-func (e *Engine) noStream(gi int32, refs ...int64) error {
+func (e *Engine) noStream(gi groups.GroupID, refs ...int64) error {
 	for _, r := range refs {
 		if e.gs[gi].streamOf(r) < 0 {
 			return fmt.Errorf("%w: stream %d on %s (create it with CreateStream first)", ErrUnknownStream, r, e.who(gi))
@@ -484,7 +484,7 @@ func (e *Engine) noStream(gi int32, refs ...int64) error {
 }
 
 // byRank returns the positions of gs in order of the groups' lowest ranks.
-func (e *Engine) byRank(gs []int32) []int32 {
+func (e *Engine) byRank(gs []groups.GroupID) []int32 {
 	e.order = e.order[:0]
 	for i := range gs {
 		e.order = append(e.order, int32(i))
@@ -499,14 +499,14 @@ func (e *Engine) byRank(gs []int32) []int32 {
 // who names group gi for messages by its lowest rank: the rank an
 // ungrouped replay fails on first (handlers visit groups in order of lowest
 // rank), so grouped and ungrouped replays say the same thing.
-func (e *Engine) who(gi int32) string {
+func (e *Engine) who(gi groups.GroupID) string {
 	return "worker " + strconv.FormatInt(e.part.Lowest(gi), 10)
 }
 
 // comm describes a communication to the cost model: the ranks of groups gs
 // (or, with gs nil, 2), and whether every rank of the slices (or of one)
 // lies on one host.
-func (e *Engine) comm(gs []int32, ss []jsonl.Slice, one *jsonl.Slice, local bool) Comm {
+func (e *Engine) comm(gs []groups.GroupID, ss []jsonl.Slice, one *jsonl.Slice, local bool) Comm {
 	c := Comm{Local: local, GPUsPerHost: e.opt.GPUsPerHost, Ranks: 2}
 	if gs != nil {
 		c.Ranks = 0

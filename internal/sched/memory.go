@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/fastsim/fastsim/internal/groups"
 	"math"
 
 	"github.com/fastsim/fastsim/gen"
@@ -65,7 +66,7 @@ func (g *group) dropHolder(id int64, s gen.StreamID) {
 }
 
 // putCPU gives group gi the CPU tensor t, unused.
-func (e *Engine) putCPU(gi int32, t *jsonl.Tensor) error {
+func (e *Engine) putCPU(gi groups.GroupID, t *jsonl.Tensor) error {
 	g := e.gs[gi]
 	if row, ok := g.cpu[t.ID]; ok {
 		if g.tensors.Refs[row] > 0 {

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"github.com/fastsim/fastsim/internal/groups"
 	"math"
 	"slices"
 )
@@ -37,12 +38,12 @@ func (e *Engine) DeviceBytes(r int64) (peakBytes, finalBytes int64) {
 
 // byLowestRank lists the groups in order of their lowest rank: the order
 // devices appear in reports and traces.
-func (e *Engine) byLowestRank() []int32 {
-	order := make([]int32, len(e.gs))
+func (e *Engine) byLowestRank() []groups.GroupID {
+	order := make([]groups.GroupID, len(e.gs))
 	for i := range order {
-		order[i] = int32(i)
+		order[i] = groups.GroupID(i)
 	}
-	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(e.part.Lowest(a), e.part.Lowest(b)) })
+	slices.SortFunc(order, func(a, b groups.GroupID) int { return cmp.Compare(e.part.Lowest(a), e.part.Lowest(b)) })
 	return order
 }
 

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"github.com/fastsim/fastsim/internal/groups"
 	"math"
 	"strconv"
 
@@ -33,7 +34,7 @@ func (e *Engine) Report() Report {
 		}
 		peak := e.groupPeakBytes(g)
 		// Ties go to the lowest rank, as a rank-by-rank scan would find.
-		low := e.part.Lowest(int32(gi))
+		low := e.part.Lowest(groups.GroupID(gi))
 		if peak > r.PeakBytes || peak == r.PeakBytes && peak > 0 && low < r.PeakDevice {
 			r.PeakBytes, r.PeakDevice = peak, low
 		}
@@ -46,7 +47,7 @@ func (e *Engine) Report() Report {
 func (e *Engine) WorkerTasks() int64 {
 	n := int64(0)
 	for gi := range e.gs {
-		n += e.gs[gi].tasksMade * e.part.Size(int32(gi))
+		n += e.gs[gi].tasksMade * e.part.Size(groups.GroupID(gi))
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/groups"
 	"maps"
 	"math"
 	"slices"
@@ -85,7 +86,7 @@ func (e *Engine) newEvent(g *group, recordedOn gen.StreamID, recorded gen.TaskID
 }
 
 // enqueue puts an existing task (an event) at the back of stream s.
-func (e *Engine) enqueue(gi int32, s gen.StreamID, t gen.TaskID) {
+func (e *Engine) enqueue(gi groups.GroupID, s gen.StreamID, t gen.TaskID) {
 	g := e.gs[gi]
 	st := &g.streams[s]
 	g.tasks.StartNs[t] = max(st.nowNs, g.tasks.StartNs[t])
@@ -100,7 +101,7 @@ func (e *Engine) enqueue(gi int32, s gen.StreamID, t gen.TaskID) {
 
 // addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
-func (e *Engine) addTask(gi int32, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
+func (e *Engine) addTask(gi groups.GroupID, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
 	g := e.gs[gi]
 	s := g.streamOf(ref)
 	if s < 0 {
@@ -172,7 +173,7 @@ outputs:
 }
 
 // wake marks stream s of group gi for a visit in the next round.
-func (e *Engine) wake(gi int32, s gen.StreamID) {
+func (e *Engine) wake(gi groups.GroupID, s gen.StreamID) {
 	e.gs[gi].wake(s)
 	e.markReady(gi)
 }
@@ -180,7 +181,7 @@ func (e *Engine) wake(gi int32, s gen.StreamID) {
 // markReady puts group gi in the next round if it has streams to move.
 // Handlers wake streams within their groups only (so they can run groups in
 // parallel) and mark the groups ready afterwards, in order.
-func (e *Engine) markReady(gis ...int32) {
+func (e *Engine) markReady(gis ...groups.GroupID) {
 	for _, gi := range gis {
 		g := e.gs[gi]
 		if len(g.work) > 0 && !g.ready {
@@ -217,7 +218,7 @@ type batchArgs struct {
 	refs      []int64      // opDelete: the tensors to delete
 }
 
-func (e *Engine) apply(op batchOp, i int, gi int32) error {
+func (e *Engine) apply(op batchOp, i int, gi groups.GroupID) error {
 	switch op {
 	case opAdvance:
 		e.advanceGroup(gi)
@@ -237,7 +238,7 @@ func (e *Engine) apply(op batchOp, i int, gi int32) error {
 // when Jobs allows and there are enough groups. An op touches only its own
 // group's state (and collectives, atomically). The error is the one of the
 // earliest group in gs, so it does not depend on timing.
-func (e *Engine) each(gs []int32, op batchOp) error {
+func (e *Engine) each(gs []groups.GroupID, op batchOp) error {
 	if e.opt.Jobs <= 1 || len(gs) < minParallel {
 		for i, gi := range gs {
 			if i&0xffff == 0xffff && op != opAdvance && e.opt.Interrupt != nil && e.opt.Interrupt() {
@@ -285,7 +286,7 @@ func (e *Engine) runChunk(k int) {
 
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
-func (e *Engine) addTasks(gs []int32, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+func (e *Engine) addTasks(gs []groups.GroupID, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
 	e.batch = batchArgs{ref: ref, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}
@@ -357,7 +358,7 @@ func (e *Engine) run() error {
 
 // advanceGroup moves group gi's woken streams. It touches only the group's
 // own tables and, atomically, its tasks' collectives.
-func (e *Engine) advanceGroup(gi int32) {
+func (e *Engine) advanceGroup(gi groups.GroupID) {
 	g := e.gs[gi]
 	for len(g.work) > 0 {
 		s := g.work[len(g.work)-1]
@@ -375,7 +376,7 @@ func (e *Engine) advanceGroup(gi int32) {
 }
 
 // advance moves the head of stream s as far as it can go.
-func (e *Engine) advance(gi int32, g *group, s gen.StreamID) error {
+func (e *Engine) advance(gi groups.GroupID, g *group, s gen.StreamID) error {
 	tk := &g.tasks
 	for {
 		st := &g.streams[s]
@@ -554,7 +555,7 @@ func (g *group) release(t gen.TaskID) {
 // split copies group from's state into the new group to: every table is
 // copied wholesale (ids are local to a group, so nothing is renumbered),
 // and the copies of tasks still in a collective join it.
-func (e *Engine) split(from, to int32) error {
+func (e *Engine) split(from, to groups.GroupID) error {
 	if int(to) != len(e.gs) {
 		return fmt.Errorf("internal: split into group %d, want %d", to, len(e.gs))
 	}
