@@ -280,20 +280,26 @@ func TestPairsShiftIsLinear(t *testing.T) {
 	}
 }
 
-// TestPairsCycleKeepsGroups: a rotation of a group that received the same
-// commands throughout needs no split (every rank's walk meets the same
-// group forever); a swap across two groups pairs them.
+// TestPairsCycleKeepsGroups: a send whose graph is cycles needs no split
+// when every rank's walk meets the same groups forever: the reversal of
+// one group (2-cycles 0<->7, 1<->6, ...) keeps it whole, and after ranks
+// 0-3 split off, the same reversal pairs the two halves both ways, still
+// without a split.
 func TestPairsCycleKeepsGroups(t *testing.T) {
 	p, _ := New(8, true)
 	var rec recorder
-	from, to := sl(0, []int64{8}, []int64{1}), sl(1, []int64{7}, []int64{1})
-	_ = to
-	rot := []jsonl.Slice{sl(0, []int64{8}, []int64{1}), sl(7, []int64{8}, []int64{-1})} // reversal: 0<->7, 1<->6, ...
-	snd, rcv, err := p.Pairs(&rot[0], &rot[1], rec.split)
+	rev := []jsonl.Slice{sl(0, []int64{8}, []int64{1}), sl(7, []int64{8}, []int64{-1})}
+	snd, rcv, err := p.Pairs(&rev[0], &rev[1], rec.split)
 	if err != nil || p.Len() != 1 || len(snd) != 1 || snd[0] != 0 || rcv[0] != 0 {
 		t.Fatalf("reversal of one group: %d groups, pairs %v %v, %v", p.Len(), snd, rcv, err)
 	}
-	_ = from
+	low, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	a, b := low[0], p.GroupOf(4)
+	n := len(rec.splits)
+	snd, rcv, err = p.Pairs(&rev[0], &rev[1], rec.split)
+	if err != nil || len(rec.splits) != n || !slices.Equal(snd, []GroupID{a, b}) || !slices.Equal(rcv, []GroupID{b, a}) {
+		t.Fatalf("reversal of two halves: pairs %v -> %v (halves %d, %d), %d more splits, %v", snd, rcv, a, b, len(rec.splits)-n, err)
+	}
 }
 
 // TestRepeatedRankInSend: a send side with stride 0 names a rank twice and

@@ -3,17 +3,18 @@
 // group once.
 //
 // Each group's ranks are a roaring bitmap. A command's receiving set (the
-// union of its slices) is built as a bitmap with range adds, one per
-// contiguous row of a slice, never rank by rank for contiguous runs. A group
+// union of its slices) is built as a bitmap: one range add for a dense
+// block or per row of a few rows, else the ranks enumerated, sorted and
+// added at once (addSlice). A group
 // entirely inside the receiving set receives the command as one; a group
 // partly inside splits lazily into the part that receives it and the rest,
 // and the caller copies the group's simulation state to the new group.
 //
 // The index: rankGroup holds every rank's group id (4 bytes a rank: 4 MiB
 // at world 1,048,576), so the groups a receiving set touches are found by
-// walking the set's runs and jumping over each group's run with
-// NextAbsentValue: the cost follows the number of group runs inside the set,
-// not its ranks. A cache keyed by the command's slices remembers which
+// walking the set's runs and jumping over each group's run (nextAbsent,
+// which mends roaring's run queries at its 65,536-value container edges):
+// the cost follows the number of group runs inside the set, not its ranks. A cache keyed by the command's slices remembers which
 // groups a receiving set resolved to; any split invalidates it, so in the
 // steady state of a training loop (same slices every step, no more splits)
 // resolving a command costs one map lookup.
