@@ -30,11 +30,29 @@ func TestNextAbsentAtContainerEdges(t *testing.T) {
 		{{0, 3}, {2*edge - 2, 3 * edge}},  // a run through two edges, ending on one
 		{{5, 7}, {edge, 3*edge - 1}},      // ending just before an edge
 		{{1<<32 - edge, 1 << 32}},         // the last container of uint32
+		{{edge + 5, 2 * edge}},            // the last container full to its end but for a hole at its start
+		{{3, edge}},                       // the same in the first container
 	}
-	for _, rs := range runs {
+	for i := range 3 * len(runs) {
+		rs := runs[i/3]
+		// The same set in each kind of container roaring may hold it in:
+		// runs (range adds), and values added one by one (arrays and
+		// bitmaps), with and without RunOptimize.
 		b := roaring.New()
-		for _, r := range rs {
-			b.AddRange(r[0], r[1])
+		switch i % 3 {
+		case 0:
+			for _, r := range rs {
+				b.AddRange(r[0], r[1])
+			}
+		default:
+			for _, r := range rs {
+				for x := r[0]; x < r[1]; x++ {
+					b.Add(uint32(x))
+				}
+			}
+			if i%3 == 2 {
+				b.RunOptimize()
+			}
 		}
 		for _, r := range rs {
 			for _, q := range []uint64{r[0], r[0] + 1, r[1] - 1, (r[0] + r[1]) / 2} {

@@ -10,29 +10,43 @@ import (
 )
 
 // Rank sets are roaring bitmaps of uint32 ranks. Roaring keeps them in
-// containers of 65,536 values each, and its run queries have edges there:
-// NextAbsentValue answers -1 when the bitmap's last container is full to its
-// end, and jumps to the start of the next container even when that value is
-// present. Every run query of this package goes through nextAbsent, which
-// corrects both, and every value past the largest rank is carried as a
-// uint64, never narrowed.
+// containers of 65,536 values each, and its run query NextAbsentValue is
+// wrong at their edges, differently for each kind of container: it answers
+// -1 when the bitmap's last container is full to its end, jumps to the
+// start of the next container even when that value is present, and for a
+// bitmap container with no absent value past the target it answers the
+// container's last value plus 2^16-1 or so. Every run query of this package
+// goes through nextAbsent, which accepts roaring's answer only once checked
+// and otherwise searches, and every value past the largest rank is carried
+// as a uint64, never narrowed.
 
 // nextAbsent is the smallest value >= r that b does not hold, as a uint64:
 // 2^32 when b holds every value from r up.
 func nextAbsent(b *roaring.Bitmap, r uint32) uint64 {
 	v := uint64(r)
-	for v <= math.MaxUint32 && b.Contains(uint32(v)) {
-		n := b.NextAbsentValue(uint32(v))
-		switch {
-		case n < 0: // the last container is full to its end
-			return uint64(b.Maximum()) + 1
-		case uint64(n) <= v: // no progress: step over v (never seen)
-			v++
-		default: // absent, or the start of the next container: check again
-			v = uint64(n)
+	if !b.Contains(r) {
+		return v
+	}
+	// Roaring's answer, when it is right: past v, absent (or 2^32), and
+	// everything from v below it present. Checking costs a cardinality over
+	// the containers in between.
+	if n := b.NextAbsentValue(r); n > int64(v) && n <= 1<<32 {
+		if (n == 1<<32 || !b.Contains(uint32(n))) && b.CardinalityInRange(v, uint64(n)) == uint64(n)-v {
+			return uint64(n)
 		}
 	}
-	return v
+	// Otherwise search: the run from v is full up to some x, found by
+	// bisection on whether [v, x] is full.
+	lo, hi := v, uint64(b.Maximum()) // [v, lo] is full; the run ends at or before hi
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if b.CardinalityInRange(v, mid+1) == mid+1-v {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo + 1
 }
 
 // eachRun calls fn with every maximal run lo..hi (inclusive) of b, in

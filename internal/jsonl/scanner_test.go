@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -131,8 +132,14 @@ func FuzzScanner(f *testing.F) {
 		if got && !json.Valid(data) {
 			t.Fatalf("%q: scanner accepts invalid JSON", data)
 		}
+		// A key repeated within one object is an error of the history format,
+		// which encoding/json lets through.
+		dup := json.Valid(data) && hasDuplicateKey(data)
+		if got && dup {
+			t.Fatalf("%q: scanner accepts a repeated key", data)
+		}
 		// The scanner rejects invalid UTF-8, which encoding/json lets through.
-		if !got && json.Valid(data) && utf8.Valid(data) && !strings.ContainsRune(string(data), 0) && strings.Count(string(data), "[")+strings.Count(string(data), "{") <= MaxDepth {
+		if !got && !dup && json.Valid(data) && utf8.Valid(data) && !strings.ContainsRune(string(data), 0) && strings.Count(string(data), "[")+strings.Count(string(data), "{") <= MaxDepth {
 			t.Fatalf("%q: scanner rejects valid JSON", data)
 		}
 		var s Scanner
@@ -141,4 +148,46 @@ func FuzzScanner(f *testing.F) {
 			_ = DecodeTree(&s, NewRegistry(), &tr)
 		}
 	})
+}
+
+// hasDuplicateKey reports whether valid JSON repeats a key within one
+// object, walking encoding/json's tokens with a set of keys per open object.
+func hasDuplicateKey(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token in an object is a key
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		k, isString := tok.(string)
+		if top >= 0 && stack[top].object && stack[top].key && isString {
+			if stack[top].keys[k] {
+				return true
+			}
+			stack[top].keys[k] = true
+			stack[top].key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, keys: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+		}
+		// A value ended: in an object, a key comes next.
+		if top = len(stack) - 1; top >= 0 && stack[top].object {
+			stack[top].key = true
+		}
+	}
 }
