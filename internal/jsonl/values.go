@@ -68,36 +68,12 @@ func (s *Slice) Len() int64 {
 // AppendRanks appends the ranks of the slice to dst, row-major (last
 // dimension fastest).
 func (s *Slice) AppendRanks(dst []int64) []int64 {
-	nd := len(s.Sizes)
-	if nd == 0 {
-		return append(dst, s.Offset)
-	}
-	for _, v := range s.Sizes {
-		if v <= 0 {
-			return dst
-		}
-	}
-	var idx [MaxSliceDims]int64
-	if nd > MaxSliceDims {
+	var w rankWalk
+	if !w.start(s) {
 		return dst
 	}
-	r := s.Offset
-	for {
-		dst = append(dst, r)
-		k := nd - 1
-		for ; k >= 0; k-- {
-			idx[k]++
-			r += s.Strides[k]
-			if idx[k] < s.Sizes[k] {
-				break
-			}
-			r -= idx[k] * s.Strides[k]
-			idx[k] = 0
-		}
-		if k < 0 {
-			return dst
-		}
-	}
+	dst, _ = w.append(s, dst, -1)
+	return dst
 }
 
 // EachRanks calls fn with the slice's ranks in row-major order, a chunk
@@ -107,45 +83,68 @@ func (s *Slice) EachRanks(buf []int64, fn func([]int64)) {
 	if cap(buf) == 0 {
 		buf = make([]int64, 0, 256)
 	}
-	buf = buf[:0]
-	nd := len(s.Sizes)
-	if nd == 0 {
-		fn(append(buf, s.Offset))
+	var w rankWalk
+	if !w.start(s) {
 		return
 	}
-	if nd > MaxSliceDims {
-		return
+	for {
+		var done bool
+		buf, done = w.append(s, buf[:0], cap(buf))
+		if len(buf) > 0 {
+			fn(buf)
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// rankWalk is the odometer over a slice's index vectors that AppendRanks
+// and EachRanks share.
+type rankWalk struct {
+	idx  [MaxSliceDims]int64
+	r    int64
+	zero bool // a 0-d slice: the offset alone
+}
+
+// start readies the walk; false when the slice has no ranks to walk.
+func (w *rankWalk) start(s *Slice) bool {
+	w.r, w.zero = s.Offset, len(s.Sizes) == 0
+	if len(s.Sizes) > MaxSliceDims {
+		return false
 	}
 	for _, v := range s.Sizes {
 		if v <= 0 {
-			return
+			return false
 		}
 	}
-	var idx [MaxSliceDims]int64
-	r := s.Offset
-	for {
-		buf = append(buf, r)
-		if len(buf) == cap(buf) {
-			fn(buf)
-			buf = buf[:0]
-		}
+	return true
+}
+
+// append appends ranks to dst until it holds limit of them (limit < 0: no
+// limit) or the walk ends, which it reports.
+func (w *rankWalk) append(s *Slice, dst []int64, limit int) ([]int64, bool) {
+	if w.zero {
+		return append(dst, s.Offset), true
+	}
+	nd := len(s.Sizes)
+	for limit < 0 || len(dst) < limit {
+		dst = append(dst, w.r)
 		k := nd - 1
 		for ; k >= 0; k-- {
-			idx[k]++
-			r += s.Strides[k]
-			if idx[k] < s.Sizes[k] {
+			w.idx[k]++
+			w.r += s.Strides[k]
+			if w.idx[k] < s.Sizes[k] {
 				break
 			}
-			r -= idx[k] * s.Strides[k]
-			idx[k] = 0
+			w.r -= w.idx[k] * s.Strides[k]
+			w.idx[k] = 0
 		}
 		if k < 0 {
-			if len(buf) > 0 {
-				fn(buf)
-			}
-			return
+			return dst, true
 		}
 	}
+	return dst, false
 }
 
 // Equal reports whether both slices have the same offset, sizes and strides.

@@ -203,3 +203,30 @@ func TestEachRanksMatchesAppendRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestEachRanksChunksAsAppendRanks: walking in chunks of every size from 1
+// gives the ranks AppendRanks lists, in order, for slices of 0 to 3 dims
+// with negative and zero strides.
+func TestEachRanksChunksAsAppendRanks(t *testing.T) {
+	for _, s := range []Slice{
+		{Offset: 4},
+		{Offset: 0, Sizes: []int64{5}, Strides: []int64{1}},
+		{Offset: 9, Sizes: []int64{3, 2}, Strides: []int64{-3, 1}},
+		{Offset: 1, Sizes: []int64{2, 3, 2}, Strides: []int64{12, 4, 0}},
+		{Offset: 1, Sizes: []int64{2, 0}, Strides: []int64{1, 1}},
+	} {
+		want := s.AppendRanks(nil)
+		for c := 1; c <= len(want)+1; c++ {
+			var got []int64
+			s.EachRanks(make([]int64, 0, c), func(rs []int64) {
+				if len(rs) > c || len(rs) == 0 {
+					t.Fatalf("%+v: a chunk of %d with cap %d", s, len(rs), c)
+				}
+				got = append(got, rs...)
+			})
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%+v chunks of %d: %v, want %v", s, c, got, want)
+			}
+		}
+	}
+}
