@@ -3,7 +3,6 @@ package costs
 import (
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/fastsim/fastsim/gen"
@@ -155,28 +154,9 @@ func (m *Model) callDefault(c *gen.CallFunction, name string) int64 {
 // it, 0 when there are no inputs (the key is then the name alone).
 func AppendKey(dst []byte, name string, leaves []jsonl.Tensor) ([]byte, int) {
 	dst = append(dst, name...)
-	n := 0
-	for i := range leaves {
-		if seenBefore(leaves, i) {
-			continue
-		}
-		if n == 0 {
-			dst = append(dst, ':')
-		} else {
-			dst = append(dst, 'x')
-		}
-		n++
-		dst = append(dst, '(')
-		for d, v := range leaves[i].Shape {
-			if d > 0 {
-				dst = append(dst, 'x')
-			}
-			dst = strconv.AppendInt(dst, v, 10)
-		}
-		dst = append(dst, ')')
-	}
+	dst, n := jsonl.AppendShapes(append(dst, ':'), leaves)
 	if n == 0 {
-		return dst, 0
+		return dst[:len(dst)-1], 0
 	}
 	dst = append(dst, ':')
 	at := len(dst)

@@ -3,6 +3,7 @@ package jsonl
 import (
 	"cmp"
 	"slices"
+	"strconv"
 )
 
 // Tensor is a fully-resolved tensor reference: later mentions that give only
@@ -369,4 +370,33 @@ func (s *Slice) Repeated(scratch []int64) (rank int64, found bool, buf []int64) 
 		}
 	}
 	return 0, false, scratch
+}
+
+// AppendShapes appends the shapes of the distinct tensors of ts (by id,
+// first occurrence first) as "(3x4)x(4x5)", the form timing tables key
+// calls by, and returns how many it wrote.
+func AppendShapes(dst []byte, ts []Tensor) ([]byte, int) {
+	n := 0
+	for i := range ts {
+		seen := false
+		for j := 0; j < i && !seen; j++ {
+			seen = ts[j].ID == ts[i].ID
+		}
+		if seen {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, 'x')
+		}
+		n++
+		dst = append(dst, '(')
+		for d, v := range ts[i].Shape {
+			if d > 0 {
+				dst = append(dst, 'x')
+			}
+			dst = strconv.AppendInt(dst, v, 10)
+		}
+		dst = append(dst, ')')
+	}
+	return dst, n
 }

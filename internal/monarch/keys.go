@@ -40,36 +40,10 @@ const unknownDtype = "unknown"
 // first) as "(3x4)x(4x5)" and returns the dtype of the first, and how many
 // it wrote.
 func appendShapes(dst []byte, ts []jsonl.Tensor) ([]byte, string, int) {
-	n := 0
-	dtype := ""
-	for i := range ts {
-		seen := false
-		for j := 0; j < i; j++ {
-			if ts[j].ID == ts[i].ID {
-				seen = true
-				break
-			}
-		}
-		if seen {
-			continue
-		}
-		if n == 0 {
-			dtype = ts[i].Dtype
-		} else {
-			dst = append(dst, 'x')
-		}
-		n++
-		dst = append(dst, '(')
-		for d, v := range ts[i].Shape {
-			if d > 0 {
-				dst = append(dst, 'x')
-			}
-			dst = strconv.AppendInt(dst, v, 10)
-		}
-		dst = append(dst, ')')
-	}
-	if dtype == "" {
-		dtype = unknownDtype
+	dst, n := jsonl.AppendShapes(dst, ts)
+	dtype := unknownDtype
+	if n > 0 && ts[0].Dtype != "" {
+		dtype = ts[0].Dtype
 	}
 	return dst, dtype, n
 }
