@@ -22,7 +22,7 @@ var records = []string{
 
 // Feed a simulation record by record and read the step report.
 func Example() {
-	sim, err := fastsim.New(fastsim.Options{WorldSize: 2})
+	sim, err := fastsim.New(fastsim.Header{WorldSize: 2}, fastsim.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func ExampleParseCosts() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sim, err := fastsim.New(fastsim.Options{WorldSize: 2, Costs: model})
+	sim, err := fastsim.New(fastsim.Header{WorldSize: 2}, fastsim.Options{Costs: model})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func ExampleLoadHardware() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sim, err := fastsim.New(fastsim.Options{WorldSize: 1, Hardware: h100, Controller: fastsim.ControllerNone})
+	sim, err := fastsim.New(fastsim.Header{WorldSize: 1}, fastsim.Options{Hardware: h100, Controller: fastsim.ControllerNone})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
@@ -24,7 +23,6 @@ import (
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
-	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -32,7 +30,7 @@ import (
 // reader and the engine, naming the line ("sim:3: ...").
 var (
 	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
-	ErrNoTrace = errors.New("fastsim: the simulator was not asked to keep the trace (Options.KeepTrace)")
+	ErrNoTrace = replay.ErrNoTrace
 	// ErrFinished is returned by Feed on a Sim made by Replay.
 	ErrFinished = errors.New("fastsim: a replayed simulation takes no more records")
 	// ErrUnknownType is returned in strict mode for a message type the
@@ -40,103 +38,63 @@ var (
 	ErrUnknownType = replay.ErrUnknownType
 )
 
+// Options configure a simulation: the trace mode, the controller, grouped
+// workers, parallel jobs, strictness, whether to keep the trace, and the
+// cost model (Costs, Hardware). It is the simulator's one options type,
+// the one the CLI fills in from its flags; the fields about files
+// (TracePath, TraceSteps, PartialTrace, Inspect) apply to Replay.
+type Options = replay.Options
+
+// Header describes the history simulated: WorldSize ranks, GPUsPerHost
+// of them to a host (0: all of them), format Version (0: the current
+// one, 1).
+type Header = history.Header
+
 // TraceMode says which parts of the timeline are simulated and traced.
-type TraceMode uint8
+type TraceMode = sched.Mode
 
 // Trace modes.
 const (
-	TraceEverything     TraceMode = iota // controller and streams (the default)
-	TraceStreamOnly                      // streams; the controller clock stays 0
-	TraceControllerOnly                  // the controller alone
+	TraceEverything     = sched.Everything     // controller and streams (the default)
+	TraceStreamOnly     = sched.StreamOnly     // streams; the controller clock stays 0
+	TraceControllerOnly = sched.ControllerOnly // the controller alone
 )
 
-// Options configure a Sim.
-type Options struct {
-	// WorldSize is the number of ranks (New only; Replay reads it from the
-	// history's header).
-	WorldSize int64
-	// GPUsPerHost says which ranks share a host, for the cost model
-	// (New only; 0: all of them).
-	GPUsPerHost int64
-	// Grouped simulates ranks that receive exactly the same commands once;
-	// results are the same, and very large worlds become affordable.
-	Grouped bool
-	// Mode is the trace mode.
-	Mode TraceMode
-	// KeepTrace keeps every event so WriteTrace can write the timeline.
-	KeepTrace bool
-	// Costs prices commands; nil: the reference's fixed runtimes.
-	Costs *Costs
-	// Jobs bounds the goroutines running groups after a command (<= 1:
-	// serial). Results do not depend on it.
-	Jobs int
-	// Strict makes unknown message types errors instead of warnings.
-	Strict bool
-	// Hardware prices commands on that hardware: a roofline per ATen op
-	// and collectives from the ranks' placement on hosts. Entries of
-	// Costs' runtime table and its "comm" section still win. nil: no
-	// hardware model.
-	Hardware *Hardware
-	// Controller says what the controller's sending of commands costs.
-	Controller Controller
-}
-
 // Controller says what the controller's part of a command costs.
-type Controller uint8
+type Controller = sched.Controller
 
 // Controllers.
 const (
 	// ControllerMonarch: a task starts no earlier than its command's ts,
 	// as recorded by a Monarch controller (the default).
-	ControllerMonarch Controller = iota
+	ControllerMonarch = sched.ControllerMonarch
 	// ControllerNone: the controller costs nothing and its clock stays 0
 	// (an SPMD program).
-	ControllerNone
+	ControllerNone = sched.ControllerNone
 )
 
 // Hardware is a hardware spec: GPU peaks and bandwidths, hosts and
 // network (see `fastsim hardware`). It is immutable and may be shared by
 // many Sims.
-type Hardware struct{ s *hardware.Spec }
+type Hardware = hardware.Spec
 
 // LoadHardware returns a built-in preset by name (HardwarePresets) or
 // reads a spec file.
-func LoadHardware(nameOrPath string) (*Hardware, error) {
-	s, err := hardware.Load(nameOrPath)
-	if err != nil {
-		return nil, err
-	}
-	return &Hardware{s: s}, nil
-}
+func LoadHardware(nameOrPath string) (*Hardware, error) { return hardware.Load(nameOrPath) }
 
 // ParseHardware reads a spec from its JSON document.
-func ParseHardware(data []byte) (*Hardware, error) {
-	s, err := hardware.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	return &Hardware{s: s}, nil
-}
+func ParseHardware(data []byte) (*Hardware, error) { return hardware.Parse(data) }
 
 // HardwarePresets lists the built-in hardware specs' names.
 func HardwarePresets() []string { return hardware.Presets() }
 
-// Name is the spec's name.
-func (h *Hardware) Name() string { return h.s.Name }
-
 // Costs is a cost model (see internal/costs for the JSON schema, and
 // examples/costs.json). It is immutable and may be shared by many Sims.
-type Costs struct{ m *costs.Model }
+type Costs = costs.Model
 
 // ParseCosts builds a cost model from its JSON document; {} is the
 // reference's fixed runtimes.
-func ParseCosts(data []byte) (*Costs, error) {
-	m, err := costs.Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	return &Costs{m: m}, nil
-}
+func ParseCosts(data []byte) (*Costs, error) { return costs.Parse(data) }
 
 // LoadCosts reads a cost model from a JSON file.
 func LoadCosts(path string) (*Costs, error) {
@@ -174,27 +132,16 @@ func (r Report) ExecSeconds() float64 { return float64(r.ExecNs) / 1000 / 1e6 }
 // PeakMB is the peak memory in MB (bytes / 1e6).
 func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 
-// Sim is one simulation. It is not safe for concurrent use.
+// Sim is one simulation, fed with JSON lines: a thin layer over the
+// simulator's one simulation type (the CLI's), which a history reader
+// feeds with the lines given. It is not safe for concurrent use.
 type Sim struct {
-	opt      Options
-	eng      *sched.Engine
+	sim      *replay.Sim
 	r        *history.Reader
 	src      lineSource
-	pending  []byte
-	rec      history.Record
+	pending  []byte // the lines being fed
 	steps    []Report
 	finished bool
-	hw       *costs.Model // the hardware model, when Options.Hardware is set
-}
-
-// UnknownOps returns how many calls had an op the hardware model's op
-// table does not know (priced as memory-bound on their tensors), and
-// those ops' names; zero without Options.Hardware.
-func (s *Sim) UnknownOps() (int64, []string) {
-	if s.hw == nil {
-		return 0, nil
-	}
-	return s.hw.Roofline().Unknown()
 }
 
 // lineSource hands the history reader the lines given to Feed.
@@ -209,94 +156,58 @@ func (l *lineSource) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// New opens a simulation of opt.WorldSize ranks, to be fed with Feed.
-func New(opt Options) (*Sim, error) {
-	hdr := []byte(`{"fastsim":"history","version":1,"world_size":`)
-	hdr = strconv.AppendInt(hdr, opt.WorldSize, 10)
-	if opt.GPUsPerHost > 0 {
-		hdr = append(hdr, `,"gpus_per_host":`...)
-		hdr = strconv.AppendInt(hdr, opt.GPUsPerHost, 10)
-	}
-	hdr = append(hdr, "}\n"...)
-	s := &Sim{opt: opt}
-	s.src.buf = hdr
-	r, err := history.NewReader(&s.src, "sim")
+// New opens a simulation of the history h describes, to be fed with Feed.
+func New(h Header, opt Options) (*Sim, error) {
+	s := &Sim{}
+	r, err := history.NewBodyReader(&s.src, "sim", h)
 	if err != nil {
 		return nil, err
 	}
 	s.r = r
-	if err := s.start(); err != nil {
+	if err := s.open("sim", opt); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // Replay simulates the whole history read from src (plain or zstd) and
-// returns the finished simulation; opt.WorldSize and opt.GPUsPerHost are
-// taken from the history's header.
+// returns the finished simulation; the world comes from the history's
+// header. Options.TracePath and Options.Inspect, when set, are honoured
+// at the end as by `fastsim replay`.
 func Replay(src io.Reader, opt Options) (*Sim, error) {
 	r, err := history.NewReader(src, "history")
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	s := &Sim{opt: opt, r: r}
-	if err := s.start(); err != nil {
+	s := &Sim{r: r}
+	if err := s.open("history", opt); err != nil {
 		return nil, err
 	}
-	if err := s.drain(); err != nil {
+	if err := s.sim.Run(r); err != nil {
 		return nil, err
 	}
-	if err := replay.Finish(s.eng, "history"); err != nil {
+	if _, err := s.sim.End(); err != nil {
 		return nil, err
 	}
 	s.finished = true
 	return s, nil
 }
 
-func (s *Sim) start() error {
-	h := s.r.Header()
-	mode := [...]sched.Mode{sched.Everything, sched.StreamOnly, sched.ControllerOnly}
-	if int(s.opt.Mode) >= len(mode) {
-		return fmt.Errorf("%w: trace mode %d", sched.ErrOptions, s.opt.Mode)
-	}
-	var model sched.CostModel
-	if s.opt.Costs != nil {
-		model = s.opt.Costs.m
-	}
-	if s.opt.Hardware != nil {
-		base := costs.Default()
-		if s.opt.Costs != nil {
-			base = s.opt.Costs.m
-		}
-		m, err := base.WithHardware(s.opt.Hardware.s)
-		if err != nil {
-			return err
-		}
-		s.hw = m
-		model = m
-	}
-	ctl := [...]sched.Controller{sched.ControllerMonarch, sched.ControllerNone}
-	if int(s.opt.Controller) >= len(ctl) {
-		return fmt.Errorf("%w: controller %d", sched.ErrOptions, s.opt.Controller)
-	}
-	eng, err := sched.New(sched.Options{
-		Controller:  ctl[s.opt.Controller],
-		WorldSize:   h.WorldSize,
-		Mode:        mode[s.opt.Mode],
-		Model:       model,
-		GPUsPerHost: h.GPUsPerHost,
-		KeepEvents:  s.opt.KeepTrace,
-		Grouped:     s.opt.Grouped,
-		Jobs:        s.opt.Jobs,
-	})
+func (s *Sim) open(name string, opt Options) error {
+	sim, err := replay.New(s.r.Header(), name, opt)
 	if err != nil {
 		return err
 	}
-	s.eng = eng
-	s.r.Registry().DeferFree(true) // replay.Apply releases deleted rows
+	sim.OnStep(func(r sched.Report) { s.steps = append(s.steps, s.report(r)) })
+	s.sim = sim
 	return nil
 }
+
+// UnknownOps returns how many calls had an op the hardware model's op
+// table does not know (priced as memory-bound on their tensors), and
+// those ops' names; zero without Options.Hardware.
+func (s *Sim) UnknownOps() (int64, []string) { return s.sim.UnknownOps() }
 
 // Feed applies one or more records: JSON lines, each a command
 // ({"ts":...,"ranks":[...],"msg":{...}}) or a step line ({"step":N}, which
@@ -311,49 +222,22 @@ func (s *Sim) Feed(lines []byte) error {
 		s.pending = append(s.pending, '\n')
 	}
 	s.src.buf = s.pending
-	return s.drain()
-}
-
-// drain applies records until the reader's input runs out.
-func (s *Sim) drain() error {
-	for {
-		err := s.r.Next(&s.rec)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		rec := &s.rec
-		if rec.IsStep {
-			// A deadlock is certain once a command's tasks stay queued; a
-			// step reports it, as the end of a history does.
-			if err := replay.Finish(s.eng, "sim"); err != nil {
-				return err
-			}
-			s.Step()
-			continue
-		}
-		if err := replay.Apply(s.eng, s.r, rec, s.opt.Strict, "sim"); err != nil {
-			return err
-		}
-	}
+	return s.sim.Run(s.r)
 }
 
 // Step closes an iteration, as a {"step":N} line does: it records and
 // returns the report so far.
 func (s *Sim) Step() Report {
-	r := s.report(s.eng.Step())
-	s.steps = append(s.steps, r)
-	return r
+	s.sim.Step()
+	return s.steps[len(s.steps)-1]
 }
 
 // Report returns the report so far without closing a step.
-func (s *Sim) Report() Report { return s.report(s.eng.Report()) }
+func (s *Sim) Report() Report { return s.report(s.sim.Report()) }
 
 func (s *Sim) report(r sched.Report) Report {
 	out := Report{ExecNs: r.ExecNs, PeakBytes: r.PeakBytes, PeakDevice: r.PeakDevice}
-	s.eng.DevicePeaks(func(low, ranks, peak int64) {
+	s.sim.Engine().DevicePeaks(func(low, ranks, peak int64) {
 		out.Devices = append(out.Devices, DevicePeak{LowestRank: low, Ranks: ranks, PeakBytes: peak})
 	})
 	return out
@@ -363,38 +247,27 @@ func (s *Sim) report(r sched.Report) Report {
 func (s *Sim) Steps() []Report { return s.steps }
 
 // Commands is the number of commands applied, sub-commands included.
-func (s *Sim) Commands() int64 { return s.eng.Commands() }
+func (s *Sim) Commands() int64 { return s.sim.Engine().Commands() }
 
 // WorldSize is the number of ranks simulated.
-func (s *Sim) WorldSize() int64 { return s.r.Header().WorldSize }
+func (s *Sim) WorldSize() int64 { return s.sim.Header().WorldSize }
+
+// Header is the header of the history simulated.
+func (s *Sim) Header() Header { return s.sim.Header() }
 
 // Close releases the goroutines a Sim with Jobs > 1 keeps between
 // commands (they also leave by themselves shortly after the last command).
 // The Sim's reports stay readable.
-func (s *Sim) Close() {
-	if s.eng != nil {
-		s.eng.Close()
-	}
-}
+func (s *Sim) Close() { s.sim.Close() }
 
 // Finish declares the history complete: every task queued so far must
 // have run, else the error names the first task that never can (a
 // deadlock in the program, such as two sends that wait for each other).
-func (s *Sim) Finish() error { return replay.Finish(s.eng, "sim") }
+func (s *Sim) Finish() error { return s.sim.Finish() }
 
 // WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
 // in ui.perfetto.dev). It needs Options.KeepTrace.
-func (s *Sim) WriteTrace(w io.Writer) error {
-	if !s.opt.KeepTrace {
-		return ErrNoTrace
-	}
-	tw := trace.NewWriter(w)
-	if err := s.eng.WriteTrace(tw); err != nil {
-		tw.Close()
-		return err
-	}
-	return tw.Close()
-}
+func (s *Sim) WriteTrace(w io.Writer) error { return s.sim.WriteTrace(w) }
 
 // Model describes a decoder-only transformer: layers, hidden size, heads
 // and KV heads, FFN width, vocabulary, sequence length, gated MLP, biases,

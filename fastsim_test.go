@@ -12,12 +12,12 @@ import (
 )
 
 // feedAll feeds hist line by line (header excluded) into a new Sim.
-func feedAll(t *testing.T, hist []byte, opt Options) *Sim {
+func feedAll(t *testing.T, hist []byte, h Header, opt Options) *Sim {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(hist))
 	sc.Buffer(nil, 1<<26)
-	sc.Scan() // the header: New builds its own from opt
-	s, err := New(opt)
+	sc.Scan() // the header: New takes it as a value
+	s, err := New(h, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestFeedEqualsReplay(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			fed := feedAll(t, hist, Options{WorldSize: whole.WorldSize(), GPUsPerHost: whole.r.Header().GPUsPerHost, Grouped: grouped, KeepTrace: true})
+			fed := feedAll(t, hist, whole.Header(), Options{Grouped: grouped, KeepTrace: true})
 			if !reflect.DeepEqual(fed.Steps(), whole.Steps()) || !reflect.DeepEqual(fed.Report(), whole.Report()) {
 				t.Errorf("%s grouped=%v: fed %+v, replayed %+v", name, grouped, fed.Report(), whole.Report())
 			}
@@ -118,7 +118,7 @@ func TestDevicePeaks(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	s, err := New(Options{WorldSize: 2})
+	s, err := New(Header{WorldSize: 2}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func TestErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sim:2") {
 		t.Errorf("bad rank: %v, want an error naming sim:2", err)
 	}
-	if _, err := New(Options{WorldSize: 0}); err == nil {
+	if _, err := New(Header{WorldSize: 0}, Options{}); err == nil {
 		t.Error("world 0 accepted")
 	}
-	strict, _ := New(Options{WorldSize: 1, Strict: true})
+	strict, _ := New(Header{WorldSize: 1}, Options{Strict: true})
 	if err := strict.Feed([]byte(`{"ts":1,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"Martian"}}`)); !errors.Is(err, ErrUnknownType) {
 		t.Errorf("strict unknown type: %v", err)
 	}

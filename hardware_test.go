@@ -84,11 +84,11 @@ func TestHardwareReplayOfABlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opt := range []fastsim.Options{
-		{WorldSize: 1, Hardware: h100},
-		{WorldSize: 1, Hardware: h100, Controller: fastsim.ControllerNone},
-		{WorldSize: 1, Hardware: h100, Grouped: true},
+		{Hardware: h100},
+		{Hardware: h100, Controller: fastsim.ControllerNone},
+		{Hardware: h100, Grouped: true},
 	} {
-		sim, err := fastsim.New(opt)
+		sim, err := fastsim.New(fastsim.Header{WorldSize: 1}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,47 +88,22 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// catalogue replays the history at path, recording each command kind.
+// catalogue replays the history at path ("-": standard input), recording
+// each command kind as the replay reaches it.
 func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped bool) (*monarch.Catalogue, error) {
-	var r *history.Reader
+	b := monarch.NewBuilder(model)
+	var rc monarch.RankCounter
+	opt := replay.Options{Model: b.Model(), Grouped: grouped, Controller: ctl,
+		EachCommand: func(rec *history.Record) { b.Record(&rec.Msg, rc.Count(rec.Ranks)) }}
 	var err error
-	name := path
 	if path == "-" {
-		name = "stdin"
-		r, err = history.NewReader(os.Stdin, name)
+		_, err = replay.Reader(os.Stdin, "stdin", opt)
 	} else {
-		r, err = history.Open(path)
+		_, err = replay.File(path, opt)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	h := r.Header()
-	b := monarch.NewBuilder(model)
-	eng, err := sched.New(sched.Options{WorldSize: h.WorldSize, GPUsPerHost: h.GPUsPerHost, Model: b.Model(), Grouped: grouped, Controller: ctl})
-	if err != nil {
-		return nil, &history.Error{File: name, Line: 1, Err: err}
-	}
-	defer eng.Close()
-	var rc monarch.RankCounter
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if rec.IsStep {
-			continue
-		}
-		b.Record(&rec.Msg, rc.Count(rec.Ranks))
-		if err := replay.Apply(eng, r, &rec, false, name); err != nil {
-			return nil, err
-		}
-	}
-	eng.Report() // finish the fixpoint so every deadlock is reported
 	return b.Catalogue(), nil
 }
 

@@ -172,7 +172,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	var notes bytes.Buffer // lines about the extra outputs, printed after the report
 	f.extra.costs, f.extra.history = f.costs, path
 	if f.extra.wanted() {
-		opt.KeepEvents = true
+		opt.KeepTrace = true
 		opt.Inspect = f.extra.inspect(&notes)
 	}
 	if f.cpuprofile != "" {

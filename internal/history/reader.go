@@ -153,6 +153,34 @@ func NewReader(src io.Reader, name string) (*Reader, error) {
 	return r, nil
 }
 
+// NewBodyReader reads the records that follow a header, given as a value:
+// src holds JSON lines (plain) from line 2 on, as a program feeding a
+// simulation record by record writes them. h is checked as a header line
+// would be; a zero Version is version 1 and a zero GPUsPerHost is
+// WorldSize. Errors count the header as line 1.
+func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
+	r := &Reader{reg: jsonl.NewRegistry(), name: name}
+	if h.Version == 0 {
+		h.Version = 1
+	}
+	if h.GPUsPerHost == 0 {
+		h.GPUsPerHost = h.WorldSize
+	}
+	switch {
+	case h.Version != 1:
+		return nil, r.fail(1, wrap(ErrVersion, "unsupported version %d (this reader knows version 1)", h.Version))
+	case h.WorldSize < 1 || h.WorldSize > jsonl.MaxWorldSize:
+		return nil, r.fail(1, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, jsonl.MaxWorldSize))
+	case h.GPUsPerHost < 1:
+		return nil, r.fail(1, wrap(ErrHeader, `bad header: "gpus_per_host" is %d, want at least 1`, h.GPUsPerHost))
+	}
+	r.in = counter{r: src}
+	r.raw = bufio.NewReaderSize(&r.in, readBufBytes)
+	r.lines = r.raw
+	r.hdr, r.line = h, 1
+	return r, nil
+}
+
 // Reset makes r read a new history from src, keeping its buffers, and reads
 // the header. Tensors of the previous history must not be used after it.
 func (r *Reader) Reset(src io.Reader, name string) error {

@@ -27,7 +27,7 @@ func TestStats(t *testing.T) {
 	var buf bytes.Buffer
 	var st Stats
 	_, err := replay.Reader(strings.NewReader(hist), "h", replay.Options{
-		KeepEvents: true,
+		KeepTrace: true,
 		Inspect: func(eng *sched.Engine, res *replay.Result) error {
 			var err error
 			st, err = Write(&buf, eng, 0, res.Header.GPUsPerHost)

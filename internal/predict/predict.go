@@ -120,7 +120,7 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*rep
 	if err != nil {
 		return nil, err
 	}
-	res, err := replay.Typed(h, "layout", func(s *replay.TypedSink) error { return workload.Emit(j, s) },
+	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error { return workload.Emit(j, s) },
 		replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
 	if err == nil && res.Partial {
 		err = ctx.Err()

@@ -3,7 +3,6 @@ package replay
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -32,31 +31,19 @@ func bigReplayOutcome(t *testing.T, hist []byte, grouped bool) bigOutcome {
 	}
 	defer r.Close()
 	world := r.Header().WorldSize
-	eng, err := sched.New(sched.Options{WorldSize: world, GPUsPerHost: r.Header().GPUsPerHost, Grouped: grouped})
+	sim, err := New(r.Header(), "big.hist", Options{Grouped: grouped})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	defer sim.Close()
 	var o bigOutcome
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err == nil && rec.IsStep {
-			o.steps = append(o.steps, eng.Step())
-			continue
-		}
-		if err == nil {
-			err = Apply(eng, r, &rec, false, "big.hist")
-		}
-		if err != nil {
-			o.err = err.Error()
-			return o
-		}
+	if err := sim.Run(r); err != nil {
+		o.err = err.Error()
+		return o
 	}
-	o.final = eng.Report()
+	o.steps = sim.Result().Steps
+	o.final = sim.Report()
+	eng := sim.Engine()
 	byDevice := map[int64]int64{}
 	eng.DevicePeaks(func(low, _, peak int64) { byDevice[low] = peak })
 	o.peaks = make([]int64, world)

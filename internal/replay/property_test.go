@@ -3,7 +3,6 @@ package replay
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,32 +151,21 @@ func TestRegistryStaysSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := sched.New(sched.Options{WorldSize: r.Header().WorldSize, Grouped: grouped})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec history.Record
 		maxID := int64(0)
-		for {
-			err := r.Next(&rec)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rec.IsStep {
-				continue
-			}
+		sim, err := New(r.Header(), "train.hist", Options{Grouped: grouped, EachCommand: func(rec *history.Record) {
 			for _, ts := range [][]jsonl.Tensor{rec.Msg.CallFunction.Result.Leaves, rec.Msg.CallFunction.Args.Leaves} {
 				for _, x := range ts {
 					maxID = max(maxID, x.ID)
 				}
 			}
-			if err := Apply(eng, r, &rec, false, "train.hist"); err != nil {
-				t.Fatal(err)
-			}
+		}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := sim.Run(r); err != nil {
+			t.Fatal(err)
+		}
+		sim.Close()
 		// Synth numbers tensors 1, 2, 3, ...: maxID is how many it named.
 		if n := int64(r.Registry().Len()); n*10 > maxID {
 			t.Errorf("grouped %v: the registry has %d rows for %d tensors named: it does not forget", grouped, n, maxID)

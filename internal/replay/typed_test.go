@@ -34,7 +34,7 @@ func TestTypedEqualsJSON(t *testing.T) {
 			if err != nil {
 				t.Fatalf("job %d: %v", i, err)
 			}
-			typed, err := Typed(h, "job", func(s *TypedSink) error { return workload.Emit(j, s) }, opt)
+			typed, err := Typed(h, "job", func(s *Sim) error { return workload.Emit(j, s) }, opt)
 			if err != nil {
 				t.Fatalf("job %d: %v", i, err)
 			}

@@ -376,7 +376,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl
 		if err != nil {
 			return Result{}, err
 		}
-		res, err := replay.Typed(h, "layout", func(sink *replay.TypedSink) error { return workload.Emit(j, sink) }, opt)
+		res, err := replay.Typed(h, "layout", func(sink *replay.Sim) error { return workload.Emit(j, sink) }, opt)
 		if err == nil && res.Partial {
 			err = ctx.Err()
 		}

@@ -1,0 +1,426 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/memlimit"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/trace"
+)
+
+// Options configure a simulation. They are declared once, here: the CLI,
+// the layout search, the prediction and the public API (fastsim.Options
+// is this type) all fill them in. The zero value replays as the
+// reference does: every part of the timeline, the reference's fixed
+// runtimes, Monarch's controller, ungrouped, serial.
+type Options struct {
+	// Mode says which parts of the timeline are simulated and traced.
+	Mode sched.Mode
+	// Controller says what the controller's sending of commands costs.
+	Controller sched.Controller
+	// Grouped simulates ranks that receive exactly the same commands once,
+	// as a group; results are the same, and very large worlds become
+	// affordable.
+	Grouped bool
+	// Jobs bounds the goroutines running groups after a command (<= 1:
+	// serial). Results do not depend on it.
+	Jobs int
+	// Strict makes unknown message types errors instead of warnings.
+	Strict bool
+	// KeepTrace keeps every event, so that the timeline can be written
+	// (WriteTrace) or inspected (Inspect); TracePath implies it.
+	KeepTrace bool
+
+	// Costs prices commands; nil: the reference's fixed runtimes.
+	Costs *costs.Model
+	// Hardware prices commands on that hardware: a roofline per ATen op
+	// and collectives from the ranks' placement on hosts, with Costs (or
+	// the fixed runtimes) as the base whose runtime table and "comm"
+	// section still win. nil: no hardware model.
+	Hardware *hardware.Spec
+	// Model, when set, prices commands instead of Costs and Hardware (a
+	// Monarch timing file, a cost model the caller built).
+	Model sched.CostModel
+
+	// MaxWorld refuses histories of more ranks (0: the engine's limit), so
+	// an embedding program or a fuzzer bounds what an input can ask for.
+	MaxWorld int64
+	// Memory, when set, is the memory budget: a world whose ranks cannot
+	// fit is refused before the replay starts, and a replay whose memory
+	// passes the budget ends with a *LimitError.
+	Memory *memlimit.Watcher
+	// Stop, when closed, ends the simulation early, even inside one
+	// record: the result covers the commands replayed so far and is
+	// marked Partial.
+	Stop <-chan struct{}
+	// Progress, when set, is called about once a second with the records
+	// fed so far.
+	Progress func(records int64)
+	// Header, when set, is called with the history's header before the
+	// first record is replayed.
+	Header func(history.Header)
+	// EachCommand, when set, is called with every command record before it
+	// is applied (a catalogue of the commands, say).
+	EachCommand func(rec *history.Record)
+
+	// The end of a whole replay (File, Reader, Typed, Sim.End):
+
+	// TracePath is where End writes the trace; empty: no trace.
+	TracePath string
+	// TraceSteps, when set, limits that trace to the commands of steps
+	// First to Last (see StepRange).
+	TraceSteps *StepRange
+	// PartialTrace writes the trace of a stopped replay too (by default a
+	// stopped replay writes none).
+	PartialTrace bool
+	// Inspect, when set, is called by End with the engine once the history
+	// is replayed (not after a stop, unless PartialTrace), before the trace
+	// is written: outputs other than the trace read the kept timeline
+	// there.
+	Inspect func(eng *sched.Engine, res *Result) error
+}
+
+// ErrStopped is returned by Feed once the simulation has stopped: a stop
+// request or the memory budget ended it (Result().Partial), or an earlier
+// record failed. A producer should stop.
+var ErrStopped = errors.New("the replay stopped at an earlier record")
+
+// Sim is one simulation: the engine, the history's header and what the
+// replay has found so far. Records go in one at a time with Feed, as a
+// reader decodes them (Run) or as a program produces them (a workload
+// writing to the Sim as to a history writer); step records close steps;
+// End finishes a whole replay and writes its outputs. It is not safe for
+// concurrent use.
+type Sim struct {
+	opt    Options
+	name   string
+	eng    *sched.Engine
+	hw     *costs.Model // the hardware model, when Options.Hardware is set
+	res    Result
+	atMark []int64 // commands processed at each step mark
+	onStep func(sched.Report)
+	rec    history.Record // Run's record, reused
+
+	stop    atomic.Bool
+	done    chan struct{} // closes the stop watcher
+	line    int64         // the position of the last typed record
+	tensors int           // typed records: the tensor index bound
+	err     error         // sticky: the first failure
+	began   time.Time
+	tick    time.Time
+}
+
+// New opens a simulation of the history whose header is h; name labels
+// errors ("name:LINE: ...").
+func New(h history.Header, name string, opt Options) (*Sim, error) {
+	if opt.MaxWorld > 0 && h.WorldSize > opt.MaxWorld {
+		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: world size %d is over the limit of %d", sched.ErrOptions, h.WorldSize, opt.MaxWorld)}
+	}
+	if lim := opt.Memory.Limit(); lim > 0 && !opt.Grouped && h.WorldSize > lim/sched.RankBytes {
+		return nil, &LimitError{File: name, Line: 1, Msg: fmt.Sprintf("%d ranks need at least %s of simulation state (%d bytes each), more than --max-memory %s; %s",
+			h.WorldSize, memlimit.Format(h.WorldSize*sched.RankBytes), sched.RankBytes, memlimit.Format(lim), limitHint(false))}
+	}
+	switch {
+	case opt.Mode > sched.ControllerOnly:
+		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: trace mode %d", sched.ErrOptions, opt.Mode)}
+	case opt.Controller > sched.ControllerNone:
+		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: controller %d", sched.ErrOptions, opt.Controller)}
+	}
+	s := &Sim{opt: opt, name: name, began: time.Now(), line: 1}
+	s.tick = s.began
+	model := opt.Model
+	if model == nil && opt.Costs != nil {
+		model = opt.Costs
+	}
+	if opt.Model == nil && opt.Hardware != nil {
+		base := opt.Costs
+		if base == nil {
+			base = costs.Default()
+		}
+		m, err := base.WithHardware(opt.Hardware)
+		if err != nil {
+			return nil, err
+		}
+		s.hw, model = m, m
+	}
+	eng, err := sched.New(sched.Options{
+		Interrupt:   s.interrupted,
+		WorldSize:   h.WorldSize,
+		Mode:        opt.Mode,
+		Model:       model,
+		GPUsPerHost: h.GPUsPerHost,
+		KeepEvents:  opt.KeepTrace || opt.TracePath != "",
+		Grouped:     opt.Grouped,
+		Jobs:        opt.Jobs,
+		Controller:  opt.Controller,
+	})
+	if err != nil {
+		return nil, &history.Error{File: name, Line: 1, Err: err}
+	}
+	s.eng = eng
+	s.res.Header = h
+	// A stop request interrupts the engine even inside one record.
+	if opt.Stop != nil {
+		s.done = make(chan struct{})
+		go func(stop <-chan struct{}, done <-chan struct{}) {
+			select {
+			case <-stop:
+				s.stop.Store(true)
+			case <-done:
+			}
+		}(opt.Stop, s.done)
+	}
+	if opt.Header != nil {
+		opt.Header(h)
+	}
+	return s, nil
+}
+
+// interrupted reports whether a stop was asked for or the memory budget
+// is exceeded.
+func (s *Sim) interrupted() bool { return s.stop.Load() || s.opt.Memory.Over() }
+
+// Feed applies one record. reg is the tensor registry of the reader that
+// decoded rec (its rows index the record's tensors; the reader's registry
+// must keep deleted rows, Registry.DeferFree, as Run sets it), or nil for
+// a record a program produced: its tensors carry their fields in every
+// mention and are indexed by id (Idx = ID, small and dense), as a producer
+// numbering its tensors 1, 2, 3, ... gives them, and its line is its
+// position. A step record checks that every queued task can still run and
+// records a step report. After a failure or a stop Feed returns the same
+// error, or ErrStopped.
+func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
+	if s.err != nil {
+		return s.err
+	}
+	line := rec.Line
+	if reg == nil {
+		s.line++
+		line = s.line
+	}
+	if rec.IsStep {
+		// A task still queued after a command can never run: whatever it
+		// waits for (a collective peer, an event's task) already exists,
+		// and later commands only queue behind. So the check at the end is
+		// exact at a step too, and names the same task.
+		if err := s.Finish(); err != nil {
+			s.err = err
+			return err
+		}
+		s.Step()
+		return nil
+	}
+	s.res.Records++
+	if s.interrupted() {
+		return s.stopped(line)
+	}
+	if s.opt.EachCommand != nil {
+		s.opt.EachCommand(rec)
+	}
+	s.res.Kinds[rec.Msg.Kind]++
+	s.res.LastLine = line
+	if s.opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
+		s.err = &history.Error{File: s.name, Line: line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
+		return s.err
+	}
+	var err error
+	if reg != nil {
+		err = s.apply(rec, reg)
+	} else {
+		rec.Msg.EachTensor(s.bound)
+		err = s.eng.Command(line, rec.Ts, rec.Ranks, &rec.Msg, s.tensors)
+		s.eng.Gone() // nothing to forget: ids are never reused
+	}
+	if err != nil {
+		if errors.Is(err, sched.ErrStopped) {
+			return s.stopped(line) // within the record: it counts as replayed in part
+		}
+		s.err = &history.Error{File: s.name, Line: line, Err: err}
+		return s.err
+	}
+	if s.opt.Progress != nil && s.res.Records&1023 == 0 {
+		if now := time.Now(); now.Sub(s.tick) >= time.Second {
+			s.tick = now
+			s.opt.Progress(s.res.Records)
+		}
+	}
+	return nil
+}
+
+// Write is Feed: it gives a Sim the method of a history.Writer, so a
+// program producing typed records (a workload) writes them to a replay as
+// it would to a file.
+func (s *Sim) Write(rec *history.Record, reg *jsonl.Registry) error { return s.Feed(rec, reg) }
+
+// apply runs a command decoded by a reader, then lets the reader's tensor
+// registry reuse the rows of deleted tensors that no worker holds any
+// more, so the registry holds the tensors alive rather than every tensor
+// the history ever named.
+func (s *Sim) apply(rec *history.Record, reg *jsonl.Registry) error {
+	if err := s.eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, reg.Len()); err != nil {
+		return err
+	}
+	// A deleted tensor's row is reused once no worker holds a row of it:
+	// the engine's per-tensor tables are indexed by registry row.
+	for _, idx := range reg.TakeDeleted() {
+		if s.eng.Unused(idx) {
+			reg.Release(idx)
+		}
+	}
+	for _, idx := range s.eng.Gone() {
+		reg.Release(idx)
+	}
+	return nil
+}
+
+// stopped ends the simulation at line: past the memory budget it is a
+// *LimitError, otherwise the result is Partial.
+func (s *Sim) stopped(line int64) error {
+	if s.opt.Memory.Over() {
+		s.err = &LimitError{File: s.name, Line: line, Msg: fmt.Sprintf("the replay's memory passed --max-memory %s; %s", memlimit.Format(s.opt.Memory.Limit()), limitHint(s.opt.Grouped))}
+		return s.err
+	}
+	s.res.Partial = true
+	s.err = ErrStopped
+	return s.err
+}
+
+// bound raises the tensor index bound the engine sizes its tables by.
+func (s *Sim) bound(t *jsonl.Tensor) { s.tensors = max(s.tensors, int(t.Idx)+1) }
+
+// Run feeds every record r has left, up to its end. A stop ends it early
+// without an error (Result().Partial).
+func (s *Sim) Run(r *history.Reader) error {
+	reg := r.Registry()
+	reg.DeferFree(true) // rows are released by Feed
+	for {
+		err := r.Next(&s.rec)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Feed(&s.rec, reg); err != nil {
+			if err == ErrStopped && s.res.Partial {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// Step closes an iteration, as a step record does (without its check
+// that every queued task can run: Finish): it records and returns the
+// report so far.
+func (s *Sim) Step() sched.Report {
+	r := s.eng.Step()
+	s.res.Steps = append(s.res.Steps, r)
+	s.atMark = append(s.atMark, s.eng.Commands())
+	if s.onStep != nil {
+		s.onStep(r)
+	}
+	return r
+}
+
+// OnStep sets a function called with each step report as it is recorded.
+func (s *Sim) OnStep(fn func(sched.Report)) { s.onStep = fn }
+
+// Finish checks that the history may end here: a task still queued can
+// never run, which is an error at the line of the command that created it
+// (a deadlock in the program, such as two sends that wait for each other).
+func (s *Sim) Finish() error { return Finish(s.eng, s.name) }
+
+// Report returns the report so far without closing a step.
+func (s *Sim) Report() sched.Report { return s.eng.Report() }
+
+// Engine is the simulation's engine, for outputs that read its state.
+func (s *Sim) Engine() *sched.Engine { return s.eng }
+
+// Header is the header of the history simulated.
+func (s *Sim) Header() history.Header { return s.res.Header }
+
+// UnknownOps returns how many calls had an op the hardware model's op
+// table does not know (priced as memory-bound on their tensors), and
+// those ops' names; zero without Options.Hardware.
+func (s *Sim) UnknownOps() (int64, []string) {
+	if s.hw == nil {
+		return 0, nil
+	}
+	return s.hw.Roofline().Unknown()
+}
+
+// Result fills in and returns what the simulation has found so far.
+func (s *Sim) Result() *Result {
+	fillResult(s.eng, &s.res)
+	s.res.Wall = time.Since(s.began)
+	return &s.res
+}
+
+// End finishes a whole replay: unless it was stopped, it checks that
+// every task ran (Finish), then calls Options.Inspect and writes the trace
+// to Options.TracePath (after a stop only with Options.PartialTrace), and
+// returns the result. The Sim stays readable.
+func (s *Sim) End() (*Result, error) {
+	res := &s.res
+	if !res.Partial {
+		if err := s.Finish(); err != nil {
+			return nil, err
+		}
+	}
+	fillResult(s.eng, res)
+	if s.opt.Inspect != nil && (!res.Partial || s.opt.PartialTrace) {
+		if err := s.opt.Inspect(s.eng, res); err != nil {
+			return nil, err
+		}
+	}
+	if s.opt.TracePath != "" && (!res.Partial || s.opt.PartialTrace) {
+		first, last := int64(0), int64(math.MaxInt64)
+		if s.opt.TraceSteps != nil {
+			first, last = s.opt.TraceSteps.commandWindow(s.atMark, res.Commands)
+		}
+		if err := writeTrace(s.eng, s.opt.TracePath, first, last); err != nil {
+			return nil, err
+		}
+	}
+	res.Wall = time.Since(s.began)
+	return res, nil
+}
+
+// ErrNoTrace is returned by WriteTrace when the events were not kept
+// (Options.KeepTrace).
+var ErrNoTrace = errors.New("the simulation was not asked to keep the trace (KeepTrace)")
+
+// WriteTrace writes the whole timeline so far to w as Chrome trace JSON
+// (open it in ui.perfetto.dev). It needs Options.KeepTrace.
+func (s *Sim) WriteTrace(w io.Writer) error {
+	if !s.opt.KeepTrace && s.opt.TracePath == "" {
+		return ErrNoTrace
+	}
+	tw := trace.NewWriter(w)
+	if err := s.eng.WriteTrace(tw); err != nil {
+		tw.Close()
+		return err
+	}
+	return tw.Close()
+}
+
+// Close releases the goroutines a Sim keeps: the stop watcher and, with
+// Jobs > 1, the engine's helpers. Its reports stay readable.
+func (s *Sim) Close() {
+	if s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	s.eng.Close()
+}
