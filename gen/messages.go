@@ -519,6 +519,13 @@ func (l *Msgs) add(m *Msg) {
 	l.extra = append(l.extra, int32(n))
 }
 
+// Add appends m to the list, as a program building a CommandGroup does:
+// its kind's fields and extras are moved in, and m is left holding spare
+// storage to build the next message in.
+func (l *Msgs) Add(m *Msg) {
+	l.add(m)
+}
+
 // scratch returns the Msg that decoding fills before add moves it in.
 func (l *Msgs) scratch() *Msg {
 	if l.tmp == nil {

@@ -20,7 +20,7 @@ func pageOf(t *testing.T, hist string, grouped bool) string {
 	var buf bytes.Buffer
 	_, err := replay.Reader(strings.NewReader(hist), "h", replay.Options{
 		KeepTrace: true,
-		Grouped:    grouped,
+		Grouped:   grouped,
 		Inspect: func(eng *sched.Engine, res *replay.Result) error {
 			return Write(&buf, Input{Title: "small.hist", Costs: "fixed", Res: res, Eng: eng})
 		},

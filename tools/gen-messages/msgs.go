@@ -111,6 +111,11 @@ func renderMsgs(sp *spec, f *jen.File) {
 		g.Add(l().Dot("extra").Op("=").Append(l().Dot("extra"), jen.Int32().Call(jen.Id("n"))))
 	})
 	f.Line()
+	f.Comment("Add appends m to the list, as a program building a CommandGroup does:")
+	f.Comment("its kind's fields and extras are moved in, and m is left holding spare")
+	f.Comment("storage to build the next message in.")
+	f.Func().Params(l().Op("*").Id("Msgs")).Id("Add").Params(jen.Id("m").Op("*").Id("Msg")).Block(l().Dot("add").Call(jen.Id("m")))
+	f.Line()
 	f.Comment("scratch returns the Msg that decoding fills before add moves it in.")
 	f.Func().Params(l().Op("*").Id("Msgs")).Id("scratch").Params().Op("*").Id("Msg").Block(
 		jen.If(l().Dot("tmp").Op("==").Nil()).Block(l().Dot("tmp").Op("=").New(jen.Id("Msg"))),
