@@ -1,4 +1,7 @@
-// Package synth writes synthetic command histories.
+// Package synth writes synthetic command histories. It builds every
+// record as a typed message (gen.Msg) and writes it through history.Writer,
+// the generated JSON writer behind it, as the transformer workload does:
+// no line of JSON is formatted by hand.
 //
 // Random writes random valid histories: every command refers only to
 // tensors and streams that exist on every rank it is sent to, so a replay
@@ -10,14 +13,16 @@
 package synth
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
 )
 
 // MaxRandomWorld is the largest world Random writes for.
@@ -31,27 +36,26 @@ const MaxRandomWorld = 1 << 24
 // rank sets are drawn uniformly over the world.
 const BigWorld = 1 << 16
 
-// slice is a strided block of ranks and the set of its ranks.
+// slice is a strided block of ranks, the set of its ranks and the block
+// as a history writes it.
 type slice struct {
 	offset         int
 	sizes, strides []int
 	set            *roaring.Bitmap
+	js             jsonl.Slice
 }
 
-func (s slice) json() string {
-	return fmt.Sprintf(`{"offset":%d,"sizes":%s,"strides":%s}`, s.offset, ints(s.sizes), ints(s.strides))
-}
-
-func ints(v []int) string {
-	parts := make([]string, len(v))
+func int64s(v []int) []int64 {
+	out := make([]int64, len(v))
 	for i, x := range v {
-		parts[i] = fmt.Sprint(x)
+		out[i] = int64(x)
 	}
-	return "[" + strings.Join(parts, ",") + "]"
+	return out
 }
 
 func newSlice(offset int, sizes, strides []int) slice {
-	s := slice{offset: offset, sizes: sizes, strides: strides}
+	s := slice{offset: offset, sizes: sizes, strides: strides,
+		js: jsonl.Slice{Offset: int64(offset), Sizes: int64s(sizes), Strides: int64s(strides)}}
 	var ranks []uint32
 	var walk func(d, r int)
 	walk = func(d, r int) {
@@ -80,9 +84,10 @@ type tensor struct {
 	lent                bool
 }
 
-type gen struct {
+// rgen writes one random history.
+type rgen struct {
 	r       *rand.Rand
-	w       *bufio.Writer
+	o       *out
 	world   int
 	ts      int
 	next    int // next tensor / storage id
@@ -93,46 +98,54 @@ type gen struct {
 
 // Random writes a random valid history of about n commands for a world of
 // world ranks (2..MaxRandomWorld), deterministic for a seed.
-func Random(out io.Writer, seed uint64, world, n int) error {
+func Random(dst io.Writer, seed uint64, world, n int) error {
 	if world < 2 || world > MaxRandomWorld {
 		return fmt.Errorf("synth: random histories need a world of 2..%d ranks, not %d", MaxRandomWorld, world)
 	}
-	g := &gen{
+	o, err := newOut(dst, history.Header{Version: 1, WorldSize: int64(world), GPUsPerHost: int64(min(world, 8))})
+	if err != nil {
+		return err
+	}
+	g := &rgen{
 		r:       rand.New(rand.NewPCG(seed, 0x5eed)),
-		w:       bufio.NewWriter(out),
+		o:       o,
 		world:   world,
 		next:    1,
 		streams: []string{"", "main", "comm", "aux"},
 	}
-	fmt.Fprintf(g.w, `{"fastsim":"history","version":1,"world_size":%d,"gpus_per_host":%d}`+"\n", world, min(world, 8))
 	all := newSlice(0, []int{world}, []int{1})
-	g.cmd([]slice{all}, `{"type":"CreateDeviceMesh","names":["gpu"]}`)
+	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", []byte(`["gpu"]`))
+	g.cmd(all)
 	for ref := 1; ref < len(g.streams); ref++ {
-		g.cmd([]slice{all}, fmt.Sprintf(`{"type":"CreateStream","result":{"ref":%d,"name":%q},"default":%v}`, ref, g.streams[ref], ref == 1))
+		m := o.msg(gen.MsgCreateStream)
+		m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: int64(ref), Name: g.streams[ref], HasName: true}, Default: ref == 1}
+		g.cmd(all)
 	}
 	step := 0
 	for i := 0; i < n; i++ {
 		g.op()
 		if g.r.IntN(40) == 0 {
-			fmt.Fprintf(g.w, `{"step":%d}`+"\n", step)
+			o.step(int64(step), int64(g.ts))
 			step++
 		}
 	}
-	return g.w.Flush()
+	return o.close()
 }
 
-func (g *gen) cmd(ranks []slice, msg string) {
+// cmd writes the message built in g.o to the ranks of the slices, a random
+// time after the last command.
+func (g *rgen) cmd(ranks ...slice) {
 	g.ts += g.r.IntN(5000)
-	parts := make([]string, len(ranks))
-	for i, s := range ranks {
-		parts[i] = s.json()
+	js := make([]jsonl.Slice, len(ranks))
+	for i := range ranks {
+		js[i] = ranks[i].js
 	}
-	fmt.Fprintf(g.w, `{"ts":%d,"ranks":[%s],"msg":%s}`+"\n", g.ts, strings.Join(parts, ","), msg)
+	g.o.send(int64(g.ts), js...)
 }
 
 // randSlice is a random slice of distinct ranks: 1 or 2 dimensions, strides
 // 1 to 3.
-func (g *gen) randSlice() slice {
+func (g *rgen) randSlice() slice {
 	if g.world >= BigWorld {
 		return g.edgeSlice()
 	}
@@ -161,7 +174,7 @@ func (g *gen) randSlice() slice {
 }
 
 // fresh makes a new tensor on stream s for the ranks of where.
-func (g *gen) fresh(s int, where slice, cpu bool) *tensor {
+func (g *rgen) fresh(s int, where slice, cpu bool) *tensor {
 	sizes := []int{0, 4, 4096, 40000, 1 << 20, 3 << 20}
 	t := &tensor{id: g.next, storage: g.next, nbytes: sizes[g.r.IntN(len(sizes))], stream: s, where: where}
 	if cpu {
@@ -171,19 +184,16 @@ func (g *gen) fresh(s int, where slice, cpu bool) *tensor {
 	return t
 }
 
-func (t *tensor) first() string {
-	dev := "cuda"
-	if t.stream == 0 {
-		dev = "cpu"
-	}
-	return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":%d,"dtype":"float32","shape":[%d],"device":%q}`, t.id, t.storage, t.nbytes, t.nbytes/4, dev)
+// typed is the tensor as a history writes it (in full at its first
+// mention, by id after).
+func (t *tensor) typed() jsonl.Tensor {
+	return jsonl.Tensor{ID: int64(t.id), Idx: idx(int64(t.id)), Storage: int64(t.storage), NBytes: int64(t.nbytes),
+		Dtype: "float32", Shape: []int64{int64(t.nbytes / 4)}, CPU: t.stream == 0}
 }
-
-func ref(t *tensor) string { return fmt.Sprintf(`{"tensor":%d}`, t.id) }
 
 // avail returns tensors usable by a command on stream s for the ranks of
 // where: on that stream (or CPU tensors, when cpu) on every one of them.
-func (g *gen) avail(s int, where slice, cpu bool) []*tensor {
+func (g *rgen) avail(s int, where slice, cpu bool) []*tensor {
 	var out []*tensor
 	for _, t := range g.live {
 		if (t.stream == s || cpu && t.stream == 0) && where.within(t.where) {
@@ -193,7 +203,7 @@ func (g *gen) avail(s int, where slice, cpu bool) []*tensor {
 	return out
 }
 
-func (g *gen) pick(ts []*tensor) *tensor {
+func (g *rgen) pick(ts []*tensor) *tensor {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -202,17 +212,43 @@ func (g *gen) pick(ts []*tensor) *tensor {
 
 var functions = []string{"torch.ops.aten.mm.default", "torch.ops.aten.relu.default", "torch.ops.aten.add.Tensor", "torch.ops.aten.randn.default", "torch.ops.aten.gelu.default"}
 
-func (g *gen) call(s int, where slice, args []*tensor, fn string) (string, *tensor) {
+// call makes m a call of fn on stream s with tensor arguments args, and
+// returns its new result.
+func (g *rgen) call(m *gen.Msg, s int, where slice, args []*tensor, fn string) *tensor {
 	out := g.fresh(s, where, false)
-	parts := make([]string, len(args))
+	ts := make([]jsonl.Tensor, len(args))
 	for i, a := range args {
-		parts[i] = ref(a)
+		ts[i] = a.typed()
 	}
-	return fmt.Sprintf(`{"type":"CallFunction","ident":%d,"function":%q,"args":[%s],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
-		out.id, fn, strings.Join(parts, ","), out.first(), s), out
+	argRaw, argLv := tensorTree(nil, nil, ts, byID)
+	res := out.typed()
+	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{res}, inFull)
+	setKind(m, gen.MsgCallFunction)
+	m.CallFunction = gen.CallFunction{Ident: int64(out.id), Function: fn,
+		Args: jsonl.Tree{Raw: argRaw, Leaves: argLv}, Kwargs: jsonl.Tree{Raw: []byte("{}")},
+		Result: jsonl.Tree{Raw: resRaw, Leaves: resLv}, Stream: jsonl.Stream{Ref: int64(s)}}
+	return out
 }
 
-func (g *gen) op() {
+// callOn makes a call of fn on stream s applied to t and a constant (a
+// view's shape, an in-place add's operand), with result res; mutates, when
+// set, is the tensor it writes.
+func (g *rgen) callOn(fn string, s int, t *tensor, constant string, res *tensor, mutates bool) {
+	arg := t.typed()
+	argRaw := append(appendTensor([]byte{'['}, &arg, false), ',')
+	argRaw = append(append(argRaw, constant...), ']')
+	r := res.typed()
+	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{r}, inFull)
+	m := g.o.msg(gen.MsgCallFunction)
+	m.CallFunction = gen.CallFunction{Function: fn,
+		Args: jsonl.Tree{Raw: argRaw, Leaves: []jsonl.Tensor{arg}}, Kwargs: jsonl.Tree{Raw: []byte("{}")},
+		Result: jsonl.Tree{Raw: resRaw, Leaves: resLv}, Stream: jsonl.Stream{Ref: int64(s)}}
+	if mutates {
+		m.CallFunction.Mutates = []jsonl.Tensor{arg}
+	}
+}
+
+func (g *rgen) op() {
 	s := 1 + g.r.IntN(len(g.streams)-1)
 	where := g.randSlice()
 	switch k := g.r.IntN(100); {
@@ -223,8 +259,8 @@ func (g *gen) op() {
 				args = append(args, t)
 			}
 		}
-		msg, out := g.call(s, where, args, functions[g.r.IntN(len(functions))])
-		g.cmd([]slice{where}, msg)
+		out := g.call(&g.o.rec.Msg, s, where, args, functions[g.r.IntN(len(functions))])
+		g.cmd(where)
 		g.live = append(g.live, out)
 	case k < 37: // a view: no time, same storage
 		t := g.pick(g.avail(s, where, false))
@@ -233,8 +269,8 @@ func (g *gen) op() {
 		}
 		v := &tensor{id: g.next, storage: t.storage, nbytes: t.nbytes, stream: s, where: where}
 		g.next++
-		g.cmd([]slice{where}, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":"torch.ops.aten.view.default","args":[%s,[-1]],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
-			ref(t), v.first(), s))
+		g.callOn("torch.ops.aten.view.default", s, t, "[-1]", v, false)
+		g.cmd(where)
 		g.live = append(g.live, v)
 	case k < 45: // in place: mutates its input, the result shares its storage
 		t := g.pick(g.avail(s, where, false))
@@ -243,8 +279,8 @@ func (g *gen) op() {
 		}
 		out := &tensor{id: g.next, storage: t.storage, nbytes: t.nbytes, stream: s, where: where}
 		g.next++
-		g.cmd([]slice{where}, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":"torch.ops.aten.add_.Tensor","args":[%s,1.0],"kwargs":{},"result":[%s],"mutates":[%s],"stream":{"ref":%d}}`,
-			ref(t), out.first(), ref(t), s))
+		g.callOn("torch.ops.aten.add_.Tensor", s, t, "1.0", out, true)
+		g.cmd(where)
 		g.live = append(g.live, out)
 	case k < 55: // a reduction over the slice
 		t := g.pick(g.avail(s, where, false))
@@ -253,8 +289,10 @@ func (g *gen) op() {
 		}
 		out := g.fresh(s, where, false)
 		red := []string{"sum", "avg", "stack"}[g.r.IntN(3)]
-		g.cmd([]slice{where}, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":%s,"stream":{"ref":%d},"dims":["gpu"],"reduction":%q,"scatter":%v,"inplace":false,"out":null}`,
-			out.first(), ref(t), s, red, g.r.IntN(2) == 0))
+		m := g.o.msg(gen.MsgReduce)
+		m.Reduce = gen.Reduce{Result: out.typed(), LocalTensor: t.typed(), Stream: jsonl.Stream{Ref: int64(s)},
+			Dims: []string{"gpu"}, Reduction: red, Scatter: g.r.IntN(2) == 0}
+		g.cmd(where)
 		g.live = append(g.live, out)
 	case k < 63: // a send between disjoint slices of equal size, or a local copy
 		g.send(s)
@@ -262,24 +300,25 @@ func (g *gen) op() {
 		g.borrowOp(where)
 	case k < 75: // CPU tensors from a pipe
 		t := g.fresh(0, where, true)
-		g.cmd([]slice{where}, fmt.Sprintf(`{"type":"PipeRecv","ident":%d,"result":[%s],"pipe":1,"stream":{"ref":%d}}`, t.id, t.first(), s))
+		raw, lv := tensorTree(nil, nil, []jsonl.Tensor{t.typed()}, inFull)
+		m := g.o.msg(gen.MsgPipeRecv)
+		m.PipeRecv = gen.PipeRecv{Ident: int64(t.id), Result: jsonl.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: jsonl.Stream{Ref: int64(s)}}
+		g.cmd(where)
 		g.live = append(g.live, t)
 	case k < 82: // a command group
 		n := 2 + g.r.IntN(2)
-		var subs []string
-		var outs []*tensor
+		m := g.o.msg(gen.MsgCommandGroup)
+		m.CommandGroup.Commands.Reset()
 		for i := 0; i < n; i++ {
 			var args []*tensor
 			if t := g.pick(g.avail(s, where, true)); t != nil {
 				args = append(args, t)
 			}
-			msg, out := g.call(s, where, args, functions[g.r.IntN(len(functions))])
-			subs = append(subs, msg)
-			outs = append(outs, out)
+			out := g.call(&g.o.sub, s, where, args, functions[g.r.IntN(len(functions))])
+			m.CommandGroup.Commands.Add(&g.o.sub)
 			g.live = append(g.live, out) // later sub-commands may use it
 		}
-		g.cmd([]slice{where}, `{"type":"CommandGroup","commands":[`+strings.Join(subs, ",")+`]}`)
-		_ = outs
+		g.cmd(where)
 	case k < 97: // delete where it was made
 		var cands []*tensor
 		for _, t := range g.live {
@@ -299,18 +338,22 @@ func (g *gen) op() {
 		if len(del) == 0 {
 			return
 		}
-		ids := make([]int, len(del))
-		for i, t := range del {
-			ids[i] = t.id
+		m := g.o.msg(gen.MsgDeleteRefs)
+		m.DeleteRefs.Refs = m.DeleteRefs.Refs[:0]
+		for _, t := range del {
+			m.DeleteRefs.Refs = append(m.DeleteRefs.Refs, int64(t.id))
 			g.drop(t)
 		}
-		g.cmd([]slice{del[0].where}, fmt.Sprintf(`{"type":"DeleteRefs","refs":%s}`, ints(ids)))
+		g.cmd(del[0].where)
 	default: // accepted, not simulated
-		g.cmd([]slice{where}, `{"type":"RequestStatus","ident":1,"controller":false}`)
+		m := g.o.msg(gen.MsgRequestStatus)
+		m.Extra.Add("ident", []byte("1"))
+		m.Extra.Add("controller", []byte("false"))
+		g.cmd(where)
 	}
 }
 
-func (g *gen) drop(t *tensor) {
+func (g *rgen) drop(t *tensor) {
 	for i, u := range g.live {
 		if u == t {
 			g.live = append(g.live[:i], g.live[i+1:]...)
@@ -319,7 +362,7 @@ func (g *gen) drop(t *tensor) {
 	}
 }
 
-func (g *gen) send(s int) {
+func (g *rgen) send(s int) {
 	if g.world >= BigWorld {
 		g.sendAtEdges(s)
 		return
@@ -344,7 +387,7 @@ func (g *gen) send(s int) {
 }
 
 // sendSlices sends a tensor available on every rank of from to to.
-func (g *gen) sendSlices(s int, from, to slice) {
+func (g *rgen) sendSlices(s int, from, to slice) {
 	t := g.pick(g.avail(s, from, false))
 	if t == nil {
 		return
@@ -354,14 +397,16 @@ func (g *gen) sendSlices(s int, from, to slice) {
 	if !to.set.Equals(from.set) {
 		ranks = append(ranks, to)
 	}
-	g.cmd(ranks, fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":%s,"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
-		out.first(), ref(t), from.json(), to.json(), s, s))
+	m := g.o.msg(gen.MsgSendTensor)
+	m.SendTensor = gen.SendTensor{Result: out.typed(), Tensor: t.typed(), FromRanks: from.js, ToRanks: to.js,
+		FromStream: jsonl.Stream{Ref: int64(s)}, ToStream: jsonl.Stream{Ref: int64(s)}}
+	g.cmd(ranks...)
 	g.live = append(g.live, out)
 }
 
 // borrowOp lends a tensor to another stream, uses it there and gives it
 // back, with other commands in between now and then.
-func (g *gen) borrowOp(where slice) {
+func (g *rgen) borrowOp(where slice) {
 	from := 1 + g.r.IntN(len(g.streams)-1)
 	to := 1 + (from+g.r.IntN(len(g.streams)-2))%(len(g.streams)-1)
 	if to == from {
@@ -381,24 +426,31 @@ func (g *gen) borrowOp(where slice) {
 			g.op()
 		}
 	}
-	g.cmd([]slice{where}, fmt.Sprintf(`{"type":"BorrowCreate","result":%s,"borrow":%d,"tensor":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
-		res.first(), id, ref(t), from, to))
+	m := g.o.msg(gen.MsgBorrowCreate)
+	m.BorrowCreate = gen.BorrowCreate{Result: res.typed(), Borrow: int64(id), Tensor: t.typed(),
+		FromStream: jsonl.Stream{Ref: int64(from)}, ToStream: jsonl.Stream{Ref: int64(to)}}
+	g.cmd(where)
 	between()
-	g.cmd([]slice{where}, fmt.Sprintf(`{"type":"BorrowFirstUse","borrow":%d}`, id))
-	msg, out := g.call(to, where, []*tensor{res}, "torch.ops.aten.mul.Tensor")
-	g.cmd([]slice{where}, msg)
+	g.o.msg(gen.MsgBorrowFirstUse).BorrowFirstUse.Borrow = int64(id)
+	g.cmd(where)
+	out := g.call(&g.o.rec.Msg, to, where, []*tensor{res}, "torch.ops.aten.mul.Tensor")
+	g.cmd(where)
 	g.live = append(g.live, out)
 	between()
-	g.cmd([]slice{where}, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, id))
-	g.cmd([]slice{where}, fmt.Sprintf(`{"type":"DeleteRefs","refs":[%d]}`, res.id))
+	g.o.msg(gen.MsgBorrowLastUse).BorrowLastUse.Borrow = int64(id)
+	g.cmd(where)
+	m = g.o.msg(gen.MsgDeleteRefs)
+	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], int64(res.id))
+	g.cmd(where)
 	between()
-	g.cmd([]slice{where}, fmt.Sprintf(`{"type":"BorrowDrop","borrow":%d}`, id))
+	g.o.msg(gen.MsgBorrowDrop).BorrowDrop.Borrow = int64(id)
+	g.cmd(where)
 	t.lent = false
 }
 
 // edgeSlice is a random slice of distinct ranks near a container edge
 // (an edge inside the world, or its end).
-func (g *gen) edgeSlice() slice {
+func (g *rgen) edgeSlice() slice {
 	for {
 		e := (1 + g.r.IntN(g.world/BigWorld)) * BigWorld
 		e = min(e, g.world)
@@ -450,7 +502,7 @@ func bounds(s slice) (lo, hi int) {
 
 // sendAtEdges sends between the halves of the world, or between equal runs
 // on either side of an edge, either way round.
-func (g *gen) sendAtEdges(s int) {
+func (g *rgen) sendAtEdges(s int) {
 	var from, to slice
 	e := g.world / 2 // an edge strictly inside the world, if there is one
 	if k := (g.world - 1) / BigWorld; k > 0 {

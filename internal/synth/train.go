@@ -1,12 +1,14 @@
 package synth
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
 )
 
 // Train describes a training job to synthesize: a mesh of PP pipeline
@@ -71,13 +73,12 @@ const bf16 = 2
 // constant whatever the length.
 type trainer struct {
 	c      Train
-	w      *bufio.Writer
+	o      *out
 	ts     int64
 	next   int64 // next tensor id
 	borrow int64
-	buf    []byte
-	stage  []string // each stage's slice as JSON
-	params []int64  // per layer: the shard's tensor id
+	stage  []jsonl.Slice // each stage's ranks
+	params []int64       // per layer: the shard's tensor id
 }
 
 // WriteTrain writes the training history c describes: per step and
@@ -90,7 +91,7 @@ type trainer struct {
 // updates the parameter shard in place. Tensors are deleted when a real
 // program would free them; a step line ends each step. Sizes follow from
 // the shapes in bf16.
-func WriteTrain(out io.Writer, c Train) error {
+func WriteTrain(dst io.Writer, c Train) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
@@ -100,23 +101,27 @@ func WriteTrain(out io.Writer, c Train) error {
 	if c.CommandNs <= 0 {
 		c.CommandNs = 20_000
 	}
-	t := &trainer{c: c, w: bufio.NewWriterSize(out, 1<<20), next: 1}
+	o, err := newOut(dst, history.Header{Version: 1, WorldSize: c.World(), GPUsPerHost: int64(c.GPUsPerHost)})
+	if err != nil {
+		return err
+	}
+	t := &trainer{c: c, o: o, next: 1}
 	per := int64(c.DP) * int64(c.TP)
 	for p := 0; p < c.PP; p++ {
-		t.stage = append(t.stage, fmt.Sprintf(`{"offset":%d,"sizes":[%d,%d],"strides":[%d,1]}`, int64(p)*per, c.DP, c.TP, c.TP))
+		t.stage = append(t.stage, jsonl.Slice{Offset: int64(p) * per, Sizes: []int64{int64(c.DP), int64(c.TP)}, Strides: []int64{int64(c.TP), 1}})
 	}
-	fmt.Fprintf(t.w, `{"fastsim":"history","version":1,"world_size":%d,"gpus_per_host":%d}`+"\n", c.World(), c.GPUsPerHost)
-	all := fmt.Sprintf(`{"offset":0,"sizes":[%d],"strides":[1]}`, c.World())
-	t.cmd(all, `{"type":"CreateDeviceMesh","names":["pp","dp","tp"]}`)
-	t.cmd(all, `{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}`)
-	t.cmd(all, `{"type":"CreateStream","result":{"ref":2,"name":"comm"},"default":false}`)
+	all := slice1(0, c.World(), 1)
+	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", []byte(`["pp","dp","tp"]`))
+	t.cmd(all)
+	t.createStream(all, 1, "main", true)
+	t.createStream(all, 2, "comm", false)
 	// Parameter shards live on "comm": each layer's full weight is
 	// Hidden x 4*Hidden, split over tp and sharded over dp.
 	perStage := c.Layers / c.PP
 	for l := 0; l < c.Layers; l++ {
 		id := t.id()
 		t.params = append(t.params, id)
-		t.cmd(t.stage[l/perStage], t.call("torch.ops.aten.empty.memory_format", 2, nil, id, t.shardBytes()))
+		t.call(t.stage[l/perStage], "torch.ops.aten.empty.memory_format", 2, nil, id, t.shardBytes())
 	}
 	b := int64(c.Batch / (c.DP * c.Micro)) // sequences per microbatch per replica
 	act := b * int64(c.Seq) * int64(c.Hidden) * bf16
@@ -139,8 +144,8 @@ func WriteTrain(out io.Writer, c Train) error {
 			// Backward: the loss gradient, then the stages in reverse.
 			last := c.PP - 1
 			dx := t.id()
-			t.cmd(t.stage[last], t.call("torch.ops.aten.nll_loss_backward.default", 1, []int64{x}, dx, act))
-			t.cmd(t.stage[last], t.del(x))
+			t.call(t.stage[last], "torch.ops.aten.nll_loss_backward.default", 1, []int64{x}, dx, act)
+			t.del(t.stage[last], x)
 			for p := last; p >= 0; p-- {
 				for l := (p+1)*perStage - 1; l >= p*perStage; l-- {
 					dx = t.backward(p, l, dx, saved[l], act, wide)
@@ -149,11 +154,11 @@ func WriteTrain(out io.Writer, c Train) error {
 					dx = t.send(p, p-1, dx, act)
 				}
 			}
-			t.cmd(t.stage[0], t.del(dx))
+			t.del(t.stage[0], dx)
 		}
-		fmt.Fprintf(t.w, `{"step":%d}`+"\n", step)
+		o.step(int64(step), t.ts)
 	}
-	return t.w.Flush()
+	return o.close()
 }
 
 func (t *trainer) id() int64 { v := t.next; t.next++; return v }
@@ -167,61 +172,104 @@ func (t *trainer) fullBytes() int64 {
 	return int64(t.c.Hidden) * int64(4*t.c.Hidden/t.c.TP) * bf16
 }
 
-func (t *trainer) cmd(ranks, msg string) {
+// cmd writes the message built in t.o to ranks, one command later.
+func (t *trainer) cmd(ranks ...jsonl.Slice) {
 	t.ts += int64(t.c.CommandNs)
-	t.buf = append(t.buf[:0], `{"ts":`...)
-	t.buf = strconv.AppendInt(t.buf, t.ts, 10)
-	t.buf = append(t.buf, `,"ranks":[`...)
-	t.buf = append(t.buf, ranks...)
-	t.buf = append(t.buf, `],"msg":`...)
-	t.buf = append(t.buf, msg...)
-	t.buf = append(t.buf, "}\n"...)
-	t.w.Write(t.buf)
+	t.o.send(t.ts, ranks...)
 }
 
-// bf16Tensor is a first mention: its own storage of n bytes.
-func bf16Tensor(id, n int64, device string) string {
-	return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":%d,"dtype":"bfloat16","shape":[%d],"device":%q}`, id, id, n, n/bf16, device)
+// bf16Tensor is a new tensor of its own storage, n bytes of bf16.
+func bf16Tensor(id, n int64, cpu bool) jsonl.Tensor {
+	return jsonl.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: "bfloat16", Shape: []int64{n / bf16}, CPU: cpu}
 }
 
-func refs(ids []int64) string {
-	b := []byte{}
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = fmt.Appendf(b, `{"tensor":%d}`, id)
+// ref is a mention of a tensor written before.
+func ref(id int64) jsonl.Tensor { return jsonl.Tensor{ID: id, Idx: idx(id)} }
+
+func (t *trainer) createStream(ranks jsonl.Slice, r int64, name string, def bool) {
+	m := t.o.msg(gen.MsgCreateStream)
+	m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: r, Name: name, HasName: true}, Default: def}
+	t.cmd(ranks)
+}
+
+// call runs fn on stream with args, making tensor out of n bytes.
+func (t *trainer) call(ranks jsonl.Slice, fn string, stream int64, args []int64, out, n int64) {
+	refs := make([]jsonl.Tensor, len(args))
+	for i, a := range args {
+		refs[i] = ref(a)
 	}
-	return string(b)
+	t.callTensors(ranks, fn, stream, refs, bf16Tensor(out, n, false), nil)
 }
 
-func (t *trainer) call(fn string, stream int, args []int64, out, n int64) string {
-	return fmt.Sprintf(`{"type":"CallFunction","ident":%d,"function":%q,"args":[%s],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
-		out, fn, refs(args), bf16Tensor(out, n, "cuda"), stream)
-}
-
-func (t *trainer) del(ids ...int64) string {
-	b := []byte(`{"type":"DeleteRefs","refs":[`)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
+// callTensors runs fn on stream with tensor arguments (mentioned by id),
+// making result (in full), mutating mutates.
+func (t *trainer) callTensors(ranks jsonl.Slice, fn string, stream int64, args []jsonl.Tensor, result jsonl.Tensor, mutates []jsonl.Tensor) {
+	m := t.o.msg(gen.MsgCallFunction)
+	argRaw, argLv := tensorTree(nil, nil, args, byID)
+	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{result}, inFull)
+	m.CallFunction = gen.CallFunction{
+		Ident:    result.ID,
+		Function: fn,
+		Args:     jsonl.Tree{Raw: argRaw, Leaves: argLv},
+		Kwargs:   jsonl.Tree{Raw: []byte("{}")},
+		Result:   jsonl.Tree{Raw: resRaw, Leaves: resLv},
+		Mutates:  mutates,
+		Stream:   jsonl.Stream{Ref: stream},
 	}
-	return string(append(b, "]}"...))
+	t.cmd(ranks)
+}
+
+func byID(int) bool   { return false }
+func inFull(int) bool { return true }
+
+func (t *trainer) del(ranks jsonl.Slice, ids ...int64) {
+	m := t.o.msg(gen.MsgDeleteRefs)
+	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], ids...)
+	t.cmd(ranks)
+}
+
+func (t *trainer) borrowUse(k gen.MsgKind, ranks jsonl.Slice, borrow int64) {
+	m := t.o.msg(k)
+	switch k {
+	case gen.MsgBorrowFirstUse:
+		m.BorrowFirstUse.Borrow = borrow
+	case gen.MsgBorrowLastUse:
+		m.BorrowLastUse.Borrow = borrow
+	case gen.MsgBorrowDrop:
+		m.BorrowDrop.Borrow = borrow
+	}
+	t.cmd(ranks)
+}
+
+func (t *trainer) borrowCreate(ranks jsonl.Slice, result jsonl.Tensor, borrow, src, from, to int64) {
+	m := t.o.msg(gen.MsgBorrowCreate)
+	m.BorrowCreate = gen.BorrowCreate{Result: result, Borrow: borrow, Tensor: ref(src),
+		FromStream: jsonl.Stream{Ref: from}, ToStream: jsonl.Stream{Ref: to}}
+	t.cmd(ranks)
+}
+
+// reduce is a collective over dp on "comm".
+func (t *trainer) reduce(ranks jsonl.Slice, result jsonl.Tensor, local int64, reduction string, scatter bool) {
+	m := t.o.msg(gen.MsgReduce)
+	m.Reduce = gen.Reduce{Result: result, LocalTensor: ref(local), Stream: jsonl.Stream{Ref: 2},
+		Dims: []string{"dp"}, Reduction: reduction, Scatter: scatter}
+	t.cmd(ranks)
 }
 
 // input: stage 0 receives a CPU batch of token ids and copies it to the GPU.
 func (t *trainer) input(b int64) int64 {
 	cpu := t.id()
 	tokens := b * int64(t.c.Seq) * 8
-	t.cmd(t.stage[0], fmt.Sprintf(`{"type":"PipeRecv","ident":%d,"result":[%s],"pipe":1,"stream":{"ref":1}}`, cpu, bf16Tensor(cpu, tokens, "cpu")))
+	m := t.o.msg(gen.MsgPipeRecv)
+	raw, lv := tensorTree(nil, nil, []jsonl.Tensor{bf16Tensor(cpu, tokens, true)}, inFull)
+	m.PipeRecv = gen.PipeRecv{Ident: cpu, Result: jsonl.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: jsonl.Stream{Ref: 1}}
+	t.cmd(t.stage[0])
 	gpu := t.id()
-	t.cmd(t.stage[0], t.call("torch.ops.aten._to_copy.default", 1, []int64{cpu}, gpu, tokens))
-	t.cmd(t.stage[0], t.del(cpu))
+	t.call(t.stage[0], "torch.ops.aten._to_copy.default", 1, []int64{cpu}, gpu, tokens)
+	t.del(t.stage[0], cpu)
 	x := t.id()
-	t.cmd(t.stage[0], t.call("torch.ops.aten.embedding.default", 1, []int64{gpu}, x, b*int64(t.c.Seq)*int64(t.c.Hidden)*bf16))
-	t.cmd(t.stage[0], t.del(gpu))
+	t.call(t.stage[0], "torch.ops.aten.embedding.default", 1, []int64{gpu}, x, b*int64(t.c.Seq)*int64(t.c.Hidden)*bf16)
+	t.del(t.stage[0], gpu)
 	return x
 }
 
@@ -230,24 +278,22 @@ func (t *trainer) input(b int64) int64 {
 func (t *trainer) gather(p, l int) (full, borrowed, borrow int64) {
 	s := t.stage[p]
 	full = t.id()
-	t.cmd(s, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":{"tensor":%d},"stream":{"ref":2},"dims":["dp"],"reduction":"stack","scatter":false,"inplace":false,"out":null}`,
-		bf16Tensor(full, t.fullBytes(), "cuda"), t.params[l]))
+	t.reduce(s, bf16Tensor(full, t.fullBytes(), false), t.params[l], "stack", false)
 	borrowed = t.id()
 	t.borrow++
 	borrow = t.borrow
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowCreate","result":%s,"borrow":%d,"tensor":{"tensor":%d},"from_stream":{"ref":2},"to_stream":{"ref":1}}`,
-		bf16Tensor(borrowed, t.fullBytes(), "cuda"), borrow, full))
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowFirstUse","borrow":%d}`, borrow))
+	t.borrowCreate(s, bf16Tensor(borrowed, t.fullBytes(), false), borrow, full, 2, 1)
+	t.borrowUse(gen.MsgBorrowFirstUse, s, borrow)
 	return full, borrowed, borrow
 }
 
 // release ends a borrow of a full weight and frees it.
 func (t *trainer) release(p int, full, borrowed, borrow int64) {
 	s := t.stage[p]
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, borrow))
-	t.cmd(s, t.del(borrowed))
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowDrop","borrow":%d}`, borrow))
-	t.cmd(s, t.del(full))
+	t.borrowUse(gen.MsgBorrowLastUse, s, borrow)
+	t.del(s, borrowed)
+	t.borrowUse(gen.MsgBorrowDrop, s, borrow)
+	t.del(s, full)
 }
 
 // forward runs layer l on stage p: y = x W, a = gelu(y), x' = a W^T. It
@@ -256,12 +302,12 @@ func (t *trainer) forward(p, l int, x, act, wide int64) (next, y int64) {
 	s := t.stage[p]
 	full, w, borrow := t.gather(p, l)
 	y = t.id()
-	t.cmd(s, t.call("torch.ops.aten.mm.default", 1, []int64{x, w}, y, wide))
+	t.call(s, "torch.ops.aten.mm.default", 1, []int64{x, w}, y, wide)
 	a := t.id()
-	t.cmd(s, t.call("torch.ops.aten.gelu.default", 1, []int64{y}, a, wide))
+	t.call(s, "torch.ops.aten.gelu.default", 1, []int64{y}, a, wide)
 	next = t.id()
-	t.cmd(s, t.call("torch.ops.aten.mm.default", 1, []int64{a, w}, next, act))
-	t.cmd(s, t.del(a))
+	t.call(s, "torch.ops.aten.mm.default", 1, []int64{a, w}, next, act)
+	t.del(s, a)
 	t.release(p, full, w, borrow)
 	return next, y
 }
@@ -273,44 +319,45 @@ func (t *trainer) backward(p, l int, dOut int64, saved [2]int64, act, wide int64
 	s := t.stage[p]
 	full, w, borrow := t.gather(p, l)
 	da := t.id()
-	t.cmd(s, t.call("torch.ops.aten.mm.default", 1, []int64{dOut, w}, da, wide))
+	t.call(s, "torch.ops.aten.mm.default", 1, []int64{dOut, w}, da, wide)
 	dy := t.id()
-	t.cmd(s, t.call("torch.ops.aten.gelu_backward.default", 1, []int64{da, saved[1]}, dy, wide))
+	t.call(s, "torch.ops.aten.gelu_backward.default", 1, []int64{da, saved[1]}, dy, wide)
 	dx := t.id()
-	t.cmd(s, t.call("torch.ops.aten.mm.default", 1, []int64{dy, w}, dx, act))
+	t.call(s, "torch.ops.aten.mm.default", 1, []int64{dy, w}, dx, act)
 	dw := t.id()
-	t.cmd(s, t.call("torch.ops.aten.mm.default", 1, []int64{saved[0], dy}, dw, t.fullBytes()))
-	t.cmd(s, t.del(da, dy, dOut, saved[0], saved[1]))
+	t.call(s, "torch.ops.aten.mm.default", 1, []int64{saved[0], dy}, dw, t.fullBytes())
+	t.del(s, da, dy, dOut, saved[0], saved[1])
 	t.release(p, full, w, borrow)
 	// The weight gradient goes to "comm" to be reduce-scattered.
 	lent := t.id()
 	t.borrow++
 	gb := t.borrow
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowCreate","result":%s,"borrow":%d,"tensor":{"tensor":%d},"from_stream":{"ref":1},"to_stream":{"ref":2}}`,
-		bf16Tensor(lent, t.fullBytes(), "cuda"), gb, dw))
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowFirstUse","borrow":%d}`, gb))
+	t.borrowCreate(s, bf16Tensor(lent, t.fullBytes(), false), gb, dw, 1, 2)
+	t.borrowUse(gen.MsgBorrowFirstUse, s, gb)
 	g := t.id()
-	t.cmd(s, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":{"tensor":%d},"stream":{"ref":2},"dims":["dp"],"reduction":"sum","scatter":true,"inplace":false,"out":null}`,
-		bf16Tensor(g, t.shardBytes(), "cuda"), lent))
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, gb))
-	t.cmd(s, t.del(lent))
-	t.cmd(s, fmt.Sprintf(`{"type":"BorrowDrop","borrow":%d}`, gb))
-	t.cmd(s, t.del(dw))
+	t.reduce(s, bf16Tensor(g, t.shardBytes(), false), lent, "sum", true)
+	t.borrowUse(gen.MsgBorrowLastUse, s, gb)
+	t.del(s, lent)
+	t.borrowUse(gen.MsgBorrowDrop, s, gb)
+	t.del(s, dw)
 	// The optimizer: the shard updated in place (its result shares the
 	// shard's storage), then the gradient shard freed.
 	upd := t.id()
 	shard := t.params[l]
-	t.cmd(s, fmt.Sprintf(`{"type":"CallFunction","ident":%d,"function":"torch.ops.aten.add_.Tensor","args":[{"tensor":%d},{"tensor":%d}],"kwargs":{},"result":[{"tensor":%d,"storage":%d,"nbytes":%d,"dtype":"bfloat16","shape":[%d],"device":"cuda"}],"mutates":[{"tensor":%d}],"stream":{"ref":2}}`,
-		upd, shard, g, upd, shard, t.shardBytes(), t.shardBytes()/bf16, shard))
-	t.cmd(s, t.del(upd, g))
+	res := bf16Tensor(upd, t.shardBytes(), false)
+	res.Storage = shard
+	t.callTensors(s, "torch.ops.aten.add_.Tensor", 2, []jsonl.Tensor{ref(shard), ref(g)}, res, []jsonl.Tensor{ref(shard)})
+	t.del(s, upd, g)
 	return dx
 }
 
 // send moves an activation (or its gradient) from stage a to stage b.
 func (t *trainer) send(a, b int, x, n int64) int64 {
 	out := t.id()
-	t.cmd(t.stage[a]+","+t.stage[b], fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":{"tensor":%d},"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":1},"to_stream":{"ref":1}}`,
-		bf16Tensor(out, n, "cuda"), x, t.stage[a], t.stage[b]))
-	t.cmd(t.stage[a], t.del(x))
+	m := t.o.msg(gen.MsgSendTensor)
+	m.SendTensor = gen.SendTensor{Result: bf16Tensor(out, n, false), Tensor: ref(x), FromRanks: t.stage[a], ToRanks: t.stage[b],
+		FromStream: jsonl.Stream{Ref: 1}, ToStream: jsonl.Stream{Ref: 1}}
+	t.cmd(t.stage[a], t.stage[b])
+	t.del(t.stage[a], x)
 	return out
 }

@@ -1,0 +1,52 @@
+package synth
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestTrainSpellsEveryField: the typed messages come out as Monarch's
+// recorder spells them, every field present, empty ones too ("default":
+// false, "mutates":[], "scatter":false, "inplace":false, "out":null), in
+// the key order of docs/HISTORY.md. The lines are written out by hand for
+// the smallest job: one rank, one layer of hidden size 8, sequences of 4
+// tokens, one microbatch of one sequence, 7 ns between commands.
+//
+//	weight shard: 8 x (4*8/tp=1) bf16 = 512 bytes, 256 elements, over dp=1
+//	tokens:       1 sequence x 4 tokens x 8 bytes = 32 bytes (16 bf16)
+//	activation:   1 x 4 x 8 bf16 = 64 bytes, 32 elements
+func TestTrainSpellsEveryField(t *testing.T) {
+	var b bytes.Buffer
+	c := Train{PP: 1, DP: 1, TP: 1, Layers: 1, Hidden: 8, Seq: 4, Batch: 1, Micro: 1, Steps: 1, GPUsPerHost: 4, CommandNs: 7}
+	if err := WriteTrain(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	all := `"ranks":[{"offset":0,"sizes":[1],"strides":[1]}]`
+	stage := `"ranks":[{"offset":0,"sizes":[1,1],"strides":[1,1]}]`
+	want := []string{
+		`{"fastsim":"history","version":1,"world_size":1,"gpus_per_host":4}`,
+		`{"ts":7,` + all + `,"msg":{"type":"CreateDeviceMesh","names":["pp","dp","tp"]}}`,
+		`{"ts":14,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+		`{"ts":21,` + all + `,"msg":{"type":"CreateStream","result":{"ref":2,"name":"comm"},"default":false}}`,
+		`{"ts":28,` + stage + `,"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.empty.memory_format","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":512,"dtype":"bfloat16","shape":[256],"device":"cuda"}],"mutates":[],"stream":{"ref":2}}}`,
+		`{"ts":35,` + stage + `,"msg":{"type":"PipeRecv","ident":2,"result":[{"tensor":2,"storage":2,"nbytes":32,"dtype":"bfloat16","shape":[16],"device":"cpu"}],"pipe":1,"stream":{"ref":1}}}`,
+		`{"ts":42,` + stage + `,"msg":{"type":"CallFunction","ident":3,"function":"torch.ops.aten._to_copy.default","args":[{"tensor":2}],"kwargs":{},"result":[{"tensor":3,"storage":3,"nbytes":32,"dtype":"bfloat16","shape":[16],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
+		`{"ts":49,` + stage + `,"msg":{"type":"DeleteRefs","refs":[2]}}`,
+		`{"ts":56,` + stage + `,"msg":{"type":"CallFunction","ident":4,"function":"torch.ops.aten.embedding.default","args":[{"tensor":3}],"kwargs":{},"result":[{"tensor":4,"storage":4,"nbytes":64,"dtype":"bfloat16","shape":[32],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
+		`{"ts":63,` + stage + `,"msg":{"type":"DeleteRefs","refs":[3]}}`,
+		`{"ts":70,` + stage + `,"msg":{"type":"Reduce","result":{"tensor":5,"storage":5,"nbytes":512,"dtype":"bfloat16","shape":[256],"device":"cuda"},"local_tensor":{"tensor":1},"stream":{"ref":2},"dims":["dp"],"reduction":"stack","scatter":false,"inplace":false,"out":null}}`,
+		`{"ts":77,` + stage + `,"msg":{"type":"BorrowCreate","result":{"tensor":6,"storage":6,"nbytes":512,"dtype":"bfloat16","shape":[256],"device":"cuda"},"borrow":1,"tensor":{"tensor":5},"from_stream":{"ref":2},"to_stream":{"ref":1}}}`,
+		`{"ts":84,` + stage + `,"msg":{"type":"BorrowFirstUse","borrow":1}}`,
+	}
+	got := strings.Split(b.String(), "\n")
+	for i, w := range want {
+		if i >= len(got) || got[i] != w {
+			t.Fatalf("line %d:\n got %s\nwant %s", i+1, got[min(i, len(got)-1)], w)
+		}
+	}
+	// The step line carries no ts of its own: it is the last command's.
+	if last := got[len(got)-2]; last != `{"step":0}` {
+		t.Errorf("last line %s, want {\"step\":0}", last)
+	}
+}

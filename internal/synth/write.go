@@ -1,0 +1,142 @@
+package synth
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/jsonl"
+)
+
+// spelled is the number of declared fields of the messages whose empty
+// fields synth writes too ("default":false, "ident":0, "mutates":[],
+// "scatter":false, "inplace":false, "out":null), as Monarch's recorder
+// spells every field: each message lists them all in its key order
+// (jsonl.Extras.Order), which the generated writer follows. The other
+// messages synth writes have no empty field.
+var spelled = [...]uint8{
+	gen.MsgCreateStream: 2,
+	gen.MsgCallFunction: 7,
+	gen.MsgReduce:       8,
+	gen.MsgPipeRecv:     4,
+	gen.MsgCommandGroup: 0,
+}
+
+// allFields numbers the declared fields 1, 2, 3, ... for Extras.Order.
+var allFields = [...]uint8{1, 2, 3, 4, 5, 6, 7, 8}
+
+// out writes a history as typed records through history.Writer, which
+// owns the record's envelope (ts, ranks, msg, step) and writes messages
+// with the generated writer. A tensor is written in full at its first
+// mention and by id after: tensors are indexed by id (Idx = ID), trees
+// list their tensors as leaves.
+type out struct {
+	bw  *bufio.Writer
+	w   *history.Writer
+	rec history.Record
+	sub gen.Msg // a CommandGroup's sub-message being built
+	err error
+}
+
+// newOut starts a history of header h on dst.
+func newOut(dst io.Writer, h history.Header) (*out, error) {
+	bw := bufio.NewWriterSize(dst, 1<<20)
+	w, err := history.NewWriter(bw, history.FormJSON, h, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &out{bw: bw, w: w}, nil
+}
+
+// msg makes m a message of kind k, with every field in its key order.
+func setKind(m *gen.Msg, k gen.MsgKind) {
+	m.Kind, m.TypeName = k, k.String()
+	m.Extra.Reset()
+	if int(k) < len(spelled) {
+		m.Extra.Order = append(m.Extra.Order, allFields[:spelled[k]]...)
+	}
+}
+
+// msg starts the next record's message, of kind k.
+func (o *out) msg(k gen.MsgKind) *gen.Msg {
+	setKind(&o.rec.Msg, k)
+	return &o.rec.Msg
+}
+
+// send writes the message built with msg, sent at ts to ranks.
+func (o *out) send(ts int64, ranks ...jsonl.Slice) {
+	o.rec.IsStep = false
+	o.rec.Ts = ts
+	o.rec.Ranks = append(o.rec.Ranks[:0], ranks...)
+	if err := o.w.Write(&o.rec, nil); err != nil && o.err == nil {
+		o.err = err
+	}
+}
+
+// step writes step line n; ts is the last command's, so the line has no
+// "ts" of its own.
+func (o *out) step(n, ts int64) {
+	o.rec.IsStep, o.rec.Step, o.rec.Ts = true, n, ts
+	o.rec.Ranks = o.rec.Ranks[:0]
+	o.rec.Msg.Kind = gen.MsgInvalid
+	if err := o.w.Write(&o.rec, nil); err != nil && o.err == nil {
+		o.err = err
+	}
+	o.rec.IsStep = false
+}
+
+// close ends the history and flushes it.
+func (o *out) close() error {
+	if o.err != nil {
+		return o.err
+	}
+	if err := o.w.Close(); err != nil {
+		return err
+	}
+	return o.bw.Flush()
+}
+
+// tensorTree appends a tree (a list) of tensors to raw, in full for those
+// in full[i] and by id for the others, and their leaves to lv.
+func tensorTree(raw []byte, lv []jsonl.Tensor, ts []jsonl.Tensor, full func(i int) bool) ([]byte, []jsonl.Tensor) {
+	raw = append(raw, '[')
+	for i := range ts {
+		if i > 0 {
+			raw = append(raw, ',')
+		}
+		raw = appendTensor(raw, &ts[i], full(i))
+		lv = append(lv, ts[i])
+	}
+	return append(raw, ']'), lv
+}
+
+// appendTensor appends a tensor as a tree holds it: every field at its
+// first mention, {"tensor":ID} after.
+func appendTensor(b []byte, t *jsonl.Tensor, full bool) []byte {
+	if !full {
+		b = append(b, `{"tensor":`...)
+		b = strconv.AppendInt(b, t.ID, 10)
+		return append(b, '}')
+	}
+	w := jsonl.Writer{Buf: b}
+	whole := *t
+	whole.Idx = -1 // in full, whatever w has written
+	w.Tensor(&whole)
+	return w.Buf
+}
+
+// idx is a tensor's index in the writer's record of what it has written:
+// its id, dense from 1; -1 (always in full) past int32.
+func idx(id int64) int32 {
+	if id > 1<<31-1 {
+		return -1
+	}
+	return int32(id)
+}
+
+// slice1 is a one-dimensional strided block of ranks.
+func slice1(offset, size, stride int64) jsonl.Slice {
+	return jsonl.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
+}
