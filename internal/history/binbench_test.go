@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"io"
 	"testing"
-
-	"github.com/fastsim/fastsim/internal/synth"
 )
 
 // benchTrain is the history of BenchmarkDecodeForms: a training job of
 // pp 8, dp 8, tp 8 (512 ranks), 8 layers, 20 steps.
-var benchTrain = synth.Train{PP: 8, DP: 8, TP: 8, Layers: 8, Hidden: 1024, Seq: 128, Batch: 16, Micro: 2, Steps: 20}
+var benchTrain = trainShape{PP: 8, DP: 8, TP: 8, Layers: 8, Hidden: 1024, Seq: 128, Batch: 16, Micro: 2, Steps: 20}
 
 // decodeAll reads every record of data with r (reset), returning the count.
 func decodeAll(b *testing.B, r *Reader, src *bytes.Reader, data []byte) int {
@@ -37,7 +35,7 @@ func decodeAll(b *testing.B, r *Reader, src *bytes.Reader, data []byte) int {
 // Compare the records/s metrics.
 func BenchmarkDecodeForms(b *testing.B) {
 	var js bytes.Buffer
-	if err := synth.WriteTrain(&js, benchTrain); err != nil {
+	if err := writeTrain(&js, benchTrain); err != nil {
 		b.Fatal(err)
 	}
 	forms := []struct {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/jsonl"
-	"github.com/fastsim/fastsim/internal/synth"
 )
 
 // convert reads src (any form) with extras kept and writes it in form f.
@@ -182,13 +181,13 @@ func TestRoundTripGolden(t *testing.T) {
 func TestRoundTripRandom(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		var b bytes.Buffer
-		if err := synth.Random(&b, seed, 2+int(seed%7), 300); err != nil {
+		if err := writeRandom(&b, seed, 2+int(seed%7), 300); err != nil {
 			t.Fatal(err)
 		}
 		roundTrip(t, fmt.Sprintf("random seed %d", seed), b.Bytes())
 	}
 	var b bytes.Buffer
-	if err := synth.WriteTrain(&b, synth.Train{PP: 2, DP: 2, TP: 2, Layers: 2, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 3}); err != nil {
+	if err := writeTrain(&b, trainShape{PP: 2, DP: 2, TP: 2, Layers: 2, Hidden: 64, Seq: 16, Batch: 8, Micro: 2, Steps: 3}); err != nil {
 		t.Fatal(err)
 	}
 	roundTrip(t, "train", b.Bytes())
