@@ -38,11 +38,13 @@ var (
 	ErrUnknownType = replay.ErrUnknownType
 )
 
-// Options configure a simulation: the trace mode, the controller, grouped
-// workers, parallel jobs, strictness, whether to keep the trace, and the
-// cost model (Costs, Hardware). It is the simulator's one options type,
-// the one the CLI fills in from its flags; the fields about files
-// (TracePath, TraceSteps, PartialTrace, Inspect) apply to Replay.
+// Options configure a simulation. It is the simulator's one options type
+// (internal/replay's; `go doc ./internal/replay Options` documents every
+// field), the one `fastsim replay` fills in from its flags. An embedding
+// program sets Mode (a TraceMode), Controller, Grouped, Jobs, Strict,
+// KeepTrace, Costs (a *Costs), Hardware (a *Hardware), and when it needs
+// them MaxWorld, Stop and Progress; Replay also honours TracePath,
+// TraceSteps, PartialTrace and Inspect at the end of the history.
 type Options = replay.Options
 
 // Header describes the history simulated: WorldSize ranks, GPUsPerHost
