@@ -139,3 +139,20 @@ func TestTimingWithHardware(t *testing.T) {
 		t.Errorf("reduce: %v us with the file, %v us on the hardware alone (the fixed runtime is 100)", both.Timing[redKey], hw.Timing[redKey])
 	}
 }
+
+// TestOpsRejectsAsReplayDoes: ops drives the same simulation as replay, so
+// a history whose tasks can never all run is bad input to both, with the
+// same one-line error.
+func TestOpsRejectsAsReplayDoes(t *testing.T) {
+	for _, name := range []string{"deadlock-send-both-ways.hist", "deadlock-send-to-self.hist", "deadlock-before-step.hist"} {
+		hist := filepath.Join("..", "..", "testdata", "bad", name)
+		code, _, opsErr := runCLI("ops", hist)
+		rcode, _, replayErr := runCLI("replay", "--report-only", hist)
+		if code != exitInput || rcode != exitInput {
+			t.Errorf("%s: ops exit %d, replay exit %d; want %d for both", name, code, rcode, exitInput)
+		}
+		if opsErr != replayErr || !strings.Contains(opsErr, "deadlock") {
+			t.Errorf("%s: ops says %q, replay %q", name, opsErr, replayErr)
+		}
+	}
+}

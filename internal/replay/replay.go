@@ -124,16 +124,6 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	return s.End()
 }
 
-// Finish ends a history: a task still queued can never run, which is an
-// error at the line of the command that created it.
-func Finish(eng *sched.Engine, name string) error {
-	err := eng.Finish()
-	if d, ok := err.(*sched.DeadlockError); ok {
-		return &history.Error{File: name, Line: d.Line, Err: d}
-	}
-	return err
-}
-
 // writeTrace writes to a temp file beside path and renames it at the end, so
 // path is either the whole trace or untouched.
 func writeTrace(eng *sched.Engine, path string, firstCmd, lastCmd int64) error {

@@ -339,7 +339,13 @@ func (s *Sim) OnStep(fn func(sched.Report)) { s.onStep = fn }
 // Finish checks that the history may end here: a task still queued can
 // never run, which is an error at the line of the command that created it
 // (a deadlock in the program, such as two sends that wait for each other).
-func (s *Sim) Finish() error { return Finish(s.eng, s.name) }
+func (s *Sim) Finish() error {
+	err := s.eng.Finish()
+	if d, ok := err.(*sched.DeadlockError); ok {
+		return &history.Error{File: s.name, Line: d.Line, Err: d}
+	}
+	return err
+}
 
 // Report returns the report so far without closing a step.
 func (s *Sim) Report() sched.Report { return s.eng.Report() }
