@@ -22,12 +22,17 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		p     Placement
 		want  int64
 	}{
-		// One host, 8 ranks, 1 GiB all-reduce, ring Simple: latency 8.4 +
-		// 14 steps × 3.4 = 56.0 µs; each rank moves 2·7/8·2^30 =
-		// 1,879,048,192 B / 369.99 = 5,078,645.9 ns; total 5,134,645.9 ->
-		// 5,134,646. (LL128: 36.6 µs + 5,520,267 ns; LL: 4× the bandwidth
-		// term; both slower.)
-		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 5_134_646},
+		// One host, all 8 GPUs, 1 GiB all-reduce, NVLS: 25 µs + 2·7/8·2^30
+		// = 1,879,048,192 B / 476 B/ns = 3,947,580.2 ns; total 3,972,580.2
+		// -> 3,972,581. (Ring Simple: latency 8.4 + 14 steps × 3.4 = 56.0
+		// µs + 1,879,048,192 / 369.99 = 5,078,645.9 ns = 5,134,646, slower;
+		// LL128 and LL slower still.)
+		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 3_972_581},
+		// The same on 4 of the host's 8 GPUs: no NVLS (priced only for the
+		// whole host), ring Simple: 8.4 + 6 × 3.4 = 28.8 µs + 2·3/4·2^30 =
+		// 1,610,612,736 / 369.99 = 4,353,125.0 ns = 4,381,925.0 ->
+		// 4,381,926 (ceil of the float sum).
+		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_381_926},
 		// Two hosts of 8: the ring's 30 steps, 2 across hosts: (8.4 + 28 ×
 		// 3.4 + 2 × 9.6) × 1.9 (plateau) = 233.32 µs; NVLink phase
 		// 5,078,645.9 ns, network phase 2·(1/2)·2^30/8 = 134,217,728 B / 47
@@ -70,14 +75,20 @@ func TestBusBandwidthAgainstNCCLTests(t *testing.T) {
 	if got := modelBusBW(a, 1<<30, Placement{8, 1, 8}); got < 230*0.85 || got > 250*1.15 {
 		t.Errorf("8 A100, 1 GiB: model %.1f GB/s, published 230-250", got)
 	}
-	// One host of 8 H200 with NVLink SHARP off, the largest sizes:
-	// 367.61 GB/s (stas00/ml-engineering, network/benchmarks/results/
-	// all-reduce-8xH200.md; its sweep ends at 16 GiB).
+	// One host of 8 H200 at 16 GiB: 482.26 GB/s with NVLS (NCCL's
+	// default), 367.61 GB/s with NVLink SHARP off (stas00/ml-engineering,
+	// network/benchmarks/results/all-reduce-8xH200.md and its SHARP
+	// section).
 	h200, err := hardware.Preset("h200")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := modelBusBW(h200, 16<<30, Placement{8, 1, 8}); math.Abs(got/367.61-1) > 0.15 {
+	if got := modelBusBW(h200, 16<<30, Placement{8, 1, 8}); math.Abs(got/482.26-1) > 0.15 {
+		t.Errorf("8 H200 NVLS, 16 GiB: model %.1f GB/s, published 482.26", got)
+	}
+	ring := *h200
+	ring.Host.NVLSGBps = 0
+	if got := modelBusBW(&ring, 16<<30, Placement{8, 1, 8}); math.Abs(got/367.61-1) > 0.15 {
 		t.Errorf("8 H200 ring, 16 GiB: model %.1f GB/s, published 367.61", got)
 	}
 }
@@ -114,8 +125,8 @@ func TestReduceThroughHardwareModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := gen.Reduce{Reduction: "sum", LocalTensor: tensorOf(1, "bfloat16", 1<<14, 1<<15), Result: tensorOf(2, "bfloat16", 1<<14, 1<<15)}
-	// 2^30 bytes over 8 ranks of one host: as by hand above.
-	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 5_134_646 {
+	// 2^30 bytes over the 8 ranks of one host: NVLS, as by hand above.
+	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 3_972_581 {
 		t.Errorf("in a host: %d", got)
 	}
 	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8, Hosts: 2, MaxPerHost: 8}); got != 5_311_966 {
