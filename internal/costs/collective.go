@@ -44,6 +44,14 @@ import (
 // log2(M) network steps); bus bandwidth ×0.9 with algorithm bandwidth
 // half the bus, LL ×1/3.8; LL128 off across hosts). The faster of ring and tree is
 // taken, which picks the tree for small messages over many hosts.
+//
+// NVLS: an all-reduce over all the GPUs of one host whose NVSwitches
+// reduce (host.nvls_gbps > 0, Hopper) may take NCCL's NVLS algorithm
+// instead: latency host.nvls_latency_us plus 2(n-1)/n·S at the NVLS bus
+// bandwidth (tuning.cc at NVIDIA/nccl commit 5067397c; the preset's
+// sources derive the bandwidth from tuning.cc, search.cc and topo.h).
+// Across hosts NCCL's NVLS tree reduces within each host first, as the
+// hierarchical form above does.
 
 // protocol indexes NCCL's protocols.
 type protocol int
@@ -179,6 +187,13 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	}
 	if c == AllReduce && M > 1 {
 		best = min(best, treeAllReduce(s, S, M, G, nv, net))
+	}
+	if c == AllReduce && M == 1 && p.Ranks > 1 && int(p.Ranks) == s.Host.GPUsPerHost && s.Host.NVLSGBps > 0 {
+		// NVLink SHARP (tuning.cc: latency hwLat[NVLINK][NVLS][Simple],
+		// algorithm bandwidth bus × n/(2(n-1)), Simple only). Its bus
+		// bandwidth is the host's figure for all its GPUs; a smaller
+		// group has fewer NVLS channels, so only the whole host is priced.
+		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/s.Host.NVLSGBps)
 	}
 	return best
 }

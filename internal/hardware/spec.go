@@ -72,6 +72,12 @@ type Host struct {
 	// NVLinkStepLatencyUs is the latency of one ring step over NVLink, per
 	// NCCL protocol.
 	NVLinkStepLatencyUs Protocols `json:"nvlink_step_latency_us"`
+	// NVLSGBps is the bus bandwidth of an all-reduce by NVLink SHARP (NCCL's
+	// NVLS algorithm: the NVSwitch reduces), within one host; 0 when the
+	// host's switches cannot.
+	NVLSGBps float64 `json:"nvls_gbps,omitempty"`
+	// NVLSLatencyUs is an NVLS all-reduce's latency.
+	NVLSLatencyUs float64 `json:"nvls_latency_us,omitempty"`
 }
 
 // Network connects hosts.
@@ -188,6 +194,12 @@ func (s *Spec) Check() error {
 		if e != nil {
 			return e
 		}
+	}
+	if v := s.Host.NVLSGBps; v < 0 || v > 1e6 || math.IsNaN(v) {
+		return fmt.Errorf("%w: host.nvls_gbps is %g, want 0..1e6", ErrSpec, v)
+	}
+	if v := s.Host.NVLSLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
+		return fmt.Errorf("%w: host.nvls_latency_us is %g, want 0..1e6", ErrSpec, v)
 	}
 	if v := s.GPU.LaunchOverheadNs; v < 0 || v > 1e9 {
 		return fmt.Errorf("%w: gpu.launch_overhead_ns is %g, want 0..1e9", ErrSpec, v)

@@ -31,6 +31,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 				t.Errorf("%s: no source for %s", name, k)
 			}
 		}
+		if s.Host.NVLSGBps > 0 && (s.Sources["host.nvls_gbps"] == "" || s.Sources["host.nvls_latency_us"] == "") {
+			t.Errorf("%s: NVLS figures without sources", name)
+		}
 		if s.Host.GPUsPerHost != 8 {
 			t.Errorf("%s: %d GPUs per host, want 8 (DGX/HGX)", name, s.Host.GPUsPerHost)
 		}
@@ -103,6 +106,8 @@ func TestParseErrors(t *testing.T) {
 		mutate(`"hbm_tbps": 3.35`, `"hbm_tbps": 3.35, "extra": 1`),
 		mutate(`"nvlink_efficiency": 0.8222`, `"nvlink_efficiency": 1.5`),
 		mutate(`"bf16": 989.4`, `"bf8": 989.4`),
+		mutate(`"nvls_gbps": 476`, `"nvls_gbps": -1`),
+		mutate(`"nvls_latency_us": 25`, `"nvls_latency_us": -25`),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
 		// 0.9 at 2^28 grows 37x for 8x the size.
 		mutate("0.0971", "0.9"),

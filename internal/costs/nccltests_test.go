@@ -1,0 +1,145 @@
+package costs
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/hardware"
+)
+
+// ncclTable is one published nccl-tests sweep; testdata/nccl-tests/
+// published.json holds them, each with its source, system and NCCL
+// version, and says what is checked and why.
+type ncclTable struct {
+	Name          string       `json:"name"`
+	System        string       `json:"system"`
+	Preset        string       `json:"preset"`
+	NICGBpsPerGPU float64      `json:"nic_gbps_per_gpu"`
+	Collective    string       `json:"collective"`
+	Ranks         int64        `json:"ranks"`
+	Hosts         int64        `json:"hosts"`
+	PerHost       int64        `json:"per_host"`
+	Check         string       `json:"check"`
+	CheckedFrom   float64      `json:"checked_from_bytes"`
+	Why           string       `json:"why"`
+	Source        string       `json:"source"`
+	Points        [][2]float64 `json:"points"` // bytes, published bus bandwidth in GB/s
+}
+
+// maxBusBWError is the project's tolerance against published bus
+// bandwidths.
+const maxBusBWError = 0.15
+
+func loadNCCLTables(t *testing.T) []ncclTable {
+	t.Helper()
+	data, err := os.ReadFile("testdata/nccl-tests/published.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Tables []ncclTable `json:"tables"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Tables) == 0 {
+		t.Fatal("no tables")
+	}
+	return f.Tables
+}
+
+// spec is the table's preset with the system's network where it differs.
+func (tb *ncclTable) spec(t *testing.T) *hardware.Spec {
+	t.Helper()
+	s, err := hardware.Preset(tb.Preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *s
+	if tb.NICGBpsPerGPU > 0 {
+		c.Network.NICGBpsPerGPU = tb.NICGBpsPerGPU
+	}
+	return &c
+}
+
+// collectiveNamed maps nccl-tests' binary names (all_reduce_perf, ...)
+// to fastsim's collectives.
+func collectiveNamed(t *testing.T, name string) Collective {
+	t.Helper()
+	switch name {
+	case "all_reduce":
+		return AllReduce
+	case "all_gather":
+		return AllGather
+	case "reduce_scatter":
+		return ReduceScatter
+	case "alltoall":
+		return AllToAll
+	case "broadcast":
+		return Broadcast
+	case "sendrecv":
+		return PointToPoint
+	}
+	t.Fatalf("unknown collective %q", name)
+	return 0
+}
+
+// Every published point is priced on its preset and placement and turned
+// into nccl-tests' bus bandwidth (algbw = bytes/time times the factor of
+// doc/PERFORMANCE.md). Where the table is checked, fastsim must be within
+// 15% from checked_from_bytes up and never slower below it; an upper-bound
+// table must never be slower. `go test -run NCCLTests -v` prints the
+// comparison (bench/COLLECTIVES.md).
+func TestNCCLTestsPublished(t *testing.T) {
+	var b strings.Builder
+	checked := 0
+	for _, tb := range loadNCCLTables(t) {
+		s := tb.spec(t)
+		c := collectiveNamed(t, tb.Collective)
+		p := Placement{Ranks: tb.Ranks, Hosts: tb.Hosts, MaxPerHost: tb.PerHost}
+		fmt.Fprintf(&b, "\n%s: %s, %d ranks on %d hosts (check: %s)\n", tb.Name, tb.System, tb.Ranks, tb.Hosts, tb.Check)
+		fmt.Fprintf(&b, "  %10s %10s %10s %7s\n", "bytes", "published", "fastsim", "error")
+		for _, pt := range tb.Points {
+			bytes, pub := pt[0], pt[1]
+			if bytes < 1<<20 || bytes > 1<<30 || pub <= 0 {
+				t.Fatalf("%s: point %v outside 1 MiB..1 GiB or not positive", tb.Name, pt)
+			}
+			ns := float64(HardwareCollectiveNs(s, c, int64(bytes), p))
+			got := BusBandwidthGBps(c, bytes, ns, tb.Ranks)
+			rel := got/pub - 1
+			mark := ""
+			switch {
+			case tb.Check == "within" && bytes >= tb.CheckedFrom:
+				checked++
+				mark = "checked"
+				if math.Abs(rel) > maxBusBWError {
+					t.Errorf("%s, %d B: fastsim %.2f GB/s, published %.2f: %+.1f%%", tb.Name, int64(bytes), got, pub, 100*rel)
+				}
+			case tb.Check == "within" || tb.Check == "upper_bound":
+				checked++
+				mark = "bound"
+				if rel < 0 {
+					t.Errorf("%s, %d B: fastsim %.2f GB/s slower than published %.2f", tb.Name, int64(bytes), got, pub)
+				}
+			case tb.Check != "none":
+				t.Fatalf("%s: unknown check %q", tb.Name, tb.Check)
+			}
+			fmt.Fprintf(&b, "  %10s %10.2f %10.2f %+6.1f%% %s\n", sizeName(bytes), pub, got, 100*rel, mark)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("nothing checked")
+	}
+	t.Log(b.String())
+}
+
+func sizeName(bytes float64) string {
+	if bytes >= 1<<30 {
+		return fmt.Sprintf("%g GiB", bytes/(1<<30))
+	}
+	return fmt.Sprintf("%g MiB", bytes/(1<<20))
+}
