@@ -57,6 +57,43 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 	}
 }
 
+// The protocol fastsim picks for a medium all-reduce on one 8 × A100 host
+// is the one NCCL's tuning model picks (bench/COLLECTIVES.md, "Medium
+// sizes: what NCCL runs"): LL at 1 MiB, LL128 from 2 to 16 MiB, Simple from
+// 32 MiB. By hand on the a100-80gb preset, NVLink 300 GB/s × 0.7833 =
+// 234.99 B/ns, 14 ring steps, bytes moved 2·7/8·S:
+//
+//	LL     3.6 + 14 × 0.47 = 10.18 µs, at 234.99/4     = 58.7475 B/ns
+//	LL128 10.0 + 14 × 1.9  = 36.6 µs,  at 234.99 × .92 = 216.1908 B/ns
+//	Simple 8.4 + 14 × 3.4  = 56.0 µs,  at 234.99 B/ns
+//
+// 1 MiB (1,835,008 B moved): LL 41,415.5, LL128 45,087.9, Simple 63,808.9 ns.
+// 2 MiB (3,670,016 B): LL 72,651.0, LL128 53,575.8, Simple 71,617.8 ns.
+// 16 MiB (29,360,128 B): LL128 172,406.6, Simple 180,942.0 ns.
+// 32 MiB (58,720,256 B): LL128 308,213.1, Simple 305,884.1 ns.
+func TestMediumAllReduceProtocolByHand(t *testing.T) {
+	s, err := hardware.Preset("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := Placement{Ranks: 8, Hosts: 1, MaxPerHost: 8}
+	cases := []struct {
+		what  string
+		bytes int64
+		want  int64
+	}{
+		{"1 MiB, LL", 1 << 20, 41_416},
+		{"2 MiB, LL128", 2 << 20, 53_576},
+		{"16 MiB, LL128", 16 << 20, 172_407},
+		{"32 MiB, Simple", 32 << 20, 305_885},
+	}
+	for _, c := range cases {
+		if got := HardwareCollectiveNs(s, AllReduce, c.bytes, host); got != c.want {
+			t.Errorf("%s: %d ns, want %d", c.what, got, c.want)
+		}
+	}
+}
+
 func modelBusBW(s *hardware.Spec, bytes float64, p Placement) float64 {
 	ns := float64(HardwareCollectiveNs(s, AllReduce, int64(bytes), p))
 	return BusBandwidthGBps(AllReduce, bytes, ns, p.Ranks)
