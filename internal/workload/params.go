@@ -341,3 +341,38 @@ func (g *generator) optimizerStep(st *stage) {
 	}
 	st.pendingGrad = st.pendingGrad[:0]
 }
+
+// StageParams counts the parameters one rank of pipeline stage st holds
+// (before ZeRO sharding), as setup allocates them: layers in its
+// transformer layers (matrices, biases and norms), other in everything
+// else (on the first stage the word embedding shard and the learned
+// positions; on the last the final norm and, when untied or when the
+// first stage is another, its word-embedding shard).
+func StageParams(j Job, st int) (layers, other int64) {
+	if err := j.Check(); err != nil || st < 0 || st >= j.PP {
+		return 0, 0
+	}
+	d := dimsOf(&j)
+	small := 2 * d.h
+	if j.Model.Bias {
+		small += 2*d.h + d.qkvW + d.fc1W + 2*d.h
+	}
+	perLayer := small + d.h*d.qkvW + (d.h/d.t)*d.h + d.h*d.fc1W + d.f*d.h
+	layers = int64(j.Model.Layers/j.PP) * perLayer
+	if st == 0 {
+		other += d.vt * d.h
+		if j.Model.Bias {
+			other += d.s * d.h
+		}
+	}
+	if st == j.PP-1 {
+		other += d.h
+		if j.Model.Bias {
+			other += d.h
+		}
+		if !j.Model.Tied || j.PP > 1 {
+			other += d.vt * d.h
+		}
+	}
+	return layers, other
+}
