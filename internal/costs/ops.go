@@ -63,6 +63,7 @@ const (
 	bytesEmbedding                       // embedding(weight[V,D], indices): gathered rows + indices + result
 	bytesNLLForward                      // nll_loss_forward(self[N,C], target[N], ...): one element of self per target + target + results
 	bytesNLLBackward                     // nll_loss_backward(grad, self, target, ...): every arg but self (only its shape is used) + results
+	bytesWrite                           // a fill (zero_, fill_): writes its results and mutated tensors, reads nothing
 )
 
 // opRow is one op's pricing.
@@ -82,6 +83,7 @@ type opRow struct {
 var (
 	free   = opRow{flops: flopNone, bytes: bytesNone, causalArg: -1}
 	copyOp = opRow{flops: flopNone, bytes: bytesIO, causalArg: -1}
+	fill   = opRow{flops: flopNone, bytes: bytesWrite, causalArg: -1}
 )
 
 func ew(perElem float64) opRow {
@@ -163,7 +165,7 @@ var opTable = map[string]opRow{
 	"aten.tanh":                       ew(1),
 	"aten.sum":                        ew(1),
 	"aten.mean":                       ew(1),
-	"aten.zero_":                      copyOp,
+	"aten.zero_":                      fill,
 	"aten.randn":                      copyOp, // factories write their result
 	"aten.rand":                       copyOp,
 	"aten.zeros":                      copyOp,
@@ -171,7 +173,7 @@ var opTable = map[string]opRow{
 	"aten.full":                       copyOp,
 	"aten.zeros_like":                 copyOp,
 	"aten.ones_like":                  copyOp,
-	"aten.fill_":                      copyOp,
+	"aten.fill_":                      fill,
 	"aten.embedding":                  {flops: flopNone, bytes: bytesEmbedding, causalArg: -1},
 	"aten.embedding_dense_backward":   ew(1), // accumulate rows of grad_output into the weight gradient
 	// Adam per parameter element: m 3, v 4, bias corrections 2, sqrt and eps 2,
@@ -180,7 +182,10 @@ var opTable = map[string]opRow{
 	"aten._fused_adamw_":    {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
 	"aten.copy_":            {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
 	"aten._foreach_copy_":   {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
-	"aten._foreach_zero_":   copyOp,
+	"aten._foreach_zero_":   fill,
+	// The global gradient norm of clipping: each gradient read once, one
+	// scalar written per tensor; square and add per element.
+	"aten._foreach_norm": ew(2),
 	"aten._to_copy":         copyOp,
 	"aten.clone":            copyOp,
 	"aten.contiguous":       copyOp,

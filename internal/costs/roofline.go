@@ -419,6 +419,8 @@ func bytesOf(row opRow, c *gen.CallFunction) float64 {
 		if len(a) >= 2 { // grad_output, self, target, ...
 			return in(1) + out
 		}
+	case bytesWrite:
+		return out
 	}
 	return in(-1) + out
 }

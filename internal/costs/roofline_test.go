@@ -255,7 +255,7 @@ func TestTableCoversTrainingOps(t *testing.T) {
 		"aten.mul.Tensor", "aten.sub.Tensor", "aten.div.Tensor", "aten.neg", "aten.add_.Tensor", "aten.mul_.Tensor",
 		"aten.embedding", "aten.embedding_dense_backward", "aten._log_softmax", "aten._log_softmax_backward_data",
 		"aten.nll_loss_forward", "aten.nll_loss_backward", "aten.cross_entropy_loss", "aten._fused_adam_",
-		"aten._fused_adamw_", "aten.copy_", "aten._to_copy", "aten.clone",
+		"aten._fused_adamw_", "aten.copy_", "aten._to_copy", "aten.clone", "aten._foreach_norm", "aten._foreach_zero_",
 	} {
 		if !Known(name) {
 			t.Errorf("%s is not in the op table", name)
@@ -298,5 +298,17 @@ func TestRooflineWaveQuantization(t *testing.T) {
 	}
 	if got, want := NewRoofline(h).Estimate(c, "aten.mm").ComputeNs, 231928233984.0/(989.4e3*h.GPU.GEMMEfficiency.At(231928233984.0)); math.Abs(got-want) > 1 {
 		t.Errorf("no tile: %.0f ns, want the curve's %.0f", got, want)
+	}
+}
+
+// A fill writes and reads nothing: zeroing a 1,000,000-element fp32
+// gradient moves 4,000,000 bytes (a copy would move 8,000,000).
+func TestRooflineFillWritesOnly(t *testing.T) {
+	r := NewRoofline(h100(t))
+	g := tn("float32", 1_000_000)
+	c := call([]jsonl.Tensor{g}, "")
+	c.Mutates = []jsonl.Tensor{g}
+	if e := r.Estimate(c, "aten._foreach_zero_"); e.Bytes != 4_000_000 {
+		t.Errorf("_foreach_zero_ moves %g bytes, want 4,000,000", e.Bytes)
 	}
 }

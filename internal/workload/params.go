@@ -260,7 +260,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 }
 
 // optimizerStep ends a step on stage st: it waits for the gradient
-// reductions, runs one fused Adam over the stage's groups (on the compute
+// reductions, computes the gradients' norms for clipping, runs one fused Adam over the stage's groups (on the compute
 // stream, or on "comm" over the shards with ZeRO >= 1), all-gathers the
 // updated parameters (ZeRO 1 and 2) and zeroes the gradients.
 func (g *generator) optimizerStep(st *stage) {
@@ -293,6 +293,19 @@ func (g *generator) optimizerStep(st *stage) {
 	if z >= 1 {
 		stream = streamComm
 	}
+	// Gradient clipping by the global L2 norm, which Megatron-LM's
+	// optimizer step does before Adam whenever --clip-grad > 0 (its
+	// default, 1.0, "Gradient clipping based on global L2 norm"): one read
+	// of every gradient for the norms (MixedPrecisionOptimizer.step,
+	// clip_grad_norm_fp32).
+	norms := make([]any, len(grads))
+	var normTs []jsonl.Tensor
+	for i := range grads {
+		n := g.e.tensor(f32)
+		norms[i], normTs = n, append(normTs, n)
+	}
+	g.e.call(st.all, stream, opForeachNorm, []any{grads, 2.0}, norms)
+	g.e.del(st.all, normTs...)
 	mut := append(append(append(tlist{}, masters...), ms...), vs...)
 	g.e.call(st.all, stream, opAdam, []any{masters, grads, ms, vs, tlist{}, tlist{}}, nil, mut...)
 	switch z {
