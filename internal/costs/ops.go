@@ -178,14 +178,14 @@ var opTable = map[string]opRow{
 	"aten.embedding_dense_backward":   ew(1), // accumulate rows of grad_output into the weight gradient
 	// Adam per parameter element: m 3, v 4, bias corrections 2, sqrt and eps 2,
 	// step 3, weight decay 2 = 16.
-	"aten._fused_adam_":     {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
-	"aten._fused_adamw_":    {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
-	"aten.copy_":            {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
-	"aten._foreach_copy_":   {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
-	"aten._foreach_zero_":   fill,
+	"aten._fused_adam_":   {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
+	"aten._fused_adamw_":  {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
+	"aten.copy_":          {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
+	"aten._foreach_copy_": {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
+	"aten._foreach_zero_": fill,
 	// The global gradient norm of clipping: each gradient read once, one
 	// scalar written per tensor; square and add per element.
-	"aten._foreach_norm": ew(2),
+	"aten._foreach_norm":    ew(2),
 	"aten._to_copy":         copyOp,
 	"aten.clone":            copyOp,
 	"aten.contiguous":       copyOp,
