@@ -73,6 +73,15 @@ func TestPredictSmall(t *testing.T) {
 	if st := r.ModelStateGiB * GiB / params; st < 17 || st > 19.5 {
 		t.Fatalf("model state %.2f bytes a parameter, want about 18 (bf16 weight, fp32 grad, master, two moments)", st)
 	}
+	// The layers' share: 4 layers of 12·1024² weights plus 13·1024 biases
+	// and norms each, at the same bytes per parameter as the whole.
+	layers, _ := workload.StageParams(j, 0)
+	if want := 4 * (12*1024*1024 + 13*1024); layers != int64(want) {
+		t.Fatalf("%d layer parameters, want %d", layers, want)
+	}
+	if got, want := r.LayerStateGiB, r.ModelStateGiB*float64(layers)/params; math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("layer state %g GiB, want %g", got, want)
+	}
 	if r.ActivationGiB <= 0 || !r.Fits || r.PeakDevice != 0 {
 		t.Fatalf("%+v", r)
 	}
