@@ -111,8 +111,9 @@ var misses = map[string]float64{
 
 // maeBound is the step-time mean absolute error held today, above
 // maeTarget (see misses): 6.78% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-5.3, -7.7, +3.6, +0.6 and -16.7%).
-const maeBound = 6.8
+// the 7.5B row's implied step time (-5.3, -7.7, +3.6, +0.6 and -16.7%);
+// 6.95% with the 145.6B row's -7.8% (-args -all-points).
+const maeBound = 7.0
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 
