@@ -134,6 +134,14 @@ var opTable = map[string]opRow{
 	"aten.nll_loss_backward":          {flops: flopNone, bytes: bytesNLLBackward, causalArg: -1},
 	"aten.nll_loss":                   {flops: flopNone, bytes: bytesNLLForward, causalArg: -1},
 	"aten.cross_entropy_loss":         ew(6), // log-softmax and the target gather
+	// The vocabulary-parallel cross entropy's pieces: the row maximum and
+	// log-sum-exp read the logits once and write one value per row; the
+	// gather of each row's target logit reads one element per index, as
+	// nll_loss_forward does.
+	"aten.amax":                       ew(1),
+	"aten.logsumexp":                  ew(4), // subtract the max, exp, add, log
+	"aten.gather":                     {flops: flopNone, bytes: bytesNLLForward, causalArg: -1},
+	"aten.cat":                        copyOp,
 	"aten.native_layer_norm":          ew(8), // mean 1, variance 3, normalize 2, affine 2
 	"aten.native_layer_norm_backward": ew(16),
 	"aten.layer_norm":                 ew(8),

@@ -82,6 +82,9 @@ func TestPredictSmall(t *testing.T) {
 	if got, want := r.LayerStateGiB, r.ModelStateGiB*float64(layers)/params; math.Abs(got-want) > 1e-9*want {
 		t.Fatalf("layer state %g GiB, want %g", got, want)
 	}
+	if r.UnknownOps != 0 {
+		t.Fatalf("%d calls of ops the hardware model does not know", r.UnknownOps)
+	}
 	if r.ActivationGiB <= 0 || !r.Fits || r.PeakDevice != 0 {
 		t.Fatalf("%+v", r)
 	}
