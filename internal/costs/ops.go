@@ -63,6 +63,7 @@ const (
 	bytesEmbedding                       // embedding(weight[V,D], indices): gathered rows + indices + result
 	bytesNLLForward                      // nll_loss_forward(self[N,C], target[N], ...): one element of self per target + target + results
 	bytesNLLBackward                     // nll_loss_backward(grad, self, target, ...): every arg but self (only its shape is used) + results
+	bytesWrite                           // a fill (zero_, fill_): writes its results and mutated tensors, reads nothing
 )
 
 // opRow is one op's pricing.
@@ -82,6 +83,7 @@ type opRow struct {
 var (
 	free   = opRow{flops: flopNone, bytes: bytesNone, causalArg: -1}
 	copyOp = opRow{flops: flopNone, bytes: bytesIO, causalArg: -1}
+	fill   = opRow{flops: flopNone, bytes: bytesWrite, causalArg: -1}
 )
 
 func ew(perElem float64) opRow {
@@ -132,6 +134,14 @@ var opTable = map[string]opRow{
 	"aten.nll_loss_backward":          {flops: flopNone, bytes: bytesNLLBackward, causalArg: -1},
 	"aten.nll_loss":                   {flops: flopNone, bytes: bytesNLLForward, causalArg: -1},
 	"aten.cross_entropy_loss":         ew(6), // log-softmax and the target gather
+	// The vocabulary-parallel cross entropy's pieces: the row maximum and
+	// log-sum-exp read the logits once and write one value per row; the
+	// gather of each row's target logit reads one element per index, as
+	// nll_loss_forward does.
+	"aten.amax":                       ew(1),
+	"aten.logsumexp":                  ew(4), // subtract the max, exp, add, log
+	"aten.gather":                     {flops: flopNone, bytes: bytesNLLForward, causalArg: -1},
+	"aten.cat":                        copyOp,
 	"aten.native_layer_norm":          ew(8), // mean 1, variance 3, normalize 2, affine 2
 	"aten.native_layer_norm_backward": ew(16),
 	"aten.layer_norm":                 ew(8),
@@ -163,7 +173,7 @@ var opTable = map[string]opRow{
 	"aten.tanh":                       ew(1),
 	"aten.sum":                        ew(1),
 	"aten.mean":                       ew(1),
-	"aten.zero_":                      copyOp,
+	"aten.zero_":                      fill,
 	"aten.randn":                      copyOp, // factories write their result
 	"aten.rand":                       copyOp,
 	"aten.zeros":                      copyOp,
@@ -171,16 +181,19 @@ var opTable = map[string]opRow{
 	"aten.full":                       copyOp,
 	"aten.zeros_like":                 copyOp,
 	"aten.ones_like":                  copyOp,
-	"aten.fill_":                      copyOp,
+	"aten.fill_":                      fill,
 	"aten.embedding":                  {flops: flopNone, bytes: bytesEmbedding, causalArg: -1},
 	"aten.embedding_dense_backward":   ew(1), // accumulate rows of grad_output into the weight gradient
 	// Adam per parameter element: m 3, v 4, bias corrections 2, sqrt and eps 2,
 	// step 3, weight decay 2 = 16.
-	"aten._fused_adam_":     {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
-	"aten._fused_adamw_":    {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
-	"aten.copy_":            {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
-	"aten._foreach_copy_":   {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
-	"aten._foreach_zero_":   copyOp,
+	"aten._fused_adam_":   {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
+	"aten._fused_adamw_":  {flops: flopAdam, bytes: bytesIO, perElem: 16, causalArg: -1},
+	"aten.copy_":          {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
+	"aten._foreach_copy_": {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
+	"aten._foreach_zero_": fill,
+	// The global gradient norm of clipping: each gradient read once, one
+	// scalar written per tensor; square and add per element.
+	"aten._foreach_norm":    ew(2),
 	"aten._to_copy":         copyOp,
 	"aten.clone":            copyOp,
 	"aten.contiguous":       copyOp,

@@ -21,7 +21,9 @@ import (
 //	       + launch overhead
 //
 // with FLOPs and bytes from the op table (ops.go) and the call's argument
-// shapes and dtypes. Tensor-core ops use the dense peak of their first
+// shapes and dtypes. Where the spec gives the GPU's GEMM tile, a matrix
+// product's efficiency is also capped by its shape's wave quantization
+// (waveEfficiency). Tensor-core ops use the dense peak of their first
 // argument's dtype; the others the CUDA-core FP32 peak at full efficiency
 // (their time is the memory term anyway). An op the table does not know is
 // priced as memory-bound on the bytes of its arguments and results, and
@@ -115,6 +117,9 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 			peak = p * 1e3
 		}
 		eff = r.spec.GPU.GEMMEfficiency.At(e.FLOPs)
+		if b, m, n, ok := gemmOutput(row, c); ok {
+			eff = min(eff, r.waveEfficiency(b, m, n))
+		}
 	}
 	e.ComputeNs = e.FLOPs / (peak * eff)
 	if e.Bytes > 0 {
@@ -122,6 +127,77 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	}
 	e.LaunchNs = r.launchNs
 	return e
+}
+
+// waveEfficiency is the efficiency of a product of b outputs of m x n on
+// the spec's GEMM tile (NVIDIA Deep Learning Performance Guide, "Matrix
+// Multiplication Background": tile quantization and wave quantization).
+// Each thread block computes one tile of the output, one per SM at a
+// time, so a product of T tiles runs in ceil(T/SMs) waves of the time of
+// one tile; of that work only the m x n outputs are useful. It is the
+// curve's largest efficiency (a large product's) times that useful
+// fraction: b·m·n / (waves · SMs · tile area), the better of the tile's
+// two orientations. Without a tile in the spec it is 1 (no limit), and
+// so it is for a product thinner than the tile's smaller side (a
+// matrix-vector product, attention's 2048 x 96 products): GEMM libraries
+// run those with smaller tiles or GEMV kernels, and the FLOPs curve and
+// the memory term price them.
+func (r *Roofline) waveEfficiency(b, m, n float64) float64 {
+	t, sms := r.spec.GPU.GEMMTile, float64(r.spec.GPU.SMs)
+	c := r.spec.GPU.GEMMEfficiency
+	if t[0] <= 0 || t[1] <= 0 || sms <= 0 || len(c) == 0 || b*m*n <= 0 {
+		return 1
+	}
+	tr, tc := float64(t[0]), float64(t[1])
+	if min(m, n) < min(tr, tc) {
+		return 1
+	}
+	best := 0.0
+	for _, o := range [2][2]float64{{tr, tc}, {tc, tr}} {
+		tiles := b * math.Ceil(m/o[0]) * math.Ceil(n/o[1])
+		waves := math.Ceil(tiles / sms)
+		best = max(best, b*m*n/(waves*sms*tr*tc))
+	}
+	return c[len(c)-1][1] * best
+}
+
+// gemmOutput is a matrix product's output: b products of m x n; ok is
+// false for ops that are not plain products (attention).
+func gemmOutput(row opRow, c *gen.CallFunction) (b, m, n float64, ok bool) {
+	a := c.Args.Leaves
+	switch row.flops {
+	case flopMM:
+		if len(a) >= 2 {
+			return 1, dim(&a[0], -2), dim(&a[1], -1), true
+		}
+	case flopAddmm:
+		if len(a) >= 3 {
+			return 1, dim(&a[1], -2), dim(&a[2], -1), true
+		}
+	case flopBmm:
+		if len(a) >= 2 {
+			return dim(&a[0], 0), dim(&a[0], 1), dim(&a[1], 2), true
+		}
+	case flopBaddbmm:
+		if len(a) >= 3 {
+			return dim(&a[1], 0), dim(&a[1], 1), dim(&a[2], 2), true
+		}
+	case flopLinear:
+		if len(a) >= 2 {
+			k := dim(&a[0], -1)
+			return 1, numel(&a[0]) / k, dim(&a[1], 0), true
+		}
+	case flopMatmul:
+		if len(a) >= 2 && len(c.Result.Leaves) > 0 {
+			res := &c.Result.Leaves[0]
+			m, n := dim(res, -2), dim(res, -1)
+			if len(res.Shape) < 2 {
+				m = 1
+			}
+			return numel(res) / (m * n), m, n, true
+		}
+	}
+	return 0, 0, 0, false
 }
 
 // CallNs prices a call, counting it if its op is unknown.
@@ -343,6 +419,8 @@ func bytesOf(row opRow, c *gen.CallFunction) float64 {
 		if len(a) >= 2 { // grad_output, self, target, ...
 			return in(1) + out
 		}
+	case bytesWrite:
+		return out
 	}
 	return in(-1) + out
 }

@@ -51,6 +51,13 @@ type GPU struct {
 	// GEMMEfficiency is the fraction of the dtype's peak a matrix multiply
 	// reaches, as a function of its FLOPs.
 	GEMMEfficiency Curve `json:"gemm_efficiency"`
+	// GEMMTile is the output tile [rows, columns] of one thread block of
+	// the GPU's large GEMM kernels (optional). With it a matrix product
+	// is also priced by its shape: its output is cut into tiles (in
+	// either orientation, whichever wastes less), one per SM at a time,
+	// and the product runs in whole waves of SMs tiles (wave and tile
+	// quantization), at most at the curve's largest efficiency.
+	GEMMTile [2]int `json:"gemm_tile,omitempty"`
 	// MemoryEfficiency is the fraction of HBM bandwidth a memory-bound
 	// kernel reaches, as a function of the bytes it moves.
 	MemoryEfficiency Curve `json:"memory_efficiency"`
@@ -200,6 +207,9 @@ func (s *Spec) Check() error {
 	}
 	if v := s.Host.NVLSLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
 		return fmt.Errorf("%w: host.nvls_latency_us is %g, want 0..1e6", ErrSpec, v)
+	}
+	if t := s.GPU.GEMMTile; t != [2]int{} && (t[0] <= 0 || t[1] <= 0 || t[0] > 1<<16 || t[1] > 1<<16) {
+		return fmt.Errorf("%w: gpu.gemm_tile is %v, want two sizes in 1..65536", ErrSpec, t)
 	}
 	if v := s.GPU.LaunchOverheadNs; v < 0 || v > 1e9 {
 		return fmt.Errorf("%w: gpu.launch_overhead_ns is %g, want 0..1e9", ErrSpec, v)

@@ -46,6 +46,14 @@ type Result struct {
 	// activations and the temporaries alive with them.
 	ModelStateGiB float64
 	ActivationGiB float64
+	// LayerStateGiB is the part of ModelStateGiB that belongs to the
+	// device's transformer layers: the model state times the layers'
+	// share of the device's parameters (workload.StageParams; the state
+	// is a fixed number of bytes per parameter, sharded alike by ZeRO).
+	// It leaves out the embeddings and the output layer, as Korthikanti
+	// et al.'s accounting of 18 bytes over 12·L·h²/(t·p) parameters does
+	// (internal/validation/FORMULAS.md, section 2).
+	LayerStateGiB float64
 	HBMGiB        float64 // the GPU's memory
 	Fits          bool    // PeakGiB <= HBMGiB
 	Groups        int     // groups the grouped replay simulated
@@ -105,6 +113,9 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	r.MFU = r.TFLOPsPerGPU / peak
 	r.ModelStateGiB = float64(res.PeakDeviceFinalBytes) / GiB
 	r.ActivationGiB = r.PeakGiB - r.ModelStateGiB
+	if layers, other := workload.StageParams(j, int(r.PeakDevice/(int64(j.DP)*int64(j.TP)))); layers+other > 0 {
+		r.LayerStateGiB = r.ModelStateGiB * float64(layers) / float64(layers+other)
+	}
 	r.Fits = r.PeakGiB <= r.HBMGiB
 	if roof := model.Roofline(); roof != nil {
 		r.UnknownOps, _ = roof.Unknown()

@@ -73,60 +73,144 @@ func TestPredictSmall(t *testing.T) {
 	if st := r.ModelStateGiB * GiB / params; st < 17 || st > 19.5 {
 		t.Fatalf("model state %.2f bytes a parameter, want about 18 (bf16 weight, fp32 grad, master, two moments)", st)
 	}
+	// The layers' share: 4 layers of 12·1024² weights plus 13·1024 biases
+	// and norms each, at the same bytes per parameter as the whole.
+	layers, _ := workload.StageParams(j, 0)
+	if want := 4 * (12*1024*1024 + 13*1024); layers != int64(want) {
+		t.Fatalf("%d layer parameters, want %d", layers, want)
+	}
+	if got, want := r.LayerStateGiB, r.ModelStateGiB*float64(layers)/params; math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("layer state %g GiB, want %g", got, want)
+	}
+	if r.UnknownOps != 0 {
+		t.Fatalf("%d calls of ops the hardware model does not know", r.UnknownOps)
+	}
 	if r.ActivationGiB <= 0 || !r.Fits || r.PeakDevice != 0 {
 		t.Fatalf("%+v", r)
 	}
 }
 
-// guard bounds the error of a prediction for the validation suite: not
-// the accuracy targets (bench/VALIDATION.md reports those against the
-// errors measured), but a tripwire that fails when a change moves a
-// prediction far from what was published.
-var guard = map[string]float64{"step_time_s": 15, "mfu_percent": 20, "model_state_gib": 5, "activation_gib": 15}
+// target is the accuracy each prediction must reach, |error| in percent
+// (bench/VALIDATION.md, "How fastsim will be compared"): step time within
+// 10%, parameter and optimizer memory within 3%, activations within 5%.
+// Narayanan et al.'s TFLOP/s per GPU is a step time in other units (their
+// Eq. 3 FLOPs over it), and MFU the model FLOPs over it: both are held to
+// the step time's 10%.
+var target = map[string]float64{"step_time_s": 10, "tflops_per_gpu": 10, "mfu_percent": 10, "model_state_gib": 3, "activation_gib": 5}
+
+// maeTarget bounds the mean absolute step-time error over the development
+// points (Calculon's published mean on Korthikanti et al.'s Table 5 is
+// 3.65%).
+const maeTarget = 3.5
+
+// misses are the predictions that miss their target today, each held to
+// its current error rounded up instead, so that a change that makes one
+// worse fails; one that meets its target must leave this list.
+// bench/VALIDATION.md ("What still misses") says why each misses.
+var misses = map[string]float64{
+	"korthikanti-22b-seqsel/activation_gib": 8.5,
+	"narayanan-7p5b/tflops_per_gpu":         20.5,
+}
+
+// maeBound is the step-time mean absolute error held today, above
+// maeTarget (see misses): 6.77% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-5.3, -7.7, +3.6, +0.5 and -16.7%);
+// 6.95% with the 145.6B row's -7.8% (-args -all-points).
+const maeBound = 7.0
+
+var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
+
+// stepErrorPct is a comparison's error as a step-time error: the step
+// time's own, or for a throughput (TFLOP/s per GPU) the step time it
+// implies, published/predicted - 1; false for other quantities.
+func stepErrorPct(c Compared) (float64, bool) {
+	switch c.Quantity {
+	case "step_time_s":
+		return c.ErrorPct, true
+	case "tflops_per_gpu":
+		return 100 * (c.Published/c.Predicted - 1), true
+	}
+	return 0, false
+}
 
 // TestValidationDevelopmentPoints predicts every development point of the
-// validation set (the 175B ones only without -short: about 20 s each),
-// logs each published value beside its prediction, and checks each error
-// against guard.
+// validation set (those of more than 8 GPUs only without -short: about 20
+// s each; those of more than 1024 only with -args -all-points), logs each
+// published value beside its prediction, and checks each error against
+// its target (or, for a known miss, its current bound), and the step-time
+// mean absolute error against maeTarget (or maeBound) without -short.
 func TestValidationDevelopmentPoints(t *testing.T) {
 	pts, err := validation.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all []Compared
-	var rows []string
+	var rows, skipped []string
 	for i := range pts {
 		p := &pts[i]
 		if p.Role != validation.RoleDevelopment {
 			continue
 		}
-		if testing.Short() && p.Layout.GPUs > 8 {
+		if (testing.Short() && p.Layout.GPUs > 8) || (!*allPoints && p.Layout.GPUs > 1024) {
+			skipped = append(skipped, p.ID)
 			continue
 		}
-		r, cs, err := Validate(context.Background(), p)
+		_, cs, err := Validate(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cs) == 0 {
-			continue
-		}
 		for _, c := range cs {
 			t.Logf("%-24s %-16s %-10s published %10.4f predicted %10.4f error %+6.1f%%", c.Point, c.Quantity, c.Kind, c.Published, c.Predicted, c.ErrorPct)
-			if math.Abs(c.ErrorPct) > guard[c.Quantity] {
-				t.Errorf("%s %s: predicted %.4f, published %.4f: %+.1f%% is past the %.0f%% guard", c.Point, c.Quantity, c.Predicted, c.Published, c.ErrorPct, guard[c.Quantity])
+			bound, missed := misses[c.Point+"/"+c.Quantity]
+			if !missed {
+				bound = target[c.Quantity]
+			}
+			if math.Abs(c.ErrorPct) > bound {
+				t.Errorf("%s %s: predicted %.4f, published %.4f: %+.1f%% is past %.1f%%", c.Point, c.Quantity, c.Predicted, c.Published, c.ErrorPct, bound)
+			}
+			if missed && math.Abs(c.ErrorPct) <= target[c.Quantity] {
+				t.Errorf("%s %s: %+.1f%% now meets the %.0f%% target: remove it from misses", c.Point, c.Quantity, c.ErrorPct, target[c.Quantity])
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %.4g | %.4g | %+.1f%% |", c.Point, c.Quantity, c.Kind, c.Published, c.Predicted, c.ErrorPct))
 		}
 		all = append(all, cs...)
-		_ = r
+	}
+	mae, n := stepMAE(all)
+	t.Logf("step time: mean absolute error %.2f%% over %d values", mae, n)
+	if !testing.Short() {
+		bound := max(maeTarget, maeBound)
+		if mae > bound {
+			t.Errorf("step time: mean absolute error %.2f%% is past %.2f%%", mae, bound)
+		}
+		if maeBound > maeTarget && mae <= maeTarget {
+			t.Errorf("step time: mean absolute error %.2f%% now meets the %.1f%% target: set maeBound to 0", mae, maeTarget)
+		}
 	}
 	if *updateTable {
-		writeTable(t, all, rows)
+		if testing.Short() {
+			t.Fatal("-update-table needs the points of more than 8 GPUs: run without -short")
+		}
+		writeTable(t, all, rows, skipped)
 	}
 }
 
+// stepMAE is the mean absolute step-time error (stepErrorPct) over cs.
+func stepMAE(cs []Compared) (float64, int) {
+	sum, n := 0.0, 0
+	for _, c := range cs {
+		if e, ok := stepErrorPct(c); ok {
+			sum += math.Abs(e)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return sum / float64(n), n
+}
+
 // writeTable replaces the predictions section of bench/VALIDATION.md.
-func writeTable(t *testing.T, all []Compared, rows []string) {
+func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
 	const path = "../../bench/VALIDATION.md"
 	const begin, end = "<!-- predictions: begin -->", "<!-- predictions: end -->"
 	data, err := os.ReadFile(path)
@@ -140,7 +224,7 @@ func writeTable(t *testing.T, all []Compared, rows []string) {
 	}
 	var b strings.Builder
 	b.WriteString(begin + "\n\n")
-	b.WriteString("Measured by `go test -run TestValidationDevelopmentPoints -v ./internal/predict -args -update-table` (fastsim predict on each development point: grouped replay on the a100-80gb hardware model, no controller cost).\n\n")
+	b.WriteString("Measured by `go test -run TestValidationDevelopmentPoints -v -timeout 60m ./internal/predict -args -update-table` (add `-all-points` for the points of more than 1024 GPUs) (fastsim predict on each development point: grouped replay on the a100-80gb hardware model, no controller cost).\n\n")
 	b.WriteString("| point | quantity | published as | published | fastsim | error |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r + "\n")
@@ -150,6 +234,12 @@ func writeTable(t *testing.T, all []Compared, rows []string) {
 		if mae, n := MeanAbsErrorPct(all, q); n > 0 {
 			fmt.Fprintf(&b, "- %s: mean absolute error %.1f%% over %d values\n", q, mae, n)
 		}
+	}
+	if mae, n := stepMAE(all); n > 0 {
+		fmt.Fprintf(&b, "- step time (TFLOP/s converted to the step time it implies): mean absolute error %.1f%% over %d values\n", mae, n)
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(&b, "- not run for this table (more than 1024 GPUs; `-args -all-points` runs them): %s\n", strings.Join(skipped, ", "))
 	}
 	b.WriteString("\n" + end)
 	doc = doc[:i] + b.String() + doc[k+len(end):]

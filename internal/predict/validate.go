@@ -14,7 +14,7 @@ import (
 // prediction of it.
 type Compared struct {
 	Point     string
-	Quantity  string // step_time_s, activation_gib, model_state_gib, mfu_percent
+	Quantity  string // one of Quantities
 	Kind      string // measured or analytical, as the point gives it
 	Published float64
 	Predicted float64
@@ -22,16 +22,17 @@ type Compared struct {
 }
 
 // Quantities lists the published quantities a prediction is compared on.
-var Quantities = []string{"step_time_s", "mfu_percent", "model_state_gib", "activation_gib"}
+var Quantities = []string{"step_time_s", "tflops_per_gpu", "mfu_percent", "model_state_gib", "activation_gib"}
 
 // JobOf is the training job of validation point p: a GPT of the point's
 // shape (biases, learned positions and tied embeddings, as Megatron-LM's
-// GPT has them) in the point's layout.
+// GPT has them) in the point's layout, unpublished fields filled by the
+// point's chosen values (validation.Point.Resolved).
 func JobOf(p *validation.Point) (workload.Job, error) {
 	m := workload.Model{Name: p.ID, Layers: p.Model.Layers, Hidden: p.Model.Hidden, Heads: p.Model.Heads,
 		FFN: p.Model.FFN, Vocab: p.Model.Vocab, Seq: p.Model.Seq, Bias: true, Tied: true, Dtype: "bfloat16",
 		Source: p.Model.Name}
-	l := p.Layout
+	l := p.Resolved()
 	j := workload.Job{Model: m, TP: l.TP, PP: l.PP, DP: l.DP, GlobalBatch: l.GlobalBatch, MicroBatch: l.MicroBatch,
 		SequenceParallel: l.SequenceParallel, Zero: l.ZeroStage}
 	var err error
@@ -61,9 +62,14 @@ func Validate(ctx context.Context, p *validation.Point) (Result, []Compared, err
 		return r, nil, fmt.Errorf("point %s: %w", p.ID, err)
 	}
 	predicted := map[string]float64{
-		"step_time_s":     r.StepTimeS,
-		"mfu_percent":     100 * r.MFU,
-		"model_state_gib": r.ModelStateGiB,
+		"step_time_s": r.StepTimeS,
+		// Narayanan et al. count teraFLOP/s by their Eq. 3, which
+		// includes full recomputation's extra forward pass.
+		"tflops_per_gpu": validation.NarayananFLOPs(p.Model, p.Layout.GlobalBatch) / r.StepTimeS / float64(r.World) / 1e12,
+		"mfu_percent":    100 * r.MFU,
+		// The published model states are Korthikanti et al.'s
+		// accounting: the transformer layers' parameters only.
+		"model_state_gib": r.LayerStateGiB,
 		"activation_gib":  r.ActivationGiB,
 	}
 	var out []Compared

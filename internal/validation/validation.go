@@ -135,12 +135,39 @@ type Point struct {
 	// Unpublished names layout fields the source does not give; they are
 	// zero or empty in Layout.
 	Unpublished []string `json:"unpublished,omitempty"`
+	// Chosen fills unpublished layout fields for a prediction by a stated
+	// rule with its own source; Layout keeps them zero, as published.
+	Chosen *Chosen `json:"chosen,omitempty"`
 	// Measurements are the published values.
 	Measurements []Measurement `json:"measurements"`
 	// Note says what the run was and what is uncertain about it.
 	Note string `json:"note"`
 	// Line is the line of the point's "id" in the file (set by Parse).
 	Line int `json:"-"`
+}
+
+// Chosen is how a prediction fills a point's unpublished layout fields:
+// only fields listed in Unpublished, each by Rule from Source (for
+// example the run scripts the authors published), never fitted to the
+// point's measurements.
+type Chosen struct {
+	// MicroBatch is the microbatch size in sequences (0: not chosen).
+	MicroBatch int `json:"micro_batch,omitempty"`
+	// Schedule is "1f1b" or "interleaved:V" ("" : not chosen).
+	Schedule string `json:"schedule,omitempty"`
+	// Rule says why these values.
+	Rule string `json:"rule"`
+	// Source is where the values are written.
+	Source SourceRef `json:"source"`
+}
+
+// NarayananFLOPs is Narayanan et al.'s Eq. 3 (SC'21, Section 5.1 and
+// Appendix): the FLOPs of one iteration with full recomputation,
+// 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)), by which Table 1 and Table 2
+// count their teraFLOP/s.
+func NarayananFLOPs(m Model, batch int) float64 {
+	B, s, l, h, V := float64(batch), float64(m.Seq), float64(m.Layers), float64(m.Hidden), float64(m.Vocab)
+	return 96 * B * s * l * h * h * (1 + s/(6*h) + V/(16*l*h))
 }
 
 // Model is a GPT-style transformer's shape.
@@ -320,6 +347,9 @@ func (p *Point) check(sources map[string]Source) error {
 	if err := p.checkLayout(); err != nil {
 		return err
 	}
+	if err := p.checkChosen(sources); err != nil {
+		return err
+	}
 	if len(p.Measurements) == 0 {
 		return errors.New("no measurements")
 	}
@@ -430,6 +460,61 @@ func (p *Point) checkLayout() error {
 		}
 	}
 	return nil
+}
+
+// checkChosen verifies that a point's chosen values fill only unpublished
+// fields, have a rule and a source, and make a valid layout.
+func (p *Point) checkChosen(sources map[string]Source) error {
+	c := p.Chosen
+	if c == nil {
+		return nil
+	}
+	if strings.TrimSpace(c.Rule) == "" {
+		return errors.New("chosen: empty rule")
+	}
+	if _, ok := sources[c.Source.Ref]; !ok {
+		return fmt.Errorf("chosen: source ref %q is not in sources", c.Source.Ref)
+	}
+	if c.Source.Location == "" || c.Source.Quote == "" {
+		return errors.New("chosen: source needs a location and a quote")
+	}
+	if c.MicroBatch == 0 && c.Schedule == "" {
+		return errors.New("chosen: no value")
+	}
+	if c.MicroBatch != 0 && !p.unpublished("micro_batch") {
+		return errors.New("chosen: micro_batch is published")
+	}
+	if c.Schedule != "" && !p.unpublished("schedule") && !p.unpublished("interleave_chunks") {
+		return errors.New("chosen: the schedule is published")
+	}
+	q := *p
+	q.Chosen, q.Unpublished = nil, nil
+	q.Layout = p.Resolved()
+	for _, f := range p.Unpublished {
+		filled := (f == "micro_batch" && c.MicroBatch != 0) ||
+			((f == "schedule" || f == "interleave_chunks") && c.Schedule != "")
+		if !filled {
+			q.Unpublished = append(q.Unpublished, f)
+		}
+	}
+	if err := q.checkLayout(); err != nil {
+		return fmt.Errorf("chosen: %v", err)
+	}
+	return nil
+}
+
+// Resolved is the point's layout with its chosen values filled in.
+func (p *Point) Resolved() Layout {
+	l := p.Layout
+	if c := p.Chosen; c != nil {
+		if c.MicroBatch != 0 {
+			l.MicroBatch = c.MicroBatch
+		}
+		if c.Schedule != "" {
+			l.Schedule = c.Schedule
+		}
+	}
+	return l
 }
 
 // knownOrZero checks a size that may be unpublished: positive when known,

@@ -54,7 +54,7 @@ func withPrefix(ps []Point, prefix string) []*Point {
 }
 
 // TestLoadRolesAndCoverage: the file loads, the development set is exactly
-// Korthikanti's 22B and 175B runs, and every Table 5 and Table 1 row is
+// Korthikanti's 22B and 175B runs and Narayanan's 7.5B and 145.6B rows, and every Table 5 and Table 1 row is
 // present.
 func TestLoadRolesAndCoverage(t *testing.T) {
 	ps := load(t)
@@ -62,8 +62,9 @@ func TestLoadRolesAndCoverage(t *testing.T) {
 	for _, p := range ps {
 		if p.Role == RoleDevelopment {
 			dev++
-			if !strings.HasPrefix(p.ID, "korthikanti-22b-") && !strings.HasPrefix(p.ID, "korthikanti-175b-") {
-				t.Errorf("%s is development; only the 22B and 175B runs should be", p.ID)
+			if !strings.HasPrefix(p.ID, "korthikanti-22b-") && !strings.HasPrefix(p.ID, "korthikanti-175b-") &&
+				p.ID != "narayanan-7p5b" && p.ID != "narayanan-145p6b" {
+				t.Errorf("%s is development; only the 22B and 175B runs and Narayanan's 7.5B and 145.6B rows should be", p.ID)
 			}
 		}
 		if p.Line <= 1 {
@@ -94,13 +95,6 @@ func table1(t *testing.T, ps []Point) []*Point {
 		t.Fatalf("%d Table 1 rows, want 10", len(rows))
 	}
 	return rows
-}
-
-// narayananFLOPs is Narayanan et al. Eq. 3 (and Appendix): FLOPs of one
-// iteration with full recomputation, 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)).
-func narayananFLOPs(m Model, batch int) float64 {
-	B, s, l, h, V := float64(batch), float64(m.Seq), float64(m.Layers), float64(m.Hidden), float64(m.Vocab)
-	return 96 * B * s * l * h * h * (1 + s/(6*h) + V/(16*l*h))
 }
 
 // TestNarayananAggregate: aggregate petaFLOP/s = teraFLOP/s per GPU x GPUs
@@ -146,7 +140,7 @@ func TestNarayananImpliedIterationTime(t *testing.T) {
 		x := value(t, p, "tflops_per_gpu", KindMeasured)
 		pct := value(t, p, "percent_of_peak", KindMeasured)
 		n := float64(p.Layout.GPUs)
-		f := narayananFLOPs(p.Model, p.Layout.GlobalBatch)
+		f := NarayananFLOPs(p.Model, p.Layout.GlobalBatch)
 		fromTFLOPs := f / (x * 1e12 * n)
 		fromPercent := f / (pct / 100 * a100PeakTFLOPs * 1e12 * n)
 		if !(fromTFLOPs > 0) || math.IsInf(fromTFLOPs, 0) {
@@ -194,7 +188,7 @@ func TestNarayananTable2TrainingDays(t *testing.T) {
 	for _, p := range rows {
 		x := value(t, p, "tflops_per_gpu", KindMeasured)
 		days := value(t, p, "training_days_300b_tokens", KindDerived)
-		perToken := narayananFLOPs(p.Model, p.Layout.GlobalBatch) / float64(p.Layout.GlobalBatch*p.Model.Seq)
+		perToken := NarayananFLOPs(p.Model, p.Layout.GlobalBatch) / float64(p.Layout.GlobalBatch*p.Model.Seq)
 		got := 300e9 * perToken / (x * 1e12 * float64(p.Layout.GPUs)) / 86400
 		if tol := got*0.5/x + 0.5; math.Abs(got-days) > tol {
 			t.Errorf("%s: %.2f days from %v TFLOP/s, published %v (tolerance %.2f)", p.ID, got, x, days, tol)
@@ -378,6 +372,27 @@ func TestMemoryFiguresAreKorthikantiFormulas(t *testing.T) {
 	}
 }
 
+// TestChosenLayouts: the development rows of Narayanan et al.'s Table 1
+// predict with the authors' own script values (run_table_1.sh): 7.5B
+// with microbatches of 16 (512 / (32 x 16) = 1 per replica), 145.6B with
+// microbatches of 2 (2304 / (24 x 2) = 48 per pipeline, a multiple of 8)
+// and 2 chunks (80 layers / (8 stages x 5 layers per virtual stage)); the
+// published layout keeps them unpublished.
+func TestChosenLayouts(t *testing.T) {
+	ps := load(t)
+	for _, c := range []struct {
+		id       string
+		micro    int
+		schedule string
+	}{{"narayanan-7p5b", 16, "1f1b"}, {"narayanan-145p6b", 2, "interleaved:2"}} {
+		p := byID(t, ps, c.id)
+		l := p.Resolved()
+		if l.MicroBatch != c.micro || l.Schedule != c.schedule || p.Layout.MicroBatch != 0 {
+			t.Errorf("%s: resolved %+v, published micro_batch %d", c.id, l, p.Layout.MicroBatch)
+		}
+	}
+}
+
 // TestParseRejects: bad files fail with "NAME:LINE: ..." naming the point
 // and the problem, wrapping ErrInvalid.
 func TestParseRejects(t *testing.T) {
@@ -407,6 +422,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown field", `"zero_stage": 0}`, `"zero_stage": 0, "zero": 1}`, `bad.json:1: invalid validation point: json: unknown field "zero"`},
 		{"syntax", `"a100-80gb",`, `"a100-80gb",,`, `bad.json:6: invalid validation point: invalid character`},
 		{"truncated", `"note": "n"}]}`, `"note": "n"}]`, `bad.json:9: invalid validation point: unexpected EOF`},
+		{"chosen published", `"hardware"`, `"chosen": {"micro_batch": 2, "rule": "r", "source": {"ref": "s", "location": "l", "quote": "q"}}, "hardware"`, `chosen: micro_batch is published`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bad := strings.Replace(good(), c.from, c.to, 1)

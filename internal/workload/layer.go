@@ -39,6 +39,7 @@ const (
 	opZero        = "torch.ops.aten.zero_.default"
 	opAdam        = "torch.ops.aten._fused_adam_.default"
 	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
+	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
 )
 
 // dropP is the hidden and attention dropout of the GPT models (Radford et

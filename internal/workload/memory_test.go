@@ -181,3 +181,33 @@ func TestInterleavedHeldActivations(t *testing.T) {
 		}
 	}
 }
+
+// StageParams adds up to the model: on one rank without parallelism the
+// stage holds Model.Params; split over two stages with a tied embedding
+// the last stage adds its copy of the word embedding. With t shards each
+// layer's matrices are 12h²/t (Korthikanti et al.'s 12·L·h²/(t·p) per
+// GPU): for h = 64, t = 2, 4 layers on 2 stages, 2 layers x 12·64²/2 =
+// 49,152 matrix elements per stage, plus the small parameters.
+func TestStageParams(t *testing.T) {
+	m := workload.Model{Name: "s", Layers: 4, Hidden: 64, Heads: 4, Vocab: 1000, Seq: 32, Bias: true, Tied: true, Dtype: "bfloat16"}
+	one := workload.Job{Model: m, TP: 1, PP: 1, DP: 1, GlobalBatch: 2, MicroBatch: 1, Schedule: workload.OneFOneB}
+	l, o := workload.StageParams(one, 0)
+	if l+o != m.Params(1) {
+		t.Errorf("one rank: %d + %d, want Params %d", l, o, m.Params(1))
+	}
+	two := one
+	two.PP = 2
+	l0, o0 := workload.StageParams(two, 0)
+	l1, o1 := workload.StageParams(two, 1)
+	if vh := int64(m.PaddedVocab(1) * m.Hidden); l0+o0+l1+o1 != m.Params(1)+vh {
+		t.Errorf("two stages: %d, want Params + V·h = %d", l0+o0+l1+o1, m.Params(1)+vh)
+	}
+	tp := two
+	tp.TP = 2
+	l, _ = workload.StageParams(tp, 1)
+	// small parameters per layer: norms 4h, QKV and fc1 biases (3h + 4h)/2,
+	// projection and fc2 biases 2h = 4·64 + 224 + 128 = 608.
+	if want := int64(2 * (12*64*64/2 + 608)); l != want {
+		t.Errorf("t = 2: %d layer parameters per rank, want %d", l, want)
+	}
+}

@@ -260,7 +260,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 }
 
 // optimizerStep ends a step on stage st: it waits for the gradient
-// reductions, runs one fused Adam over the stage's groups (on the compute
+// reductions, computes the gradients' norms for clipping, runs one fused Adam over the stage's groups (on the compute
 // stream, or on "comm" over the shards with ZeRO >= 1), all-gathers the
 // updated parameters (ZeRO 1 and 2) and zeroes the gradients.
 func (g *generator) optimizerStep(st *stage) {
@@ -293,6 +293,19 @@ func (g *generator) optimizerStep(st *stage) {
 	if z >= 1 {
 		stream = streamComm
 	}
+	// Gradient clipping by the global L2 norm, which Megatron-LM's
+	// optimizer step does before Adam whenever --clip-grad > 0 (its
+	// default, 1.0, "Gradient clipping based on global L2 norm"): one read
+	// of every gradient for the norms (MixedPrecisionOptimizer.step,
+	// clip_grad_norm_fp32).
+	norms := make([]any, len(grads))
+	var normTs []jsonl.Tensor
+	for i := range grads {
+		n := g.e.tensor(f32)
+		norms[i], normTs = n, append(normTs, n)
+	}
+	g.e.call(st.all, stream, opForeachNorm, []any{grads, 2.0}, norms)
+	g.e.del(st.all, normTs...)
 	mut := append(append(append(tlist{}, masters...), ms...), vs...)
 	g.e.call(st.all, stream, opAdam, []any{masters, grads, ms, vs, tlist{}, tlist{}}, nil, mut...)
 	switch z {
@@ -340,4 +353,39 @@ func (g *generator) optimizerStep(st *stage) {
 		}
 	}
 	st.pendingGrad = st.pendingGrad[:0]
+}
+
+// StageParams counts the parameters one rank of pipeline stage st holds
+// (before ZeRO sharding), as setup allocates them: layers in its
+// transformer layers (matrices, biases and norms), other in everything
+// else (on the first stage the word embedding shard and the learned
+// positions; on the last the final norm and, when untied or when the
+// first stage is another, its word-embedding shard).
+func StageParams(j Job, st int) (layers, other int64) {
+	if err := j.Check(); err != nil || st < 0 || st >= j.PP {
+		return 0, 0
+	}
+	d := dimsOf(&j)
+	small := 2 * d.h
+	if j.Model.Bias {
+		small += 2*d.h + d.qkvW + d.fc1W + 2*d.h
+	}
+	perLayer := small + d.h*d.qkvW + (d.h/d.t)*d.h + d.h*d.fc1W + d.f*d.h
+	layers = int64(j.Model.Layers/j.PP) * perLayer
+	if st == 0 {
+		other += d.vt * d.h
+		if j.Model.Bias {
+			other += d.s * d.h
+		}
+	}
+	if st == j.PP-1 {
+		other += d.h
+		if j.Model.Bias {
+			other += d.h
+		}
+		if !j.Model.Tied || j.PP > 1 {
+			other += d.vt * d.h
+		}
+	}
+	return layers, other
 }
