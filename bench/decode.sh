@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Decode-speed benchmark, outside CI: how fast the JSON-lines and binary
+# history forms decode, against the tree as it was at commit b226dc5
+# ("before"), on the world-65,536 training histories of bench/scale.sh (pp 8,
+# dp 1024, tp 8, 32 layers), 1M and 10M commands.
+#
+# For each history it measures, medians of 3 runs (wall seconds):
+#   - JSON lines (.hist.zst) --decode-only, before and now: the per-record
+#     speedup of the JSON decoder;
+#   - the binary form (.fhist.zst, written by this tree's convert)
+#     --decode-only, against JSON lines now;
+#   - grouped replays (--report-only --group-workers --jobs 1) of both forms.
+# and prints the ratios. Then it runs the Go benchmark BenchmarkDecodeRecord
+# (ns/record and allocations of both forms, from memory).
+#
+#   bench/decode.sh               1M and 10M (the 10M history takes minutes
+#                                 to synthesize; it is kept in WORK)
+#   SIZES=1M bench/decode.sh      the 1M history only
+#   WORK=/big/dir bench/decode.sh where histories and builds go
+#                                 (default /tmp/fastsim-decode)
+# Needs git, the zstd command and the commit b226dc5 in this repository.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/tmp/fastsim-decode}
+sizes=${SIZES:-1M 10M}
+before_commit=${BEFORE:-b226dc5}
+mkdir -p "$work"
+
+# Builds: "before" from the commit (exported with git archive, so no
+# worktree is created), "now" from this tree.
+if [ ! -x "$work/fastsim-before-$before_commit" ]; then
+	rm -rf "$work/before-src"
+	mkdir -p "$work/before-src"
+	git archive "$before_commit" | tar -x -C "$work/before-src"
+	(cd "$work/before-src" && go build -o "$work/fastsim-before-$before_commit" ./cmd/fastsim)
+fi
+before=$work/fastsim-before-$before_commit
+now=$work/fastsim-now
+go build -o "$now" ./cmd/fastsim
+
+# history NAME COMMANDS: $work/NAME.hist.zst as bench/scale.sh makes it,
+# and its binary form written by this tree (rewritten each run, since the
+# binary form may have changed).
+history() {
+	local name=$1 cmds=$2
+	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
+	if [ ! -f "$work/$name.hist.zst" ]; then
+		local per steps
+		per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
+		steps=$(((cmds + per - 1) / per))
+		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
+		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
+	fi
+	"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+}
+
+# median3 CMD...: runs CMD three times and prints the median wall seconds.
+median3() {
+	local t=()
+	for _ in 1 2 3; do
+		local a b
+		a=$(date +%s.%N)
+		"$@" >/dev/null
+		b=$(date +%s.%N)
+		t+=("$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b-a}')")
+	done
+	printf '%s\n' "${t[@]}" | sort -n | sed -n 2p
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
+
+echo "| history | JSON decode before s | JSON decode now s | JSON now/before speedup | binary decode s | binary vs JSON decode | JSON grouped replay s | binary grouped replay s | binary vs JSON replay |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for size in $sizes; do
+	case $size in
+	1M) cmds=1000000 ;;
+	10M) cmds=10000000 ;;
+	*) echo "SIZES: want 1M or 10M, got $size" >&2; exit 2 ;;
+	esac
+	name=w65536-$size
+	history "$name" "$cmds"
+	j=$work/$name.hist.zst
+	f=$work/$name.fhist.zst
+	jb=$(median3 "$before" replay --decode-only "$j")
+	jn=$(median3 "$now" replay --decode-only "$j")
+	bn=$(median3 "$now" replay --decode-only "$f")
+	jr=$(median3 "$now" replay --report-only --group-workers --jobs 1 "$j")
+	br=$(median3 "$now" replay --report-only --group-workers --jobs 1 "$f")
+	echo "| $name | $jb | $jn | $(ratio "$jb" "$jn")x | $bn | $(ratio "$jn" "$bn")x | $jr | $br | $(ratio "$jr" "$br")x |"
+done
+echo
+echo "Per record, from memory (go test -bench DecodeRecord ./internal/replay):"
+go test -run '^$' -bench DecodeRecord -benchtime 2s ./internal/replay | grep Benchmark
