@@ -96,7 +96,7 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 	x.Default = false
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -105,11 +105,18 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 		}
 		switch string(key) {
 		case "result":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeStream(s, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "default":
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if s.Null() {
 				break
 			}
@@ -117,6 +124,9 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 				return jsonl.FieldError("default", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -139,7 +149,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 	x.Stream = jsonl.Stream{}
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -148,6 +158,10 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 		}
 		switch string(key) {
 		case "ident":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 0
 			if s.Null() {
 				break
 			}
@@ -155,23 +169,42 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 				return jsonl.FieldError("ident", err)
 			}
 		case "function":
-			seen |= 1 << 0
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if x.Function, err = s.String(); err != nil {
 				return jsonl.FieldError("function", err)
 			}
 		case "args":
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 2
 			if err = jsonl.DecodeTree(s, reg, &x.Args); err != nil {
 				return jsonl.FieldError("args", err)
 			}
 		case "kwargs":
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if err = jsonl.DecodeTree(s, reg, &x.Kwargs); err != nil {
 				return jsonl.FieldError("kwargs", err)
 			}
 		case "result":
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 4
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "mutates":
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 5
 			if s.Null() {
 				break
 			}
@@ -179,20 +212,26 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 				return jsonl.FieldError("mutates", err)
 			}
 		case "stream":
-			seen |= 1 << 1
+			if seen&(1<<6) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 6
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
 		}
 	}
-	if seen&(1<<0) == 0 {
+	if seen&(1<<1) == 0 {
 		return jsonl.MissingError("function")
 	}
-	if seen&(1<<1) == 0 {
+	if seen&(1<<6) == 0 {
 		return jsonl.MissingError("stream")
 	}
 	return nil
@@ -208,7 +247,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 	x.ToStream = jsonl.Stream{}
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -217,36 +256,57 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 		}
 		switch string(key) {
 		case "result":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "tensor":
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
 				return jsonl.FieldError("tensor", err)
 			}
 		case "from_ranks":
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeSlice(s, &x.FromRanks); err != nil {
 				return jsonl.FieldError("from_ranks", err)
 			}
 		case "to_ranks":
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeSlice(s, &x.ToRanks); err != nil {
 				return jsonl.FieldError("to_ranks", err)
 			}
 		case "from_stream":
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
 				return jsonl.FieldError("from_stream", err)
 			}
 		case "to_stream":
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 5
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
 				return jsonl.FieldError("to_stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -286,7 +346,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 	x.HasOut = false
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -295,21 +355,34 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 		}
 		switch string(key) {
 		case "result":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "local_tensor":
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.LocalTensor); err != nil {
 				return jsonl.FieldError("local_tensor", err)
 			}
 		case "stream":
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
 		case "dims":
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if s.Null() {
 				break
 			}
@@ -317,11 +390,18 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				return jsonl.FieldError("dims", err)
 			}
 		case "reduction":
-			seen |= 1 << 3
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 4
 			if x.Reduction, err = s.String(); err != nil {
 				return jsonl.FieldError("reduction", err)
 			}
 		case "scatter":
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 5
 			if s.Null() {
 				break
 			}
@@ -329,6 +409,10 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				return jsonl.FieldError("scatter", err)
 			}
 		case "inplace":
+			if seen&(1<<6) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 6
 			if s.Null() {
 				break
 			}
@@ -336,6 +420,10 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				return jsonl.FieldError("inplace", err)
 			}
 		case "out":
+			if seen&(1<<7) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 7
 			if s.Null() {
 				break
 			}
@@ -344,6 +432,9 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				return jsonl.FieldError("out", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -358,7 +449,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 	if seen&(1<<2) == 0 {
 		return jsonl.MissingError("stream")
 	}
-	if seen&(1<<3) == 0 {
+	if seen&(1<<4) == 0 {
 		return jsonl.MissingError("reduction")
 	}
 	return nil
@@ -373,7 +464,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 	x.ToStream = jsonl.Stream{}
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -382,31 +473,49 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 		}
 		switch string(key) {
 		case "result":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "borrow":
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		case "tensor":
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
 				return jsonl.FieldError("tensor", err)
 			}
 		case "from_stream":
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
 				return jsonl.FieldError("from_stream", err)
 			}
 		case "to_stream":
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
 				return jsonl.FieldError("to_stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -435,7 +544,7 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 	x.Borrow = 0
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -444,11 +553,17 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 		}
 		switch string(key) {
 		case "borrow":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -465,7 +580,7 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 	x.Borrow = 0
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -474,11 +589,17 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 		}
 		switch string(key) {
 		case "borrow":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -495,7 +616,7 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 	x.Borrow = 0
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -504,11 +625,17 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 		}
 		switch string(key) {
 		case "borrow":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -525,7 +652,7 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 	x.Refs = x.Refs[:0]
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -534,11 +661,17 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 		}
 		switch string(key) {
 		case "refs":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Refs, err = s.Ints(x.Refs); err != nil {
 				return jsonl.FieldError("refs", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -558,7 +691,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 	x.Stream = jsonl.Stream{}
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -567,6 +700,10 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 		}
 		switch string(key) {
 		case "ident":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 0
 			if s.Null() {
 				break
 			}
@@ -574,11 +711,18 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 				return jsonl.FieldError("ident", err)
 			}
 		case "result":
-			seen |= 1 << 0
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
 		case "pipe":
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 2
 			if s.Null() {
 				break
 			}
@@ -586,20 +730,26 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 				return jsonl.FieldError("pipe", err)
 			}
 		case "stream":
-			seen |= 1 << 1
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
 		}
 	}
-	if seen&(1<<0) == 0 {
+	if seen&(1<<1) == 0 {
 		return jsonl.MissingError("result")
 	}
-	if seen&(1<<1) == 0 {
+	if seen&(1<<3) == 0 {
 		return jsonl.MissingError("stream")
 	}
 	return nil
@@ -610,7 +760,7 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 	x.Commands.Reset()
 	var seen uint64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -619,11 +769,17 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 		}
 		switch string(key) {
 		case "commands":
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = decodeMsgs(s, reg, &x.Commands); err != nil {
 				return jsonl.FieldError("commands", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}

@@ -467,7 +467,7 @@ func (r *Reader) record(line []byte, rec *Record) error {
 	var has uint8
 	var ts int64
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -476,21 +476,33 @@ func (r *Reader) record(line []byte, rec *Record) error {
 		}
 		switch string(key) {
 		case "ts":
+			if has&hasTs != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasTs
 			if ts, err = s.Int(); err != nil {
 				return jsonl.FieldError("ts", err)
 			}
 		case "ranks":
+			if has&hasRanks != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasRanks
 			if rec.Ranks, err = r.ranks(rec.Ranks); err != nil {
 				return jsonl.FieldError("ranks", err)
 			}
 		case "msg":
+			if has&hasMsg != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasMsg
 			if err := gen.DecodeMsg(s, r.reg, &rec.Msg); err != nil {
 				return jsonl.FieldError("msg", err)
 			}
 		case "step":
+			if has&hasStep != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasStep
 			if rec.Step, err = s.Int(); err != nil {
 				return jsonl.FieldError("step", err)
@@ -499,6 +511,9 @@ func (r *Reader) record(line []byte, rec *Record) error {
 				return jsonl.FieldError("step", wrap(jsonl.ErrRange, "negative step %d", rec.Step))
 			}
 		default: // "tb" and fields of later versions
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if r.KeepExtra {
 				k := s.Intern(key)
 				s.Kind() // skip whitespace

@@ -195,7 +195,7 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 	}
 	reg.scratch = reg.scratch[:0]
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -204,16 +204,25 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 		}
 		switch string(key) {
 		case "tensor":
+			if m.has&hasTensor != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasTensor
 			if m.id, err = s.Int(); err != nil {
 				return FieldError("tensor", err)
 			}
 		case "storage":
+			if m.has&hasStorage != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasStorage
 			if m.storage, err = s.Int(); err != nil {
 				return FieldError("storage", err)
 			}
 		case "nbytes":
+			if m.has&hasNBytes != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasNBytes
 			if m.nbytes, err = s.Int(); err != nil {
 				return FieldError("nbytes", err)
@@ -222,6 +231,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("nbytes", errorf(ErrRange, "negative size %d", m.nbytes))
 			}
 		case "dtype":
+			if m.has&hasDtype != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasDtype
 			d, err := s.Str()
 			if err != nil {
@@ -230,6 +242,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 			reg.dtype1 = append(reg.dtype1[:0], d...)
 			m.dtype = reg.dtype1
 		case "shape":
+			if m.has&hasShape != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasShape
 			if reg.scratch, err = s.Ints(reg.scratch); err != nil {
 				return FieldError("shape", err)
@@ -238,6 +253,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("shape", errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(reg.scratch), MaxShapeDims))
 			}
 		case "device":
+			if m.has&hasDevice != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasDevice
 			d, err := s.Str()
 			if err != nil {
@@ -251,6 +269,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("device", errorf(ErrRange, `want "cuda" or "cpu", got %q`, d))
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -295,9 +316,13 @@ func DecodeTree(s *Scanner, reg *Registry, t *Tree) error {
 func walkTree(s *Scanner, reg *Registry, t *Tree) error {
 	switch s.Kind() {
 	case KindObject:
-		tensor, err := s.objectHasKey("tensor")
-		if err != nil {
-			return err
+		// Leaves write "tensor" first; other objects are searched.
+		tensor := s.startsWith(`{"tensor":`)
+		if !tensor {
+			var err error
+			if tensor, err = s.objectHasKey("tensor"); err != nil {
+				return err
+			}
 		}
 		if tensor {
 			t.Leaves = append(t.Leaves, Tensor{})

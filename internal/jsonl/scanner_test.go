@@ -191,3 +191,29 @@ func hasDuplicateKey(data []byte) bool {
 		}
 	}
 }
+
+// TestPlainRun checks the word-at-a-time search against the byte loop it
+// replaces, for every stopping byte at every offset of a 20-byte string.
+func TestPlainRun(t *testing.T) {
+	slow := func(b []byte, i int) int {
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			i++
+		}
+		return i
+	}
+	for _, stop := range []byte{'"', '\\', 0, 0x1f, '\n'} {
+		for at := 0; at <= 20; at++ {
+			for _, fill := range []byte{'a', 0x20, 0x7f, 0x80, 0xff, '#', ']'} {
+				b := bytes.Repeat([]byte{fill}, 20)
+				if at < 20 {
+					b[at] = stop
+				}
+				for from := 0; from <= 20; from++ {
+					if got, want := plainRun(b, from), slow(b, from); got != want {
+						t.Fatalf("plainRun(%q, %d) = %d, want %d", b, from, got, want)
+					}
+				}
+			}
+		}
+	}
+}

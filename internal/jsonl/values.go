@@ -234,7 +234,7 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 	}
 	var seen uint8
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -243,21 +243,33 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 		}
 		switch string(key) {
 		case "offset":
+			if seen&1 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 1
 			if sl.Offset, err = s.Int(); err != nil {
 				return FieldError("offset", err)
 			}
 		case "sizes":
+			if seen&2 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 2
 			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
 				return FieldError("sizes", err)
 			}
 		case "strides":
+			if seen&4 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 4
 			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
 				return FieldError("strides", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -293,7 +305,7 @@ func DecodeStream(s *Scanner, st *Stream) error {
 	}
 	hasRef := false
 	for {
-		key, ok, err := s.NextKey()
+		key, at, ok, err := s.NextKeyAt()
 		if err != nil {
 			return err
 		}
@@ -302,16 +314,25 @@ func DecodeStream(s *Scanner, st *Stream) error {
 		}
 		switch string(key) {
 		case "ref":
+			if hasRef {
+				return Duplicate(key, at)
+			}
 			hasRef = true
 			if st.Ref, err = s.Int(); err != nil {
 				return FieldError("ref", err)
 			}
 		case "name":
+			if st.HasName {
+				return Duplicate(key, at)
+			}
 			if st.Name, err = s.String(); err != nil {
 				return FieldError("name", err)
 			}
 			st.HasName = true
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}

@@ -165,13 +165,16 @@ func decodeField(fd *field) jen.Code {
 }
 
 func renderDecodeMsg(f *jen.File, m *message) {
-	var required []*field
+	// Every field has a bit in seen: set, the field is repeated (a
+	// duplicate key, found without comparing keys); clear at the end, a
+	// required field is missing. Keys the spec does not declare are
+	// checked by the scanner.
+	if len(m.fields) > 64 {
+		panic("gen-messages: " + m.name + " has more than 64 fields")
+	}
 	bit := map[*field]int{}
-	for _, fd := range m.fields {
-		if !fd.optional {
-			bit[fd] = len(required)
-			required = append(required, fd)
-		}
+	for i, fd := range m.fields {
+		bit[fd] = i
 	}
 	f.Comment(fmt.Sprintf("decode%s decodes the fields of a %s after its '{'.", m.name, m.name))
 	f.Func().Id("decode"+m.name).Params(scannerParams(), jen.Id("x").Op("*").Id(m.name)).Error().BlockFunc(func(g *jen.Group) {
@@ -180,19 +183,20 @@ func renderDecodeMsg(f *jen.File, m *message) {
 				g.Add(c)
 			}
 		}
-		if len(required) > 0 {
+		if len(m.fields) > 0 {
 			g.Var().Id("seen").Uint64()
 		}
 		g.For().Block(
-			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
+			jen.List(jen.Id("key"), jen.Id("at"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKeyAt").Call(),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			jen.If(jen.Op("!").Id("ok")).Block(jen.Break()),
 			jen.Switch(jen.String().Call(jen.Id("key"))).BlockFunc(func(g *jen.Group) {
 				for _, fd := range m.fields {
 					g.Case(jen.Lit(fd.json)).BlockFunc(func(g *jen.Group) {
-						if !fd.optional {
-							g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
-						}
+						g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("!=").Lit(0)).Block(
+							jen.Return(jsonl("Duplicate").Call(jen.Id("key"), jen.Id("at"))),
+						)
+						g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
 						switch {
 						case fd.kind == "tensor?":
 							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
@@ -206,11 +210,15 @@ func renderDecodeMsg(f *jen.File, m *message) {
 					})
 				}
 				g.Default().Block(
+					jen.If(jen.Err().Op(":=").Id("s").Dot("CheckKey").Call(jen.Id("key"), jen.Id("at")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 					jen.If(jen.Err().Op(":=").Id("s").Dot("Skip").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 				)
 			}),
 		)
-		for _, fd := range required {
+		for _, fd := range m.fields {
+			if fd.optional {
+				continue
+			}
 			g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("==").Lit(0)).Block(
 				jen.Return(jsonl("MissingError").Call(jen.Lit(fd.json))),
 			)
