@@ -21,6 +21,7 @@ type Decoder struct {
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
+	emptyTree []bool // by blob: checked as a tree without tensors
 	slices    []jsonl.Slice
 	depth     int
 
@@ -41,6 +42,7 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 	d.strs = d.strs[:0]
 	clear(d.blobs)
 	d.blobs = d.blobs[:0]
+	d.emptyTree = d.emptyTree[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 }
@@ -238,19 +240,26 @@ func (d *Decoder) String() string {
 // not checked here: Tree checks a tree's, internal/history a message's
 // extra fields.
 func (d *Decoder) Blob() []byte {
+	b, _ := d.blob()
+	return b
+}
+
+// blob is Blob, also returning the text's index in the blob table when it
+// came from there (-1 otherwise).
+func (d *Decoder) blob() ([]byte, int) {
 	ref := d.Uvarint()
 	if ref >= 2 {
 		if ref-2 >= uint64(len(d.blobs)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "blob %d out of range (%d blobs so far)", ref-2, len(d.blobs))
 			}
-			return nil
+			return nil, -1
 		}
-		return d.blobs[ref-2]
+		return d.blobs[ref-2], int(ref - 2)
 	}
 	b := d.bytesN("JSON text")
 	if d.err != nil {
-		return nil
+		return nil, -1
 	}
 	if b == nil {
 		b = []byte{}
@@ -259,8 +268,10 @@ func (d *Decoder) Blob() []byte {
 		b = append([]byte(nil), b...)
 		d.blobs = append(d.blobs, b)
 		d.blobBytes += len(b)
+		d.emptyTree = append(d.emptyTree, false)
+		return b, len(d.blobs) - 1
 	}
-	return b
+	return b, -1
 }
 
 // Ints reads a count and integers into dst[:0].
@@ -367,10 +378,20 @@ func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {
 
 // Tree reads a tree into t, reusing its leaves.
 func (d *Decoder) Tree(t *jsonl.Tree) {
-	t.Raw = d.Blob()
+	var at int
+	t.Raw, at = d.blob()
 	t.Leaves = d.Tensors(t.Leaves)
-	if d.err == nil {
-		d.checkTree(t)
+	if d.err != nil {
+		return
+	}
+	// A tree without tensors ("[]", "{}", constants) is checked once: its
+	// check depends on its text alone, which the blob table keeps.
+	if at >= 0 && len(t.Leaves) == 0 && d.emptyTree[at] {
+		return
+	}
+	d.checkTree(t)
+	if at >= 0 && len(t.Leaves) == 0 && d.err == nil {
+		d.emptyTree[at] = true
 	}
 }
 

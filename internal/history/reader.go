@@ -170,7 +170,7 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	if r.zstd {
 		if r.dec == nil {
 			dec, err := zstd.NewReader(r.raw,
-				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderConcurrency(2),
 				zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
 				zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes))
 			if err != nil {
@@ -282,7 +282,7 @@ func (r *Reader) nextLine() ([]byte, error) {
 			return nil, r.fail(r.line+1, err)
 		}
 		r.line++
-		if len(bytes.TrimLeft(line, " \t\r")) > 0 {
+		if len(line) > 0 && line[0] > ' ' || len(bytes.TrimLeft(line, " \t\r")) > 0 {
 			return line, nil
 		}
 	}

@@ -314,6 +314,10 @@ func DecodeTree(s *Scanner, reg *Registry, t *Tree) error {
 }
 
 func walkTree(s *Scanner, reg *Registry, t *Tree) error {
+	if s.depth < MaxDepth && (s.startsWith("[]") || s.startsWith("{}")) {
+		s.pos += 2 // empty: nothing to walk
+		return nil
+	}
 	switch s.Kind() {
 	case KindObject:
 		// Leaves write "tensor" first; other objects are searched.
