@@ -9,7 +9,8 @@
 #     speedup of the JSON decoder;
 #   - the binary form (.fhist.zst, written by this tree's convert)
 #     --decode-only, against JSON lines now;
-#   - grouped replays (--report-only --group-workers --jobs 1) of both forms.
+#   - grouped replays (--report-only --group-workers --jobs 1) of both forms;
+#   - the binary stream without its zstd frame, --decode-only (framing).
 # and prints the ratios. Then it runs the Go benchmark BenchmarkDecodeRecord
 # (ns/record and allocations of both forms, from memory).
 #
@@ -18,7 +19,8 @@
 #   SIZES=1M bench/decode.sh      the 1M history only
 #   WORK=/big/dir bench/decode.sh where histories and builds go
 #                                 (default /tmp/fastsim-decode)
-# Needs git, the zstd command and the commit b226dc5 in this repository.
+# Needs git, the zstd command, /usr/bin/time and the commit b226dc5 in
+# this repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/tmp/fastsim-decode}
@@ -54,23 +56,26 @@ history() {
 	"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
 }
 
-# median3 CMD...: runs CMD three times and prints the median wall seconds.
+# median3 CMD...: runs CMD three times and prints the median wall seconds
+# and the median CPU seconds (user + system), "WALL CPU". On a machine
+# shared with other work the CPU time is the steadier of the two.
 median3() {
-	local t=()
+	local w=() c=()
 	for _ in 1 2 3; do
-		local a b
-		a=$(date +%s.%N)
-		"$@" >/dev/null
-		b=$(date +%s.%N)
-		t+=("$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b-a}')")
+		/usr/bin/time -f "%e %U %S" -o "$work/time" "$@" >/dev/null
+		read -r e u s <"$work/time"
+		w+=("$e")
+		c+=("$(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}')")
 	done
-	printf '%s\n' "${t[@]}" | sort -n | sed -n 2p
+	echo "$(printf '%s\n' "${w[@]}" | sort -n | sed -n 2p) $(printf '%s\n' "${c[@]}" | sort -n | sed -n 2p)"
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 
-echo "| history | JSON decode before s | JSON decode now s | JSON now/before speedup | binary decode s | binary vs JSON decode | JSON grouped replay s | binary grouped replay s | binary vs JSON replay |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "Wall seconds (CPU seconds, user + system, in parentheses), medians of 3; ratios of wall (CPU) times."
+echo
+echo "| history | JSON decode before | JSON decode now | JSON now/before speedup | binary decode | binary vs JSON decode | JSON grouped replay | binary grouped replay | binary vs JSON replay | binary decode, no zstd (bare stream) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
 	case $size in
 	1M) cmds=1000000 ;;
@@ -81,12 +86,16 @@ for size in $sizes; do
 	history "$name" "$cmds"
 	j=$work/$name.hist.zst
 	f=$work/$name.fhist.zst
-	jb=$(median3 "$before" replay --decode-only "$j")
-	jn=$(median3 "$now" replay --decode-only "$j")
-	bn=$(median3 "$now" replay --decode-only "$f")
-	jr=$(median3 "$now" replay --report-only --group-workers --jobs 1 "$j")
-	br=$(median3 "$now" replay --report-only --group-workers --jobs 1 "$f")
-	echo "| $name | $jb | $jn | $(ratio "$jb" "$jn")x | $bn | $(ratio "$jn" "$bn")x | $jr | $br | $(ratio "$jr" "$br")x |"
+	read -r jbw jbc < <(median3 "$before" replay --decode-only "$j")
+	read -r jnw jnc < <(median3 "$now" replay --decode-only "$j")
+	read -r bnw bnc < <(median3 "$now" replay --decode-only "$f")
+	read -r jrw jrc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$j")
+	read -r brw brc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$f")
+	# Framing: the same binary stream without zstd (readers accept a bare
+	# stream), as a seekable local file would be kept.
+	zstd -q -d -f "$f" -o "$work/$name.fhist.bare"
+	read -r bxw bxc < <(median3 "$now" replay --decode-only "$work/$name.fhist.bare")
+	echo "| $name | $jbw ($jbc) | $jnw ($jnc) | $(ratio "$jbw" "$jnw")x ($(ratio "$jbc" "$jnc")x) | $bnw ($bnc) | $(ratio "$jnw" "$bnw")x ($(ratio "$jnc" "$bnc")x) | $jrw ($jrc) | $brw ($brc) | $(ratio "$jrw" "$brw")x ($(ratio "$jrc" "$brc")x) | $bxw ($bxc) |"
 done
 echo
 echo "Per record, from memory (go test -bench DecodeRecord ./internal/replay):"
