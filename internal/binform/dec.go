@@ -23,6 +23,7 @@ type Decoder struct {
 	blobBytes int
 	emptyTree []bool // by blob: checked as a tree without tensors
 	slices    []jsonl.Slice
+	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 
 	sc        jsonl.Scanner // checks trees' raw JSON
@@ -45,6 +46,7 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 	d.emptyTree = d.emptyTree[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
+	d.sliceOK = d.sliceOK[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -306,24 +308,44 @@ func (d *Decoder) Stream(st *jsonl.Stream) {
 
 // Slice reads a slice of ranks into sl, reusing its slices. It checks the
 // number of dimensions; callers check the ranks against the world.
-func (d *Decoder) Slice(sl *jsonl.Slice) {
+func (d *Decoder) Slice(sl *jsonl.Slice) { d.SliceAt(sl) }
+
+// SliceAt is Slice, also returning the slice's index in the slice table
+// (-1 when it did not join it), for CheckedSlice and SliceChecked.
+func (d *Decoder) SliceAt(sl *jsonl.Slice) int {
 	sl.Reset()
 	if ref := d.Uvarint(); ref != 0 {
 		if ref > uint64(len(d.slices)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
 			}
-			return
+			return -1
 		}
 		t := &d.slices[ref-1]
 		sl.Offset = t.Offset
 		sl.Sizes = append(sl.Sizes, t.Sizes...)
 		sl.Strides = append(sl.Strides, t.Strides...)
-		return
+		return int(ref - 1)
 	}
 	d.sliceNew(sl)
 	if d.err == nil && len(d.slices) < MaxTableEntries {
 		d.slices = append(d.slices, jsonl.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
+		d.sliceOK = append(d.sliceOK, false)
+		return len(d.slices) - 1
+	}
+	return -1
+}
+
+// CheckedSlice reports whether the table's slice at (from SliceAt) has been
+// marked checked: a check against the stream's world, which depends on the
+// slice alone, need not run again.
+func (d *Decoder) CheckedSlice(at int) bool { return at >= 0 && d.sliceOK[at] }
+
+// SliceChecked marks the table's slice at (from SliceAt; -1 is ignored) as
+// checked.
+func (d *Decoder) SliceChecked(at int) {
+	if at >= 0 {
+		d.sliceOK[at] = true
 	}
 }
 
