@@ -446,6 +446,9 @@ func deleteRefsIn(reg *jsonl.Registry, l *gen.Msgs) {
 	}
 }
 
+// recordFields are the keys of a record object, for NextField.
+var recordFields = jsonl.NewFields("ts", "ranks", "msg", "step")
+
 func (r *Reader) record(line []byte, rec *Record) error {
 	rec.Line, rec.IsStep, rec.Step, rec.Ranks = r.line, false, 0, rec.Ranks[:0]
 	rec.Extra.Reset()
@@ -466,14 +469,16 @@ func (r *Reader) record(line []byte, rec *Record) error {
 	}
 	var has uint8
 	var ts int64
+	next := 0
 	for {
-		key, at, ok, err := s.NextKeyAt()
+		f, key, at, ok, err := s.NextField(recordFields, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "ts":
 			if has&hasTs != 0 {

@@ -187,6 +187,9 @@ func formatInts(v []int64) string {
 	return string(append(b, ']'))
 }
 
+// tensorKeys are the keys of a TENSOR object, for NextField.
+var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "device")
+
 // DecodeTensor decodes a TENSOR object and resolves it against reg.
 func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 	var m mention
@@ -194,14 +197,16 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 		return err
 	}
 	reg.scratch = reg.scratch[:0]
+	next := 0
 	for {
-		key, at, ok, err := s.NextKeyAt()
+		f, key, at, ok, err := s.NextField(tensorKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "tensor":
 			if m.has&hasTensor != 0 {

@@ -387,6 +387,56 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
+// Fields is the set of keys an object type declares, for NextField.
+type Fields struct {
+	names []string
+	lits  []string // `"name":`, as a compact writer puts it
+}
+
+// NewFields returns the key set names (field i is names[i]).
+func NewFields(names ...string) *Fields {
+	f := &Fields{names: names}
+	for _, n := range names {
+		f.lits = append(f.lits, strconv.Quote(n)+":")
+	}
+	return f
+}
+
+// NextField is NextKeyAt for an object whose keys are f: it also returns
+// the key's field number in f, or -1 for a key f does not declare. Writers
+// put the fields in order, so it first tries field hint as written
+// compactly ("name": at the scanner) and reads the key the general way
+// only when that fails.
+func (s *Scanner) NextField(f *Fields, hint int) (field int, key []byte, at int, ok bool, err error) {
+	b := s.buf
+	i := s.pos
+	if hint < len(f.lits) && i+1 < len(b) && s.more&(1<<uint(s.depth-1)) != 0 && b[i] == ',' {
+		lit := f.lits[hint]
+		if j := i + 1; len(b)-j >= len(lit) && string(b[j:j+len(lit)]) == lit {
+			s.pos = j + len(lit)
+			return hint, b[j+1 : j+len(lit)-2 : j+len(lit)-2], j, true, nil
+		}
+	}
+	if hint < len(f.lits) && i < len(b) && s.more&(1<<uint(s.depth-1)) == 0 && b[i] == '"' {
+		lit := f.lits[hint]
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			s.more |= 1 << uint(s.depth-1)
+			s.pos = i + len(lit)
+			return hint, b[i+1 : i+len(lit)-2 : i+len(lit)-2], i, true, nil
+		}
+	}
+	key, at, ok, err = s.NextKeyAt()
+	if err != nil || !ok {
+		return -1, key, at, ok, err
+	}
+	for k, n := range f.names {
+		if n == string(key) {
+			return k, key, at, true, nil
+		}
+	}
+	return -1, key, at, true, nil
+}
+
 // CheckKey records key, returned by NextKeyAt at offset at, as a key of the
 // current object: seen before in that object (by CheckKey or NextKey), it is
 // an ErrDuplicateKey.

@@ -226,6 +226,9 @@ func (s *Slice) Check(world int64) error {
 	return nil
 }
 
+// sliceKeys are the keys of a SLICE object, for NextField.
+var sliceKeys = NewFields("offset", "sizes", "strides")
+
 // DecodeSlice decodes a SLICE object into sl, reusing its slices.
 func DecodeSlice(s *Scanner, sl *Slice) error {
 	sl.Reset()
@@ -233,14 +236,16 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 		return err
 	}
 	var seen uint8
+	next := 0
 	for {
-		key, at, ok, err := s.NextKeyAt()
+		f, key, at, ok, err := s.NextField(sliceKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "offset":
 			if seen&1 != 0 {
@@ -297,6 +302,9 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 	return nil
 }
 
+// streamKeys are the keys of a STREAM object, for NextField.
+var streamKeys = NewFields("ref", "name")
+
 // DecodeStream decodes a STREAM object: "ref" (required) and "name".
 func DecodeStream(s *Scanner, st *Stream) error {
 	*st = Stream{}
@@ -304,14 +312,16 @@ func DecodeStream(s *Scanner, st *Stream) error {
 		return err
 	}
 	hasRef := false
+	next := 0
 	for {
-		key, at, ok, err := s.NextKeyAt()
+		f, key, at, ok, err := s.NextField(streamKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "ref":
 			if hasRef {
