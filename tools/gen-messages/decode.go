@@ -181,7 +181,7 @@ func renderDecodeMsg(f *jen.File, m *message) {
 		names = append(names, jen.Lit(fd.json))
 	}
 	f.Comment(fmt.Sprintf("fields%s are the keys of a %s, for Scanner.NextField.", m.name, m.name))
-	f.Var().Id("fields"+m.name).Op("=").Add(jsonl("NewFields")).Call(names...)
+	f.Var().Id("fields" + m.name).Op("=").Add(jsonl("NewFields")).Call(names...)
 	f.Line()
 	f.Comment(fmt.Sprintf("decode%s decodes the fields of a %s after its '{'.", m.name, m.name))
 	f.Func().Id("decode"+m.name).Params(scannerParams(), jen.Id("x").Op("*").Id(m.name)).Error().BlockFunc(func(g *jen.Group) {
