@@ -17,6 +17,7 @@
 #   bench/decode.sh               1M and 10M (the 10M history takes minutes
 #                                 to synthesize; it is kept in WORK)
 #   SIZES=1M bench/decode.sh      the 1M history only
+#   RECONVERT=1 bench/decode.sh   rewrite the binary forms kept in WORK
 #   WORK=/big/dir bench/decode.sh where histories and builds go
 #                                 (default /tmp/fastsim-decode)
 # Needs git, the zstd command, /usr/bin/time and the commit b226dc5 in
@@ -41,8 +42,8 @@ now=$work/fastsim-now
 go build -o "$now" ./cmd/fastsim
 
 # history NAME COMMANDS: $work/NAME.hist.zst as bench/scale.sh makes it,
-# and its binary form written by this tree (rewritten each run, since the
-# binary form may have changed).
+# and its binary form written by this tree (kept between runs: set
+# RECONVERT=1, or delete it, after changing the binary form).
 history() {
 	local name=$1 cmds=$2
 	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
@@ -53,7 +54,9 @@ history() {
 		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
 		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
 	fi
-	"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ]; then
+		"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+	fi
 }
 
 # median3 CMD...: runs CMD three times and prints the median wall seconds
