@@ -121,6 +121,13 @@ type Reader struct {
 	hasTs  bool
 	err    error // sticky
 
+	// The last "ranks" value read, as written and decoded (checked
+	// against the world).
+	lastRanks struct {
+		text   []byte
+		slices []jsonl.Slice
+	}
+
 	bin    binReader // the binary form
 	rawHdr []byte    // the header line as written
 }
@@ -157,6 +164,7 @@ func NewReader(src io.Reader, name string) (*Reader, error) {
 // the header. Tensors of the previous history must not be used after it.
 func (r *Reader) Reset(src io.Reader, name string) error {
 	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr = name, 0, 0, false, nil, Header{}
+	r.lastRanks.text = r.lastRanks.text[:0] // checked against another world
 	r.reg.Reset()
 	r.in = counter{r: src}
 	if r.raw == nil {
@@ -493,9 +501,18 @@ func (r *Reader) record(line []byte, rec *Record) error {
 				return jsonl.Duplicate(key, at)
 			}
 			has |= hasRanks
+			// Consecutive commands often go to the same ranks: the same
+			// text as the last ranks read gives the same checked slices.
+			if s.SkipText(r.lastRanks.text) {
+				rec.Ranks = copySlices(rec.Ranks, r.lastRanks.slices)
+				continue
+			}
+			start := s.Pos()
 			if rec.Ranks, err = r.ranks(rec.Ranks); err != nil {
 				return jsonl.FieldError("ranks", err)
 			}
+			r.lastRanks.text = append(r.lastRanks.text[:0], s.Bytes(start, s.Pos())...)
+			r.lastRanks.slices = copySlices(r.lastRanks.slices, rec.Ranks)
 		case "msg":
 			if has&hasMsg != 0 {
 				return jsonl.Duplicate(key, at)
@@ -559,6 +576,23 @@ func (r *Reader) record(line []byte, rec *Record) error {
 		}
 	}
 	return r.finishRecord(rec)
+}
+
+// copySlices copies the slices src into dst[:0], reusing dst's storage.
+func copySlices(dst, src []jsonl.Slice) []jsonl.Slice {
+	dst = dst[:0]
+	for i := range src {
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, jsonl.Slice{})
+		}
+		d := &dst[len(dst)-1]
+		d.Offset = src[i].Offset
+		d.Sizes = append(d.Sizes[:0], src[i].Sizes...)
+		d.Strides = append(d.Strides[:0], src[i].Strides...)
+	}
+	return dst
 }
 
 // advanceTs moves the controller clock to a record's ts, which may not go

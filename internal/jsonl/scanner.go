@@ -78,6 +78,9 @@ type Mark struct {
 func (s *Scanner) Reset(line []byte) error {
 	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
 	s.truncKeys(0)
+	if asciiText(line) {
+		return nil
+	}
 	if i := bytes.IndexByte(line, 0); i >= 0 {
 		s.buf = nil
 		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
@@ -87,6 +90,23 @@ func (s *Scanner) Reset(line []byte) error {
 		return errorf(ErrEncoding, "the line is not valid UTF-8")
 	}
 	return nil
+}
+
+// asciiText reports whether line is ASCII without NUL bytes, eight bytes at
+// a time: such a line is valid UTF-8, and Reset needs no further check.
+func asciiText(line []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	var bad uint64
+	for ; i+8 <= len(line); i += 8 {
+		w := binary.LittleEndian.Uint64(line[i:])
+		bad |= w | (w-ones)&^w
+	}
+	for ; i < len(line); i++ {
+		c := uint64(line[i])
+		bad |= c | ((c+0x7f)&0x80 ^ 0x80) // high bit when c >= 0x80 or c == 0
+	}
+	return bad&highs == 0
 }
 
 // Pos is the byte offset of the scanner in the line.
@@ -186,6 +206,18 @@ func (s *Scanner) pushObject() error {
 // startsWith reports whether the line continues with lit at the scanner.
 func (s *Scanner) startsWith(lit string) bool {
 	return len(s.buf)-s.pos >= len(lit) && string(s.buf[s.pos:s.pos+len(lit)]) == lit
+}
+
+// SkipText consumes text if the line continues with it, and reports
+// whether it did. text must be one whole JSON value that this scanner
+// accepted before at the same depth (a value is decided by its own
+// bytes), so consuming it is reading it again.
+func (s *Scanner) SkipText(text []byte) bool {
+	if len(text) == 0 || len(s.buf)-s.pos < len(text) || string(s.buf[s.pos:s.pos+len(text)]) != string(text) {
+		return false
+	}
+	s.pos += len(text)
+	return true
 }
 
 // Bytes returns the line text between two positions.

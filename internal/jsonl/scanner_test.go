@@ -276,3 +276,23 @@ func TestNextField(t *testing.T) {
 		}
 	}
 }
+
+// TestASCIIText checks the word-at-a-time test against its definition
+// (every byte in 1..0x7f) with each kind of byte at every offset.
+func TestASCIIText(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range []byte{0, 1, 'a', 0x7f, 0x80, 0x81, 0xc3, 0xff} {
+				b := bytes.Repeat([]byte{'x'}, n)
+				b[at] = c
+				want := c >= 1 && c <= 0x7f
+				if got := asciiText(b); got != want {
+					t.Fatalf("asciiText(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+	if !asciiText(nil) {
+		t.Error("asciiText(nil) = false, want true")
+	}
+}
