@@ -100,6 +100,31 @@ for size in $sizes; do
 	read -r bxw bxc < <(median3 "$now" replay --decode-only "$work/$name.fhist.bare")
 	echo "| $name | $jbw ($jbc) | $jnw ($jnc) | $(ratio "$jbw" "$jnw")x ($(ratio "$jbc" "$jnc")x) | $bnw ($bnc) | $(ratio "$jnw" "$bnw")x ($(ratio "$jnc" "$bnc")x) | $jrw ($jrc) | $brw ($brc) | $(ratio "$jrw" "$brw")x ($(ratio "$jrc" "$brc")x) | $bxw ($bxc) |"
 done
+
+# Parsing alone: the 1M history as plain JSON lines (no zstd), before and
+# now, so the per-record speedup of the JSON decoder is not diluted by
+# decompression.
 echo
-echo "Per record, from memory (go test -bench DecodeRecord ./internal/replay):"
-go test -run '^$' -bench DecodeRecord -benchtime 2s ./internal/replay | grep Benchmark
+plain=$work/w65536-1M.hist
+[ -f "$plain" ] || zstd -q -d -f "$work/w65536-1M.hist.zst" -o "$plain"
+read -r pbw pbc < <(median3 "$before" replay --decode-only "$plain")
+read -r pnw pnc < <(median3 "$now" replay --decode-only "$plain")
+echo "Plain JSON lines (no zstd), w65536-1M, --decode-only: before $pbw s ($pbc s CPU), now $pnw s ($pnc s CPU): $(ratio "$pbw" "$pnw")x wall, $(ratio "$pbc" "$pnc")x CPU."
+
+# From memory, per record: BenchmarkDecodeRecord in both trees (the
+# benchmark file is copied into the old one), median of 3 runs.
+bench() { # DIR -> median ns/record of the json and binary sub-benchmarks
+	(cd "$1" && go test -run '^$' -bench DecodeRecord -benchtime 2s -count 3 ./internal/replay) |
+		awk '/ns\/record/ {for (i = 1; i < NF; i++) if ($(i+1) == "ns/record") v[$1] = v[$1] " " $i}
+		END {for (k in v) print k, v[k]}' | sort |
+		while read -r name a b c; do echo "$name $(printf '%s\n' "$a" "$b" "$c" | sort -n | sed -n 2p)"; done
+}
+cp internal/replay/decode_bench_test.go "$work/before-src/internal/replay/" 2>/dev/null || {
+	mkdir -p "$work/before-src"
+	git archive "$before_commit" | tar -x -C "$work/before-src"
+	cp internal/replay/decode_bench_test.go "$work/before-src/internal/replay/"
+}
+echo
+echo "Per record, from memory (BenchmarkDecodeRecord, medians of 3, ns/record):"
+bench "$work/before-src" | sed 's/^/before /'
+bench . | sed 's/^/now    /'

@@ -299,6 +299,9 @@ func (s *Scanner) push() error {
 
 // BeginObject consumes the '{' of an object.
 func (s *Scanner) BeginObject() error {
+	if s.pos < len(s.buf) && s.buf[s.pos] == '{' {
+		return s.pushObject()
+	}
 	if k := s.Kind(); k != KindObject {
 		return s.want("an object", k)
 	}
@@ -307,6 +310,9 @@ func (s *Scanner) BeginObject() error {
 
 // BeginArray consumes the '[' of an array.
 func (s *Scanner) BeginArray() error {
+	if s.pos < len(s.buf) && s.buf[s.pos] == '[' {
+		return s.push()
+	}
 	if k := s.Kind(); k != KindArray {
 		return s.want("a list", k)
 	}
