@@ -90,26 +90,38 @@ func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
 	return nil
 }
 
+// fieldsCreateStream are the keys of a CreateStream, for Scanner.NextField.
+var fieldsCreateStream = jsonl.NewFields("result", "default")
+
 // decodeCreateStream decodes the fields of a CreateStream after its '{'.
 func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) error {
 	x.Result = jsonl.Stream{}
 	x.Default = false
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsCreateStream, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "result":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeStream(s, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "default":
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if s.Null() {
 				break
 			}
@@ -117,6 +129,9 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 				return jsonl.FieldError("default", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -128,6 +143,9 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 	return nil
 }
 
+// fieldsCallFunction are the keys of a CallFunction, for Scanner.NextField.
+var fieldsCallFunction = jsonl.NewFields("ident", "function", "args", "kwargs", "result", "mutates", "stream")
+
 // decodeCallFunction decodes the fields of a CallFunction after its '{'.
 func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) error {
 	x.Ident = 0
@@ -138,65 +156,99 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 	x.Mutates = x.Mutates[:0]
 	x.Stream = jsonl.Stream{}
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsCallFunction, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "ident":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 0
 			if s.Null() {
 				break
 			}
 			if x.Ident, err = s.Int(); err != nil {
 				return jsonl.FieldError("ident", err)
 			}
-		case "function":
-			seen |= 1 << 0
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if x.Function, err = s.String(); err != nil {
 				return jsonl.FieldError("function", err)
 			}
-		case "args":
+		case 2:
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 2
 			if err = jsonl.DecodeTree(s, reg, &x.Args); err != nil {
 				return jsonl.FieldError("args", err)
 			}
-		case "kwargs":
+		case 3:
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if err = jsonl.DecodeTree(s, reg, &x.Kwargs); err != nil {
 				return jsonl.FieldError("kwargs", err)
 			}
-		case "result":
+		case 4:
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 4
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "mutates":
+		case 5:
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 5
 			if s.Null() {
 				break
 			}
 			if x.Mutates, err = jsonl.DecodeTensors(s, reg, x.Mutates); err != nil {
 				return jsonl.FieldError("mutates", err)
 			}
-		case "stream":
-			seen |= 1 << 1
+		case 6:
+			if seen&(1<<6) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 6
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
 		}
 	}
-	if seen&(1<<0) == 0 {
+	if seen&(1<<1) == 0 {
 		return jsonl.MissingError("function")
 	}
-	if seen&(1<<1) == 0 {
+	if seen&(1<<6) == 0 {
 		return jsonl.MissingError("stream")
 	}
 	return nil
 }
+
+// fieldsSendTensor are the keys of a SendTensor, for Scanner.NextField.
+var fieldsSendTensor = jsonl.NewFields("result", "tensor", "from_ranks", "to_ranks", "from_stream", "to_stream")
 
 // decodeSendTensor decodes the fields of a SendTensor after its '{'.
 func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) error {
@@ -207,46 +259,69 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 	x.FromStream = jsonl.Stream{}
 	x.ToStream = jsonl.Stream{}
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsSendTensor, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "result":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "tensor":
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
 				return jsonl.FieldError("tensor", err)
 			}
-		case "from_ranks":
+		case 2:
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeSlice(s, &x.FromRanks); err != nil {
 				return jsonl.FieldError("from_ranks", err)
 			}
-		case "to_ranks":
+		case 3:
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeSlice(s, &x.ToRanks); err != nil {
 				return jsonl.FieldError("to_ranks", err)
 			}
-		case "from_stream":
+		case 4:
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
 				return jsonl.FieldError("from_stream", err)
 			}
-		case "to_stream":
+		case 5:
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 5
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
 				return jsonl.FieldError("to_stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -273,6 +348,9 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 	return nil
 }
 
+// fieldsReduce are the keys of a Reduce, for Scanner.NextField.
+var fieldsReduce = jsonl.NewFields("result", "local_tensor", "stream", "dims", "reduction", "scatter", "inplace", "out")
+
 // decodeReduce decodes the fields of a Reduce after its '{'.
 func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 	x.Result = jsonl.Tensor{}
@@ -285,57 +363,87 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 	x.Out = jsonl.Tensor{}
 	x.HasOut = false
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsReduce, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "result":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "local_tensor":
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.LocalTensor); err != nil {
 				return jsonl.FieldError("local_tensor", err)
 			}
-		case "stream":
+		case 2:
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
-		case "dims":
+		case 3:
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if s.Null() {
 				break
 			}
 			if x.Dims, err = s.Strings(x.Dims); err != nil {
 				return jsonl.FieldError("dims", err)
 			}
-		case "reduction":
-			seen |= 1 << 3
+		case 4:
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 4
 			if x.Reduction, err = s.String(); err != nil {
 				return jsonl.FieldError("reduction", err)
 			}
-		case "scatter":
+		case 5:
+			if seen&(1<<5) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 5
 			if s.Null() {
 				break
 			}
 			if x.Scatter, err = s.Bool(); err != nil {
 				return jsonl.FieldError("scatter", err)
 			}
-		case "inplace":
+		case 6:
+			if seen&(1<<6) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 6
 			if s.Null() {
 				break
 			}
 			if x.Inplace, err = s.Bool(); err != nil {
 				return jsonl.FieldError("inplace", err)
 			}
-		case "out":
+		case 7:
+			if seen&(1<<7) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 7
 			if s.Null() {
 				break
 			}
@@ -344,6 +452,9 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				return jsonl.FieldError("out", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -358,11 +469,14 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 	if seen&(1<<2) == 0 {
 		return jsonl.MissingError("stream")
 	}
-	if seen&(1<<3) == 0 {
+	if seen&(1<<4) == 0 {
 		return jsonl.MissingError("reduction")
 	}
 	return nil
 }
+
+// fieldsBorrowCreate are the keys of a BorrowCreate, for Scanner.NextField.
+var fieldsBorrowCreate = jsonl.NewFields("result", "borrow", "tensor", "from_stream", "to_stream")
 
 // decodeBorrowCreate decodes the fields of a BorrowCreate after its '{'.
 func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) error {
@@ -372,41 +486,61 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 	x.FromStream = jsonl.Stream{}
 	x.ToStream = jsonl.Stream{}
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsBorrowCreate, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "result":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "borrow":
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 1
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
-		case "tensor":
+		case 2:
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
 				return jsonl.FieldError("tensor", err)
 			}
-		case "from_stream":
+		case 3:
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
 				return jsonl.FieldError("from_stream", err)
 			}
-		case "to_stream":
+		case 4:
+			if seen&(1<<4) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
 				return jsonl.FieldError("to_stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -430,25 +564,36 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 	return nil
 }
 
+// fieldsBorrowFirstUse are the keys of a BorrowFirstUse, for Scanner.NextField.
+var fieldsBorrowFirstUse = jsonl.NewFields("borrow")
+
 // decodeBorrowFirstUse decodes the fields of a BorrowFirstUse after its '{'.
 func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstUse) error {
 	x.Borrow = 0
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsBorrowFirstUse, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "borrow":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -459,26 +604,37 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 	}
 	return nil
 }
+
+// fieldsBorrowLastUse are the keys of a BorrowLastUse, for Scanner.NextField.
+var fieldsBorrowLastUse = jsonl.NewFields("borrow")
 
 // decodeBorrowLastUse decodes the fields of a BorrowLastUse after its '{'.
 func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse) error {
 	x.Borrow = 0
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsBorrowLastUse, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "borrow":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -489,26 +645,37 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 	}
 	return nil
 }
+
+// fieldsBorrowDrop are the keys of a BorrowDrop, for Scanner.NextField.
+var fieldsBorrowDrop = jsonl.NewFields("borrow")
 
 // decodeBorrowDrop decodes the fields of a BorrowDrop after its '{'.
 func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) error {
 	x.Borrow = 0
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsBorrowDrop, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "borrow":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
 				return jsonl.FieldError("borrow", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -520,25 +687,36 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 	return nil
 }
 
+// fieldsDeleteRefs are the keys of a DeleteRefs, for Scanner.NextField.
+var fieldsDeleteRefs = jsonl.NewFields("refs")
+
 // decodeDeleteRefs decodes the fields of a DeleteRefs after its '{'.
 func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) error {
 	x.Refs = x.Refs[:0]
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsDeleteRefs, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "refs":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if x.Refs, err = s.Ints(x.Refs); err != nil {
 				return jsonl.FieldError("refs", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -550,6 +728,9 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 	return nil
 }
 
+// fieldsPipeRecv are the keys of a PipeRecv, for Scanner.NextField.
+var fieldsPipeRecv = jsonl.NewFields("ident", "result", "pipe", "stream")
+
 // decodePipeRecv decodes the fields of a PipeRecv after its '{'.
 func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 	x.Ident = 0
@@ -557,73 +738,103 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 	x.Pipe = 0
 	x.Stream = jsonl.Stream{}
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsPipeRecv, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "ident":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 0
 			if s.Null() {
 				break
 			}
 			if x.Ident, err = s.Int(); err != nil {
 				return jsonl.FieldError("ident", err)
 			}
-		case "result":
-			seen |= 1 << 0
+		case 1:
+			if seen&(1<<1) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 1
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
 				return jsonl.FieldError("result", err)
 			}
-		case "pipe":
+		case 2:
+			if seen&(1<<2) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 2
 			if s.Null() {
 				break
 			}
 			if x.Pipe, err = s.Int(); err != nil {
 				return jsonl.FieldError("pipe", err)
 			}
-		case "stream":
-			seen |= 1 << 1
+		case 3:
+			if seen&(1<<3) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
+			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
 				return jsonl.FieldError("stream", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
 		}
 	}
-	if seen&(1<<0) == 0 {
+	if seen&(1<<1) == 0 {
 		return jsonl.MissingError("result")
 	}
-	if seen&(1<<1) == 0 {
+	if seen&(1<<3) == 0 {
 		return jsonl.MissingError("stream")
 	}
 	return nil
 }
 
+// fieldsCommandGroup are the keys of a CommandGroup, for Scanner.NextField.
+var fieldsCommandGroup = jsonl.NewFields("commands")
+
 // decodeCommandGroup decodes the fields of a CommandGroup after its '{'.
 func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) error {
 	x.Commands.Reset()
 	var seen uint64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		field, key, at, ok, err := s.NextField(fieldsCommandGroup, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		switch string(key) {
-		case "commands":
+		next = field + 1
+		switch field {
+		case 0:
+			if seen&(1<<0) != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			seen |= 1 << 0
 			if err = decodeMsgs(s, reg, &x.Commands); err != nil {
 				return jsonl.FieldError("commands", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}

@@ -21,7 +21,9 @@ type Decoder struct {
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
+	emptyTree []bool // by blob: checked as a tree without tensors
 	slices    []jsonl.Slice
+	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 
 	sc        jsonl.Scanner // checks trees' raw JSON
@@ -41,8 +43,10 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 	d.strs = d.strs[:0]
 	clear(d.blobs)
 	d.blobs = d.blobs[:0]
+	d.emptyTree = d.emptyTree[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
+	d.sliceOK = d.sliceOK[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -238,19 +242,26 @@ func (d *Decoder) String() string {
 // not checked here: Tree checks a tree's, internal/history a message's
 // extra fields.
 func (d *Decoder) Blob() []byte {
+	b, _ := d.blob()
+	return b
+}
+
+// blob is Blob, also returning the text's index in the blob table when it
+// came from there (-1 otherwise).
+func (d *Decoder) blob() ([]byte, int) {
 	ref := d.Uvarint()
 	if ref >= 2 {
 		if ref-2 >= uint64(len(d.blobs)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "blob %d out of range (%d blobs so far)", ref-2, len(d.blobs))
 			}
-			return nil
+			return nil, -1
 		}
-		return d.blobs[ref-2]
+		return d.blobs[ref-2], int(ref - 2)
 	}
 	b := d.bytesN("JSON text")
 	if d.err != nil {
-		return nil
+		return nil, -1
 	}
 	if b == nil {
 		b = []byte{}
@@ -259,8 +270,10 @@ func (d *Decoder) Blob() []byte {
 		b = append([]byte(nil), b...)
 		d.blobs = append(d.blobs, b)
 		d.blobBytes += len(b)
+		d.emptyTree = append(d.emptyTree, false)
+		return b, len(d.blobs) - 1
 	}
-	return b
+	return b, -1
 }
 
 // Ints reads a count and integers into dst[:0].
@@ -295,24 +308,44 @@ func (d *Decoder) Stream(st *jsonl.Stream) {
 
 // Slice reads a slice of ranks into sl, reusing its slices. It checks the
 // number of dimensions; callers check the ranks against the world.
-func (d *Decoder) Slice(sl *jsonl.Slice) {
+func (d *Decoder) Slice(sl *jsonl.Slice) { d.SliceAt(sl) }
+
+// SliceAt is Slice, also returning the slice's index in the slice table
+// (-1 when it did not join it), for CheckedSlice and SliceChecked.
+func (d *Decoder) SliceAt(sl *jsonl.Slice) int {
 	sl.Reset()
 	if ref := d.Uvarint(); ref != 0 {
 		if ref > uint64(len(d.slices)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
 			}
-			return
+			return -1
 		}
 		t := &d.slices[ref-1]
 		sl.Offset = t.Offset
 		sl.Sizes = append(sl.Sizes, t.Sizes...)
 		sl.Strides = append(sl.Strides, t.Strides...)
-		return
+		return int(ref - 1)
 	}
 	d.sliceNew(sl)
 	if d.err == nil && len(d.slices) < MaxTableEntries {
 		d.slices = append(d.slices, jsonl.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
+		d.sliceOK = append(d.sliceOK, false)
+		return len(d.slices) - 1
+	}
+	return -1
+}
+
+// CheckedSlice reports whether the table's slice at (from SliceAt) has been
+// marked checked: a check against the stream's world, which depends on the
+// slice alone, need not run again.
+func (d *Decoder) CheckedSlice(at int) bool { return at >= 0 && d.sliceOK[at] }
+
+// SliceChecked marks the table's slice at (from SliceAt; -1 is ignored) as
+// checked.
+func (d *Decoder) SliceChecked(at int) {
+	if at >= 0 {
+		d.sliceOK[at] = true
 	}
 }
 
@@ -367,10 +400,20 @@ func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {
 
 // Tree reads a tree into t, reusing its leaves.
 func (d *Decoder) Tree(t *jsonl.Tree) {
-	t.Raw = d.Blob()
+	var at int
+	t.Raw, at = d.blob()
 	t.Leaves = d.Tensors(t.Leaves)
-	if d.err == nil {
-		d.checkTree(t)
+	if d.err != nil {
+		return
+	}
+	// A tree without tensors ("[]", "{}", constants) is checked once: its
+	// check depends on its text alone, which the blob table keeps.
+	if at >= 0 && len(t.Leaves) == 0 && d.emptyTree[at] {
+		return
+	}
+	d.checkTree(t)
+	if at >= 0 && len(t.Leaves) == 0 && d.err == nil {
+		d.emptyTree[at] = true
 	}
 }
 

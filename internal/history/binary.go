@@ -225,13 +225,17 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 				rec.Ranks = append(rec.Ranks, jsonl.Slice{})
 			}
 			sl := &rec.Ranks[i]
-			d.Slice(sl)
+			at := d.SliceAt(sl)
 			if err := d.Err(); err != nil {
 				return binErr(jsonl.FieldError("ranks", fmt.Errorf("slice %d: %w", i, err)))
+			}
+			if d.CheckedSlice(at) {
+				continue
 			}
 			if err := sl.Check(r.hdr.WorldSize); err != nil {
 				return jsonl.FieldError("ranks", wrap(err, "slice %d: %v", i, err))
 			}
+			d.SliceChecked(at)
 		}
 		if err := d.Err(); err != nil {
 			return binErr(jsonl.FieldError("ranks", err))

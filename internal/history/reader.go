@@ -121,6 +121,13 @@ type Reader struct {
 	hasTs  bool
 	err    error // sticky
 
+	// The last "ranks" value read, as written and decoded (checked
+	// against the world).
+	lastRanks struct {
+		text   []byte
+		slices []jsonl.Slice
+	}
+
 	bin    binReader // the binary form
 	rawHdr []byte    // the header line as written
 }
@@ -185,6 +192,7 @@ func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
 // the header. Tensors of the previous history must not be used after it.
 func (r *Reader) Reset(src io.Reader, name string) error {
 	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr = name, 0, 0, false, nil, Header{}
+	r.lastRanks.text = r.lastRanks.text[:0] // checked against another world
 	r.reg.Reset()
 	r.in = counter{r: src}
 	if r.raw == nil {
@@ -198,7 +206,7 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	if r.zstd {
 		if r.dec == nil {
 			dec, err := zstd.NewReader(r.raw,
-				zstd.WithDecoderConcurrency(1),
+				zstd.WithDecoderConcurrency(2),
 				zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
 				zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes))
 			if err != nil {
@@ -310,7 +318,7 @@ func (r *Reader) nextLine() ([]byte, error) {
 			return nil, r.fail(r.line+1, err)
 		}
 		r.line++
-		if len(bytes.TrimLeft(line, " \t\r")) > 0 {
+		if len(line) > 0 && line[0] > ' ' || len(bytes.TrimLeft(line, " \t\r")) > 0 {
 			return line, nil
 		}
 	}
@@ -474,6 +482,9 @@ func deleteRefsIn(reg *jsonl.Registry, l *gen.Msgs) {
 	}
 }
 
+// recordFields are the keys of a record object, for NextField.
+var recordFields = jsonl.NewFields("ts", "ranks", "msg", "step")
+
 func (r *Reader) record(line []byte, rec *Record) error {
 	rec.Line, rec.IsStep, rec.Step, rec.Ranks = r.line, false, 0, rec.Ranks[:0]
 	rec.Extra.Reset()
@@ -494,31 +505,54 @@ func (r *Reader) record(line []byte, rec *Record) error {
 	}
 	var has uint8
 	var ts int64
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		f, key, at, ok, err := s.NextField(recordFields, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "ts":
+			if has&hasTs != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasTs
 			if ts, err = s.Int(); err != nil {
 				return jsonl.FieldError("ts", err)
 			}
 		case "ranks":
+			if has&hasRanks != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasRanks
+			// Consecutive commands often go to the same ranks: the same
+			// text as the last ranks read gives the same checked slices.
+			if s.SkipText(r.lastRanks.text) {
+				rec.Ranks = copySlices(rec.Ranks, r.lastRanks.slices)
+				continue
+			}
+			start := s.Pos()
 			if rec.Ranks, err = r.ranks(rec.Ranks); err != nil {
 				return jsonl.FieldError("ranks", err)
 			}
+			r.lastRanks.text = append(r.lastRanks.text[:0], s.Bytes(start, s.Pos())...)
+			r.lastRanks.slices = copySlices(r.lastRanks.slices, rec.Ranks)
 		case "msg":
+			if has&hasMsg != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasMsg
 			if err := gen.DecodeMsg(s, r.reg, &rec.Msg); err != nil {
 				return jsonl.FieldError("msg", err)
 			}
 		case "step":
+			if has&hasStep != 0 {
+				return jsonl.Duplicate(key, at)
+			}
 			has |= hasStep
 			if rec.Step, err = s.Int(); err != nil {
 				return jsonl.FieldError("step", err)
@@ -527,6 +561,9 @@ func (r *Reader) record(line []byte, rec *Record) error {
 				return jsonl.FieldError("step", wrap(jsonl.ErrRange, "negative step %d", rec.Step))
 			}
 		default: // "tb" and fields of later versions
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if r.KeepExtra {
 				k := s.Intern(key)
 				s.Kind() // skip whitespace
@@ -567,6 +604,23 @@ func (r *Reader) record(line []byte, rec *Record) error {
 		}
 	}
 	return r.finishRecord(rec)
+}
+
+// copySlices copies the slices src into dst[:0], reusing dst's storage.
+func copySlices(dst, src []jsonl.Slice) []jsonl.Slice {
+	dst = dst[:0]
+	for i := range src {
+		if len(dst) < cap(dst) {
+			dst = dst[:len(dst)+1]
+		} else {
+			dst = append(dst, jsonl.Slice{})
+		}
+		d := &dst[len(dst)-1]
+		d.Offset = src[i].Offset
+		d.Sizes = append(d.Sizes[:0], src[i].Sizes...)
+		d.Strides = append(d.Strides[:0], src[i].Strides...)
+	}
+	return dst
 }
 
 // advanceTs moves the controller clock to a record's ts, which may not go

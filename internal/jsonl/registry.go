@@ -187,6 +187,9 @@ func formatInts(v []int64) string {
 	return string(append(b, ']'))
 }
 
+// tensorKeys are the keys of a TENSOR object, for NextField.
+var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "device")
+
 // DecodeTensor decodes a TENSOR object and resolves it against reg.
 func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 	var m mention
@@ -194,26 +197,37 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 		return err
 	}
 	reg.scratch = reg.scratch[:0]
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		f, key, at, ok, err := s.NextField(tensorKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "tensor":
+			if m.has&hasTensor != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasTensor
 			if m.id, err = s.Int(); err != nil {
 				return FieldError("tensor", err)
 			}
 		case "storage":
+			if m.has&hasStorage != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasStorage
 			if m.storage, err = s.Int(); err != nil {
 				return FieldError("storage", err)
 			}
 		case "nbytes":
+			if m.has&hasNBytes != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasNBytes
 			if m.nbytes, err = s.Int(); err != nil {
 				return FieldError("nbytes", err)
@@ -222,6 +236,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("nbytes", errorf(ErrRange, "negative size %d", m.nbytes))
 			}
 		case "dtype":
+			if m.has&hasDtype != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasDtype
 			d, err := s.Str()
 			if err != nil {
@@ -230,6 +247,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 			reg.dtype1 = append(reg.dtype1[:0], d...)
 			m.dtype = reg.dtype1
 		case "shape":
+			if m.has&hasShape != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasShape
 			if reg.scratch, err = s.Ints(reg.scratch); err != nil {
 				return FieldError("shape", err)
@@ -238,6 +258,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("shape", errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(reg.scratch), MaxShapeDims))
 			}
 		case "device":
+			if m.has&hasDevice != 0 {
+				return Duplicate(key, at)
+			}
 			m.has |= hasDevice
 			d, err := s.Str()
 			if err != nil {
@@ -251,6 +274,9 @@ func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
 				return FieldError("device", errorf(ErrRange, `want "cuda" or "cpu", got %q`, d))
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -293,11 +319,19 @@ func DecodeTree(s *Scanner, reg *Registry, t *Tree) error {
 }
 
 func walkTree(s *Scanner, reg *Registry, t *Tree) error {
+	if s.depth < MaxDepth && (s.startsWith("[]") || s.startsWith("{}")) {
+		s.pos += 2 // empty: nothing to walk
+		return nil
+	}
 	switch s.Kind() {
 	case KindObject:
-		tensor, err := s.objectHasKey("tensor")
-		if err != nil {
-			return err
+		// Leaves write "tensor" first; other objects are searched.
+		tensor := s.startsWith(`{"tensor":`)
+		if !tensor {
+			var err error
+			if tensor, err = s.objectHasKey("tensor"); err != nil {
+				return err
+			}
 		}
 		if tensor {
 			t.Leaves = append(t.Leaves, Tensor{})

@@ -2,6 +2,8 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -56,6 +58,7 @@ type Scanner struct {
 	strBuf  []byte              // unescaped string values
 
 	intern map[string]string
+	recent [64]string // the interned strings last returned, by a hash of their bytes
 
 	// KeepExtra makes generated decoders record, in a message's Extras,
 	// the fields the spec does not declare and the order of its keys (see
@@ -75,6 +78,9 @@ type Mark struct {
 func (s *Scanner) Reset(line []byte) error {
 	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
 	s.truncKeys(0)
+	if asciiText(line) {
+		return nil
+	}
 	if i := bytes.IndexByte(line, 0); i >= 0 {
 		s.buf = nil
 		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
@@ -84,6 +90,23 @@ func (s *Scanner) Reset(line []byte) error {
 		return errorf(ErrEncoding, "the line is not valid UTF-8")
 	}
 	return nil
+}
+
+// asciiText reports whether line is ASCII without NUL bytes, eight bytes at
+// a time: such a line is valid UTF-8, and Reset needs no further check.
+func asciiText(line []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	var bad uint64
+	for ; i+8 <= len(line); i += 8 {
+		w := binary.LittleEndian.Uint64(line[i:])
+		bad |= w | (w-ones)&^w
+	}
+	for ; i < len(line); i++ {
+		c := uint64(line[i])
+		bad |= c | ((c+0x7f)&0x80 ^ 0x80) // high bit when c >= 0x80 or c == 0
+	}
+	return bad&highs == 0
 }
 
 // Pos is the byte offset of the scanner in the line.
@@ -180,6 +203,23 @@ func (s *Scanner) pushObject() error {
 	return nil
 }
 
+// startsWith reports whether the line continues with lit at the scanner.
+func (s *Scanner) startsWith(lit string) bool {
+	return len(s.buf)-s.pos >= len(lit) && string(s.buf[s.pos:s.pos+len(lit)]) == lit
+}
+
+// SkipText consumes text if the line continues with it, and reports
+// whether it did. text must be one whole JSON value that this scanner
+// accepted before at the same depth (a value is decided by its own
+// bytes), so consuming it is reading it again.
+func (s *Scanner) SkipText(text []byte) bool {
+	if len(text) == 0 || len(s.buf)-s.pos < len(text) || string(s.buf[s.pos:s.pos+len(text)]) != string(text) {
+		return false
+	}
+	s.pos += len(text)
+	return true
+}
+
 // Bytes returns the line text between two positions.
 func (s *Scanner) Bytes(from, to int) []byte { return s.buf[from:to:to] }
 
@@ -259,6 +299,9 @@ func (s *Scanner) push() error {
 
 // BeginObject consumes the '{' of an object.
 func (s *Scanner) BeginObject() error {
+	if s.pos < len(s.buf) && s.buf[s.pos] == '{' {
+		return s.pushObject()
+	}
 	if k := s.Kind(); k != KindObject {
 		return s.want("an object", k)
 	}
@@ -267,6 +310,9 @@ func (s *Scanner) BeginObject() error {
 
 // BeginArray consumes the '[' of an array.
 func (s *Scanner) BeginArray() error {
+	if s.pos < len(s.buf) && s.buf[s.pos] == '[' {
+		return s.push()
+	}
 	if k := s.Kind(); k != KindArray {
 		return s.want("a list", k)
 	}
@@ -276,45 +322,167 @@ func (s *Scanner) BeginArray() error {
 // NextKey moves to the next key of the object begun by BeginObject. It
 // returns the unescaped key and true, with the scanner at the key's value
 // (which the caller must consume), or false at the end of the object (which
-// it consumes).
+// it consumes). A key the object already had is an ErrDuplicateKey.
 func (s *Scanner) NextKey() (key []byte, ok bool, err error) {
-	s.ws()
-	if s.pos >= len(s.buf) {
-		return nil, false, s.syntax("unterminated object")
-	}
-	bit := uint64(1) << uint(s.depth-1)
-	if s.buf[s.pos] == '}' {
-		s.pos++
-		s.truncKeys(int(s.objKeys[s.depth]))
-		s.depth--
-		return nil, false, nil
-	}
-	if s.more&bit != 0 {
-		if s.buf[s.pos] != ',' {
-			return nil, false, s.syntax("want ',' or '}' in object")
-		}
-		s.pos++
-		s.ws()
-	}
-	if s.pos >= len(s.buf) || s.buf[s.pos] != '"' {
-		return nil, false, s.syntax("want a key in object")
-	}
-	s.more |= bit
-	at := s.pos
-	key, err = s.str(&s.keyBuf)
-	if err != nil {
-		return nil, false, err
-	}
-	s.ws()
-	if s.pos >= len(s.buf) || s.buf[s.pos] != ':' {
-		return nil, false, s.syntax("want ':' after key")
+	key, at, ok, err := s.NextKeyAt()
+	if err != nil || !ok {
+		return nil, ok, err
 	}
 	if err := s.checkKey(key, at); err != nil {
 		return nil, false, err
 	}
-	s.pos++
 	return key, true, nil
 }
+
+// NextKeyAt is NextKey without the check for repeated keys: it also returns
+// the key's byte offset, and the caller checks instead, either with a bit per
+// key it knows (Duplicate makes the error) or with CheckKey for the others.
+// Decoders generated from the spec use it so that known keys cost no lookup.
+func (s *Scanner) NextKeyAt() (key []byte, at int, ok bool, err error) {
+	b := s.buf
+	i := s.pos
+	if i < len(b) && b[i] <= ' ' {
+		s.ws()
+		i = s.pos
+	}
+	if i >= len(b) {
+		return nil, 0, false, s.syntax("unterminated object")
+	}
+	bit := uint64(1) << uint(s.depth-1)
+	c := b[i]
+	if c == '}' {
+		s.pos = i + 1
+		s.truncKeys(int(s.objKeys[s.depth]))
+		s.depth--
+		return nil, 0, false, nil
+	}
+	if s.more&bit != 0 {
+		if c != ',' {
+			return nil, 0, false, s.syntax("want ',' or '}' in object")
+		}
+		i++
+		s.pos = i
+		if i < len(b) && b[i] <= ' ' {
+			s.ws()
+			i = s.pos
+		}
+	}
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false, s.syntax("want a key in object")
+	}
+	s.more |= bit
+	at = i
+	// A key without escapes, the usual case, is the line's bytes up to
+	// the closing quote.
+	j := plainRun(b, i+1)
+	if j < len(b) && b[j] == '"' {
+		key = b[i+1 : j : j]
+		s.pos = j + 1
+	} else if key, err = s.str(&s.keyBuf); err != nil {
+		return nil, 0, false, err
+	}
+	i = s.pos
+	if i < len(b) && b[i] == ':' {
+		s.pos = i + 1
+		return key, at, true, nil
+	}
+	s.ws()
+	if s.pos >= len(b) || b[s.pos] != ':' {
+		return nil, 0, false, s.syntax("want ':' after key")
+	}
+	s.pos++
+	return key, at, true, nil
+}
+
+// plainRun returns the offset of the first byte of b from i on that is a
+// quote, a backslash or a control character, or len(b): eight bytes at a
+// time (the bytes of a word that equal a given byte have their high bit
+// set by (w^c - 0x01..) &^ (w^c) & 0x80..; the lowest such flag is exact).
+func plainRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q := w ^ ('"' * ones)
+		e := w ^ ('\\' * ones)
+		m := (q-ones)&^q | (e-ones)&^e | (w-0x20*ones)&^w
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(b) && plainByte[b[i]] {
+		i++
+	}
+	return i
+}
+
+// plainByte marks the bytes a string holds as they are: not a quote, a
+// backslash or a control character.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Fields is the set of keys an object type declares, for NextField.
+type Fields struct {
+	names []string
+	lits  []string // `"name":`, as a compact writer puts it
+}
+
+// NewFields returns the key set names (field i is names[i]).
+func NewFields(names ...string) *Fields {
+	f := &Fields{names: names}
+	for _, n := range names {
+		f.lits = append(f.lits, strconv.Quote(n)+":")
+	}
+	return f
+}
+
+// NextField is NextKeyAt for an object whose keys are f: it also returns
+// the key's field number in f, or -1 for a key f does not declare. Writers
+// put the fields in order, so it first tries field hint as written
+// compactly ("name": at the scanner) and reads the key the general way
+// only when that fails.
+func (s *Scanner) NextField(f *Fields, hint int) (field int, key []byte, at int, ok bool, err error) {
+	b := s.buf
+	i := s.pos
+	if hint < len(f.lits) && i+1 < len(b) && s.more&(1<<uint(s.depth-1)) != 0 && b[i] == ',' {
+		lit := f.lits[hint]
+		if j := i + 1; len(b)-j >= len(lit) && string(b[j:j+len(lit)]) == lit {
+			s.pos = j + len(lit)
+			return hint, b[j+1 : j+len(lit)-2 : j+len(lit)-2], j, true, nil
+		}
+	}
+	if hint < len(f.lits) && i < len(b) && s.more&(1<<uint(s.depth-1)) == 0 && b[i] == '"' {
+		lit := f.lits[hint]
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			s.more |= 1 << uint(s.depth-1)
+			s.pos = i + len(lit)
+			return hint, b[i+1 : i+len(lit)-2 : i+len(lit)-2], i, true, nil
+		}
+	}
+	key, at, ok, err = s.NextKeyAt()
+	if err != nil || !ok {
+		return -1, key, at, ok, err
+	}
+	for k, n := range f.names {
+		if n == string(key) {
+			return k, key, at, true, nil
+		}
+	}
+	return -1, key, at, true, nil
+}
+
+// CheckKey records key, returned by NextKeyAt at offset at, as a key of the
+// current object: seen before in that object (by CheckKey or NextKey), it is
+// an ErrDuplicateKey.
+func (s *Scanner) CheckKey(key []byte, at int) error { return s.checkKey(key, at) }
+
+// Duplicate is the error for key, returned by NextKeyAt at offset at, when
+// the object already had it.
+func Duplicate(key []byte, at int) error { return duplicate(key, at) }
 
 // NextElem moves to the next element of the array begun by BeginArray. It
 // returns true with the scanner at the element (which the caller must
@@ -479,6 +647,45 @@ func (s *Scanner) number() (text []byte, integer bool, err error) {
 
 // Int consumes an integer that fits in an int64.
 func (s *Scanner) Int() (int64, error) {
+	// The usual integer, at most 18 digits and so no overflow, is read in
+	// one pass; anything else takes the general path below.
+	b := s.buf
+	i := s.pos
+	if i < len(b) && b[i] <= ' ' {
+		s.ws()
+		i = s.pos
+	}
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	if j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		u := uint64(b[j] - '0')
+		first := j
+		j++
+		if u != 0 {
+			for j < len(b) && j-first < 18 && b[j] >= '0' && b[j] <= '9' {
+				u = u*10 + uint64(b[j]-'0')
+				j++
+			}
+		}
+		if j >= len(b) || !numberByte[b[j]] {
+			s.pos = j
+			if neg {
+				return -int64(u), nil
+			}
+			return int64(u), nil
+		}
+	}
+	return s.intSlow()
+}
+
+// numberByte marks the bytes that may continue a JSON number.
+var numberByte = [256]bool{'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true, '.': true, 'e': true, 'E': true, '+': true, '-': true}
+
+// intSlow is Int for every case, with its errors.
+func (s *Scanner) intSlow() (int64, error) {
 	if k := s.Kind(); k != KindNumber {
 		return 0, s.want("an integer", k)
 	}
@@ -519,6 +726,9 @@ func sign(neg bool) string {
 
 // Ints consumes a list of integers, appending them to dst[:0].
 func (s *Scanner) Ints(dst []int64) ([]int64, error) {
+	if d, ok := s.intsFast(dst); ok {
+		return d, nil
+	}
 	dst = dst[:0]
 	if err := s.BeginArray(); err != nil {
 		return dst, err
@@ -533,6 +743,59 @@ func (s *Scanner) Ints(dst []int64) ([]int64, error) {
 			return dst, err
 		}
 		dst = append(dst, v)
+	}
+}
+
+// intsFast reads a list of small integers written without whitespace, the
+// usual case, in one pass. Anything else (whitespace, large numbers,
+// errors, the nesting limit) returns false with the scanner where it was,
+// for Ints to read the general way.
+func (s *Scanner) intsFast(dst []int64) ([]int64, bool) {
+	b := s.buf
+	i := s.pos
+	if i >= len(b) || b[i] != '[' || s.depth >= MaxDepth {
+		return dst, false
+	}
+	i++
+	dst = dst[:0]
+	if i < len(b) && b[i] == ']' {
+		s.pos = i + 1
+		return dst, true
+	}
+	for {
+		neg := i < len(b) && b[i] == '-'
+		if neg {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return dst, false
+		}
+		u := uint64(b[i] - '0')
+		first := i
+		i++
+		if u != 0 {
+			for i < len(b) && i-first < 18 && b[i] >= '0' && b[i] <= '9' {
+				u = u*10 + uint64(b[i]-'0')
+				i++
+			}
+		}
+		if i >= len(b) {
+			return dst, false
+		}
+		v := int64(u)
+		if neg {
+			v = -v
+		}
+		switch b[i] {
+		case ',':
+			dst = append(dst, v)
+			i++
+		case ']':
+			s.pos = i + 1
+			return append(dst, v), true
+		default:
+			return dst, false
+		}
 	}
 }
 
@@ -558,6 +821,9 @@ func (s *Scanner) Strings(dst []string) ([]string, error) {
 // Str consumes a string and returns it unescaped. The bytes alias the line
 // or an internal buffer and are valid until the next call of Str.
 func (s *Scanner) Str() ([]byte, error) {
+	if s.pos < len(s.buf) && s.buf[s.pos] == '"' {
+		return s.str(&s.strBuf)
+	}
 	if k := s.Kind(); k != KindString {
 		return nil, s.want("a string", k)
 	}
@@ -577,7 +843,17 @@ func (s *Scanner) String() (string, error) {
 // string, allocated once, until MaxInterned strings are held; longer or
 // further strings are copied.
 func (s *Scanner) Intern(b []byte) string {
+	// A small cache in front of the map: a history names few strings
+	// (functions, dtypes, streams) over and over.
+	h := 0
+	if len(b) > 0 {
+		h = (len(b)*31 + int(b[0])*7 + int(b[len(b)-1])) & (len(s.recent) - 1)
+		if v := s.recent[h]; v == string(b) {
+			return v
+		}
+	}
 	if v, ok := s.intern[string(b)]; ok {
+		s.recent[h] = v
 		return v
 	}
 	v := string(b)
@@ -595,7 +871,7 @@ func (s *Scanner) Intern(b []byte) string {
 func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
 	b := s.buf
 	start := s.pos + 1
-	i := start
+	i := plainRun(b, start)
 	for i < len(b) {
 		c := b[i]
 		if c == '"' {

@@ -191,3 +191,108 @@ func hasDuplicateKey(data []byte) bool {
 		}
 	}
 }
+
+// TestPlainRun checks the word-at-a-time search against the byte loop it
+// replaces, for every stopping byte at every offset of a 20-byte string.
+func TestPlainRun(t *testing.T) {
+	slow := func(b []byte, i int) int {
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+			i++
+		}
+		return i
+	}
+	for _, stop := range []byte{'"', '\\', 0, 0x1f, '\n'} {
+		for at := 0; at <= 20; at++ {
+			for _, fill := range []byte{'a', 0x20, 0x7f, 0x80, 0xff, '#', ']'} {
+				b := bytes.Repeat([]byte{fill}, 20)
+				if at < 20 {
+					b[at] = stop
+				}
+				for from := 0; from <= 20; from++ {
+					if got, want := plainRun(b, from), slow(b, from); got != want {
+						t.Fatalf("plainRun(%q, %d) = %d, want %d", b, from, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNextField checks that NextField reads the same keys as NextKeyAt,
+// whether or not they come in the order of the hint, escaped or spaced,
+// and numbers them by the declared names (-1 for others).
+func TestNextField(t *testing.T) {
+	f := NewFields("a", "bb", "ccc")
+	for _, line := range []string{
+		`{"a":1,"bb":2,"ccc":3}`,
+		`{"ccc":3,"a":1,"bb":2}`,
+		`{"a":1,"x":0,"bb":2}`,
+		`{ "a" :1 , "bb":2,"\u0063cc":3}`,
+		`{"bb":{"a":1},"a":[1,2]}`,
+		`{}`,
+		`{"a":1,}`,
+		`{"a"1}`,
+		`{"a":1 "bb":2}`,
+	} {
+		var s1, s2 Scanner
+		if err := s1.Reset([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.Reset([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s1.BeginObject(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.BeginObject(); err != nil {
+			t.Fatal(err)
+		}
+		next := 0
+		for {
+			field, key, at, ok, err := s1.NextField(f, next)
+			key2, at2, ok2, err2 := s2.NextKeyAt()
+			if string(key) != string(key2) || at != at2 || ok != ok2 || (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) || s1.Pos() != s2.Pos() {
+				t.Fatalf("%s: NextField = %q %d %v %v at %d, NextKeyAt = %q %d %v %v at %d", line, key, at, ok, err, s1.Pos(), key2, at2, ok2, err2, s2.Pos())
+			}
+			if err != nil || !ok {
+				break
+			}
+			want := -1
+			for i, n := range []string{"a", "bb", "ccc"} {
+				if n == string(key) {
+					want = i
+				}
+			}
+			if field != want {
+				t.Fatalf("%s: key %q is field %d, want %d", line, key, field, want)
+			}
+			next = field + 1
+			if err := s1.Skip(); err != nil {
+				break
+			}
+			if err := s2.Skip(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestASCIIText checks the word-at-a-time test against its definition
+// (every byte in 1..0x7f) with each kind of byte at every offset.
+func TestASCIIText(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		for at := 0; at < n; at++ {
+			for _, c := range []byte{0, 1, 'a', 0x7f, 0x80, 0x81, 0xc3, 0xff} {
+				b := bytes.Repeat([]byte{'x'}, n)
+				b[at] = c
+				want := c >= 1 && c <= 0x7f
+				if got := asciiText(b); got != want {
+					t.Fatalf("asciiText(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+	if !asciiText(nil) {
+		t.Error("asciiText(nil) = false, want true")
+	}
+}

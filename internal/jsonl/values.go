@@ -226,6 +226,9 @@ func (s *Slice) Check(world int64) error {
 	return nil
 }
 
+// sliceKeys are the keys of a SLICE object, for NextField.
+var sliceKeys = NewFields("offset", "sizes", "strides")
+
 // DecodeSlice decodes a SLICE object into sl, reusing its slices.
 func DecodeSlice(s *Scanner, sl *Slice) error {
 	sl.Reset()
@@ -233,31 +236,45 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 		return err
 	}
 	var seen uint8
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		f, key, at, ok, err := s.NextField(sliceKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "offset":
+			if seen&1 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 1
 			if sl.Offset, err = s.Int(); err != nil {
 				return FieldError("offset", err)
 			}
 		case "sizes":
+			if seen&2 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 2
 			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
 				return FieldError("sizes", err)
 			}
 		case "strides":
+			if seen&4 != 0 {
+				return Duplicate(key, at)
+			}
 			seen |= 4
 			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
 				return FieldError("strides", err)
 			}
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}
@@ -285,6 +302,9 @@ func DecodeSlice(s *Scanner, sl *Slice) error {
 	return nil
 }
 
+// streamKeys are the keys of a STREAM object, for NextField.
+var streamKeys = NewFields("ref", "name")
+
 // DecodeStream decodes a STREAM object: "ref" (required) and "name".
 func DecodeStream(s *Scanner, st *Stream) error {
 	*st = Stream{}
@@ -292,26 +312,37 @@ func DecodeStream(s *Scanner, st *Stream) error {
 		return err
 	}
 	hasRef := false
+	next := 0
 	for {
-		key, ok, err := s.NextKey()
+		f, key, at, ok, err := s.NextField(streamKeys, next)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
+		next = f + 1
 		switch string(key) {
 		case "ref":
+			if hasRef {
+				return Duplicate(key, at)
+			}
 			hasRef = true
 			if st.Ref, err = s.Int(); err != nil {
 				return FieldError("ref", err)
 			}
 		case "name":
+			if st.HasName {
+				return Duplicate(key, at)
+			}
 			if st.Name, err = s.String(); err != nil {
 				return FieldError("name", err)
 			}
 			st.HasName = true
 		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
 			if err := s.Skip(); err != nil {
 				return err
 			}

@@ -165,14 +165,24 @@ func decodeField(fd *field) jen.Code {
 }
 
 func renderDecodeMsg(f *jen.File, m *message) {
-	var required []*field
-	bit := map[*field]int{}
-	for _, fd := range m.fields {
-		if !fd.optional {
-			bit[fd] = len(required)
-			required = append(required, fd)
-		}
+	// Every field has a bit in seen: set, the field is repeated (a
+	// duplicate key, found without comparing keys); clear at the end, a
+	// required field is missing. Keys the spec does not declare are
+	// checked by the scanner.
+	if len(m.fields) > 64 {
+		panic("gen-messages: " + m.name + " has more than 64 fields")
 	}
+	bit := map[*field]int{}
+	for i, fd := range m.fields {
+		bit[fd] = i
+	}
+	var names []jen.Code
+	for _, fd := range m.fields {
+		names = append(names, jen.Lit(fd.json))
+	}
+	f.Comment(fmt.Sprintf("fields%s are the keys of a %s, for Scanner.NextField.", m.name, m.name))
+	f.Var().Id("fields" + m.name).Op("=").Add(jsonl("NewFields")).Call(names...)
+	f.Line()
 	f.Comment(fmt.Sprintf("decode%s decodes the fields of a %s after its '{'.", m.name, m.name))
 	f.Func().Id("decode"+m.name).Params(scannerParams(), jen.Id("x").Op("*").Id(m.name)).Error().BlockFunc(func(g *jen.Group) {
 		for _, fd := range m.fields {
@@ -180,19 +190,24 @@ func renderDecodeMsg(f *jen.File, m *message) {
 				g.Add(c)
 			}
 		}
-		if len(required) > 0 {
+		if len(m.fields) > 0 {
 			g.Var().Id("seen").Uint64()
 		}
+		// Fields are usually written in spec order: the field after the
+		// last one is tried first.
+		g.Id("next").Op(":=").Lit(0)
 		g.For().Block(
-			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
+			jen.List(jen.Id("field"), jen.Id("key"), jen.Id("at"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextField").Call(jen.Id("fields"+m.name), jen.Id("next")),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			jen.If(jen.Op("!").Id("ok")).Block(jen.Break()),
-			jen.Switch(jen.String().Call(jen.Id("key"))).BlockFunc(func(g *jen.Group) {
+			jen.Id("next").Op("=").Id("field").Op("+").Lit(1),
+			jen.Switch(jen.Id("field")).BlockFunc(func(g *jen.Group) {
 				for _, fd := range m.fields {
-					g.Case(jen.Lit(fd.json)).BlockFunc(func(g *jen.Group) {
-						if !fd.optional {
-							g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
-						}
+					g.Case(jen.Lit(bit[fd])).BlockFunc(func(g *jen.Group) {
+						g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("!=").Lit(0)).Block(
+							jen.Return(jsonl("Duplicate").Call(jen.Id("key"), jen.Id("at"))),
+						)
+						g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
 						switch {
 						case fd.kind == "tensor?":
 							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
@@ -206,11 +221,15 @@ func renderDecodeMsg(f *jen.File, m *message) {
 					})
 				}
 				g.Default().Block(
+					jen.If(jen.Err().Op(":=").Id("s").Dot("CheckKey").Call(jen.Id("key"), jen.Id("at")), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 					jen.If(jen.Err().Op(":=").Id("s").Dot("Skip").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 				)
 			}),
 		)
-		for _, fd := range required {
+		for _, fd := range m.fields {
+			if fd.optional {
+				continue
+			}
 			g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("==").Lit(0)).Block(
 				jen.Return(jsonl("MissingError").Call(jen.Lit(fd.json))),
 			)

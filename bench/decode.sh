@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Decode-speed benchmark, outside CI: how fast the JSON-lines and binary
+# history forms decode, against the tree as it was at commit b226dc5
+# ("before"), on the world-65,536 training histories of bench/scale.sh (pp 8,
+# dp 1024, tp 8, 32 layers), 1M and 10M commands.
+#
+# For each history it measures, medians of 3 runs (wall seconds):
+#   - JSON lines (.hist.zst) --decode-only, before and now: the per-record
+#     speedup of the JSON decoder;
+#   - the binary form (.fhist.zst, written by this tree's convert)
+#     --decode-only, against JSON lines now;
+#   - grouped replays (--report-only --group-workers --jobs 1) of both forms;
+#   - the binary stream without its zstd frame, --decode-only (framing).
+# and prints the ratios. Then it runs the Go benchmark BenchmarkDecodeRecord
+# (ns/record and allocations of both forms, from memory).
+#
+#   bench/decode.sh               1M and 10M (the 10M history takes minutes
+#                                 to synthesize; it is kept in WORK)
+#   SIZES=1M bench/decode.sh      the 1M history only
+#   RECONVERT=1 bench/decode.sh   rewrite the binary forms kept in WORK
+#   WORK=/big/dir bench/decode.sh where histories and builds go
+#                                 (default /tmp/fastsim-decode)
+# Needs git, the zstd command, /usr/bin/time and the commit b226dc5 in
+# this repository.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/tmp/fastsim-decode}
+sizes=${SIZES:-1M 10M}
+before_commit=${BEFORE:-b226dc5}
+mkdir -p "$work"
+
+# Builds: "before" from the commit (exported with git archive, so no
+# worktree is created), "now" from this tree.
+if [ ! -x "$work/fastsim-before-$before_commit" ]; then
+	rm -rf "$work/before-src"
+	mkdir -p "$work/before-src"
+	git archive "$before_commit" | tar -x -C "$work/before-src"
+	(cd "$work/before-src" && go build -o "$work/fastsim-before-$before_commit" ./cmd/fastsim)
+fi
+before=$work/fastsim-before-$before_commit
+now=$work/fastsim-now
+go build -o "$now" ./cmd/fastsim
+
+# history NAME COMMANDS: $work/NAME.hist.zst as bench/scale.sh makes it,
+# and its binary form written by this tree (kept between runs: set
+# RECONVERT=1, or delete it, after changing the binary form).
+history() {
+	local name=$1 cmds=$2
+	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
+	if [ ! -f "$work/$name.hist.zst" ]; then
+		local per steps
+		per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
+		steps=$(((cmds + per - 1) / per))
+		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
+		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
+	fi
+	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ]; then
+		"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+	fi
+}
+
+# median3 CMD...: runs CMD three times and prints the median wall seconds
+# and the median CPU seconds (user + system), "WALL CPU". On a machine
+# shared with other work the CPU time is the steadier of the two.
+median3() {
+	local w=() c=()
+	for _ in 1 2 3; do
+		/usr/bin/time -f "%e %U %S" -o "$work/time" "$@" >/dev/null
+		read -r e u s <"$work/time"
+		w+=("$e")
+		c+=("$(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}')")
+	done
+	echo "$(printf '%s\n' "${w[@]}" | sort -n | sed -n 2p) $(printf '%s\n' "${c[@]}" | sort -n | sed -n 2p)"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
+
+echo "Wall seconds (CPU seconds, user + system, in parentheses), medians of 3; ratios of wall (CPU) times."
+echo
+echo "| history | JSON decode before | JSON decode now | JSON now/before speedup | binary decode | binary vs JSON decode | JSON grouped replay | binary grouped replay | binary vs JSON replay | binary decode, no zstd (bare stream) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for size in $sizes; do
+	case $size in
+	1M) cmds=1000000 ;;
+	10M) cmds=10000000 ;;
+	*) echo "SIZES: want 1M or 10M, got $size" >&2; exit 2 ;;
+	esac
+	name=w65536-$size
+	history "$name" "$cmds"
+	j=$work/$name.hist.zst
+	f=$work/$name.fhist.zst
+	read -r jbw jbc < <(median3 "$before" replay --decode-only "$j")
+	read -r jnw jnc < <(median3 "$now" replay --decode-only "$j")
+	read -r bnw bnc < <(median3 "$now" replay --decode-only "$f")
+	read -r jrw jrc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$j")
+	read -r brw brc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$f")
+	# Framing: the same binary stream without zstd (readers accept a bare
+	# stream), as a seekable local file would be kept.
+	zstd -q -d -f "$f" -o "$work/$name.fhist.bare"
+	read -r bxw bxc < <(median3 "$now" replay --decode-only "$work/$name.fhist.bare")
+	echo "| $name | $jbw ($jbc) | $jnw ($jnc) | $(ratio "$jbw" "$jnw")x ($(ratio "$jbc" "$jnc")x) | $bnw ($bnc) | $(ratio "$jnw" "$bnw")x ($(ratio "$jnc" "$bnc")x) | $jrw ($jrc) | $brw ($brc) | $(ratio "$jrw" "$brw")x ($(ratio "$jrc" "$brc")x) | $bxw ($bxc) |"
+done
+
+# Parsing alone: the 1M history as plain JSON lines (no zstd), before and
+# now, so the per-record speedup of the JSON decoder is not diluted by
+# decompression.
+echo
+plain=$work/w65536-1M.hist
+[ -f "$plain" ] || zstd -q -d -f "$work/w65536-1M.hist.zst" -o "$plain"
+read -r pbw pbc < <(median3 "$before" replay --decode-only "$plain")
+read -r pnw pnc < <(median3 "$now" replay --decode-only "$plain")
+echo "Plain JSON lines (no zstd), w65536-1M, --decode-only: before $pbw s ($pbc s CPU), now $pnw s ($pnc s CPU): $(ratio "$pbw" "$pnw")x wall, $(ratio "$pbc" "$pnc")x CPU."
+
+# From memory, per record: BenchmarkDecodeRecord in both trees (the
+# benchmark file is copied into the old one), median of 3 runs.
+bench() { # DIR -> median ns/record of the json and binary sub-benchmarks
+	(cd "$1" && go test -run '^$' -bench DecodeRecord -benchtime 2s -count 3 ./internal/replay) |
+		awk '/ns\/record/ {for (i = 1; i < NF; i++) if ($(i+1) == "ns/record") v[$1] = v[$1] " " $i}
+		END {for (k in v) print k, v[k]}' | sort |
+		while read -r name a b c; do echo "$name $(printf '%s\n' "$a" "$b" "$c" | sort -n | sed -n 2p)"; done
+}
+cp internal/replay/decode_bench_test.go "$work/before-src/internal/replay/" 2>/dev/null || {
+	mkdir -p "$work/before-src"
+	git archive "$before_commit" | tar -x -C "$work/before-src"
+	cp internal/replay/decode_bench_test.go "$work/before-src/internal/replay/"
+}
+echo
+echo "Per record, from memory (BenchmarkDecodeRecord, medians of 3, ns/record):"
+bench "$work/before-src" | sed 's/^/before /'
+bench . | sed 's/^/now    /'
