@@ -199,7 +199,7 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	}
 	res := &Result{Header: h}
 	var atMark []int64           // commands processed at each step mark
-	r.Registry().DeferFree(true) // rows are released by Apply
+	r.Registry().DeferFree(true) // rows are released by the engine
 	var rec history.Record
 	lastTick := began
 	for {
@@ -274,29 +274,17 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 }
 
 // Apply feeds one command record of r to the engine (in strict mode an
-// unknown message type is an error), then lets r's tensor registry reuse
-// the rows of deleted tensors that no worker holds any more, so the
-// registry holds the tensors alive rather than every tensor the history
-// ever named. Call it for every command record r returns: from the first,
-// r's registry must keep deleted rows (Registry.DeferFree) until Apply
-// releases them.
+// unknown message type is an error). The engine owns r's registry's
+// lifecycle from the first record: it releases the rows of deleted tensors
+// that no worker holds any more, so the registry holds the tensors alive
+// rather than every tensor the history ever named. Call it for every
+// command record r returns.
 func Apply(eng *sched.Engine, r *history.Reader, rec *history.Record, strict bool, name string) error {
 	if strict && rec.Msg.Kind == gen.MsgUnknown {
 		return &history.Error{File: name, Line: rec.Line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
 	}
-	reg := r.Registry()
-	if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, reg.Len()); err != nil {
+	if err := eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry()); err != nil {
 		return &history.Error{File: name, Line: rec.Line, Err: err}
-	}
-	// A deleted tensor's row is reused once no worker holds a row of it:
-	// the engine's per-tensor tables are indexed by registry row.
-	for _, idx := range reg.TakeDeleted() {
-		if eng.Unused(idx) {
-			reg.Release(idx)
-		}
-	}
-	for _, idx := range eng.Gone() {
-		reg.Release(idx)
 	}
 	return nil
 }

@@ -14,10 +14,10 @@ import (
 // Typed replays a history that a program produces as typed records, with
 // no text in between: produce sends every record to the sink it is given
 // (a workload's Emit, say), and each is applied to the engine as it comes.
-// The records' tensors must carry their fields in every mention and be
-// indexed by id (Idx = ID, small and dense), as a producer numbering its
-// tensors 1, 2, 3, ... gives them; name labels errors, whose line is the
-// record's position. Options' Stop ends the replay early (the result is
+// The records' tensors must carry their fields in every mention; the sink
+// gives them, their storages, streams and borrows dense indexes with its
+// own registry, as a history reader does. name labels errors, whose line
+// is the record's position. Options' Stop ends the replay early (the result is
 // marked Partial); TracePath and Progress are not used.
 func Typed(h history.Header, name string, produce func(sink *TypedSink) error, opt Options) (*Result, error) {
 	began := time.Now()
@@ -38,7 +38,9 @@ func Typed(h history.Header, name string, produce func(sink *TypedSink) error, o
 		return nil, &history.Error{File: name, Line: 1, Err: err}
 	}
 	defer eng.Close()
-	s := &TypedSink{eng: eng, name: name, strict: opt.Strict, stop: opt.Stop, res: &Result{Header: h}, line: 1}
+	s := &TypedSink{eng: eng, name: name, strict: opt.Strict, stop: opt.Stop, res: &Result{Header: h}, line: 1, reg: jsonl.NewRegistry()}
+	s.reg.DeferFree(true) // rows are released by the engine
+	s.indexFn = s.index
 	if err := produce(s); err != nil && !(errors.Is(err, ErrStopped) && s.res.Partial) {
 		return nil, err
 	}
@@ -65,7 +67,8 @@ type TypedSink struct {
 	stop    <-chan struct{}
 	res     *Result
 	line    int64
-	tensors int
+	reg     *jsonl.Registry
+	indexFn func(*jsonl.Tensor)
 	err     error
 }
 
@@ -98,17 +101,37 @@ func (s *TypedSink) Write(rec *history.Record, _ *jsonl.Registry) error {
 		s.err = &history.Error{File: s.name, Line: s.line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
 		return s.err
 	}
-	rec.Msg.EachTensor(s.bound)
-	if err := s.eng.Command(s.line, rec.Ts, rec.Ranks, &rec.Msg, s.tensors); err != nil {
+	s.reg.ClearFresh()
+	rec.Msg.EachTensor(s.indexFn)
+	if s.err != nil {
+		return s.err
+	}
+	rec.Msg.Index(s.reg)
+	history.DeleteRefs(s.reg, &rec.Msg)
+	if err := s.eng.Command(s.line, rec.Ts, rec.Ranks, &rec.Msg, s.reg); err != nil {
 		s.err = &history.Error{File: s.name, Line: s.line, Err: err}
 		return s.err
 	}
-	s.eng.Gone() // nothing to forget: ids are never reused
 	return nil
 }
 
-// bound raises the tensor index bound the engine sizes its tables by.
-func (s *TypedSink) bound(t *jsonl.Tensor) { s.tensors = max(s.tensors, int(t.Idx)+1) }
+// index gives tensor t its dense indexes: those of its id's first mention,
+// which defines it.
+func (s *TypedSink) index(t *jsonl.Tensor) {
+	if s.err != nil {
+		return
+	}
+	if idx := s.reg.TensorIdx(t.ID); idx >= 0 {
+		t.Idx, t.StorageIdx = idx, s.reg.StorageIdxOf(idx)
+		return
+	}
+	d, err := s.reg.Define(t.ID, t.Storage, t.NBytes, t.Dtype, t.Shape, t.CPU)
+	if err != nil {
+		s.err = &history.Error{File: s.name, Line: s.line, Err: err}
+		return
+	}
+	t.Idx, t.StorageIdx = d.Idx, d.StorageIdx
+}
 
 // fillResult fills in what a replay reports at its end.
 func fillResult(eng *sched.Engine, res *Result) {

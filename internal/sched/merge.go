@@ -141,8 +141,10 @@ func (e *Engine) settleMemory(g *group) {
 		limit = min(limit, bound)
 		any = any || len(st.mem) > st.base
 	}
-	for _, b := range g.borrowOf {
-		limit = min(limit, g.streams[g.borrows[b].from].nowNs)
+	for i := range g.borrows {
+		if b := &g.borrows[i]; b.live {
+			limit = min(limit, g.streams[b.from].nowNs)
+		}
 	}
 	if !any {
 		return

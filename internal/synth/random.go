@@ -89,11 +89,23 @@ type gen struct {
 	borrow  int
 	live    []*tensor
 	streams []string
+	mesh    bool // every command addresses the whole world
 }
 
 // Random writes a random valid history of about n commands for a world of
 // world ranks (2..MaxRandomWorld), deterministic for a seed.
 func Random(out io.Writer, seed uint64, world, n int) error {
+	return random(out, seed, world, n, false)
+}
+
+// RandomMesh writes a random valid history like Random's in which every
+// command addresses the whole world (sends are local copies on every rank),
+// as an SPMD program's commands do: a grouped replay keeps one group.
+func RandomMesh(out io.Writer, seed uint64, world, n int) error {
+	return random(out, seed, world, n, true)
+}
+
+func random(out io.Writer, seed uint64, world, n int, mesh bool) error {
 	if world < 2 || world > MaxRandomWorld {
 		return fmt.Errorf("synth: random histories need a world of 2..%d ranks, not %d", MaxRandomWorld, world)
 	}
@@ -103,6 +115,7 @@ func Random(out io.Writer, seed uint64, world, n int) error {
 		world:   world,
 		next:    1,
 		streams: []string{"", "main", "comm", "aux"},
+		mesh:    mesh,
 	}
 	fmt.Fprintf(g.w, `{"fastsim":"history","version":1,"world_size":%d,"gpus_per_host":%d}`+"\n", world, min(world, 8))
 	all := newSlice(0, []int{world}, []int{1})
@@ -133,6 +146,9 @@ func (g *gen) cmd(ranks []slice, msg string) {
 // randSlice is a random slice of distinct ranks: 1 or 2 dimensions, strides
 // 1 to 3.
 func (g *gen) randSlice() slice {
+	if g.mesh {
+		return g.all()
+	}
 	if g.world >= BigWorld {
 		return g.edgeSlice()
 	}
@@ -159,6 +175,9 @@ func (g *gen) randSlice() slice {
 		return newSlice(off, []int{n0, n1}, []int{s0, s1})
 	}
 }
+
+// all is the whole world as one slice.
+func (g *gen) all() slice { return newSlice(0, []int{g.world}, []int{1}) }
 
 // fresh makes a new tensor on stream s for the ranks of where.
 func (g *gen) fresh(s int, where slice, cpu bool) *tensor {
@@ -320,6 +339,10 @@ func (g *gen) drop(t *tensor) {
 }
 
 func (g *gen) send(s int) {
+	if g.mesh {
+		g.sendSlices(s, g.all(), g.all())
+		return
+	}
 	if g.world >= BigWorld {
 		g.sendAtEdges(s)
 		return
