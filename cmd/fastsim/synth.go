@@ -49,7 +49,9 @@ deletes, command groups, steps) of --world ranks. From 65,536 ranks on, its
 rank sets gather at the edges of 65,536-rank blocks (runs ending on, before
 and after an edge, single ranks there, strided sets and 2-d blocks across
 one, sends between halves and across edges), where grouped replays are
-checked against ungrouped ones.
+checked against ungrouped ones. With --whole-mesh every command of it
+addresses the whole world instead (sends are local copies), as an SPMD
+program's do: a grouped replay keeps one group.
 
 Flags:
 `
