@@ -183,8 +183,10 @@ type Engine struct {
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int
 
-	viewName gen.NameID
-	fnNames  map[string]gen.NameID // function path -> interned clean name
+	viewName  gen.NameID
+	fnNames   map[string]gen.NameID          // function path -> interned clean name
+	kindNames [gen.MsgUnknown + 1]gen.NameID // by kind: its interned name + 1 (0: not interned yet)
+	recvName  gen.NameID                     // "RecvTensor" + 1 (0: not interned yet)
 
 	warnings  int64
 	firstWarn string
@@ -458,7 +460,18 @@ func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
 	case gen.MsgUnknown:
 		return e.names.ID(m.TypeName)
 	}
-	return e.names.ID(m.Kind.String())
+	return e.kindName(m.Kind)
+}
+
+// kindName interns a message kind's name once. Names are interned when
+// first used, as before the cache, so their ids do not change.
+func (e *Engine) kindName(k gen.MsgKind) gen.NameID {
+	if n := e.kindNames[k]; n != 0 {
+		return n - 1
+	}
+	id := e.names.ID(k.String())
+	e.kindNames[k] = id + 1
+	return id
 }
 
 func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {

@@ -103,7 +103,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		}
 	}
 	stream := m.FromStream
-	send := e.names.ID("SendTensor")
+	send := e.kindName(gen.MsgSendTensor)
 	if m.FromRanks.Equal(&m.ToRanks) {
 		gs, err := e.part.Resolve([]jsonl.Slice{m.FromRanks}, e.splitF)
 		if err != nil {
@@ -124,7 +124,10 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		return fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
 	e.touched = append(append(e.touched, senders...), receivers...)
-	recv := e.names.ID("RecvTensor")
+	if e.recvName == 0 {
+		e.recvName = e.names.ID("RecvTensor") + 1
+	}
+	recv := e.recvName - 1
 	cm := e.comm(nil, []jsonl.Slice{m.FromRanks, m.ToRanks}, nil, false)
 	cm.Ranks = 2
 	runtime := e.opt.Model.SendRuntimeNs(m, cm)
