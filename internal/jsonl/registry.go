@@ -9,6 +9,12 @@ import (
 // in order of first mention, with columns for the fields of that mention.
 // Later mentions are filled in from the row; a later mention that repeats a
 // field with a different value is an ErrConflict.
+//
+// It is also where every id of a history gets its one dense index, at
+// decode: a tensor's is its row (Tensor.Idx), a storage's lives while a
+// tensor row names it (Tensor.StorageIdx), a stream's forever (StreamIdx),
+// a borrow's until ReleaseBorrow. The engine indexes its tables by them
+// and decides when a deleted tensor's row or a borrow's index is reused.
 type Registry struct {
 	ids idIndex // tensor id -> row
 
