@@ -10,6 +10,8 @@ package sched
 type paged struct {
 	pages []*page
 	spare []*page // emptied pages, reused before new ones are made
+	slab  []page  // pages made ahead, in one allocation
+	made  int32   // pages made so far
 }
 
 const (
@@ -51,12 +53,7 @@ func (p *paged) set(i, v int32) {
 		if v == 0 {
 			return
 		}
-		if k := len(p.spare); k > 0 {
-			pg = p.spare[k-1]
-			p.spare = p.spare[:k-1]
-		} else {
-			pg = new(page)
-		}
+		pg = p.newPage()
 		p.pages[n] = pg
 	}
 	old := &pg.v[i&(pageLen-1)]
@@ -73,13 +70,44 @@ func (p *paged) set(i, v int32) {
 	}
 }
 
-// clone returns a deep copy (without the spare pages).
+// newPage returns an empty page: a spare one, else one from the slab. A
+// slab holds as many pages as were made before it (up to maxSlab), so a
+// table that grows makes few allocations and a small one wastes little.
+func (p *paged) newPage() *page {
+	if k := len(p.spare); k > 0 {
+		pg := p.spare[k-1]
+		p.spare = p.spare[:k-1]
+		return pg
+	}
+	if len(p.slab) == 0 {
+		n := min(max(p.made, 1), maxSlab)
+		p.slab = make([]page, n)
+		p.made += n
+	}
+	pg := &p.slab[0]
+	p.slab = p.slab[1:]
+	return pg
+}
+
+const maxSlab = 16
+
+// clone returns a deep copy (without the spare pages), its pages in one
+// allocation.
 func (p *paged) clone() paged {
 	c := paged{pages: make([]*page, len(p.pages))}
-	for n, pg := range p.pages {
+	n := 0
+	for _, pg := range p.pages {
 		if pg != nil {
-			cp := *pg
-			c.pages[n] = &cp
+			n++
+		}
+	}
+	block := make([]page, n)
+	c.made = int32(n)
+	for k, pg := range p.pages {
+		if pg != nil {
+			block[0] = *pg
+			c.pages[k] = &block[0]
+			block = block[1:]
 		}
 	}
 	return c
