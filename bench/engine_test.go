@@ -83,6 +83,34 @@ func benchEngine(b *testing.B, mesh, grouped, binary bool) {
 	b.ReportMetric(float64(cmds), "commands")
 }
 
+// benchDecode decodes the same history without simulating it: a replay's
+// CPU time less this one's is the engine's.
+func benchDecode(b *testing.B, mesh, binary bool) {
+	data := engineHistory(b, mesh)
+	if binary {
+		data = binaryForm(b, data)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	cpu0 := cpuNs()
+	for b.Loop() {
+		if _, _, err := replay.DecodeOnlyReader(bytes.NewReader(data), "engine.hist"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuNs()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkEngineUngroupedW64DecodeOnly decodes the world-64 history only.
+func BenchmarkEngineUngroupedW64DecodeOnly(b *testing.B) { benchDecode(b, false, false) }
+
+// BenchmarkEngineGroupedW1024DecodeOnly decodes the world-1,024 history
+// only.
+func BenchmarkEngineGroupedW1024DecodeOnly(b *testing.B) { benchDecode(b, true, false) }
+
+// BenchmarkEngineGroupedW1024BinaryDecodeOnly decodes its binary form only.
+func BenchmarkEngineGroupedW1024BinaryDecodeOnly(b *testing.B) { benchDecode(b, true, true) }
+
 // BenchmarkEngineUngroupedW64 replays the world-64 random history
 // ungrouped, report only (decode plus simulation, no trace).
 func BenchmarkEngineUngroupedW64(b *testing.B) { benchEngine(b, false, false, false) }
