@@ -203,10 +203,11 @@ type group struct {
 	storages gen.StorageTable
 	streams  []stream // in creation order; a stream's id is its index
 	// By the registry's dense indexes, each value its row + 1 (0: none).
-	streamAt  paged // stream index -> StreamID
-	tensorAt  paged // tensor index -> its first row (the others follow Tensors.Next)
-	storageAt paged // storage index -> StorageRow
-	borrowAt  paged // borrow index -> BorrowRow
+	streamAt  paged    // stream index -> StreamID
+	tensorAt  paged    // tensor index -> its first row (the others follow Tensors.Next)
+	storageAt paged    // storage index -> StorageRow
+	borrowAt  paged    // borrow index -> BorrowRow
+	pages     pagePool // the pages of the four tables above
 	borrows   []borrow
 	freeBor   []gen.BorrowRow
 	active    bool  // given any task: it appears in the trace

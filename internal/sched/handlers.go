@@ -206,7 +206,7 @@ func (e *Engine) borrowCreate(gi groups.GroupID, m *gen.BorrowCreate) error {
 	g.tasks.Borrow[ev] = b
 	g.tasks.Holds[ev]++ // held by the borrow until it is dropped
 	g.borrows[b] = borrow{src: m.Tensor.ID, srcIdx: m.Tensor.Idx, idx: m.BorrowIdx, live: true, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
-	g.borrowAt.set(m.BorrowIdx, int32(b)+1)
+	g.borrowAt.set(&g.pages, m.BorrowIdx, int32(b)+1)
 	e.borrowHeld(m.BorrowIdx, 1)
 	g.tensors.Refs[src]++
 	// The borrowed tensor appears on the destination stream already in
@@ -287,7 +287,7 @@ func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
 		// gone (it may still be queued behind a collective).
 		g.tasks.Borrow[br.create] = -1
 		g.release(br.create)
-		g.borrowAt.set(br.idx, 0)
+		g.borrowAt.set(&g.pages, br.idx, 0)
 		e.borrowHeld(br.idx, -1)
 		g.freeBorrow(b)
 		s := &g.streams[br.from]

@@ -66,7 +66,7 @@ func (g *group) inputRow(idx int32, s gen.StreamID) gen.TensorRow {
 func (g *group) link(row gen.TensorRow) {
 	idx := g.tensors.Idx[row]
 	g.tensors.Next[row] = gen.TensorRow(g.tensorAt.get(idx) - 1)
-	g.tensorAt.set(idx, int32(row)+1)
+	g.tensorAt.set(&g.pages, idx, int32(row)+1)
 }
 
 // unlink takes a row out of its tensor's list.
@@ -75,7 +75,7 @@ func (g *group) unlink(row gen.TensorRow) {
 	idx := tt.Idx[row]
 	first := gen.TensorRow(g.tensorAt.get(idx) - 1)
 	if first == row {
-		g.tensorAt.set(idx, int32(tt.Next[row])+1)
+		g.tensorAt.set(&g.pages, idx, int32(tt.Next[row])+1)
 	} else {
 		for r := first; r >= 0; r = tt.Next[r] {
 			if tt.Next[r] == row {
@@ -117,7 +117,7 @@ func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID)
 		return nil
 	}
 	sr := g.storages.Alloc()
-	g.storageAt.set(si, int32(sr)+1)
+	g.storageAt.set(&g.pages, si, int32(sr)+1)
 	g.storages.Count[sr] = 1
 	bytes := g.tensors.NBytes[row]
 	g.storages.Bytes[sr] = bytes
@@ -284,7 +284,7 @@ func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.Str
 	if g.storages.Count[sr] > 0 {
 		return nil
 	}
-	g.storageAt.set(si, 0)
+	g.storageAt.set(&g.pages, si, 0)
 	defer g.storages.Free(sr)
 	bytes := g.storages.Bytes[sr]
 	if f&tensorBorrowed != 0 || bytes == 0 {

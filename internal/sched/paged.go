@@ -6,12 +6,11 @@ package sched
 // group holds few of them, so the values lie in small pages, made on the
 // first write into them and recycled when their last value goes back to 0.
 // A group then pays for the pages it uses, not for the world's largest
-// index, and a lookup is two loads: no hashing on the per-command path.
+// index, and a lookup is two loads: no hashing on the per-command path. The
+// pages come from the group's pagePool, which its tables share, so that an
+// empty table costs one slice header.
 type paged struct {
 	pages []*page
-	spare []*page // emptied pages, reused before new ones are made
-	slab  []page  // pages made ahead, in one allocation
-	made  int32   // pages made so far
 }
 
 const (
@@ -23,6 +22,17 @@ type page struct {
 	v    [pageLen]int32
 	used int32 // values that are not 0
 }
+
+// pagePool holds a group's spare pages: emptied ones, reused first, and a
+// slab made ahead in one allocation.
+type pagePool struct {
+	spare []*page
+	slab  []page
+	made  int32 // pages made so far
+}
+
+// maxSlab bounds the pages a slab holds.
+const maxSlab = 16
 
 // get returns the value at index i (0 if none; any i is accepted).
 func (p *paged) get(i int32) int32 {
@@ -37,8 +47,9 @@ func (p *paged) get(i int32) int32 {
 	return pg.v[i&(pageLen-1)]
 }
 
-// set stores v at index i (i >= 0).
-func (p *paged) set(i, v int32) {
+// set stores v at index i (i >= 0), taking pages from pool and giving
+// emptied ones back.
+func (p *paged) set(pool *pagePool, i, v int32) {
 	n := int(uint32(i) >> pageBits)
 	if n >= len(p.pages) {
 		if v == 0 {
@@ -53,7 +64,7 @@ func (p *paged) set(i, v int32) {
 		if v == 0 {
 			return
 		}
-		pg = p.newPage()
+		pg = pool.get()
 		p.pages[n] = pg
 	}
 	old := &pg.v[i&(pageLen-1)]
@@ -66,49 +77,51 @@ func (p *paged) set(i, v int32) {
 	*old = v
 	if pg.used == 0 {
 		p.pages[n] = nil
-		p.spare = append(p.spare, pg)
+		pool.spare = append(pool.spare, pg)
 	}
 }
 
-// newPage returns an empty page: a spare one, else one from the slab. A
-// slab holds as many pages as were made before it (up to maxSlab), so a
-// table that grows makes few allocations and a small one wastes little.
-func (p *paged) newPage() *page {
-	if k := len(p.spare); k > 0 {
-		pg := p.spare[k-1]
-		p.spare = p.spare[:k-1]
+// get returns an empty page: a spare one, else one from the slab. A slab
+// holds as many pages as were made before it (up to maxSlab), so a group
+// that grows makes few allocations and a small one wastes little.
+func (pool *pagePool) get() *page {
+	if k := len(pool.spare); k > 0 {
+		pg := pool.spare[k-1]
+		pool.spare = pool.spare[:k-1]
 		return pg
 	}
-	if len(p.slab) == 0 {
-		n := min(max(p.made, 1), maxSlab)
-		p.slab = make([]page, n)
-		p.made += n
+	if len(pool.slab) == 0 {
+		n := min(max(pool.made, 1), maxSlab)
+		pool.slab = make([]page, n)
+		pool.made += n
 	}
-	pg := &p.slab[0]
-	p.slab = p.slab[1:]
+	pg := &pool.slab[0]
+	pool.slab = pool.slab[1:]
 	return pg
 }
 
-const maxSlab = 16
-
-// clone returns a deep copy (without the spare pages), its pages in one
-// allocation.
-func (p *paged) clone() paged {
-	c := paged{pages: make([]*page, len(p.pages))}
+// clonePages returns deep copies of tables ts, their pages in one
+// allocation, and the pool those pages count in.
+func clonePages(ts ...*paged) ([]paged, pagePool) {
 	n := 0
-	for _, pg := range p.pages {
-		if pg != nil {
-			n++
+	for _, t := range ts {
+		for _, pg := range t.pages {
+			if pg != nil {
+				n++
+			}
 		}
 	}
 	block := make([]page, n)
-	c.made = int32(n)
-	for k, pg := range p.pages {
-		if pg != nil {
-			block[0] = *pg
-			c.pages[k] = &block[0]
-			block = block[1:]
+	out := make([]paged, len(ts))
+	for k, t := range ts {
+		out[k].pages = make([]*page, len(t.pages))
+		for j, pg := range t.pages {
+			if pg != nil {
+				block[0] = *pg
+				out[k].pages[j] = &block[0]
+				block = block[1:]
+			}
 		}
 	}
-	return c
+	return out, pagePool{made: int32(n)}
 }

@@ -6,9 +6,10 @@ import "testing"
 // and refill pages, and that a clone is independent.
 func TestPaged(t *testing.T) {
 	var p paged
+	var pool pagePool
 	want := make([]int32, 5*pageLen)
 	set := func(i, v int32) {
-		p.set(i, v)
+		p.set(&pool, i, v)
 		want[i] = v
 	}
 	for i := range want {
@@ -20,15 +21,16 @@ func TestPaged(t *testing.T) {
 	for i := pageLen; i < 2*pageLen; i++ { // empty page 1: it is recycled
 		set(int32(i), 0)
 	}
-	if p.pages[1] != nil || len(p.spare) != 1 {
-		t.Fatalf("page 1 not recycled: %v, %d spare", p.pages[1] != nil, len(p.spare))
+	if p.pages[1] != nil || len(pool.spare) != 1 {
+		t.Fatalf("page 1 not recycled: %v, %d spare", p.pages[1] != nil, len(pool.spare))
 	}
 	set(pageLen+3, 9)
-	if len(p.spare) != 0 {
+	if len(pool.spare) != 0 {
 		t.Fatalf("spare page not reused")
 	}
-	c := p.clone()
-	p.set(2, 42)
+	cs, _ := clonePages(&p)
+	c := cs[0]
+	p.set(&pool, 2, 42)
 	for i := range want {
 		if got := c.get(int32(i)); got != want[i] {
 			t.Fatalf("clone: get(%d) = %d, want %d", i, got, want[i])

@@ -19,7 +19,7 @@ func (g *group) newStream(st jsonl.Stream, name, waitFor gen.NameID) gen.StreamI
 		last:    -1,
 	})
 	s := gen.StreamID(len(g.streams) - 1)
-	g.streamAt.set(st.Idx, int32(s)+1)
+	g.streamAt.set(&g.pages, st.Idx, int32(s)+1)
 	return s
 }
 
@@ -536,10 +536,6 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		tensors:    src.tensors.Clone(),
 		storages:   src.storages.Clone(),
 		streams:    make([]stream, len(src.streams)),
-		streamAt:   src.streamAt.clone(),
-		tensorAt:   src.tensorAt.clone(),
-		storageAt:  src.storageAt.clone(),
-		borrowAt:   src.borrowAt.clone(),
 		borrows:    slices.Clone(src.borrows),
 		freeBor:    slices.Clone(src.freeBor),
 		active:     src.active,
@@ -549,6 +545,8 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		memPeak:    src.memPeak,
 		allocBytes: src.allocBytes,
 	}
+	at, pool := clonePages(&src.streamAt, &src.tensorAt, &src.storageAt, &src.borrowAt)
+	dst.streamAt, dst.tensorAt, dst.storageAt, dst.borrowAt, dst.pages = at[0], at[1], at[2], at[3], pool
 	for i := range src.streams {
 		s := &src.streams[i]
 		dst.streams[i] = stream{
