@@ -145,6 +145,8 @@ cmds=$(sed -n 's/^commands replayed *\([0-9]*\) on .*/\1/p' "$work/last.out")
 eq=no; [ "$g" = "$u" ] && eq=yes
 check_row "w1048576, 8 layers, 1 step: grouped vs ungrouped" 1048576 "$cmds" "$(ratio "$(awk -v a=$t0 -v b=$t1 'BEGIN{print b-a}')" 1)" "$(ratio "$(awk -v a=$t1 -v b=$t2 'BEGIN{print b-a}')" 1)" $eq
 
+# bench/engine.sh's section, kept at the end.
+engine=$(sed -n '/^## Engine speed/,$p' "$out" 2>/dev/null || true)
 {
 	echo "# Scale benchmarks"
 	echo
@@ -168,5 +170,9 @@ check_row "w1048576, 8 layers, 1 step: grouped vs ungrouped" 1048576 "$cmds" "$(
 	echo "- Grouped replay of the 10M-command 8-stage history at world 65,536, binary form, over its decode-only time: $(ratio "${val[w65536-10M/fhist.zst/yes/wall]}" "${val[w65536-10M/fhist.zst/yes/dwall]}")x (target: at most 3x)."
 	echo "- Decode-only time of the JSON-lines form over the binary form, same 10M-command history: $(ratio "${val[w65536-10M/hist.zst/yes/dwall]}" "${val[w65536-10M/fhist.zst/yes/dwall]}")x (target: at least 5x)."
 	echo "- Peak RSS of the grouped replay, 10M over 1M commands: $(ratio "${val[w65536-10M/hist.zst/yes/rss]}" "${val[w65536-1M/hist.zst/yes/rss]}")x in JSON lines, $(ratio "${val[w65536-10M/fhist.zst/yes/rss]}" "${val[w65536-1M/fhist.zst/yes/rss]}")x in the binary form (target: within 1.2x)."
+	if [ -n "$engine" ]; then
+		echo
+		echo "$engine"
+	fi
 } >"$out"
 echo "wrote $out"

@@ -74,6 +74,9 @@ type BorrowCreate struct {
 	Result jsonl.Tensor
 	// Borrow is the field "borrow" (int, required).
 	Borrow int64
+	// BorrowIdx is the dense borrow index of Borrow (-1: unknown), given by Index;
+	// it is not part of the record.
+	BorrowIdx int32
 	// Tensor is the field "tensor" (tensor, required).
 	Tensor jsonl.Tensor
 	// FromStream is the field "from_stream" (stream, required).
@@ -86,24 +89,36 @@ type BorrowCreate struct {
 type BorrowFirstUse struct {
 	// Borrow is the field "borrow" (int, required).
 	Borrow int64
+	// BorrowIdx is the dense borrow index of Borrow (-1: unknown), given by Index;
+	// it is not part of the record.
+	BorrowIdx int32
 }
 
 // BorrowLastUse is the message "BorrowLastUse".
 type BorrowLastUse struct {
 	// Borrow is the field "borrow" (int, required).
 	Borrow int64
+	// BorrowIdx is the dense borrow index of Borrow (-1: unknown), given by Index;
+	// it is not part of the record.
+	BorrowIdx int32
 }
 
 // BorrowDrop is the message "BorrowDrop".
 type BorrowDrop struct {
 	// Borrow is the field "borrow" (int, required).
 	Borrow int64
+	// BorrowIdx is the dense borrow index of Borrow (-1: unknown), given by Index;
+	// it is not part of the record.
+	BorrowIdx int32
 }
 
 // DeleteRefs is the message "DeleteRefs".
 type DeleteRefs struct {
 	// Refs is the field "refs" (ints, required).
 	Refs []int64
+	// RefsIdx is the dense tensor index of Refs (-1: unknown), given by Index;
+	// it is not part of the record.
+	RefsIdx []int32
 }
 
 // PipeRecv is the message "PipeRecv".
@@ -248,6 +263,145 @@ func (l *Msgs) EachTensor(fn func(*jsonl.Tensor)) {
 	}
 	for i := range l.xCommandGroup {
 		l.xCommandGroup[i].EachTensor(fn)
+	}
+}
+
+// Indexer gives the ids a message names their dense indexes, once, when the
+// message is decoded (internal/jsonl's Registry is one), so that the engine
+// indexes its tables by them and never looks an id up.
+type Indexer interface {
+	// StreamIdx returns the index of stream ref, giving it one if it has none.
+	StreamIdx(ref int64) int32
+	// BorrowIdx returns the index of borrow id, giving it one if it has none.
+	BorrowIdx(id int64) int32
+	// TensorIdx returns the index of tensor id, or -1 if the id is unknown.
+	TensorIdx(id int64) int32
+}
+
+// Index fills in the dense indexes of the message's stream refs (Stream.Idx)
+// and indexed fields (the fields ending in Idx), sub-messages included.
+func (m *Msg) Index(ix Indexer) {
+	switch m.Kind {
+	case MsgCreateStream:
+		m.CreateStream.Index(ix)
+	case MsgCallFunction:
+		m.CallFunction.Index(ix)
+	case MsgSendTensor:
+		m.SendTensor.Index(ix)
+	case MsgReduce:
+		m.Reduce.Index(ix)
+	case MsgBorrowCreate:
+		m.BorrowCreate.Index(ix)
+	case MsgBorrowFirstUse:
+		m.BorrowFirstUse.Index(ix)
+	case MsgBorrowLastUse:
+		m.BorrowLastUse.Index(ix)
+	case MsgBorrowDrop:
+		m.BorrowDrop.Index(ix)
+	case MsgDeleteRefs:
+		m.DeleteRefs.Index(ix)
+	case MsgPipeRecv:
+		m.PipeRecv.Index(ix)
+	case MsgCommandGroup:
+		m.CommandGroup.Index(ix)
+	}
+}
+
+// Index fills in the dense indexes of the CreateStream's ids.
+func (x *CreateStream) Index(ix Indexer) {
+	x.Result.Idx = ix.StreamIdx(x.Result.Ref)
+}
+
+// Index fills in the dense indexes of the CallFunction's ids.
+func (x *CallFunction) Index(ix Indexer) {
+	x.Stream.Idx = ix.StreamIdx(x.Stream.Ref)
+}
+
+// Index fills in the dense indexes of the SendTensor's ids.
+func (x *SendTensor) Index(ix Indexer) {
+	x.FromStream.Idx = ix.StreamIdx(x.FromStream.Ref)
+	x.ToStream.Idx = ix.StreamIdx(x.ToStream.Ref)
+}
+
+// Index fills in the dense indexes of the Reduce's ids.
+func (x *Reduce) Index(ix Indexer) {
+	x.Stream.Idx = ix.StreamIdx(x.Stream.Ref)
+}
+
+// Index fills in the dense indexes of the BorrowCreate's ids.
+func (x *BorrowCreate) Index(ix Indexer) {
+	x.BorrowIdx = ix.BorrowIdx(x.Borrow)
+	x.FromStream.Idx = ix.StreamIdx(x.FromStream.Ref)
+	x.ToStream.Idx = ix.StreamIdx(x.ToStream.Ref)
+}
+
+// Index fills in the dense indexes of the BorrowFirstUse's ids.
+func (x *BorrowFirstUse) Index(ix Indexer) {
+	x.BorrowIdx = ix.BorrowIdx(x.Borrow)
+}
+
+// Index fills in the dense indexes of the BorrowLastUse's ids.
+func (x *BorrowLastUse) Index(ix Indexer) {
+	x.BorrowIdx = ix.BorrowIdx(x.Borrow)
+}
+
+// Index fills in the dense indexes of the BorrowDrop's ids.
+func (x *BorrowDrop) Index(ix Indexer) {
+	x.BorrowIdx = ix.BorrowIdx(x.Borrow)
+}
+
+// Index fills in the dense indexes of the DeleteRefs's ids.
+func (x *DeleteRefs) Index(ix Indexer) {
+	x.RefsIdx = x.RefsIdx[:0]
+	for _, id := range x.Refs {
+		x.RefsIdx = append(x.RefsIdx, ix.TensorIdx(id))
+	}
+}
+
+// Index fills in the dense indexes of the PipeRecv's ids.
+func (x *PipeRecv) Index(ix Indexer) {
+	x.Stream.Idx = ix.StreamIdx(x.Stream.Ref)
+}
+
+// Index fills in the dense indexes of the CommandGroup's ids.
+func (x *CommandGroup) Index(ix Indexer) {
+	x.Commands.Index(ix)
+}
+
+// Index fills in the dense indexes of every message of the list, in order.
+func (l *Msgs) Index(ix Indexer) {
+	for i := range l.xCreateStream {
+		l.xCreateStream[i].Index(ix)
+	}
+	for i := range l.xCallFunction {
+		l.xCallFunction[i].Index(ix)
+	}
+	for i := range l.xSendTensor {
+		l.xSendTensor[i].Index(ix)
+	}
+	for i := range l.xReduce {
+		l.xReduce[i].Index(ix)
+	}
+	for i := range l.xBorrowCreate {
+		l.xBorrowCreate[i].Index(ix)
+	}
+	for i := range l.xBorrowFirstUse {
+		l.xBorrowFirstUse[i].Index(ix)
+	}
+	for i := range l.xBorrowLastUse {
+		l.xBorrowLastUse[i].Index(ix)
+	}
+	for i := range l.xBorrowDrop {
+		l.xBorrowDrop[i].Index(ix)
+	}
+	for i := range l.xDeleteRefs {
+		l.xDeleteRefs[i].Index(ix)
+	}
+	for i := range l.xPipeRecv {
+		l.xPipeRecv[i].Index(ix)
+	}
+	for i := range l.xCommandGroup {
+		l.xCommandGroup[i].Index(ix)
 	}
 }
 

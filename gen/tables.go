@@ -217,11 +217,15 @@ type TensorTable struct {
 	Idx []int32
 	// Storage: storage id the tensor views
 	Storage []int64
+	// StorageIdx: its storage's dense index in the history's registry
+	StorageIdx []int32
+	// Next: next row of the same tensor in the group (on another stream, or its CPU row), or -1
+	Next []TensorRow
 	// NBytes: size of that storage
 	NBytes []int64
 	// Refs: tasks and borrows using the tensor
 	Refs []int32
-	// Owner: stream holding it (unused for a CPU tensor, which the worker holds)
+	// Owner: stream holding it (-1 for a CPU tensor, which the worker holds)
 	Owner []StreamID
 	// Flags: TensorPending, TensorInStorage, TensorBorrowed, TensorCPU; TensorFreed on a freed row
 	Flags []uint8
@@ -238,6 +242,8 @@ func (t *TensorTable) Alloc() TensorRow {
 		t.ID[id] = 0
 		t.Idx[id] = 0
 		t.Storage[id] = 0
+		t.StorageIdx[id] = 0
+		t.Next[id] = -1
 		t.NBytes[id] = 0
 		t.Refs[id] = 0
 		t.Owner[id] = 0
@@ -251,6 +257,8 @@ func (t *TensorTable) Alloc() TensorRow {
 	t.ID = append(t.ID, 0)
 	t.Idx = append(t.Idx, 0)
 	t.Storage = append(t.Storage, 0)
+	t.StorageIdx = append(t.StorageIdx, 0)
+	t.Next = append(t.Next, -1)
 	t.NBytes = append(t.NBytes, 0)
 	t.Refs = append(t.Refs, 0)
 	t.Owner = append(t.Owner, 0)
@@ -278,6 +286,8 @@ func (t *TensorTable) Reset() {
 	t.ID = t.ID[:0]
 	t.Idx = t.Idx[:0]
 	t.Storage = t.Storage[:0]
+	t.StorageIdx = t.StorageIdx[:0]
+	t.Next = t.Next[:0]
 	t.NBytes = t.NBytes[:0]
 	t.Refs = t.Refs[:0]
 	t.Owner = t.Owner[:0]
@@ -290,6 +300,8 @@ func (t *TensorTable) CopyRow(dst, src TensorRow) {
 	t.ID[dst] = t.ID[src]
 	t.Idx[dst] = t.Idx[src]
 	t.Storage[dst] = t.Storage[src]
+	t.StorageIdx[dst] = t.StorageIdx[src]
+	t.Next[dst] = t.Next[src]
 	t.NBytes[dst] = t.NBytes[src]
 	t.Refs[dst] = t.Refs[src]
 	t.Owner[dst] = t.Owner[src]
@@ -300,14 +312,16 @@ func (t *TensorTable) CopyRow(dst, src TensorRow) {
 // free list. Every column is copied with one copy call.
 func (t *TensorTable) Clone() TensorTable {
 	return TensorTable{
-		Flags:   slices.Clone(t.Flags),
-		ID:      slices.Clone(t.ID),
-		Idx:     slices.Clone(t.Idx),
-		NBytes:  slices.Clone(t.NBytes),
-		Owner:   slices.Clone(t.Owner),
-		Refs:    slices.Clone(t.Refs),
-		Storage: slices.Clone(t.Storage),
-		free:    slices.Clone(t.free),
+		Flags:      slices.Clone(t.Flags),
+		ID:         slices.Clone(t.ID),
+		Idx:        slices.Clone(t.Idx),
+		NBytes:     slices.Clone(t.NBytes),
+		Next:       slices.Clone(t.Next),
+		Owner:      slices.Clone(t.Owner),
+		Refs:       slices.Clone(t.Refs),
+		Storage:    slices.Clone(t.Storage),
+		StorageIdx: slices.Clone(t.StorageIdx),
+		free:       slices.Clone(t.free),
 	}
 }
 

@@ -49,7 +49,9 @@ deletes, command groups, steps) of --world ranks. From 65,536 ranks on, its
 rank sets gather at the edges of 65,536-rank blocks (runs ending on, before
 and after an edge, single ranks there, strided sets and 2-d blocks across
 one, sends between halves and across edges), where grouped replays are
-checked against ungrouped ones.
+checked against ungrouped ones. With --whole-mesh every command of it
+addresses the whole world instead (sends are local copies), as an SPMD
+program's do: a grouped replay keeps one group.
 
 Flags:
 `
@@ -60,6 +62,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job")
 	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
+	mesh := fs.Bool("whole-mesh", false, "with --random: every command addresses the whole world (sends are local copies), as in an SPMD program")
 	var c synth.Train
 	var tf tfFlags
 	tf.register(fs, true)
@@ -86,6 +89,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 		write = func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
+		if *mesh {
+			write = func(w io.Writer) error { return synth.RandomMesh(w, uint64(*seed), *world, *commands) }
+		}
 	} else if tf.model != "" && tf.model != "toy" {
 		if bad := setFlags(fs, toyOnly); len(bad) > 0 {
 			fmt.Fprintf(stderr, "fastsim synth: %s: only the toy workload reads it (--model gives the transformer's shape; use --micro-batch and --global-batch)\n", bad[0])

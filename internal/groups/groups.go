@@ -75,6 +75,15 @@ type Partition struct {
 	seenPass uint32
 	mark     []uint32 // ungrouped: per rank, the pass that last saw it
 	pass     uint32
+
+	// The last slices Resolve answered and its answer, valid in epoch
+	// lastEpoch: programs send runs of commands to the same ranks, which
+	// this finds with a comparison, before the key is built and hashed.
+	last      []jsonl.Slice
+	lastDims  []int64 // the sizes and strides of last
+	lastOut   []GroupID
+	lastEpoch uint64
+	lastOK    bool
 }
 
 type entry struct {
@@ -147,12 +156,17 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]GroupID, erro
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
+	if p.lastOK && p.lastEpoch == p.epoch && sameSlices(p.last, slices_) {
+		p.out = append(p.out[:0], p.lastOut...)
+		return p.out, nil
+	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {
 		p.key = appendSliceKey(p.key, &slices_[i], true)
 	}
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
+		p.memo(slices_, p.out)
 		return p.out, nil
 	}
 	p.recv.Clear()
@@ -166,7 +180,40 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]GroupID, erro
 		return nil, err
 	}
 	p.remember(out, nil)
+	p.memo(slices_, out)
 	return out, nil
+}
+
+// memo keeps Resolve's answer out for slices ss, in the current epoch.
+func (p *Partition) memo(ss []jsonl.Slice, out []GroupID) {
+	n := 0
+	for i := range ss {
+		n += len(ss[i].Sizes) + len(ss[i].Strides)
+	}
+	p.lastDims = slices.Grow(p.lastDims[:0], n)
+	p.last = p.last[:0]
+	for i := range ss {
+		at := len(p.lastDims)
+		p.lastDims = append(p.lastDims, ss[i].Sizes...)
+		mid := len(p.lastDims)
+		p.lastDims = append(p.lastDims, ss[i].Strides...)
+		p.last = append(p.last, jsonl.Slice{Offset: ss[i].Offset, Sizes: p.lastDims[at:mid:mid], Strides: p.lastDims[mid:len(p.lastDims):len(p.lastDims)]})
+	}
+	p.lastOut = append(p.lastOut[:0], out...)
+	p.lastEpoch, p.lastOK = p.epoch, true
+}
+
+// sameSlices reports whether a and b are the same slices, field by field.
+func sameSlices(a, b []jsonl.Slice) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(&b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // splitBy splits every group that recv covers in part and returns the

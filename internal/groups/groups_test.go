@@ -199,3 +199,37 @@ func BenchmarkResolveMiss(b *testing.B) {
 		}
 	}
 }
+
+// TestResolveLastAnswer resolves the same slices before and after a split:
+// the remembered last answer must not outlive the split, and the slices it
+// remembers must not alias the caller's.
+func TestResolveLastAnswer(t *testing.T) {
+	p, err := New(8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	whole := []jsonl.Slice{sl(0, []int64{8}, []int64{1})}
+	for range 2 {
+		if gs, err := p.Resolve(whole, rec.split); err != nil || !slices.Equal(gs, []GroupID{0}) {
+			t.Fatalf("whole world: %v %v", gs, err)
+		}
+	}
+	// Ranks 0-1 split group 0 into 1 (0-1) and 0 (2-7).
+	if gs, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{2}, []int64{1})}, rec.split); !slices.Equal(gs, []GroupID{1}) {
+		t.Fatalf("ranks 0-1: %v", gs)
+	}
+	// The whole world again is both groups, in order of lowest rank.
+	if gs, _ := p.Resolve(whole, rec.split); !slices.Equal(gs, []GroupID{1, 0}) {
+		t.Fatalf("whole world after the split: %v, want [1 0]", gs)
+	}
+	// A caller reusing its slice's arrays: the same values, then others.
+	s := []jsonl.Slice{sl(2, []int64{6}, []int64{1})}
+	if gs, _ := p.Resolve(s, rec.split); !slices.Equal(gs, []GroupID{0}) {
+		t.Fatalf("ranks 2-7: %v", gs)
+	}
+	s[0].Sizes[0] = 2 // ranks 2-3: group 0 splits
+	if gs, _ := p.Resolve(s, rec.split); !slices.Equal(gs, []GroupID{2}) || ranksOf(p, 2) != "2-3" {
+		t.Fatalf("ranks 2-3 in the caller's reused slice: %v (group 2 = %s)", gs, ranksOf(p, 2))
+	}
+}

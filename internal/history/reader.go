@@ -449,16 +449,19 @@ func (r *Reader) Next(rec *Record) error {
 		}
 	}
 	if !rec.IsStep {
-		deleteRefs(r.reg, &rec.Msg)
+		// The ids the record names get their dense indexes before its
+		// deletions take effect: a DeleteRefs names tensors still known.
+		rec.Msg.Index(r.reg)
+		DeleteRefs(r.reg, &rec.Msg)
 	}
 	return nil
 }
 
-// deleteRefs ends, after the record that deletes them, the tensor ids a
+// DeleteRefs ends, after the record that deletes them, the tensor ids a
 // DeleteRefs names (in a CommandGroup too): a later mention of one of those
 // ids begins a new tensor. The rule depends on the history alone, so every
 // form, mode and tool accepts the same histories.
-func deleteRefs(reg *jsonl.Registry, m *gen.Msg) {
+func DeleteRefs(reg *jsonl.Registry, m *gen.Msg) {
 	switch m.Kind {
 	case gen.MsgDeleteRefs:
 		for _, id := range m.DeleteRefs.Refs {

@@ -69,18 +69,13 @@ func (r *Registry) Forget(idx int32) {
 }
 
 // unmap makes row idx's id resolve to nothing.
-func (r *Registry) unmap(idx int32) {
-	id := r.id[idx]
-	if uint64(id) < uint64(len(r.dense)) && r.dense[id] == idx+1 {
-		r.dense[id] = 0
-	} else if i, ok := r.idx[id]; ok && i == idx {
-		delete(r.idx, id)
-	}
-}
+func (r *Registry) unmap(idx int32) { r.ids.remove(r.id[idx], idx) }
 
+// free1 frees row idx, and its hold on its storage's index.
 func (r *Registry) free1(idx int32) {
 	r.setState(idx, rowFree)
 	r.free = append(r.free, idx)
+	r.storageUnref(r.storIdx[idx])
 }
 
 func (r *Registry) setState(idx int32, s uint8) {

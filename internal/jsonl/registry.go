@@ -9,12 +9,18 @@ import (
 // in order of first mention, with columns for the fields of that mention.
 // Later mentions are filled in from the row; a later mention that repeats a
 // field with a different value is an ErrConflict.
+//
+// It is also where every id of a history gets its one dense index, at
+// decode: a tensor's is its row (Tensor.Idx), a storage's lives while a
+// tensor row names it (Tensor.StorageIdx), a stream's forever (StreamIdx),
+// a borrow's until ReleaseBorrow. The engine indexes its tables by them
+// and decides when a deleted tensor's row or a borrow's index is reused.
 type Registry struct {
-	idx   map[int64]int32 // ids that do not fit dense
-	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
+	ids idIndex // tensor id -> row
 
 	id      []int64
 	storage []int64
+	storIdx []int32 // the storage's dense index
 	nbytes  []int64
 	dtype   []string
 	cpu     []bool
@@ -34,19 +40,25 @@ type Registry struct {
 	curLine int64
 	scratch []int64 // a mention's shape
 	dtype1  []byte  // a mention's dtype
+
+	stor     pool    // storage ids, held by the tensor rows naming them
+	bor      pool    // borrow ids
+	streams  idIndex // stream refs
+	nStreams int32
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{idx: make(map[int64]int32)} }
+func NewRegistry() *Registry { return &Registry{} }
 
 // Reset empties the registry, keeping its capacity. Tensors handed out
 // before Reset must not be used after it (their shapes are overwritten).
 func (r *Registry) Reset() {
-	if r.idx == nil {
-		r.idx = make(map[int64]int32)
-	}
-	clear(r.idx)
-	clear(r.dense)
+	r.ids.reset()
+	r.stor.reset()
+	r.bor.reset()
+	r.streams.reset()
+	r.nStreams = 0
+	r.storIdx = r.storIdx[:0]
 	r.id, r.storage, r.nbytes, r.dtype = r.id[:0], r.storage[:0], r.nbytes[:0], r.dtype[:0]
 	r.cpu, r.line, r.shapeAt, r.shapeN = r.cpu[:0], r.line[:0], r.shapeAt[:0], r.shapeN[:0]
 	r.shapeMax = r.shapeMax[:0]
@@ -67,13 +79,14 @@ func (r *Registry) Len() int { return len(r.id) }
 func (r *Registry) At(idx int32) Tensor {
 	at, n := int(r.shapeAt[idx]), int(r.shapeN[idx])
 	return Tensor{
-		ID:      r.id[idx],
-		Idx:     idx,
-		Storage: r.storage[idx],
-		NBytes:  r.nbytes[idx],
-		Dtype:   r.dtype[idx],
-		Shape:   r.shapes[at : at+n : at+n],
-		CPU:     r.cpu[idx],
+		ID:         r.id[idx],
+		Idx:        idx,
+		Storage:    r.storage[idx],
+		StorageIdx: r.storIdx[idx],
+		NBytes:     r.nbytes[idx],
+		Dtype:      r.dtype[idx],
+		Shape:      r.shapes[at : at+n : at+n],
+		CPU:        r.cpu[idx],
 	}
 }
 
@@ -420,6 +433,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		r.fresh = append(r.fresh, i)
 		r.insert(id, i)
 		r.id[i], r.storage[i], r.nbytes[i], r.dtype[i], r.cpu[i], r.line[i] = id, storage, nbytes, dtype, cpu, r.curLine
+		r.storIdx[i] = r.storageRef(storage)
 		if len(shape) > int(r.shapeMax[i]) {
 			r.shapeAt[i], r.shapeMax[i] = int32(len(r.shapes)), int32(len(shape))
 			r.shapes = append(r.shapes, shape...)
@@ -434,6 +448,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 	r.insert(id, i)
 	r.id = append(r.id, id)
 	r.storage = append(r.storage, storage)
+	r.storIdx = append(r.storIdx, r.storageRef(storage))
 	r.nbytes = append(r.nbytes, nbytes)
 	r.dtype = append(r.dtype, dtype)
 	r.cpu = append(r.cpu, cpu)
@@ -446,42 +461,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 }
 
 // find returns the dense index of tensor id.
-func (r *Registry) find(id int64) (int32, bool) {
-	if uint64(id) < uint64(len(r.dense)) {
-		if i := r.dense[id]; i != 0 {
-			return i - 1, true
-		}
-	}
-	if len(r.idx) == 0 {
-		return 0, false
-	}
-	i, ok := r.idx[id]
-	return i, ok
-}
+func (r *Registry) find(id int64) (int32, bool) { return r.ids.find(id) }
 
-// insert records that tensor id has dense index i. Ids are usually small and
-// dense (a controller counts them up), so they go in a slice indexed by id
-// while they stay below twice the number of tensors (plus a margin), which
-// bounds its memory; others go in the map.
-func (r *Registry) insert(id int64, i int32) {
-	if id >= 0 && id < 2*int64(len(r.id))+4096 {
-		if id >= int64(len(r.dense)) {
-			n := max(int(id)+1, 2*len(r.dense), 1024)
-			if n <= cap(r.dense) {
-				r.dense = r.dense[:n]
-			} else {
-				r.dense = append(r.dense[:cap(r.dense)], make([]int32, n-cap(r.dense))...)
-			}
-		}
-		if r.dense[id] == 0 {
-			if _, inMap := r.idx[id]; !inMap {
-				r.dense[id] = i + 1
-				return
-			}
-		}
-	}
-	if r.idx == nil {
-		r.idx = make(map[int64]int32)
-	}
-	r.idx[id] = i
-}
+// insert records that tensor id has dense index i.
+func (r *Registry) insert(id int64, i int32) { r.ids.insert(id, i, len(r.id)) }

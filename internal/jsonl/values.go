@@ -9,18 +9,22 @@ import (
 // Tensor is a fully-resolved tensor reference: later mentions that give only
 // {"tensor":N} are filled in from the first mention.
 type Tensor struct {
-	ID      int64   // the controller's ref id
-	Idx     int32   // dense index: 0,1,2,... in order of first mention in the history
-	Storage int64   // storage id (default: ID)
-	NBytes  int64   // storage size in bytes (default 0)
-	Dtype   string  // interned (same string value for same dtype)
-	Shape   []int64 // owned by the registry: callers must not modify
-	CPU     bool    // device == "cpu" (default "cuda")
+	ID      int64 // the controller's ref id
+	Idx     int32 // dense index: 0,1,2,... in order of first mention in the history
+	Storage int64 // storage id (default: ID)
+	// StorageIdx is the storage's dense index: one per storage id alive in
+	// the registry (a storage lives while a tensor row names it).
+	StorageIdx int32
+	NBytes     int64   // storage size in bytes (default 0)
+	Dtype      string  // interned (same string value for same dtype)
+	Shape      []int64 // owned by the registry: callers must not modify
+	CPU        bool    // device == "cpu" (default "cuda")
 }
 
 // Stream is a stream reference; Name is given where the stream is created.
 type Stream struct {
 	Ref     int64
+	Idx     int32 // dense index of Ref, given by the registry (gen.Msg.Index)
 	Name    string
 	HasName bool
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/golden"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -84,6 +85,29 @@ func TestGroupedEqualsUngroupedRandom(t *testing.T) {
 	}
 }
 
+// TestWholeMeshOneGroup replays random histories whose commands all
+// address the whole world: grouped, the world stays one group, and the
+// results equal the ungrouped replay's.
+func TestWholeMeshOneGroup(t *testing.T) {
+	for _, world := range []int{2, 16, 64} {
+		var hist bytes.Buffer
+		if err := synth.RandomMesh(&hist, uint64(world), world, 300); err != nil {
+			t.Fatal(err)
+		}
+		ur, un, _ := replayBytes(t, hist.Bytes(), Options{})
+		gr, gn, _ := replayBytes(t, hist.Bytes(), Options{Grouped: true})
+		if gr.Groups != 1 {
+			t.Errorf("world %d: %d groups, want 1", world, gr.Groups)
+		}
+		if diffs := golden.Compare(un, gn); len(diffs) > 0 {
+			t.Fatalf("world %d: grouped differs from ungrouped:\n  %s", world, strings.Join(diffs, "\n  "))
+		}
+		if ur.Final != gr.Final {
+			t.Fatalf("world %d: reports differ: ungrouped %+v, grouped %+v", world, ur.Final, gr.Final)
+		}
+	}
+}
+
 // TestTrainGroupedAndSettled replays synthetic training histories
 // (pipeline stages, borrows, sends between stages) grouped and ungrouped,
 // traced and report-only, and compares them.
@@ -151,8 +175,11 @@ func TestRegistryStaysSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		maxID := int64(0)
+		maxID, borrows := int64(0), 0
 		sim, err := New(r.Header(), "train.hist", Options{Grouped: grouped, EachCommand: func(rec *history.Record) {
+			if rec.Msg.Kind == gen.MsgBorrowCreate {
+				borrows++
+			}
 			for _, ts := range [][]jsonl.Tensor{rec.Msg.CallFunction.Result.Leaves, rec.Msg.CallFunction.Args.Leaves} {
 				for _, x := range ts {
 					maxID = max(maxID, x.ID)
@@ -169,6 +196,14 @@ func TestRegistryStaysSmall(t *testing.T) {
 		// Synth numbers tensors 1, 2, 3, ...: maxID is how many it named.
 		if n := int64(r.Registry().Len()); n*10 > maxID {
 			t.Errorf("grouped %v: the registry has %d rows for %d tensors named: it does not forget", grouped, n, maxID)
+		}
+		// A storage's index lives while a tensor row names it; a borrow's
+		// while a worker has the borrow.
+		if n := int64(r.Registry().Storages()); n*10 > maxID {
+			t.Errorf("grouped %v: the registry has %d storage indexes for %d tensors named: it does not forget", grouped, n, maxID)
+		}
+		if n := r.Registry().Borrows(); borrows < 100 || n*10 > borrows {
+			t.Errorf("grouped %v: the registry has %d borrow indexes for %d borrows created: it does not forget", grouped, n, borrows)
 		}
 	}
 }

@@ -112,10 +112,11 @@ type Sim struct {
 	rec    history.Record // Run's record, reused
 
 	stop    atomic.Bool
-	done    chan struct{} // closes the stop watcher
-	line    int64         // the position of the last typed record
-	tensors int           // typed records: the tensor index bound
-	err     error         // sticky: the first failure
+	done    chan struct{}   // closes the stop watcher
+	line    int64           // the position of the last typed record
+	treg    *jsonl.Registry // typed records: the registry giving their dense indexes
+	indexFn func(*jsonl.Tensor)
+	err     error // sticky: the first failure
 	began   time.Time
 	tick    time.Time
 }
@@ -194,9 +195,9 @@ func (s *Sim) interrupted() bool { return s.stop.Load() || s.opt.Memory.Over() }
 // decoded rec (its rows index the record's tensors; the reader's registry
 // must keep deleted rows, Registry.DeferFree, as Run sets it), or nil for
 // a record a program produced: its tensors carry their fields in every
-// mention and are indexed by id (Idx = ID, small and dense), as a producer
-// numbering its tensors 1, 2, 3, ... gives them, and its line is its
-// position. A step record checks that every queued task can still run and
+// mention, the Sim gives them, their storages, streams and borrows dense
+// indexes with its own registry, as a history reader does, and its line is
+// its position. A step record checks that every queued task can still run and
 // records a step report. After a failure or a stop Feed returns the same
 // error, or ErrStopped.
 func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
@@ -233,15 +234,15 @@ func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
 		s.err = &history.Error{File: s.name, Line: line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
 		return s.err
 	}
-	var err error
-	if reg != nil {
-		err = s.apply(rec, reg)
-	} else {
-		rec.Msg.EachTensor(s.bound)
-		err = s.eng.Command(line, rec.Ts, rec.Ranks, &rec.Msg, s.tensors)
-		s.eng.Gone() // nothing to forget: ids are never reused
+	if reg == nil {
+		if err := s.indexTyped(rec); err != nil {
+			return err
+		}
+		reg = s.treg
 	}
-	if err != nil {
+	// The engine owns the registry's lifecycle: after the command it
+	// releases the indexes of tensors, storages and borrows no worker holds.
+	if err := s.eng.Command(line, rec.Ts, rec.Ranks, &rec.Msg, reg); err != nil {
 		if errors.Is(err, sched.ErrStopped) {
 			return s.stopped(line) // within the record: it counts as replayed in part
 		}
@@ -262,25 +263,41 @@ func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
 // it would to a file.
 func (s *Sim) Write(rec *history.Record, reg *jsonl.Registry) error { return s.Feed(rec, reg) }
 
-// apply runs a command decoded by a reader, then lets the reader's tensor
-// registry reuse the rows of deleted tensors that no worker holds any
-// more, so the registry holds the tensors alive rather than every tensor
-// the history ever named.
-func (s *Sim) apply(rec *history.Record, reg *jsonl.Registry) error {
-	if err := s.eng.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, reg.Len()); err != nil {
-		return err
+// indexTyped gives a produced record's tensors, storages, streams and
+// borrows their dense indexes with the Sim's own registry, as a history
+// reader's decoding does.
+func (s *Sim) indexTyped(rec *history.Record) error {
+	if s.treg == nil {
+		s.treg = jsonl.NewRegistry()
+		s.treg.DeferFree(true) // rows are released by the engine
+		s.indexFn = s.index
 	}
-	// A deleted tensor's row is reused once no worker holds a row of it:
-	// the engine's per-tensor tables are indexed by registry row.
-	for _, idx := range reg.TakeDeleted() {
-		if s.eng.Unused(idx) {
-			reg.Release(idx)
-		}
+	s.treg.ClearFresh()
+	rec.Msg.EachTensor(s.indexFn)
+	if s.err != nil {
+		return s.err
 	}
-	for _, idx := range s.eng.Gone() {
-		reg.Release(idx)
-	}
+	rec.Msg.Index(s.treg)
+	history.DeleteRefs(s.treg, &rec.Msg)
 	return nil
+}
+
+// index gives tensor t its dense indexes: those of its id's first mention,
+// which defines it.
+func (s *Sim) index(t *jsonl.Tensor) {
+	if s.err != nil {
+		return
+	}
+	if idx := s.treg.TensorIdx(t.ID); idx >= 0 {
+		t.Idx, t.StorageIdx = idx, s.treg.StorageIdxOf(idx)
+		return
+	}
+	d, err := s.treg.Define(t.ID, t.Storage, t.NBytes, t.Dtype, t.Shape, t.CPU)
+	if err != nil {
+		s.err = &history.Error{File: s.name, Line: s.line, Err: err}
+		return
+	}
+	t.Idx, t.StorageIdx = d.Idx, d.StorageIdx
 }
 
 // stopped ends the simulation at line: past the memory budget it is a
@@ -295,14 +312,11 @@ func (s *Sim) stopped(line int64) error {
 	return s.err
 }
 
-// bound raises the tensor index bound the engine sizes its tables by.
-func (s *Sim) bound(t *jsonl.Tensor) { s.tensors = max(s.tensors, int(t.Idx)+1) }
-
 // Run feeds every record r has left, up to its end. A stop ends it early
 // without an error (Result().Partial).
 func (s *Sim) Run(r *history.Reader) error {
 	reg := r.Registry()
-	reg.DeferFree(true) // rows are released by Feed
+	reg.DeferFree(true) // rows are released by the engine
 	for {
 		err := r.Next(&s.rec)
 		if err == io.EOF {

@@ -146,11 +146,17 @@ type Engine struct {
 	eg     errgroup.Group
 	splitF groups.Split
 
-	borrowed   []bool  // by tensor Idx: the tensor is the result of a borrow
-	tensorRows []int32 // by tensor Idx: rows of it alive in all groups
-	gone       []int32 // tensors whose count fell to zero since Gone was called
-	goneOut    []int32
-	touched    []groups.GroupID // groups the current command reached (with repeats)
+	// The registry that gave the commands' dense indexes (nil: the
+	// commands' ids are their indexes, as a typed producer gives them). The
+	// engine alone decides when an index may be reused (recycle).
+	reg          *jsonl.Registry
+	borrowed     []bool  // by tensor Idx: the tensor is the result of a borrow
+	tensorRows   []int32 // by tensor Idx: rows of it alive in all groups
+	gone         []int32 // tensors whose count fell to zero since the last recycle
+	borrowGroups []int32 // by borrow index: groups that have the borrow
+	borGone      []int32 // borrows whose count fell to zero since the last recycle
+	boundFn      func(*jsonl.Tensor)
+	touched      []groups.GroupID // groups the current command reached (with repeats)
 
 	inputs    []jsonl.Tensor
 	outs      []jsonl.Tensor
@@ -177,8 +183,10 @@ type Engine struct {
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int
 
-	viewName gen.NameID
-	fnNames  map[string]gen.NameID // function path -> interned clean name
+	viewName  gen.NameID
+	fnNames   map[string]gen.NameID          // function path -> interned clean name
+	kindNames [gen.MsgUnknown + 1]gen.NameID // by kind: its interned name + 1 (0: not interned yet)
+	recvName  gen.NameID                     // "RecvTensor" + 1 (0: not interned yet)
 
 	warnings  int64
 	firstWarn string
@@ -190,15 +198,16 @@ type Engine struct {
 // a split copies the tables wholesale and groups run in parallel without
 // sharing anything but the collectives.
 type group struct {
-	tasks     gen.TaskTable
-	tensors   gen.TensorTable
-	storages  gen.StorageTable
-	streams   []stream                 // in creation order; a stream's id is its index
-	streamIdx map[int64]gen.StreamID   // stream ref -> index, once there are many streams
-	holder    map[int64]gen.StreamID   // tensor id -> the stream holding it, or -1 when several do
-	cpu       map[int64]gen.TensorRow  // tensor id -> row of a CPU tensor
-	storage   map[int64]gen.StorageRow // storage id -> storage row
-	borrowOf  map[int64]gen.BorrowRow  // borrow id -> borrow row
+	tasks    gen.TaskTable
+	tensors  gen.TensorTable
+	storages gen.StorageTable
+	streams  []stream // in creation order; a stream's id is its index
+	// By the registry's dense indexes, each value its row + 1 (0: none).
+	streamAt  paged    // stream index -> StreamID
+	tensorAt  paged    // tensor index -> its first row (the others follow Tensors.Next)
+	storageAt paged    // storage index -> StorageRow
+	borrowAt  paged    // borrow index -> BorrowRow
+	pages     pagePool // the pages of the four tables above
 	borrows   []borrow
 	freeBor   []gen.BorrowRow
 	active    bool  // given any task: it appears in the trace
@@ -228,7 +237,6 @@ type stream struct {
 	last    gen.TaskID // last executed task, or -1
 	queue   soa.Ring[gen.TaskID]
 	io      soa.Ring[gen.TensorRow] // tensor rows of queued tasks: inputs, then new outputs
-	tensors map[int64]gen.TensorRow // tensor id -> row
 	usage   int64                   // bytes allocated on this stream and not yet released
 	inWork  bool
 
@@ -250,6 +258,9 @@ const (
 
 type borrow struct {
 	src      int64 // lent tensor id
+	srcIdx   int32 // its dense index
+	idx      int32 // the borrow's dense index
+	live     bool  // a row in use (not on the free list)
 	srcRow   gen.TensorRow
 	from, to gen.StreamID
 	create   gen.TaskID // the event the destination waits on at first use
@@ -314,6 +325,7 @@ func New(opt Options) (*Engine, error) {
 		fnNames: make(map[string]gen.NameID),
 	}
 	e.splitF = e.split
+	e.boundFn = e.bound
 	if opt.Jobs > 1 {
 		e.eg.SetLimit(opt.Jobs - 1) // helpers; the caller works too
 	}
@@ -347,10 +359,24 @@ const MaxGroupedWorld = 1 << 24
 
 // Command applies one command record: ts is the controller's send time,
 // ranks the slices receiving it, line its line number (for messages).
-// Tensors' Idx values must be below tensors, the size of the history's
-// registry.
-func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensors int) error {
-	e.reserveRows(tensors)
+// reg is the registry that gave the message its dense indexes (m.Index);
+// from the first command on, the engine owns its lifecycle: it keeps
+// deleted tensors' rows (Registry.DeferFree) and releases a tensor's,
+// storage's or borrow's index once no worker holds it. With reg nil the
+// message's ids are its indexes (small, non-negative and never reused, as
+// a typed producer gives them), and nothing is released.
+func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, reg *jsonl.Registry) error {
+	if reg != e.reg {
+		e.reg = reg
+		if reg != nil {
+			reg.DeferFree(true)
+		}
+	}
+	if reg != nil {
+		e.reserveRows(reg.Len())
+	} else {
+		m.EachTensor(e.boundFn)
+	}
 	e.line = line
 	e.tsNs = ts
 	if e.cmdID%settleEvery == settleEvery-1 {
@@ -358,8 +384,12 @@ func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, tensor
 	}
 	err := e.process(ts, ranks, m)
 	e.countRows()
+	e.recycle()
 	return err
 }
+
+// bound makes room in the row counts for tensor t (reg nil).
+func (e *Engine) bound(t *jsonl.Tensor) { e.reserveRows(int(t.Idx) + 1) }
 
 // settleEvery is how many commands pass between two settlements of the
 // memory events.
@@ -431,7 +461,18 @@ func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
 	case gen.MsgUnknown:
 		return e.names.ID(m.TypeName)
 	}
-	return e.names.ID(m.Kind.String())
+	return e.kindName(m.Kind)
+}
+
+// kindName interns a message kind's name once. Names are interned when
+// first used, as before the cache, so their ids do not change.
+func (e *Engine) kindName(k gen.MsgKind) gen.NameID {
+	if n := e.kindNames[k]; n != 0 {
+		return n - 1
+	}
+	id := e.names.ID(k.String())
+	e.kindNames[k] = id + 1
+	return id
 }
 
 func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {

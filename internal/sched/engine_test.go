@@ -62,7 +62,7 @@ func replayText(t *testing.T, mode Mode, text string) (*Engine, error) {
 			e.Step()
 			continue
 		}
-		if err := e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry().Len()); err != nil {
+		if err := e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry()); err != nil {
 			return e, err
 		}
 	}

@@ -30,10 +30,10 @@ func (e *Engine) CreateStream(m *gen.CreateStream) error {
 	wait := e.names.ID("waiting for " + m.Result.Name)
 	for _, gi := range gs {
 		g := e.gs[gi]
-		if g.streamOf(m.Result.Ref) >= 0 {
+		if g.streamOf(m.Result.Idx) >= 0 {
 			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
 		}
-		g.newStream(m.Result.Ref, name, wait)
+		g.newStream(m.Result, name, wait)
 	}
 	return nil
 }
@@ -49,7 +49,7 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	e.outs = appendUnique(e.outs, m.Mutates)
 	name := e.fnName(m.Function)
 	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
-	return e.addTasks(gs, m.Stream.Ref, name, runtime, e.inputs, e.outs, -1, nil)
+	return e.addTasks(gs, m.Stream, name, runtime, e.inputs, e.outs, -1, nil)
 }
 
 // Reduce queues one collective across every receiving worker: one task per
@@ -65,7 +65,7 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
 	c := e.colls.Alloc()
 	tasks := slices.Grow(e.pairs[:0], len(gs))[:len(gs)]
-	if err := e.addTasks(gs, m.Stream.Ref, id, runtime, e.inputs, e.outs, c, tasks); err != nil {
+	if err := e.addTasks(gs, m.Stream, id, runtime, e.inputs, e.outs, c, tasks); err != nil {
 		e.colls.Free(c)
 		return err
 	}
@@ -102,8 +102,8 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 			return fmt.Errorf("%w: %s: %v", ErrRankRange, side.name, err)
 		}
 	}
-	stream := m.FromStream.Ref
-	send := e.names.ID("SendTensor")
+	stream := m.FromStream
+	send := e.kindName(gen.MsgSendTensor)
 	if m.FromRanks.Equal(&m.ToRanks) {
 		gs, err := e.part.Resolve([]jsonl.Slice{m.FromRanks}, e.splitF)
 		if err != nil {
@@ -124,7 +124,10 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		return fmt.Errorf("%w: %v", ErrRankRange, err)
 	}
 	e.touched = append(append(e.touched, senders...), receivers...)
-	recv := e.names.ID("RecvTensor")
+	if e.recvName == 0 {
+		e.recvName = e.names.ID("RecvTensor") + 1
+	}
+	recv := e.recvName - 1
 	cm := e.comm(nil, []jsonl.Slice{m.FromRanks, m.ToRanks}, nil, false)
 	cm.Ranks = 2
 	runtime := e.opt.Model.SendRuntimeNs(m, cm)
@@ -182,31 +185,29 @@ func (e *Engine) BorrowCreate(m *gen.BorrowCreate) error {
 
 func (e *Engine) borrowCreate(gi groups.GroupID, m *gen.BorrowCreate) error {
 	g := e.gs[gi]
-	if _, dup := g.borrowOf[m.Borrow]; dup {
+	if g.borrowAt.get(m.BorrowIdx) != 0 {
 		return fmt.Errorf("%w: borrow %d created twice on %s", ErrBorrow, m.Borrow, e.who(gi))
 	}
-	from := g.streamOf(m.FromStream.Ref)
-	to := g.streamOf(m.ToStream.Ref)
+	from := g.streamOf(m.FromStream.Idx)
+	to := g.streamOf(m.ToStream.Idx)
 	if from < 0 || to < 0 {
-		return e.noStream(gi, m.FromStream.Ref, m.ToStream.Ref)
+		return e.noStream(gi, m.FromStream, m.ToStream)
 	}
 	recorded := g.newest(from)
 	if recorded < 0 {
 		return fmt.Errorf("%w: borrow %d: stream %q of %s has no task yet", ErrNoTaskToWaitFor, m.Borrow, e.streamName(g, from), e.who(gi))
 	}
-	src, ok := g.streams[from].tensors[m.Tensor.ID]
-	if !ok {
+	src := g.rowOf(m.Tensor.Idx, from)
+	if src < 0 {
 		return fmt.Errorf("%w: borrow %d lends tensor %d, which is not on stream %q of %s", ErrMissingTensor, m.Borrow, m.Tensor.ID, e.streamName(g, from), e.who(gi))
 	}
 	ev := e.newEvent(g, from, recorded)
 	b := g.allocBorrow()
 	g.tasks.Borrow[ev] = b
 	g.tasks.Holds[ev]++ // held by the borrow until it is dropped
-	g.borrows[b] = borrow{src: m.Tensor.ID, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
-	if g.borrowOf == nil {
-		g.borrowOf = make(map[int64]gen.BorrowRow)
-	}
-	g.borrowOf[m.Borrow] = b
+	g.borrows[b] = borrow{src: m.Tensor.ID, srcIdx: m.Tensor.Idx, idx: m.BorrowIdx, live: true, srcRow: src, from: from, to: to, create: ev, last: -1, state: borrowCreated, holdsSrc: true}
+	g.borrowAt.set(&g.pages, m.BorrowIdx, int32(b)+1)
+	e.borrowHeld(m.BorrowIdx, 1)
 	g.tensors.Refs[src]++
 	// The borrowed tensor appears on the destination stream already in
 	// use; its storage is never charged.
@@ -219,7 +220,7 @@ func (e *Engine) borrowCreate(gi groups.GroupID, m *gen.BorrowCreate) error {
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
-	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.BorrowIdx, m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state != borrowCreated {
 			return fmt.Errorf("%w: borrow %d first used twice or after its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -234,7 +235,7 @@ func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
 // BorrowLastUse records the destination stream's newest task as the one the
 // source stream must wait for when the borrow is dropped.
 func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
-	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.BorrowIdx, m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state == borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d last used twice on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -251,15 +252,15 @@ func (e *Engine) BorrowLastUse(m *gen.BorrowLastUse) error {
 	})
 }
 
-// eachBorrow applies fn to borrow id on every receiving group (an unknown
-// borrow is an error), then marks the groups ready.
-func (e *Engine) eachBorrow(id int64, fn func(gi groups.GroupID, g *group, b gen.BorrowRow) error) error {
+// eachBorrow applies fn to borrow id (dense index idx) on every receiving
+// group (an unknown borrow is an error), then marks the groups ready.
+func (e *Engine) eachBorrow(idx int32, id int64, fn func(gi groups.GroupID, g *group, b gen.BorrowRow) error) error {
 	gs, err := e.resolve()
 	if err != nil {
 		return err
 	}
 	for _, gi := range gs {
-		b, err := e.borrowOf(gi, id)
+		b, err := e.borrowOf(gi, idx, id)
 		if err != nil {
 			return err
 		}
@@ -274,7 +275,7 @@ func (e *Engine) eachBorrow(id int64, fn func(gi groups.GroupID, g *group, b gen
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
-	return e.eachBorrow(m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
+	return e.eachBorrow(m.BorrowIdx, m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := g.borrows[b]
 		if br.state != borrowLastUsed {
 			return fmt.Errorf("%w: borrow %d dropped before its last use on %s", ErrBorrow, m.Borrow, e.who(gi))
@@ -286,11 +287,12 @@ func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
 		// gone (it may still be queued behind a collective).
 		g.tasks.Borrow[br.create] = -1
 		g.release(br.create)
-		delete(g.borrowOf, m.Borrow)
+		g.borrowAt.set(&g.pages, br.idx, 0)
+		e.borrowHeld(br.idx, -1)
 		g.freeBorrow(b)
 		s := &g.streams[br.from]
-		row, ok := s.tensors[br.src]
-		if !ok || row != br.srcRow || !br.holdsSrc {
+		row := g.rowOf(br.srcIdx, br.from)
+		if row < 0 || row != br.srcRow || !br.holdsSrc {
 			return fmt.Errorf("%w: borrow %d: lent tensor %d is no longer on stream %q of %s", ErrBorrow, m.Borrow, br.src, e.streamName(g, br.from), e.who(gi))
 		}
 		return e.unref(g, row, s.nowNs)
@@ -303,17 +305,18 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 	if err != nil {
 		return err
 	}
-	e.batch = batchArgs{refs: m.Refs}
+	e.batch = batchArgs{refs: m.RefsIdx}
 	err = e.each(gs, opDelete)
 	e.batch = batchArgs{}
 	return err
 }
 
-// deleteIn deletes tensors refs on group gi.
-func (e *Engine) deleteIn(gi groups.GroupID, refs []int64) error {
+// deleteIn deletes tensors refs (dense indexes; -1: an unknown id) on
+// group gi.
+func (e *Engine) deleteIn(gi groups.GroupID, refs []int32) error {
 	g := e.gs[gi]
-	for _, id := range refs {
-		if row, ok := g.cpu[id]; ok {
+	for _, idx := range refs {
+		if row := g.rowOf(idx, cpuOwner); row >= 0 {
 			if err := e.deleteTensor(g, row, e.nowNs); err != nil {
 				return err
 			}
@@ -321,29 +324,18 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int64) error {
 	}
 	// Stream by stream, in creation order, and in each the refs in order
 	// (the order decides which tensor of a shared storage releases it, and
-	// so on which stream). The holder index finds the streams without
-	// visiting every one.
+	// so on which stream). Each tensor's list of rows names the streams
+	// holding it, without visiting every stream.
 	hits := g.hits[:0]
-	several := false
-	for k, id := range refs {
-		switch h, ok := g.holder[id]; {
-		case !ok:
-		case h >= 0:
-			hits = append(hits, deleteHit{h, int32(k)})
-		default:
-			several = true
-		}
-	}
-	if several {
-		hits = hits[:0]
-		for s := range g.streams {
-			for k, id := range refs {
-				if _, ok := g.streams[s].tensors[id]; ok {
-					hits = append(hits, deleteHit{gen.StreamID(s), int32(k)})
-				}
+	tt := &g.tensors
+	for k, idx := range refs {
+		for r := gen.TensorRow(g.tensorAt.get(idx) - 1); r >= 0; r = tt.Next[r] {
+			if s := tt.Owner[r]; s != cpuOwner {
+				hits = append(hits, deleteHit{s, int32(k)})
 			}
 		}
-	} else {
+	}
+	if len(hits) > 1 {
 		slices.SortFunc(hits, func(a, b deleteHit) int {
 			if a.s != b.s {
 				return int(a.s - b.s)
@@ -354,7 +346,7 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int64) error {
 	g.hits = hits
 	for _, h := range hits {
 		st := &g.streams[h.s]
-		if row, ok := st.tensors[refs[h.k]]; ok {
+		if row := g.rowOf(refs[h.k], h.s); row >= 0 {
 			if err := e.deleteTensor(g, row, max(st.nowNs, e.nowNs)); err != nil {
 				return err
 			}
@@ -451,9 +443,9 @@ func (e *Engine) isBorrowed(idx int32) bool {
 	return int(idx) < len(e.borrowed) && e.borrowed[idx]
 }
 
-func (e *Engine) borrowOf(gi groups.GroupID, id int64) (gen.BorrowRow, error) {
-	b, ok := e.gs[gi].borrowOf[id]
-	if !ok {
+func (e *Engine) borrowOf(gi groups.GroupID, idx int32, id int64) (gen.BorrowRow, error) {
+	b := gen.BorrowRow(e.gs[gi].borrowAt.get(idx) - 1)
+	if b < 0 {
 		return -1, fmt.Errorf("%w: unknown borrow %d on %s (never created, or already dropped)", ErrBorrow, id, e.who(gi))
 	}
 	return b, nil
@@ -474,13 +466,25 @@ func (g *group) freeBorrow(b gen.BorrowRow) {
 	g.freeBor = append(g.freeBor, b)
 }
 
-func (e *Engine) noStream(gi groups.GroupID, refs ...int64) error {
-	for _, r := range refs {
-		if e.gs[gi].streamOf(r) < 0 {
-			return fmt.Errorf("%w: stream %d on %s (create it with CreateStream first)", ErrUnknownStream, r, e.who(gi))
+func (e *Engine) noStream(gi groups.GroupID, ss ...jsonl.Stream) error {
+	for _, s := range ss {
+		if e.gs[gi].streamOf(s.Idx) < 0 {
+			return fmt.Errorf("%w: stream %d on %s (create it with CreateStream first)", ErrUnknownStream, s.Ref, e.who(gi))
 		}
 	}
 	return nil
+}
+
+// borrowHeld counts a group that gets (+1) or loses (-1) borrow idx; the
+// borrow's index is released after the command if no group has it.
+func (e *Engine) borrowHeld(idx int32, d int32) {
+	for int(idx) >= len(e.borrowGroups) {
+		e.borrowGroups = append(e.borrowGroups, 0)
+	}
+	e.borrowGroups[idx] += d
+	if e.borrowGroups[idx] == 0 {
+		e.borGone = append(e.borGone, idx)
+	}
 }
 
 // byRank returns the positions of gs in order of the groups' lowest ranks.

@@ -2,12 +2,10 @@ package sched
 
 import (
 	"fmt"
-	"github.com/fastsim/fastsim/internal/groups"
 	"math"
 
 	"github.com/fastsim/fastsim/gen"
-	"slices"
-
+	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
 )
 
@@ -20,8 +18,7 @@ type memEvent struct {
 // putTensor returns stream s's row for tensor t, creating it (unused) if the
 // stream does not hold t yet.
 func (e *Engine) putTensor(g *group, s gen.StreamID, t *jsonl.Tensor) gen.TensorRow {
-	st := &g.streams[s]
-	if row, ok := st.tensors[t.ID]; ok {
+	if row := g.rowOf(t.Idx, s); row >= 0 {
 		return row
 	}
 	row := e.newRow(g, t)
@@ -29,57 +26,80 @@ func (e *Engine) putTensor(g *group, s gen.StreamID, t *jsonl.Tensor) gen.Tensor
 	if e.isBorrowed(t.Idx) {
 		g.tensors.Flags[row] = tensorBorrowed
 	}
-	st.tensors[t.ID] = row
-	if g.holder == nil {
-		g.holder = make(map[int64]gen.StreamID)
-	}
-	if h, ok := g.holder[t.ID]; !ok {
-		g.holder[t.ID] = s
-	} else if h != s {
-		g.holder[t.ID] = -1
-	}
+	g.link(row)
 	return row
 }
 
-// dropHolder notes that stream s no longer holds tensor id.
-func (g *group) dropHolder(id int64, s gen.StreamID) {
-	h, ok := g.holder[id]
-	switch {
-	case !ok:
-	case h == s:
-		delete(g.holder, id)
-	case h < 0:
-		// Several held it: count those left (rare, so a scan).
-		left, n := gen.StreamID(-1), 0
-		for o := range g.streams {
-			if _, ok := g.streams[o].tensors[id]; ok && gen.StreamID(o) != s {
-				left, n = gen.StreamID(o), n+1
-			}
-		}
-		switch n {
-		case 0:
-			delete(g.holder, id)
-		case 1:
-			g.holder[id] = left
+// cpuOwner is the Owner of a CPU tensor's row: the worker holds it, not a
+// stream.
+const cpuOwner gen.StreamID = -1
+
+// rowOf returns the group's row of tensor idx held by owner (a stream, or
+// cpuOwner), or -1. A tensor's rows in a group form a list, usually of one.
+func (g *group) rowOf(idx int32, owner gen.StreamID) gen.TensorRow {
+	tt := &g.tensors
+	for r := gen.TensorRow(g.tensorAt.get(idx) - 1); r >= 0; r = tt.Next[r] {
+		if tt.Owner[r] == owner {
+			return r
 		}
 	}
+	return -1
+}
+
+// inputRow returns the row a task on stream s reads tensor idx from: the
+// worker's CPU tensor, else the stream's; -1 if neither exists.
+func (g *group) inputRow(idx int32, s gen.StreamID) gen.TensorRow {
+	tt := &g.tensors
+	found := gen.TensorRow(-1)
+	for r := gen.TensorRow(g.tensorAt.get(idx) - 1); r >= 0; r = tt.Next[r] {
+		switch tt.Owner[r] {
+		case cpuOwner:
+			return r
+		case s:
+			found = r
+		}
+	}
+	return found
+}
+
+// link puts a new row at the head of its tensor's list.
+func (g *group) link(row gen.TensorRow) {
+	idx := g.tensors.Idx[row]
+	g.tensors.Next[row] = gen.TensorRow(g.tensorAt.get(idx) - 1)
+	g.tensorAt.set(&g.pages, idx, int32(row)+1)
+}
+
+// unlink takes a row out of its tensor's list.
+func (g *group) unlink(row gen.TensorRow) {
+	tt := &g.tensors
+	idx := tt.Idx[row]
+	first := gen.TensorRow(g.tensorAt.get(idx) - 1)
+	if first == row {
+		g.tensorAt.set(&g.pages, idx, int32(tt.Next[row])+1)
+	} else {
+		for r := first; r >= 0; r = tt.Next[r] {
+			if tt.Next[r] == row {
+				tt.Next[r] = tt.Next[row]
+				break
+			}
+		}
+	}
+	tt.Next[row] = -1
 }
 
 // putCPU gives group gi the CPU tensor t, unused.
 func (e *Engine) putCPU(gi groups.GroupID, t *jsonl.Tensor) error {
 	g := e.gs[gi]
-	if row, ok := g.cpu[t.ID]; ok {
+	if row := g.rowOf(t.Idx, cpuOwner); row >= 0 {
 		if g.tensors.Refs[row] > 0 {
 			return fmt.Errorf("%w: CPU tensor %d received again on %s while a queued task uses it", ErrTensorInUse, t.ID, e.who(gi))
 		}
 		return nil
 	}
-	if g.cpu == nil {
-		g.cpu = make(map[int64]gen.TensorRow)
-	}
 	row := e.newRow(g, t)
 	g.tensors.Flags[row] = tensorCPU
-	g.cpu[t.ID] = row
+	g.tensors.Owner[row] = cpuOwner
+	g.link(row)
 	return nil
 }
 
@@ -91,16 +111,13 @@ func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID)
 		return nil
 	}
 	*tf |= tensorInStorage
-	id := g.tensors.Storage[row]
-	if sr, ok := g.storage[id]; ok {
+	si := g.tensors.StorageIdx[row]
+	if sr := gen.StorageRow(g.storageAt.get(si) - 1); sr >= 0 {
 		g.storages.Count[sr]++
 		return nil
 	}
-	if g.storage == nil {
-		g.storage = make(map[int64]gen.StorageRow)
-	}
 	sr := g.storages.Alloc()
-	g.storage[id] = sr
+	g.storageAt.set(&g.pages, si, int32(sr)+1)
 	g.storages.Count[sr] = 1
 	bytes := g.tensors.NBytes[row]
 	g.storages.Bytes[sr] = bytes
@@ -141,14 +158,13 @@ func (e *Engine) maybeRemove(g *group, row gen.TensorRow, ns int64) error {
 		return nil
 	}
 	if f&tensorCPU != 0 {
-		delete(g.cpu, g.tensors.ID[row])
+		g.unlink(row)
 		e.freeRow(g, row)
 		return nil
 	}
 	owner := g.tensors.Owner[row]
 	err := e.releaseStorage(g, row, ns, owner)
-	delete(g.streams[owner].tensors, g.tensors.ID[row])
-	g.dropHolder(g.tensors.ID[row], owner)
+	g.unlink(row)
 	e.freeRow(g, row)
 	return err
 }
@@ -163,7 +179,9 @@ func (e *Engine) newRow(g *group, t *jsonl.Tensor) gen.TensorRow {
 	g.tensors.ID[row] = t.ID
 	g.tensors.Idx[row] = t.Idx
 	g.tensors.Storage[row] = t.Storage
+	g.tensors.StorageIdx[row] = t.StorageIdx
 	g.tensors.NBytes[row] = t.NBytes
+	g.tensors.Next[row] = -1
 	g.born = append(g.born, t.Idx)
 	return row
 }
@@ -208,38 +226,42 @@ func (e *Engine) reserveRows(n int) {
 	}
 }
 
-// Unused reports whether no worker holds a row of tensor idx (and then
-// forgets that it was a borrow's result), so the caller may give idx to a
-// new tensor.
-func (e *Engine) Unused(idx int32) bool {
-	if int(idx) < len(e.tensorRows) && e.tensorRows[idx] != 0 {
-		return false
+// recycle releases, after a command, the registry indexes no worker holds
+// any more: deleted tensors without rows (their storages' indexes go with
+// them, in the registry) and borrows no group has. Rows are counted by
+// countRows; the registry keeps a deleted tensor's row until then.
+func (e *Engine) recycle() {
+	if e.reg == nil {
+		e.gone, e.borGone = e.gone[:0], e.borGone[:0]
+		return
 	}
-	if int(idx) < len(e.borrowed) {
-		e.borrowed[idx] = false
+	for _, idx := range e.reg.TakeDeleted() {
+		if e.tensorRows[idx] == 0 {
+			e.forget(idx)
+		}
 	}
-	return true
-}
-
-// Gone returns the registry indices of the tensors that the commands since
-// the last call removed from every worker, and forgets the list. The caller
-// (who owns the registry) may drop them; the engine clears what it kept by
-// index.
-func (e *Engine) Gone() []int32 {
-	out := e.goneOut[:0]
 	for _, idx := range e.gone {
 		if e.tensorRows[idx] == 0 { // not made again since
-			out = append(out, idx)
-			if int(idx) < len(e.borrowed) {
-				e.borrowed[idx] = false
-			}
+			e.forget(idx)
 		}
 	}
 	e.gone = e.gone[:0]
-	slices.Sort(out)
-	out = slices.Compact(out)
-	e.goneOut = out
-	return out
+	for _, b := range e.borGone {
+		if e.borrowGroups[b] == 0 {
+			e.reg.ReleaseBorrow(b)
+		}
+	}
+	e.borGone = e.borGone[:0]
+}
+
+// forget releases tensor idx's registry row, if the history deleted it
+// (Registry.Release leaves a live row alone), and that it was a borrow's
+// result.
+func (e *Engine) forget(idx int32) {
+	if int(idx) < len(e.borrowed) {
+		e.borrowed[idx] = false
+	}
+	e.reg.Release(idx)
 }
 
 // releaseStorage takes tensor row out of its storage at time ns on stream s;
@@ -253,15 +275,16 @@ func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.Str
 	}
 	st := &g.streams[s]
 	sid := g.tensors.Storage[row]
-	sr, ok := g.storage[sid]
-	if !ok {
+	si := g.tensors.StorageIdx[row]
+	sr := gen.StorageRow(g.storageAt.get(si) - 1)
+	if sr < 0 {
 		return fmt.Errorf("%w: tensor %d releases storage %d, which is not allocated", ErrMemory, id, sid)
 	}
 	g.storages.Count[sr]--
 	if g.storages.Count[sr] > 0 {
 		return nil
 	}
-	delete(g.storage, sid)
+	g.storageAt.set(&g.pages, si, 0)
 	defer g.storages.Free(sr)
 	bytes := g.storages.Bytes[sr]
 	if f&tensorBorrowed != 0 || bytes == 0 {

@@ -141,8 +141,10 @@ func (e *Engine) settleMemory(g *group) {
 		limit = min(limit, bound)
 		any = any || len(st.mem) > st.base
 	}
-	for _, b := range g.borrowOf {
-		limit = min(limit, g.streams[g.borrows[b].from].nowNs)
+	for i := range g.borrows {
+		if b := &g.borrows[i]; b.live {
+			limit = min(limit, g.streams[b.from].nowNs)
+		}
 	}
 	if !any {
 		return
@@ -157,9 +159,17 @@ func (e *Engine) settleMemory(g *group) {
 		if e.opt.KeepEvents {
 			st.base = p
 		} else if p > 0 {
-			// Reslice rather than copy: append moves the live events to a
-			// new array when it grows, so each event is copied O(1) times.
-			st.mem = st.mem[p:]
+			// Move the unsettled events to the front when they are no more
+			// than the settled ones (the copy costs at most what was
+			// settled, so each event is copied O(1) times) and the array
+			// keeps its capacity; else reslice, and append moves them
+			// when it grows.
+			if n := len(st.mem) - p; n <= p {
+				copy(st.mem, st.mem[p:])
+				st.mem = st.mem[:n]
+			} else {
+				st.mem = st.mem[p:]
+			}
 			st.sorted -= p
 		}
 		for _, ev := range st.mem[st.base:] {

@@ -79,7 +79,7 @@ func TestInterruptInsideCommandGroup(t *testing.T) {
 	if err := r.Next(&rec); err != nil {
 		t.Fatal(err)
 	}
-	err = e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry().Len())
+	err = e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry())
 	// The group itself is command 1; 10 sub-commands ran before the stop.
 	if !errors.Is(err, ErrStopped) || e.Commands() != 11 {
 		t.Fatalf("error %v after %d commands, want ErrStopped after 11", err, e.Commands())

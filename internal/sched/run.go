@@ -2,55 +2,29 @@ package sched
 
 import (
 	"fmt"
-	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/groups"
-	"maps"
 	"math"
 	"slices"
 
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/jsonl"
 )
 
-func (g *group) newStream(ref int64, name, waitFor gen.NameID) gen.StreamID {
+// newStream adds the group's stream st, indexed by st.Idx.
+func (g *group) newStream(st jsonl.Stream, name, waitFor gen.NameID) gen.StreamID {
 	g.streams = append(g.streams, stream{
-		ref:     ref,
+		ref:     st.Ref,
 		name:    name,
 		waitFor: waitFor,
 		last:    -1,
-		tensors: make(map[int64]gen.TensorRow),
 	})
 	s := gen.StreamID(len(g.streams) - 1)
-	if g.streamIdx == nil && len(g.streams) > fewStreams {
-		g.streamIdx = make(map[int64]gen.StreamID, 2*len(g.streams))
-		for i := range g.streams {
-			g.streamIdx[g.streams[i].ref] = gen.StreamID(i)
-		}
-	} else if g.streamIdx != nil {
-		g.streamIdx[ref] = s
-	}
+	g.streamAt.set(&g.pages, st.Idx, int32(s)+1)
 	return s
 }
 
-// streamOf finds the group's stream by its ref, or -1. Groups usually have
-// a handful of streams, where a scan beats a map; past fewStreams an index
-// keeps the lookup constant.
-func (g *group) streamOf(ref int64) gen.StreamID {
-	if g.streamIdx != nil {
-		if s, ok := g.streamIdx[ref]; ok {
-			return s
-		}
-		return -1
-	}
-	for s := range g.streams {
-		if g.streams[s].ref == ref {
-			return gen.StreamID(s)
-		}
-	}
-	return -1
-}
-
-// fewStreams is how many streams a group scans before it indexes them.
-const fewStreams = 16
+// streamOf finds the group's stream by its dense index, or -1.
+func (g *group) streamOf(idx int32) gen.StreamID { return gen.StreamID(g.streamAt.get(idx) - 1) }
 
 func (e *Engine) streamName(g *group, s gen.StreamID) string { return e.names.Name(g.streams[s].name) }
 
@@ -101,11 +75,11 @@ func (e *Engine) enqueue(gi groups.GroupID, s gen.StreamID, t gen.TaskID) {
 
 // addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
-func (e *Engine) addTask(gi groups.GroupID, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
+func (e *Engine) addTask(gi groups.GroupID, stream jsonl.Stream, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
 	g := e.gs[gi]
-	s := g.streamOf(ref)
+	s := g.streamOf(stream.Idx)
 	if s < 0 {
-		return -1, e.noStream(gi, ref)
+		return -1, e.noStream(gi, stream)
 	}
 	st := &g.streams[s]
 	if e.tsNs > math.MaxInt64-runtimeNs {
@@ -117,11 +91,8 @@ func (e *Engine) addTask(gi groups.GroupID, ref int64, name gen.NameID, runtimeN
 	off := st.io.Tail()
 	// Inputs first: a CPU tensor of the worker, else a tensor of this stream.
 	for i := range ins {
-		row, ok := g.cpu[ins[i].ID]
-		if !ok {
-			row, ok = st.tensors[ins[i].ID]
-		}
-		if !ok {
+		row := g.inputRow(ins[i].Idx, s)
+		if row < 0 {
 			return -1, fmt.Errorf("%w: input tensor %d is neither on stream %q of %s nor a CPU tensor there", ErrMissingTensor, ins[i].ID, e.streamName(g, s), e.who(gi))
 		}
 		g.tensors.Refs[row]++
@@ -209,13 +180,13 @@ const (
 
 // batchArgs are the arguments of opAddTask, the same for every group.
 type batchArgs struct {
-	ref       int64
+	stream    jsonl.Stream
 	name      gen.NameID
 	runtimeNs int64
 	ins, outs []jsonl.Tensor
 	coll      gen.CollID
 	tasks     []gen.TaskID // per group of the batch: the task queued
-	refs      []int64      // opDelete: the tensors to delete
+	refs      []int32      // opDelete: the tensors to delete (dense indexes)
 }
 
 func (e *Engine) apply(op batchOp, i int, gi groups.GroupID) error {
@@ -227,7 +198,7 @@ func (e *Engine) apply(op batchOp, i int, gi groups.GroupID) error {
 		return e.deleteIn(gi, e.batch.refs)
 	}
 	b := &e.batch
-	t, err := e.addTask(gi, b.ref, b.name, b.runtimeNs, b.ins, b.outs, b.coll)
+	t, err := e.addTask(gi, b.stream, b.name, b.runtimeNs, b.ins, b.outs, b.coll)
 	if b.tasks != nil {
 		b.tasks[i] = t
 	}
@@ -286,8 +257,8 @@ func (e *Engine) runChunk(k int) {
 
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
-func (e *Engine) addTasks(gs []groups.GroupID, ref int64, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
-	e.batch = batchArgs{ref: ref, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
+func (e *Engine) addTasks(gs []groups.GroupID, stream jsonl.Stream, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+	e.batch = batchArgs{stream: stream, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}
 	e.markReady(gs...)
@@ -521,8 +492,8 @@ func (e *Engine) timeOverflow(g *group, s gen.StreamID, t gen.TaskID, startNs in
 // holds the lent tensor, the borrow's reference on it goes.
 func (e *Engine) returnAtEvent(g *group, s gen.StreamID, b gen.BorrowRow, endNs int64) error {
 	br := &g.borrows[b]
-	row, ok := g.streams[s].tensors[br.src]
-	if !ok {
+	row := g.rowOf(br.srcIdx, s)
+	if row < 0 {
 		return nil
 	}
 	if !br.holdsSrc || row != br.srcRow {
@@ -565,11 +536,6 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		tensors:    src.tensors.Clone(),
 		storages:   src.storages.Clone(),
 		streams:    make([]stream, len(src.streams)),
-		cpu:        maps.Clone(src.cpu),
-		streamIdx:  maps.Clone(src.streamIdx),
-		holder:     maps.Clone(src.holder),
-		storage:    maps.Clone(src.storage),
-		borrowOf:   maps.Clone(src.borrowOf),
 		borrows:    slices.Clone(src.borrows),
 		freeBor:    slices.Clone(src.freeBor),
 		active:     src.active,
@@ -579,17 +545,24 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		memPeak:    src.memPeak,
 		allocBytes: src.allocBytes,
 	}
+	at, pool := clonePages(&src.streamAt, &src.tensorAt, &src.storageAt, &src.borrowAt)
+	dst.streamAt, dst.tensorAt, dst.storageAt, dst.borrowAt, dst.pages = at[0], at[1], at[2], at[3], pool
 	for i := range src.streams {
 		s := &src.streams[i]
 		dst.streams[i] = stream{
 			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
-			queue: s.queue.Clone(), io: s.io.Clone(), tensors: maps.Clone(s.tensors),
+			queue: s.queue.Clone(), io: s.io.Clone(),
 			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base,
 			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}
 	}
 	e.gs = append(e.gs, &dst)
+	for i := range dst.borrows {
+		if b := &dst.borrows[i]; b.live {
+			e.borrowHeld(b.idx, 1)
+		}
+	}
 	tt := &e.gs[to].tensors
 	for r, f := range tt.Flags {
 		if f != tensorFreed {

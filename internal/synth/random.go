@@ -94,11 +94,23 @@ type rgen struct {
 	borrow  int
 	live    []*tensor
 	streams []string
+	mesh    bool // every command addresses the whole world
 }
 
 // Random writes a random valid history of about n commands for a world of
 // world ranks (2..MaxRandomWorld), deterministic for a seed.
 func Random(dst io.Writer, seed uint64, world, n int) error {
+	return random(dst, seed, world, n, false)
+}
+
+// RandomMesh writes a random valid history like Random's in which every
+// command addresses the whole world (sends are local copies on every rank),
+// as an SPMD program's commands do: a grouped replay keeps one group.
+func RandomMesh(dst io.Writer, seed uint64, world, n int) error {
+	return random(dst, seed, world, n, true)
+}
+
+func random(dst io.Writer, seed uint64, world, n int, mesh bool) error {
 	if world < 2 || world > MaxRandomWorld {
 		return fmt.Errorf("synth: random histories need a world of 2..%d ranks, not %d", MaxRandomWorld, world)
 	}
@@ -112,6 +124,7 @@ func Random(dst io.Writer, seed uint64, world, n int) error {
 		world:   world,
 		next:    1,
 		streams: []string{"", "main", "comm", "aux"},
+		mesh:    mesh,
 	}
 	all := newSlice(0, []int{world}, []int{1})
 	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", []byte(`["gpu"]`))
@@ -146,6 +159,9 @@ func (g *rgen) cmd(ranks ...slice) {
 // randSlice is a random slice of distinct ranks: 1 or 2 dimensions, strides
 // 1 to 3.
 func (g *rgen) randSlice() slice {
+	if g.mesh {
+		return g.all()
+	}
 	if g.world >= BigWorld {
 		return g.edgeSlice()
 	}
@@ -172,6 +188,9 @@ func (g *rgen) randSlice() slice {
 		return newSlice(off, []int{n0, n1}, []int{s0, s1})
 	}
 }
+
+// all is the whole world as one slice.
+func (g *rgen) all() slice { return newSlice(0, []int{g.world}, []int{1}) }
 
 // fresh makes a new tensor on stream s for the ranks of where.
 func (g *rgen) fresh(s int, where slice, cpu bool) *tensor {
@@ -363,6 +382,10 @@ func (g *rgen) drop(t *tensor) {
 }
 
 func (g *rgen) send(s int) {
+	if g.mesh {
+		g.sendSlices(s, g.all(), g.all())
+		return
+	}
 	if g.world >= BigWorld {
 		g.sendAtEdges(s)
 		return

@@ -272,6 +272,15 @@ func renderMessages(sp *spec, f *jen.File) {
 					g.Comment(fmt.Sprintf("Has%s reports whether %s holds a tensor (false for null or absent).", fd.goName, fd.goName))
 					g.Id("Has" + fd.goName).Bool()
 				}
+				if fd.indexed != "" {
+					g.Comment(fmt.Sprintf("%sIdx is the dense %s index of %s (-1: unknown), given by Index;", fd.goName, fd.indexed, fd.goName))
+					g.Comment("it is not part of the record.")
+					if fd.kind == "ints" {
+						g.Id(fd.goName + "Idx").Index().Int32()
+					} else {
+						g.Id(fd.goName + "Idx").Int32()
+					}
+				}
 			}
 		})
 		f.Line()
@@ -343,9 +352,90 @@ func renderMessages(sp *spec, f *jen.File) {
 			}
 		})
 	}
+	renderIndex(sp, f)
 	if usesMessages(sp) {
 		f.Line()
 		renderMsgs(sp, f)
+	}
+}
+
+// hasIndexed reports whether a message has a field that Index fills in.
+func hasIndexed(m *message) bool {
+	for _, fd := range m.fields {
+		if fd.kind == "stream" || fd.kind == "messages" || fd.indexed != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// renderIndex writes the Indexer interface and the Index methods, which
+// give a decoded message's stream refs, borrow ids and tensor ids their
+// dense indexes.
+func renderIndex(sp *spec, f *jen.File) {
+	f.Line()
+	f.Comment("Indexer gives the ids a message names their dense indexes, once, when the")
+	f.Comment("message is decoded (internal/jsonl's Registry is one), so that the engine")
+	f.Comment("indexes its tables by them and never looks an id up.")
+	f.Type().Id("Indexer").Interface(
+		jen.Comment("StreamIdx returns the index of stream ref, giving it one if it has none."),
+		jen.Id("StreamIdx").Params(jen.Id("ref").Int64()).Int32(),
+		jen.Comment("BorrowIdx returns the index of borrow id, giving it one if it has none."),
+		jen.Id("BorrowIdx").Params(jen.Id("id").Int64()).Int32(),
+		jen.Comment("TensorIdx returns the index of tensor id, or -1 if the id is unknown."),
+		jen.Id("TensorIdx").Params(jen.Id("id").Int64()).Int32(),
+	)
+	f.Line()
+	f.Comment("Index fills in the dense indexes of the message's stream refs (Stream.Idx)")
+	f.Comment("and indexed fields (the fields ending in Idx), sub-messages included.")
+	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("Index").Params(jen.Id("ix").Id("Indexer")).Block(
+		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
+			for _, msg := range simulated(sp) {
+				if hasIndexed(msg) {
+					g.Case(jen.Id("Msg" + msg.name)).Block(jen.Id("m").Dot(msg.name).Dot("Index").Call(jen.Id("ix")))
+				}
+			}
+		}),
+	)
+	method := map[string]string{"borrow": "BorrowIdx", "tensor": "TensorIdx"}
+	for _, msg := range simulated(sp) {
+		if !hasIndexed(msg) {
+			continue
+		}
+		f.Line()
+		f.Comment(fmt.Sprintf("Index fills in the dense indexes of the %s's ids.", msg.name))
+		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("Index").Params(jen.Id("ix").Id("Indexer")).BlockFunc(func(g *jen.Group) {
+			for _, fd := range msg.fields {
+				x := jen.Id("x").Dot(fd.goName)
+				switch {
+				case fd.kind == "stream":
+					g.Add(x).Dot("Idx").Op("=").Id("ix").Dot("StreamIdx").Call(jen.Id("x").Dot(fd.goName).Dot("Ref"))
+				case fd.kind == "messages":
+					g.Add(x).Dot("Index").Call(jen.Id("ix"))
+				case fd.indexed != "" && fd.kind == "int":
+					g.Id("x").Dot(fd.goName + "Idx").Op("=").Id("ix").Dot(method[fd.indexed]).Call(x)
+				case fd.indexed != "":
+					idx := jen.Id("x").Dot(fd.goName + "Idx")
+					g.Add(idx).Op("=").Add(jen.Id("x").Dot(fd.goName+"Idx")).Index(jen.Empty(), jen.Lit(0))
+					g.For(jen.List(jen.Id("_"), jen.Id("id")).Op(":=").Range().Add(x)).Block(
+						jen.Id("x").Dot(fd.goName+"Idx").Op("=").Append(jen.Id("x").Dot(fd.goName+"Idx"), jen.Id("ix").Dot(method[fd.indexed]).Call(jen.Id("id"))),
+					)
+				}
+			}
+		})
+	}
+	if usesMessages(sp) {
+		f.Line()
+		f.Comment("Index fills in the dense indexes of every message of the list, in order.")
+		f.Func().Params(jen.Id("l").Op("*").Id("Msgs")).Id("Index").Params(jen.Id("ix").Id("Indexer")).BlockFunc(func(g *jen.Group) {
+			for _, msg := range simulated(sp) {
+				if hasIndexed(msg) {
+					g.For(jen.Id("i").Op(":=").Range().Id("l").Dot("x" + msg.name)).Block(
+						jen.Id("l").Dot("x" + msg.name).Index(jen.Id("i")).Dot("Index").Call(jen.Id("ix")),
+					)
+				}
+			}
+		})
 	}
 }
 

@@ -57,6 +57,7 @@ type field struct {
 	goName   string // CamelCase
 	kind     string // one of fieldKinds
 	optional bool
+	indexed  string // "borrow" or "tensor": the reader gives the ids dense indexes (GoNameIdx)
 	line     int
 }
 
@@ -201,8 +202,22 @@ func parseSpec(name string, src []byte) (*spec, error) {
 			if !curMsg.simulated {
 				return nil, errf(line, "field in accepted message %s (accepted messages carry any fields)", curMsg.name)
 			}
-			if len(tok) < 3 || len(tok) > 4 || (len(tok) == 4 && tok[3] != "optional") {
-				return nil, errf(line, "want `field JSON_NAME KIND [optional]`")
+			if len(tok) < 3 || len(tok) > 5 {
+				return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`")
+			}
+			optional, indexed := false, ""
+			for _, t := range tok[3:] {
+				switch {
+				case t == "optional" && !optional:
+					optional = true
+				case (t == "indexed=borrow" || t == "indexed=tensor") && indexed == "":
+					indexed = t[len("indexed="):]
+				default:
+					return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`, not %q", t)
+				}
+			}
+			if indexed != "" && tok[2] != "int" && tok[2] != "ints" {
+				return nil, errf(line, "field %s: only int and ints fields can be indexed", tok[1])
 			}
 			if !isJSONName(tok[1]) {
 				return nil, errf(line, "field name %q: want letters, digits and '_', starting with a letter", tok[1])
@@ -213,13 +228,14 @@ func parseSpec(name string, src []byte) (*spec, error) {
 			if !fieldKinds[tok[2]] {
 				return nil, errf(line, "field %s: unknown kind %q", tok[1], tok[2])
 			}
-			f := &field{json: tok[1], goName: camel(tok[1]), kind: tok[2], optional: len(tok) == 4, line: line}
+			f := &field{json: tok[1], goName: camel(tok[1]), kind: tok[2], optional: optional, indexed: indexed, line: line}
 			for _, g := range curMsg.fields {
 				if g.json == f.json {
 					return nil, errf(line, "field %s is already declared at line %d", f.json, g.line)
 				}
 				if g.goName == f.goName || (g.kind == "tensor?" && "Has"+g.goName == f.goName) ||
-					(f.kind == "tensor?" && "Has"+f.goName == g.goName) {
+					(f.kind == "tensor?" && "Has"+f.goName == g.goName) ||
+					(g.indexed != "" && g.goName+"Idx" == f.goName) || (f.indexed != "" && f.goName+"Idx" == g.goName) {
 					return nil, errf(line, "field %s: its Go name clashes with field %s (line %d)", f.json, g.json, g.line)
 				}
 			}

@@ -1,0 +1,170 @@
+package jsonl
+
+// idIndex maps int64 ids to dense int32 indexes. Ids are usually small and
+// dense (a controller counts them up), so they go in a slice indexed by id
+// while they stay below twice the number of indexes handed out (plus a
+// margin), which bounds its memory; others go in a map. It is used at
+// decode only: the engine sees the indexes, never the ids.
+type idIndex struct {
+	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
+	big   map[int64]int32 // ids that do not fit dense
+}
+
+func (x *idIndex) reset() {
+	clear(x.dense)
+	clear(x.big)
+}
+
+// find returns the index of id.
+func (x *idIndex) find(id int64) (int32, bool) {
+	if uint64(id) < uint64(len(x.dense)) {
+		if i := x.dense[id]; i != 0 {
+			return i - 1, true
+		}
+	}
+	if len(x.big) == 0 {
+		return 0, false
+	}
+	i, ok := x.big[id]
+	return i, ok
+}
+
+// insert records that id has index i; n is how many indexes exist (it
+// bounds the dense part).
+func (x *idIndex) insert(id int64, i int32, n int) {
+	if id >= 0 && id < 2*int64(n)+4096 {
+		if id >= int64(len(x.dense)) {
+			m := max(int(id)+1, 2*len(x.dense), 1024)
+			if m <= cap(x.dense) {
+				x.dense = x.dense[:m]
+			} else {
+				x.dense = append(x.dense[:cap(x.dense)], make([]int32, m-cap(x.dense))...)
+			}
+		}
+		if x.dense[id] == 0 {
+			if _, inMap := x.big[id]; !inMap {
+				x.dense[id] = i + 1
+				return
+			}
+		}
+	}
+	if x.big == nil {
+		x.big = make(map[int64]int32)
+	}
+	x.big[id] = i
+}
+
+// remove forgets id if it has index i.
+func (x *idIndex) remove(id int64, i int32) {
+	if uint64(id) < uint64(len(x.dense)) && x.dense[id] == i+1 {
+		x.dense[id] = 0
+	} else if j, ok := x.big[id]; ok && j == i {
+		delete(x.big, id)
+	}
+}
+
+// pool hands out dense indexes for ids, reusing those released: the
+// registry's storages and borrows. An index lives from the first time its
+// id is named until Release.
+type pool struct {
+	ids  idIndex
+	id   []int64 // by index: its id
+	refs []int32 // by index: holders (storages: the tensor rows naming it)
+	free []int32
+}
+
+func (p *pool) reset() {
+	p.ids.reset()
+	p.id, p.refs, p.free = p.id[:0], p.refs[:0], p.free[:0]
+}
+
+// get returns the index of id, giving it one if it has none.
+func (p *pool) get(id int64) int32 {
+	if i, ok := p.ids.find(id); ok {
+		return i
+	}
+	var i int32
+	if n := len(p.free); n > 0 {
+		i = p.free[n-1]
+		p.free = p.free[:n-1]
+		p.id[i], p.refs[i] = id, 0
+	} else {
+		i = int32(len(p.id))
+		p.id = append(p.id, id)
+		p.refs = append(p.refs, 0)
+	}
+	p.ids.insert(id, i, len(p.id))
+	return i
+}
+
+// release forgets index i's id and lets a later id reuse it.
+func (p *pool) release(i int32) {
+	if i < 0 || int(i) >= len(p.id) || p.id[i] == freeID {
+		return
+	}
+	p.ids.remove(p.id[i], i)
+	p.id[i] = freeID
+	p.free = append(p.free, i)
+}
+
+// freeID marks a released index (no id is this: ids that reach a pool are
+// the history's, and a released one is never looked up).
+const freeID = -1 << 63
+
+// Storages is how many storage indexes are in use or free: storage indexes
+// are below it.
+func (r *Registry) Storages() int { return len(r.stor.id) }
+
+// StreamIdx returns the dense index of stream ref, giving it one at its
+// first mention. Streams are never destroyed, so indexes are not reused.
+func (r *Registry) StreamIdx(ref int64) int32 {
+	if i, ok := r.streams.find(ref); ok {
+		return i
+	}
+	i := r.nStreams
+	r.nStreams++
+	r.streams.insert(ref, i, int(r.nStreams))
+	return i
+}
+
+// Streams is the number of stream indexes handed out.
+func (r *Registry) Streams() int { return int(r.nStreams) }
+
+// BorrowIdx returns the dense index of borrow id, giving it one at its
+// first mention; it lives until ReleaseBorrow.
+func (r *Registry) BorrowIdx(id int64) int32 { return r.bor.get(id) }
+
+// ReleaseBorrow lets a later borrow reuse index i: the engine calls it when
+// no worker has the borrow any more.
+func (r *Registry) ReleaseBorrow(i int32) { r.bor.release(i) }
+
+// Borrows is how many borrow indexes are in use or free.
+func (r *Registry) Borrows() int { return len(r.bor.id) }
+
+// TensorIdx returns the dense index of tensor id, or -1 if it is unknown.
+func (r *Registry) TensorIdx(id int64) int32 {
+	if i, ok := r.find(id); ok {
+		return i
+	}
+	return -1
+}
+
+// StorageIdxOf returns the storage index of tensor idx (0 <= idx < Len).
+func (r *Registry) StorageIdxOf(idx int32) int32 { return r.storIdx[idx] }
+
+// storageRef counts one more tensor row naming storage id and returns its
+// index.
+func (r *Registry) storageRef(id int64) int32 {
+	i := r.stor.get(id)
+	r.stor.refs[i]++
+	return i
+}
+
+// storageUnref drops a tensor row's hold on storage index i; the last
+// releases the index.
+func (r *Registry) storageUnref(i int32) {
+	r.stor.refs[i]--
+	if r.stor.refs[i] == 0 {
+		r.stor.release(i)
+	}
+}
