@@ -130,7 +130,11 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	if c != PointToPoint && p.Ranks < 2 {
 		return 0
 	}
-	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency        // bytes per ns
+	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency // bytes per ns
+	eff := 1.0                                        // measured share of it at this size
+	if M == 1 && (c == AllReduce || c == ReduceScatter || c == AllGather) {
+		eff = s.Host.CollectiveEfficiency.At(S)
+	}
 	net := s.Network.NICGBpsPerGPU * s.Network.NICEfficiency // bytes per ns, per rank
 	// Bytes each rank moves over NVLink and over the network, and the
 	// ring's steps in all and across hosts (tuning.cc: a ring over n
@@ -182,7 +186,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
 			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
 		}
-		t := lat*1e3 + max(intraB/(nv*f), interB/(net*f))
+		t := lat*1e3 + max(intraB/(nv*eff*f), interB/(net*f))
 		best = min(best, t)
 	}
 	if c == AllReduce && M > 1 {
@@ -193,7 +197,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		// algorithm bandwidth bus × n/(2(n-1)), Simple only). Its bus
 		// bandwidth is the host's figure for all its GPUs; a smaller
 		// group has fewer NVLS channels, so only the whole host is priced.
-		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/s.Host.NVLSGBps)
+		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/(s.Host.NVLSGBps*eff))
 	}
 	return best
 }
