@@ -52,6 +52,18 @@ import (
 // sources derive the bandwidth from tuning.cc, search.cc and topo.h).
 // Across hosts NCCL's NVLS tree reduces within each host first, as the
 // hierarchical form above does.
+//
+// Measured efficiency: within one host, the NVLink bandwidth of a ring
+// all-reduce, reduce-scatter or all-gather (every protocol) and the NVLS
+// bandwidth are multiplied by host.collective_efficiency at the
+// collective's bytes. NCCL's model is 22-56% fast for 1-128 MiB on one
+// 8 × A100 host because each channel moves less than its nominal rate
+// there (bench/COLLECTIVES.md, "Medium sizes: what NCCL runs"), a factor
+// on bandwidth, not latency; NCCL corrects the same gap for trees with a
+// table (treeCorrectionFactor). Latencies are untouched, and nothing is
+// scaled across hosts (a different chunk size per rank, and the network
+// usually the bottleneck) or for point-to-point, all-to-all and broadcast
+// (other kernels).
 
 // protocol indexes NCCL's protocols.
 type protocol int
