@@ -52,6 +52,18 @@ import (
 // sources derive the bandwidth from tuning.cc, search.cc and topo.h).
 // Across hosts NCCL's NVLS tree reduces within each host first, as the
 // hierarchical form above does.
+//
+// Measured efficiency: within one host, the NVLink bandwidth of a ring
+// all-reduce, reduce-scatter or all-gather (every protocol) and the NVLS
+// bandwidth are multiplied by host.collective_efficiency at the
+// collective's bytes. NCCL's model is 22-56% fast for 1-128 MiB on one
+// 8 × A100 host because each channel moves less than its nominal rate
+// there (bench/COLLECTIVES.md, "Medium sizes: what NCCL runs"), a factor
+// on bandwidth, not latency; NCCL corrects the same gap for trees with a
+// table (treeCorrectionFactor). Latencies are untouched, and nothing is
+// scaled across hosts (a different chunk size per rank, and the network
+// usually the bottleneck) or for point-to-point, all-to-all and broadcast
+// (other kernels).
 
 // protocol indexes NCCL's protocols.
 type protocol int
@@ -130,7 +142,11 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	if c != PointToPoint && p.Ranks < 2 {
 		return 0
 	}
-	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency        // bytes per ns
+	nv := s.Host.NVLinkGBps * s.Host.NVLinkEfficiency // bytes per ns
+	eff := 1.0                                        // measured share of it at this size
+	if M == 1 && (c == AllReduce || c == ReduceScatter || c == AllGather) {
+		eff = s.Host.CollectiveEfficiency.At(S)
+	}
 	net := s.Network.NICGBpsPerGPU * s.Network.NICEfficiency // bytes per ns, per rank
 	// Bytes each rank moves over NVLink and over the network, and the
 	// ring's steps in all and across hosts (tuning.cc: a ring over n
@@ -182,7 +198,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
 			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
 		}
-		t := lat*1e3 + max(intraB/(nv*f), interB/(net*f))
+		t := lat*1e3 + max(intraB/(nv*eff*f), interB/(net*f))
 		best = min(best, t)
 	}
 	if c == AllReduce && M > 1 {
@@ -193,7 +209,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		// algorithm bandwidth bus × n/(2(n-1)), Simple only). Its bus
 		// bandwidth is the host's figure for all its GPUs; a smaller
 		// group has fewer NVLS channels, so only the whole host is priced.
-		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/s.Host.NVLSGBps)
+		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/(s.Host.NVLSGBps*eff))
 	}
 	return best
 }

@@ -11,7 +11,9 @@ import (
 
 // Hand-computed collectives on the h100-sxm preset: NVLink 450 GB/s ×
 // 0.8222 = 369.99 B/ns per rank, network 50 GB/s × 0.94 = 47 B/ns per
-// rank; NCCL latencies from tuning.cc (collective.go).
+// rank; NCCL latencies from tuning.cc (collective.go). Within a host the
+// NVLink and NVLS bandwidths are scaled by the preset's measured
+// efficiency at the size: 0.977 at 1 GiB, 0.770 at 64 MiB (its points).
 func TestHardwareCollectiveByHand(t *testing.T) {
 	s := h100(t)
 	const GiB = 1 << 30
@@ -23,17 +25,18 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		want  int64
 	}{
 		// One host, all 8 GPUs, 1 GiB all-reduce, NVLS: 25 µs + 2·7/8·2^30
-		// = 1,879,048,192 B / 476 B/ns = 3,947,580.2 ns; total 3,972,580.2
-		// -> 3,972,581. (Ring Simple: latency 8.4 + 14 steps × 3.4 = 56.0
-		// µs + 1,879,048,192 / 369.99 = 5,078,645.9 ns = 5,134,646, slower;
-		// LL128 and LL slower still.)
-		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 3_972_581},
+		// = 1,879,048,192 B / (476 × 0.977 = 465.052 B/ns) = 4,040,512.0
+		// ns; total 4,065,512.0 -> 4,065,513. (Ring Simple: latency 8.4 +
+		// 14 steps × 3.4 = 56.0 µs + 1,879,048,192 / (369.99 × 0.977) =
+		// 5,198,204.6 ns = 5,254,204.6, slower; LL128 and LL slower still.)
+		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 4_065_513},
 		// The same on 4 of the host's 8 GPUs: no NVLS (priced only for the
 		// whole host), ring Simple: 8.4 + 6 × 3.4 = 28.8 µs + 2·3/4·2^30 =
-		// 1,610,612,736 / 369.99 = 4,353,125.0 ns = 4,381,925.0 ->
-		// 4,381,926 (ceil of the float sum).
-		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_381_926},
-		// Two hosts of 8: the ring's 30 steps, 2 across hosts: (8.4 + 28 ×
+		// 1,610,612,736 / (369.99 × 0.977) = 4,455,603.9 ns = 4,484,403.9
+		// -> 4,484,404.
+		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_484_404},
+		// Two hosts of 8 (no measured efficiency across hosts): the
+		// ring's 30 steps, 2 across hosts: (8.4 + 28 ×
 		// 3.4 + 2 × 9.6) × 1.9 (plateau) = 233.32 µs; NVLink phase
 		// 5,078,645.9 ns, network phase 2·(1/2)·2^30/8 = 134,217,728 B / 47
 		// = 2,855,696.3 ns, pipelined: the slower, 5,078,645.9; total
@@ -44,9 +47,10 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		// 2,127,659.6 ns -> 2,145,660.
 		{"send across hosts", PointToPoint, 100_000_000, Placement{2, 2, 1}, 2_145_660},
 		// Reduce-scatter of 64 MiB in a host of 8, Simple: 8.4 + 7 × 3.4 =
-		// 32.2 µs + 7/8 · 67,108,864 / 369.99 = 158,707.7 ns = 190,907.7 ->
-		// 190,908. (LL128: 23.3 µs + 172,508.4 ns = 195,808; slower.)
-		{"reduce-scatter in a host", ReduceScatter, 64 << 20, Placement{8, 1, 8}, 190_908},
+		// 32.2 µs + 7/8 · 67,108,864 / (369.99 × 0.770 = 284.8923) =
+		// 206,113.9 ns = 238,313.9 -> 238,314. (LL128: 23.3 µs + 224,036.8
+		// ns = 247,336.8; slower.)
+		{"reduce-scatter in a host", ReduceScatter, 64 << 20, Placement{8, 1, 8}, 238_314},
 		// One rank: nothing to do.
 		{"one rank", AllReduce, GiB, Placement{1, 1, 1}, 0},
 	}
@@ -71,11 +75,16 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 // 2 MiB (3,670,016 B): LL 72,651.0, LL128 53,575.8, Simple 71,617.8 ns.
 // 16 MiB (29,360,128 B): LL128 172,406.6, Simple 180,942.0 ns.
 // 32 MiB (58,720,256 B): LL128 308,213.1, Simple 305,884.1 ns.
+//
+// This is NCCL's model alone: the preset's measured efficiency curve is
+// taken off here (TestMeasuredEfficiencyByHand prices it with the curve).
 func TestMediumAllReduceProtocolByHand(t *testing.T) {
-	s, err := hardware.Preset("a100-80gb")
+	a, err := hardware.Preset("a100-80gb")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := *a
+	s.Host.CollectiveEfficiency = nil
 	host := Placement{Ranks: 8, Hosts: 1, MaxPerHost: 8}
 	cases := []struct {
 		what  string
@@ -88,8 +97,46 @@ func TestMediumAllReduceProtocolByHand(t *testing.T) {
 		{"32 MiB, Simple", 32 << 20, 305_885},
 	}
 	for _, c := range cases {
-		if got := HardwareCollectiveNs(s, AllReduce, c.bytes, host); got != c.want {
+		if got := HardwareCollectiveNs(&s, AllReduce, c.bytes, host); got != c.want {
 			t.Errorf("%s: %d ns, want %d", c.what, got, c.want)
+		}
+	}
+}
+
+// The a100-80gb preset with its measured efficiency curve, by hand: the
+// NVLink bandwidth of every protocol is scaled by the curve at the size.
+//
+// 16 MiB, a point of the curve (0.585), 29,360,128 B moved: LL128 36.6 µs
+// + 29,360,128 / (234.99 × 0.585 × 0.92 = 126.4716) = 232,148.0 ns =
+// 268,748.0 -> 268,748; Simple 56.0 µs + 29,360,128 / 137.4692 =
+// 213,576.1 ns = 269,576.1, slower (LL128 is kept, as without the curve).
+//
+// 100 MB, between 64 MiB (0.770) and 128 MiB (0.773): a power law,
+// 0.770 × (1e8 / 67,108,864)^(ln(0.773/0.770) / ln 2) = 0.770 ×
+// 1.49012^0.0056100 = 0.771725; 1.75e8 B moved; Simple 56.0 µs +
+// 1.75e8 / (234.99 × 0.771725 = 181.3476) = 964,997.5 ns = 1,020,997.5 ->
+// 1,020,998 (without the curve 800,713: the curve adds 27.5%).
+func TestMeasuredEfficiencyByHand(t *testing.T) {
+	s, err := hardware.Preset("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := Placement{Ranks: 8, Hosts: 1, MaxPerHost: 8}
+	for _, c := range []struct {
+		bytes, want int64
+	}{{16 << 20, 268_748}, {100_000_000, 1_020_998}} {
+		if got := HardwareCollectiveNs(s, AllReduce, c.bytes, host); got != c.want {
+			t.Errorf("%d B: %d ns, want %d", c.bytes, got, c.want)
+		}
+	}
+	// Across hosts the curve is not applied: two hosts of 8 price as
+	// without it.
+	plain := *s
+	plain.Host.CollectiveEfficiency = nil
+	two := Placement{Ranks: 16, Hosts: 2, MaxPerHost: 8}
+	for _, b := range []int64{16 << 20, 100_000_000} {
+		if got, want := HardwareCollectiveNs(s, AllReduce, b, two), HardwareCollectiveNs(&plain, AllReduce, b, two); got != want {
+			t.Errorf("%d B over two hosts: %d ns with the curve, %d without", b, got, want)
 		}
 	}
 }
@@ -163,7 +210,7 @@ func TestReduceThroughHardwareModel(t *testing.T) {
 	}
 	r := gen.Reduce{Reduction: "sum", LocalTensor: tensorOf(1, "bfloat16", 1<<14, 1<<15), Result: tensorOf(2, "bfloat16", 1<<14, 1<<15)}
 	// 2^30 bytes over the 8 ranks of one host: NVLS, as by hand above.
-	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 3_972_581 {
+	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 4_065_513 {
 		t.Errorf("in a host: %d", got)
 	}
 	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8, Hosts: 2, MaxPerHost: 8}); got != 5_311_966 {

@@ -85,6 +85,15 @@ type Host struct {
 	NVLSGBps float64 `json:"nvls_gbps,omitempty"`
 	// NVLSLatencyUs is an NVLS all-reduce's latency.
 	NVLSLatencyUs float64 `json:"nvls_latency_us,omitempty"`
+	// CollectiveEfficiency (optional) is a measured factor on the NVLink
+	// bandwidth of a ring all-reduce, reduce-scatter or all-gather, or an
+	// NVLS all-reduce, within one host, as a function of the collective's
+	// bytes (the full buffer): the share of NCCL's modelled bandwidth its
+	// kernels reach at that size. Like NCCL's own treeCorrectionFactor
+	// (src/graph/tuning.cc), which corrects trees at medium sizes, but
+	// measured from a published nccl-tests sweep; the preset's sources give
+	// the sweep and the arithmetic. Empty: 1 at every size.
+	CollectiveEfficiency Curve `json:"collective_efficiency,omitempty"`
 }
 
 // Network connects hosts.
@@ -200,6 +209,11 @@ func (s *Spec) Check() error {
 	} {
 		if e != nil {
 			return e
+		}
+	}
+	if len(s.Host.CollectiveEfficiency) > 0 {
+		if err := s.Host.CollectiveEfficiency.check("host.collective_efficiency"); err != nil {
+			return err
 		}
 	}
 	if v := s.Host.NVLSGBps; v < 0 || v > 1e6 || math.IsNaN(v) {

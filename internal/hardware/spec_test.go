@@ -34,6 +34,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		if s.Host.NVLSGBps > 0 && (s.Sources["host.nvls_gbps"] == "" || s.Sources["host.nvls_latency_us"] == "") {
 			t.Errorf("%s: NVLS figures without sources", name)
 		}
+		if len(s.Host.CollectiveEfficiency) > 0 && s.Sources["host.collective_efficiency"] == "" {
+			t.Errorf("%s: collective efficiency curve without a source", name)
+		}
 		if s.Host.GPUsPerHost != 8 {
 			t.Errorf("%s: %d GPUs per host, want 8 (DGX/HGX)", name, s.Host.GPUsPerHost)
 		}
@@ -108,6 +111,9 @@ func TestParseErrors(t *testing.T) {
 		mutate(`"bf16": 989.4`, `"bf8": 989.4`),
 		mutate(`"nvls_gbps": 476`, `"nvls_gbps": -1`),
 		mutate(`"nvls_latency_us": 25`, `"nvls_latency_us": -25`),
+		// A collective efficiency above 1, and sizes out of order.
+		mutate("0.977", "1.5"),
+		mutate("1073741824.0", "1.0"),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
 		// 0.9 at 2^28 grows 37x for 8x the size.
 		mutate("0.0971", "0.9"),

@@ -109,14 +109,15 @@ const maeTarget = 3.5
 // bench/VALIDATION.md ("What still misses") says why each misses.
 var misses = map[string]float64{
 	"korthikanti-22b-seqsel/activation_gib": 8.5,
-	"narayanan-7p5b/tflops_per_gpu":         20.5,
+	"narayanan-7p5b/tflops_per_gpu":         19.5,
 }
 
 // maeBound is the step-time mean absolute error held today, above
-// maeTarget (see misses): 6.77% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-5.3, -7.7, +3.6, +0.5 and -16.7%);
-// 6.95% with the 145.6B row's -7.8% (-args -all-points).
-const maeBound = 7.0
+// maeTarget (see misses): 6.42% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-0.7, -2.8, +7.6, +5.0 and -16.0%),
+// with the A100 preset's measured collective efficiency curve. The
+// 145.6B row (-args -all-points) was not measured with that curve.
+const maeBound = 6.5
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 
