@@ -94,6 +94,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var tf tfFlags
 	tf.register(fs, false)
 	fs.StringVar(&s.Workload, "workload", search.WorkloadTransformer, "`W`: transformer, or toy (the one-weight-per-layer micro-benchmark)")
+	fs.IntVar(&s.Batch, "global-batch", 8, "the same as --batch: sequences per step over all replicas")
+	schedules := fs.String("schedules", "1f1b,interleaved:2,interleaved:4", "transformer: the pipeline schedules to search, comma-separated (--schedule S: only S)")
+	recomputes := fs.String("recomputes", "none,selective,full", "transformer: the recomputation policies to search (--recompute R: only R)")
+	sps := fs.String("sequence-parallels", "false,true", "transformer: sequence parallelism off and on, searched (--sequence-parallel: only on);\non needs tp > 1")
+	zeros := fs.String("zeros", "0,1,2,3", "transformer: the ZeRO stages to search (--zero N: only N); above 0 needs dp > 1")
+	maxTP := fs.Int("max-tp", 0, "transformer: tp at most `T` (0: the GPUs of a host, a tensor-parallel group within a host)")
+	noPrune := fs.Bool("no-prune", false, "transformer: simulate every layout; without it, layouts whose memory bound exceeds a GPU\nor whose step-time bound exceeds the best step so far are not simulated")
 	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
 	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
@@ -128,8 +135,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
 		return exitInput
 	}
+	var peakOf func(dtype string) float64
 	if m != nil {
 		if r := m.Roofline(); r != nil {
+			peakOf = func(dtype string) float64 {
+				v, _ := r.Spec().GPU.PeakTFLOPS(dtype)
+				return v
+			}
 			// The hardware's memory and host size, unless given.
 			given := map[string]bool{}
 			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -159,7 +171,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if s.Workload == search.WorkloadToy {
-		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab")); len(bad) > 0 {
+		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab", "schedules", "recomputes", "sequence-parallels", "zeros", "max-tp", "no-prune")); len(bad) > 0 {
 			fmt.Fprintf(stderr, "fastsim search: %s: only the transformer workload reads it\n", bad[0])
 			return exitInput
 		}
@@ -180,6 +192,51 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		s.Layers, s.Hidden, s.Seq = s.Model.Layers, s.Model.Hidden, s.Model.Seq
 		s.Schedule, s.Recompute, s.SequenceParallel, s.Zero, s.FlashAttention = tf.schedule, tf.recompute, tf.sp, tf.zero, tf.flash
+		// Every dimension is searched unless its flag pins it.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		pin := func(one, many string, list *string, v string) {
+			if given[one] && given[many] {
+				fmt.Fprintf(stderr, "fastsim search: --%s and --%s: give one\n", one, many)
+				code = exitInput
+			}
+			*list = v
+			if given[one] {
+				*list = ""
+			}
+		}
+		code = -1
+		pin("schedule", "schedules", &s.Schedules, *schedules)
+		pin("recompute", "recomputes", &s.Recomputes, *recomputes)
+		pin("sequence-parallel", "sequence-parallels", &s.SequenceParallels, *sps)
+		pin("zero", "zeros", &s.Zeros, *zeros)
+		if code >= 0 {
+			return code
+		}
+		if s.Schedules != "" || s.Recomputes != "" || s.SequenceParallels != "" || s.Zeros != "" {
+			// The space's own values stand for the pinned dimensions.
+			if s.Schedules == "" {
+				s.Schedules = s.Schedule
+			}
+			if s.Recomputes == "" {
+				s.Recomputes = s.Recompute
+			}
+			if s.SequenceParallels == "" {
+				s.SequenceParallels = strconv.FormatBool(s.SequenceParallel)
+			}
+			if s.Zeros == "" {
+				s.Zeros = strconv.Itoa(s.Zero)
+			}
+			s.Schedule, s.Recompute, s.SequenceParallel, s.Zero = "", "", false, 0
+		}
+		s.MaxTP = *maxTP
+		if s.MaxTP == 0 {
+			s.MaxTP = s.GPUsPerHost
+		}
+		s.Prune = !*noPrune
+		if peakOf != nil {
+			s.PeakTFLOPS = peakOf(s.Model.Dtype)
+		}
 		if tf.stageColl {
 			fmt.Fprintln(stderr, "fastsim search: --stage-collectives: search prices collectives per group; not offered here")
 			return exitInput
@@ -189,7 +246,9 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
+	var stats search.Stats
+	began := time.Now()
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard, Stats: &stats}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}
@@ -208,7 +267,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
 		return exitInput
 	}
-	return emit(search.NewDoc(s, costsID, shard, layouts, rs), out, stdout, stderr, "search")
+	if !out.quiet {
+		fmt.Fprintf(stdout, "search: %d layouts enumerated, %d pruned by memory, %d pruned by step-time bound, %d simulated, in %.1f s (bounds %.1f s)\n",
+			stats.Enumerated, stats.PrunedMemory, stats.PrunedBound, stats.Simulated, time.Since(began).Seconds(), stats.BoundsSeconds)
+	}
+	d := search.NewDoc(s, costsID, shard, layouts, rs)
+	d.PrunedMemory = stats.PrunedMemory
+	return emit(d, out, stdout, stderr, "search")
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
