@@ -76,7 +76,7 @@ func TestBoundsBelowReplay(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	tight := 0.0
+	tight, tightMem := 0.0, 0.0
 	for j, r := range rs {
 		b := bounds[j]
 		if b.MemoryBytes <= 0 || b.TimeNs <= 0 {
@@ -89,8 +89,9 @@ func TestBoundsBelowReplay(t *testing.T) {
 			t.Errorf("layout %+v: step-time bound %d over the replayed step %d", r.Layout, b.TimeNs, r.StepTimeNs)
 		}
 		tight = max(tight, float64(b.TimeNs)/float64(r.StepTimeNs))
+		tightMem = max(tightMem, float64(b.MemoryBytes)/float64(r.PeakBytes))
 	}
-	t.Logf("%d of %d layouts: tightest step-time bound %.2f of the step", len(rs), len(all), tight)
+	t.Logf("%d of %d layouts: tightest step-time bound %.2f of the step, memory bound %.2f of the peak", len(rs), len(all), tight, tightMem)
 }
 
 // TestLayerProbeIndependentOfDP: a layer's compute-stream work, which the
