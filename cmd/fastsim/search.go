@@ -33,19 +33,37 @@ func gptModel(layers, hidden, seq, heads, vocab int) workload.Model {
 const searchUsage = `Usage: fastsim search [flags]
        fastsim search merge [flags] SHARD.json...
 
-Searches the parallel layouts of a training job on --world GPUs: every
-(pp, dp, tp, microbatches) that divides the world and the model. Each layout's
-training history (as 'fastsim synth' writes it) is synthesized in memory and
-replayed with grouped workers and the cost model (--costs), layouts in
-parallel (--jobs). The table ranks the layouts that fit --gpu-memory-gb
-first, then by step time.
+Searches the parallel layouts of a training job on --world GPUs. Each
+layout's training history is synthesized in memory and replayed with grouped
+workers and the cost model (--costs, --hardware), layouts in parallel
+(--jobs). The table ranks the layouts that fit --gpu-memory-gb first, then
+by step time (the highest tokens/s first).
 
 The job is a transformer (--model NAME|FILE, or a GPT built from --layers,
---hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it, with
---schedule, --recompute, --sequence-parallel, --zero and --flash-attention
-applied to every layout; --batch is the global batch, split into
-microbatches of batch/(dp*micro) sequences. --workload toy searches the toy
-micro-benchmark (one weight per layer) instead.
+--hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it;
+--batch (or --global-batch) is the global batch. The space is every
+(pp, dp, tp, microbatches) that divides the world and the model, tp at most
+--max-tp (default: a host) and dividing the heads, times every pipeline
+schedule of --schedules, recomputation of --recomputes, sequence
+parallelism of --sequence-parallels and ZeRO stage of --zeros; --schedule,
+--recompute, --sequence-parallel or --zero pins that dimension to one value.
+The table shows each layout's microbatch size (mb), how it trains, its
+step time, tokens/s, MFU (with --hardware), and its worst device's memory:
+model state (what it holds at the end), activations (the rest) and peak.
+
+Pruning (the default; --no-prune turns it off): every layout first gets two
+lower bounds, computed from tiny probe jobs priced by the same cost model:
+its peak memory (model state plus what each layer keeps for the microbatches
+stage 0 holds) and its step time (the compute stream's layer work plus the
+pipeline's fill and drain). A layout whose memory bound exceeds a GPU is not
+simulated; the rest are simulated lowest step-time bound first, and the
+search stops when the next bound exceeds the best step of a layout that
+fits. The result holds the simulated layouts whose bound is at most the best
+step (every pruned search simulates these, so the result does not depend on
+--jobs or the sharding); the first line counts the layouts enumerated,
+pruned by memory, pruned by the step-time bound and simulated.
+--workload toy searches the toy micro-benchmark (one weight per layer)
+instead, unpruned.
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of

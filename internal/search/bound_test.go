@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -251,4 +252,42 @@ func TestBoundsBelowReplayCostsFile(t *testing.T) {
 			t.Errorf("layout %+v: bounds %+v over the replay's step %d ns, peak %d bytes", l, b, r.StepTimeNs, r.PeakBytes)
 		}
 	}
+}
+
+// BenchmarkBoundsGPT3 computes the bounds of every layout of GPT-3 175B
+// on 1,024 A100-80GB GPUs with a global batch of 1,536 (tp within a host,
+// the schedules 1F1B and interleaved with 2 and 4 chunks, every
+// recomputation policy, sequence parallelism and ZeRO stage), as a pruned
+// search does before it simulates anything.
+func BenchmarkBoundsGPT3(b *testing.B) {
+	m, err := workload.LoadModel("gpt3-175b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 1536, World: 1024, GPUsPerHost: 8, MemoryBytes: 80e9, Steps: 2, MaxTP: 8,
+		Schedules: "1f1b,interleaved:2,interleaved:4", Recomputes: "none,selective,full", SequenceParallels: "false,true", Zeros: "0,1,2,3", Prune: true}
+	all, err := Enumerate(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	model := a100(b)
+	fit := 0
+	for b.Loop() {
+		bs, err := Bounds(context.Background(), s, all, idx, model, runtime.GOMAXPROCS(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		fit = 0
+		for _, bd := range bs {
+			if bd.MemoryBytes <= s.MemoryBytes {
+				fit++
+			}
+		}
+	}
+	b.ReportMetric(float64(len(all)), "layouts")
+	b.ReportMetric(float64(len(all)-fit), "pruned-by-memory")
 }
