@@ -70,6 +70,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if d.Layouts < 0 || d.Layouts > MaxLayouts || len(d.Results) > d.Layouts {
 		return nil, fmt.Errorf("%s: %w: %d results of %d layouts (at most %d)", name, ErrMerge, len(d.Results), d.Layouts, MaxLayouts)
 	}
+	if d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > d.Layouts || (d.PrunedMemory > 0 && !d.Space.Prune) {
+		return nil, fmt.Errorf("%s: %w: %d layouts pruned by memory and %d results of %d layouts", name, ErrMerge, d.PrunedMemory, len(d.Results), d.Layouts)
+	}
 	return &d, nil
 }
 
