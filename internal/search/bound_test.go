@@ -291,3 +291,33 @@ func BenchmarkBoundsGPT3(b *testing.B) {
 	b.ReportMetric(float64(len(all)), "layouts")
 	b.ReportMetric(float64(len(all)-fit), "pruned-by-memory")
 }
+
+// TestBoundsBelowReplayFlash: the same property with flash attention
+// (nothing of size s² kept), on the hardware model.
+func TestBoundsBelowReplayFlash(t *testing.T) {
+	s := prunedSpace()
+	s.FlashAttention = true
+	s.Recomputes = "none,selective,full"
+	model := a100(t)
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range all {
+		r, err := Evaluate(context.Background(), s, l, model, sched.ControllerNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bounds[i]; b.TimeNs > r.StepTimeNs || b.MemoryBytes > r.PeakBytes {
+			t.Errorf("layout %+v: bounds %+v over the replay's step %d ns, peak %d bytes", l, b, r.StepTimeNs, r.PeakBytes)
+		}
+	}
+}
