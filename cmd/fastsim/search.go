@@ -33,19 +33,37 @@ func gptModel(layers, hidden, seq, heads, vocab int) workload.Model {
 const searchUsage = `Usage: fastsim search [flags]
        fastsim search merge [flags] SHARD.json...
 
-Searches the parallel layouts of a training job on --world GPUs: every
-(pp, dp, tp, microbatches) that divides the world and the model. Each layout's
-training history (as 'fastsim synth' writes it) is synthesized in memory and
-replayed with grouped workers and the cost model (--costs), layouts in
-parallel (--jobs). The table ranks the layouts that fit --gpu-memory-gb
-first, then by step time.
+Searches the parallel layouts of a training job on --world GPUs. Each
+layout's training history is synthesized in memory and replayed with grouped
+workers and the cost model (--costs, --hardware), layouts in parallel
+(--jobs). The table ranks the layouts that fit --gpu-memory-gb first, then
+by step time (the highest tokens/s first).
 
 The job is a transformer (--model NAME|FILE, or a GPT built from --layers,
---hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it, with
---schedule, --recompute, --sequence-parallel, --zero and --flash-attention
-applied to every layout; --batch is the global batch, split into
-microbatches of batch/(dp*micro) sequences. --workload toy searches the toy
-micro-benchmark (one weight per layer) instead.
+--hidden, --seq, --heads and --vocab) trained as Megatron-LM trains it;
+--batch (or --global-batch) is the global batch. The space is every
+(pp, dp, tp, microbatches) that divides the world and the model, tp at most
+--max-tp (default: a host) and dividing the heads, times every pipeline
+schedule of --schedules, recomputation of --recomputes, sequence
+parallelism of --sequence-parallels and ZeRO stage of --zeros; --schedule,
+--recompute, --sequence-parallel or --zero pins that dimension to one value.
+The table shows each layout's microbatch size (mb), how it trains, its
+step time, tokens/s, MFU (with --hardware), and its worst device's memory:
+model state (what it holds at the end), activations (the rest) and peak.
+
+Pruning (the default; --no-prune turns it off): every layout first gets two
+lower bounds, computed from tiny probe jobs priced by the same cost model:
+its peak memory (model state plus what each layer keeps for the microbatches
+stage 0 holds) and its step time (the compute stream's layer work plus the
+pipeline's fill and drain). A layout whose memory bound exceeds a GPU is not
+simulated; the rest are simulated lowest step-time bound first, and the
+search stops when the next bound exceeds the best step of a layout that
+fits. The result holds the simulated layouts whose bound is at most the best
+step (every pruned search simulates these, so the result does not depend on
+--jobs or the sharding); the first line counts the layouts enumerated,
+pruned by memory, pruned by the step-time bound and simulated.
+--workload toy searches the toy micro-benchmark (one weight per layer)
+instead, unpruned.
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of
@@ -78,7 +96,7 @@ type searchOut struct {
 
 func (o *searchOut) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
-	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader)
+	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(a space that searches how layouts train, or prunes, adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no table")
 }
@@ -94,6 +112,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var tf tfFlags
 	tf.register(fs, false)
 	fs.StringVar(&s.Workload, "workload", search.WorkloadTransformer, "`W`: transformer, or toy (the one-weight-per-layer micro-benchmark)")
+	fs.IntVar(&s.Batch, "global-batch", 8, "the same as --batch: sequences per step over all replicas")
+	schedules := fs.String("schedules", "1f1b,interleaved:2,interleaved:4", "transformer: the pipeline schedules to search, comma-separated (--schedule S: only S)")
+	recomputes := fs.String("recomputes", "none,selective,full", "transformer: the recomputation policies to search (--recompute R: only R)")
+	sps := fs.String("sequence-parallels", "false,true", "transformer: sequence parallelism off and on, searched (--sequence-parallel: only on);\non needs tp > 1")
+	zeros := fs.String("zeros", "0,1,2,3", "transformer: the ZeRO stages to search (--zero N: only N); above 0 needs dp > 1")
+	maxTP := fs.Int("max-tp", 0, "transformer: tp at most `T` (0: the GPUs of a host, a tensor-parallel group within a host)")
+	noPrune := fs.Bool("no-prune", false, "transformer: simulate every layout; without it, layouts whose memory bound exceeds a GPU\nor whose step-time bound exceeds the best step so far are not simulated")
 	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
 	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
@@ -128,8 +153,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", oneLine(err))
 		return exitInput
 	}
+	var peakOf func(dtype string) float64
 	if m != nil {
 		if r := m.Roofline(); r != nil {
+			peakOf = func(dtype string) float64 {
+				v, _ := r.Spec().GPU.PeakTFLOPS(dtype)
+				return v
+			}
 			// The hardware's memory and host size, unless given.
 			given := map[string]bool{}
 			fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -159,7 +189,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if s.Workload == search.WorkloadToy {
-		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab")); len(bad) > 0 {
+		if bad := setFlags(fs, append(tfOnly, "model", "heads", "vocab", "schedules", "recomputes", "sequence-parallels", "zeros", "max-tp", "no-prune")); len(bad) > 0 {
 			fmt.Fprintf(stderr, "fastsim search: %s: only the transformer workload reads it\n", bad[0])
 			return exitInput
 		}
@@ -180,6 +210,51 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		s.Layers, s.Hidden, s.Seq = s.Model.Layers, s.Model.Hidden, s.Model.Seq
 		s.Schedule, s.Recompute, s.SequenceParallel, s.Zero, s.FlashAttention = tf.schedule, tf.recompute, tf.sp, tf.zero, tf.flash
+		// Every dimension is searched unless its flag pins it.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		pin := func(one, many string, list *string, v string) {
+			if given[one] && given[many] {
+				fmt.Fprintf(stderr, "fastsim search: --%s and --%s: give one\n", one, many)
+				code = exitInput
+			}
+			*list = v
+			if given[one] {
+				*list = ""
+			}
+		}
+		code = -1
+		pin("schedule", "schedules", &s.Schedules, *schedules)
+		pin("recompute", "recomputes", &s.Recomputes, *recomputes)
+		pin("sequence-parallel", "sequence-parallels", &s.SequenceParallels, *sps)
+		pin("zero", "zeros", &s.Zeros, *zeros)
+		if code >= 0 {
+			return code
+		}
+		if s.Schedules != "" || s.Recomputes != "" || s.SequenceParallels != "" || s.Zeros != "" {
+			// The space's own values stand for the pinned dimensions.
+			if s.Schedules == "" {
+				s.Schedules = s.Schedule
+			}
+			if s.Recomputes == "" {
+				s.Recomputes = s.Recompute
+			}
+			if s.SequenceParallels == "" {
+				s.SequenceParallels = strconv.FormatBool(s.SequenceParallel)
+			}
+			if s.Zeros == "" {
+				s.Zeros = strconv.Itoa(s.Zero)
+			}
+			s.Schedule, s.Recompute, s.SequenceParallel, s.Zero = "", "", false, 0
+		}
+		s.MaxTP = *maxTP
+		if s.MaxTP == 0 {
+			s.MaxTP = s.GPUsPerHost
+		}
+		s.Prune = !*noPrune
+		if peakOf != nil {
+			s.PeakTFLOPS = peakOf(s.Model.Dtype)
+		}
 		if tf.stageColl {
 			fmt.Fprintln(stderr, "fastsim search: --stage-collectives: search prices collectives per group; not offered here")
 			return exitInput
@@ -189,7 +264,9 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard}
+	var stats search.Stats
+	began := time.Now()
+	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard, Stats: &stats}
 	if isTerminal(os.Stderr) {
 		opt.Progress = progress(stderr, time.Now())
 	}
@@ -208,7 +285,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
 		return exitInput
 	}
-	return emit(search.NewDoc(s, costsID, shard, layouts, rs), out, stdout, stderr, "search")
+	if !out.quiet {
+		fmt.Fprintf(stdout, "search: %d layouts enumerated, %d pruned by memory, %d pruned by step-time bound, %d simulated, in %.1f s (bounds %.1f s)\n",
+			stats.Enumerated, stats.PrunedMemory, stats.PrunedBound, stats.Simulated, time.Since(began).Seconds(), stats.BoundsSeconds)
+	}
+	d := search.NewDoc(s, costsID, shard, layouts, rs)
+	d.PrunedMemory = stats.PrunedMemory
+	return emit(d, out, stdout, stderr, "search")
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {

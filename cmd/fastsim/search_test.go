@@ -48,3 +48,39 @@ func TestSearchShardsCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchPruneCLI: over the real space (every schedule, recomputation,
+// sequence parallelism and ZeRO stage by default), the pruned search and
+// --no-prune rank the same layout first; a dimension given both pinned and
+// as a list is refused.
+func TestSearchPruneCLI(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"search", "--world", "4", "--layers", "4", "--hidden", "64", "--seq", "32", "--global-batch", "4",
+		"--gpus-per-host", "4", "--hardware", "a100-80gb", "--controller", "none", "--quiet"}
+	first := func(extra ...string) string {
+		t.Helper()
+		csv := filepath.Join(dir, "out.csv")
+		var out, errb bytes.Buffer
+		if code := run(append(append(base, extra...), "--csv", csv), &out, &errb); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", extra, code, errb.String())
+		}
+		data, err := os.ReadFile(csv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		if len(lines) < 3 {
+			t.Fatalf("%v: CSV %q", extra, data)
+		}
+		// The layout, its step and memory, how it trains: not the bounds,
+		// which --no-prune does not compute.
+		return string(bytes.Join(bytes.Split(lines[1], []byte(","))[:15], []byte(",")))
+	}
+	if a, b := first(), first("--no-prune"); a != b {
+		t.Errorf("best layout pruned %q, unpruned %q", a, b)
+	}
+	var out, errb bytes.Buffer
+	if code := run(append(base, "--schedule", "1f1b", "--schedules", "1f1b"), &out, &errb); code != exitInput {
+		t.Errorf("--schedule with --schedules: exit %d, want %d", code, exitInput)
+	}
+}

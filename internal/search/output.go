@@ -16,10 +16,20 @@ type Doc struct {
 	Space   Space  `json:"space"`
 	// Costs identifies the cost model: "reference", or the SHA-256 of the
 	// costs file, so shards priced differently do not merge.
-	Costs   string   `json:"costs"`
-	Shard   Shard    `json:"shard"`   // {0,1} for a whole (or merged) search
-	Layouts int      `json:"layouts"` // in the whole enumeration
-	Results []Result `json:"results"` // ranked
+	Costs   string `json:"costs"`
+	Shard   Shard  `json:"shard"`   // {0,1} for a whole (or merged) search
+	Layouts int    `json:"layouts"` // in the whole enumeration
+	// PrunedMemory counts the layouts of the shard whose memory bound
+	// exceeds a GPU (Space.Prune), summed when shards merge.
+	PrunedMemory int      `json:"pruned_by_memory,omitempty"`
+	Results      []Result `json:"results"` // ranked
+}
+
+// full reports whether d's results carry the training dimensions, the
+// memory split and the bounds (a space that searches them or prunes).
+func (d *Doc) full() bool {
+	s := &d.Space
+	return s.Prune || s.Schedules != "" || s.Recomputes != "" || s.SequenceParallels != "" || s.Zeros != ""
 }
 
 // NewDoc wraps ranked results.
@@ -60,19 +70,38 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if d.Layouts < 0 || d.Layouts > MaxLayouts || len(d.Results) > d.Layouts {
 		return nil, fmt.Errorf("%s: %w: %d results of %d layouts (at most %d)", name, ErrMerge, len(d.Results), d.Layouts, MaxLayouts)
 	}
+	if d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > d.Layouts || (d.PrunedMemory > 0 && !d.Space.Prune) {
+		return nil, fmt.Errorf("%s: %w: %d layouts pruned by memory and %d results of %d layouts", name, ErrMerge, d.PrunedMemory, len(d.Results), d.Layouts)
+	}
 	return &d, nil
 }
 
-// CSVHeader is the first line of WriteCSV.
-const CSVHeader = "pp,dp,tp,micro,step_time_s,peak_memory_mb,fits,tokens_per_s"
+// CSVHeader is the first line of WriteCSV; CSVFullHeader is, when the
+// space searches how layouts train or prunes.
+const (
+	CSVHeader     = "pp,dp,tp,micro,step_time_s,peak_memory_mb,fits,tokens_per_s"
+	CSVFullHeader = CSVHeader + ",micro_batch,schedule,recompute,sequence_parallel,zero,mfu,model_state_bytes,peak_memory_bytes,memory_bound_bytes,time_bound_ns"
+)
 
-// WriteCSV writes one line per result, in rank order, after CSVHeader.
+// WriteCSV writes one line per result, in rank order, after CSVHeader
+// (or CSVFullHeader).
 func (d *Doc) WriteCSV(w io.Writer) error {
 	var b bytes.Buffer
-	b.WriteString(CSVHeader + "\n")
+	full := d.full()
+	if full {
+		b.WriteString(CSVFullHeader + "\n")
+	} else {
+		b.WriteString(CSVHeader + "\n")
+	}
 	for _, r := range d.Results {
-		fmt.Fprintf(&b, "%d,%d,%d,%d,%s,%s,%t,%s\n", r.PP, r.DP, r.TP, r.Micro,
+		fmt.Fprintf(&b, "%d,%d,%d,%d,%s,%s,%t,%s", r.PP, r.DP, r.TP, r.Micro,
 			ftoa(r.StepTimeS), ftoa(r.PeakMemoryMB), r.Fits, ftoa(r.TokensPerS))
+		if full {
+			j := d.Space.Job(r.Layout)
+			fmt.Fprintf(&b, ",%d,%s,%s,%t,%d,%s,%d,%d,%d,%d", j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout),
+				j.SequenceParallel, j.Zero, ftoa(r.MFU), r.ModelStateBytes, r.PeakBytes, r.MemoryBoundBytes, r.TimeBoundNs)
+		}
+		b.WriteByte('\n')
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -86,12 +115,29 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 	if top > 0 && top < len(rs) {
 		rs = rs[:top]
 	}
+	full := d.full()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tpp\tdp\ttp\tmicro\tstep time (ms)\tpeak (MB)\tfits\ttokens/s\t")
+	if full {
+		fmt.Fprintln(tw, "rank\tpp\tdp\ttp\tmicro\tmb\tschedule\trecompute\tsp\tzero\tstep time (ms)\ttokens/s\tMFU\tstate (GB)\tact (GB)\tpeak (GB)\tfits\t")
+	} else {
+		fmt.Fprintln(tw, "rank\tpp\tdp\ttp\tmicro\tstep time (ms)\tpeak (MB)\tfits\ttokens/s\t")
+	}
 	for i, r := range rs {
 		fits := "no"
 		if r.Fits {
 			fits = "yes"
+		}
+		if full {
+			j := d.Space.Job(r.Layout)
+			sp := "no"
+			if j.SequenceParallel {
+				sp = "yes"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%.3f\t%.0f\t%.1f%%\t%.2f\t%.2f\t%.2f\t%s\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
+				j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout), sp, j.Zero,
+				float64(r.StepTimeNs)/1e6, r.TokensPerS, 100*r.MFU, float64(r.ModelStateBytes)/1e9,
+				float64(r.PeakBytes-r.ModelStateBytes)/1e9, float64(r.PeakBytes)/1e9, fits)
+			continue
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%.3f\t%.1f\t%s\t%.0f\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
 			float64(r.StepTimeNs)/1e6, r.PeakMemoryMB, fits, r.TokensPerS)
@@ -109,6 +155,11 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 	if len(rs) < len(d.Results) {
 		more = fmt.Sprintf("; %d shown", len(rs))
 	}
+	if d.Space.Prune {
+		_, err := fmt.Fprintf(w, "%d layouts: %d cannot fit by their memory bound; %d with a step-time bound at most the best step simulated, %d fit in %.1f GB%s\n",
+			d.Layouts, d.PrunedMemory, len(d.Results), fitting, float64(d.Space.MemoryBytes)/1e9, more)
+		return err
+	}
 	_, err := fmt.Fprintf(w, "%d of %d layouts evaluated, %d fit in %.1f GB%s\n",
 		len(d.Results), d.Layouts, fitting, float64(d.Space.MemoryBytes)/1e9, more)
 	return err
@@ -125,6 +176,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 	n := first.Shard.N
 	seen := make([]bool, n)
 	var all []Result
+	pruned := 0
 	for _, d := range docs {
 		switch {
 		case d.Space != first.Space:
@@ -139,6 +191,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 			return nil, fmt.Errorf("%w: shard %d/%d given twice", ErrMerge, d.Shard.K, n)
 		}
 		seen[d.Shard.K] = true
+		pruned += d.PrunedMemory
 		for _, r := range d.Results {
 			if r.Index < 0 || r.Index >= d.Layouts || !d.Shard.Has(r.Index) {
 				return nil, fmt.Errorf("%w: shard %d/%d holds layout %d, which is not its own", ErrMerge, d.Shard.K, n, r.Index)
@@ -159,9 +212,15 @@ func Merge(docs []*Doc) (*Doc, error) {
 		}
 		got[r.Index] = true
 	}
-	if len(all) != first.Layouts {
+	if first.Space.Prune {
+		// Each shard kept the layouts it could not rule out against its
+		// own best; against the best of all, fewer remain.
+		all = Settled(all)
+	} else if len(all) != first.Layouts {
 		return nil, fmt.Errorf("%w: %d of %d layouts present", ErrMerge, len(all), first.Layouts)
 	}
 	Rank(all)
-	return NewDoc(first.Space, first.Costs, Shard{K: 0, N: 1}, first.Layouts, all), nil
+	out := NewDoc(first.Space, first.Costs, Shard{K: 0, N: 1}, first.Layouts, all)
+	out.PrunedMemory = pruned
+	return out, nil
 }

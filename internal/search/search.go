@@ -20,11 +20,15 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
@@ -76,6 +80,29 @@ type Space struct {
 	Steps int `json:"steps"`
 	// MaxMicro caps the microbatches tried (0: every divisor).
 	MaxMicro int `json:"max_micro"`
+
+	// The training dimensions searched besides the mesh, each a
+	// comma-separated list; empty: the one given above (Schedule,
+	// Recompute, SequenceParallel, Zero). Schedules holds "1f1b",
+	// "gpipe" or "interleaved:V"; Recomputes "none", "selective" or
+	// "full"; SequenceParallels "false" or "true"; Zeros 0 to 3. A
+	// sequence-parallel layout needs tp > 1 and a ZeRO stage above 0
+	// needs dp > 1 (otherwise they train as the layout without).
+	Schedules         string `json:"schedules,omitempty"`
+	Recomputes        string `json:"recomputes,omitempty"`
+	SequenceParallels string `json:"sequence_parallels,omitempty"`
+	Zeros             string `json:"zeros,omitempty"`
+	// MaxTP caps tp (0: no cap); a search over the real space keeps a
+	// tensor-parallel group within a host (MaxTP = GPUsPerHost).
+	MaxTP int `json:"max_tp,omitempty"`
+	// Prune skips the layouts that cannot win without simulating them
+	// (see Bounds): those whose peak memory cannot fit, and those whose
+	// step time cannot beat the best simulated so far. Results then hold
+	// the layouts every pruned search simulates (see Run).
+	Prune bool `json:"prune,omitempty"`
+	// PeakTFLOPS is a GPU's dense peak for the model's dtype, for MFU
+	// (0: no MFU).
+	PeakTFLOPS float64 `json:"peak_tflops,omitempty"`
 }
 
 // MaxLayouts bounds an enumeration.
@@ -114,6 +141,9 @@ func (s *Space) Check() error {
 		if s.Zero < 0 || s.Zero > 3 {
 			return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrSpace, s.Zero)
 		}
+		if _, err := s.dims(); err != nil {
+			return err
+		}
 	}
 	switch {
 	case s.Batch < 1:
@@ -128,16 +158,31 @@ func (s *Space) Check() error {
 		return fmt.Errorf("%w: steps %d (want 1..1000)", ErrSpace, s.Steps)
 	case s.MaxMicro < 0:
 		return fmt.Errorf("%w: max micro must be 0 (no limit) or positive", ErrSpace)
+	case s.MaxTP < 0:
+		return fmt.Errorf("%w: max tp must be 0 (no limit) or positive", ErrSpace)
+	case s.Prune && s.toy():
+		return fmt.Errorf("%w: pruning needs the transformer workload", ErrSpace)
 	}
 	return nil
 }
 
-// Layout is one way to lay the job out.
+// Layout is one way to lay the job out: the mesh and the number of
+// microbatches, and, in a space that searches them, how it trains (empty
+// Schedule: as the space says).
 type Layout struct {
 	PP    int `json:"pp"`
 	DP    int `json:"dp"`
 	TP    int `json:"tp"`
 	Micro int `json:"micro"`
+	Training
+}
+
+// Training is how a layout trains, when the space searches it.
+type Training struct {
+	Schedule         string `json:"schedule,omitempty"`
+	Recompute        string `json:"recompute,omitempty"`
+	SequenceParallel bool   `json:"sequence_parallel,omitempty"`
+	Zero             int    `json:"zero,omitempty"`
 }
 
 func (s *Space) toy() bool { return s.Workload == WorkloadToy }
@@ -156,11 +201,71 @@ func (s *Space) recompute() string {
 	return s.Recompute
 }
 
+// dims lists the ways of training a space searches, in the
+// enumeration's order (schedule, then recomputation, then sequence
+// parallelism, then ZeRO stage): one, as the space says, when it searches
+// none.
+func (s *Space) dims() ([]Training, error) {
+	if s.Schedules == "" && s.Recomputes == "" && s.SequenceParallels == "" && s.Zeros == "" {
+		return []Training{{}}, nil
+	}
+	list := func(v, def string) []string {
+		if v == "" {
+			return []string{def}
+		}
+		return strings.Split(v, ",")
+	}
+	var out []Training
+	for _, sc := range list(s.Schedules, s.schedule()) {
+		if _, _, err := workload.ParseSchedule(sc); err != nil {
+			return nil, fmt.Errorf("%w: schedules: %v", ErrSpace, err)
+		}
+		for _, rc := range list(s.Recomputes, s.recompute()) {
+			if _, err := workload.ParseRecompute(rc); err != nil {
+				return nil, fmt.Errorf("%w: recomputes: %v", ErrSpace, err)
+			}
+			for _, sp := range list(s.SequenceParallels, strconv.FormatBool(s.SequenceParallel)) {
+				spb, err := strconv.ParseBool(sp)
+				if err != nil {
+					return nil, fmt.Errorf("%w: sequence parallels: %q: want true or false", ErrSpace, sp)
+				}
+				for _, z := range list(s.Zeros, strconv.Itoa(s.Zero)) {
+					zi, err := strconv.Atoi(z)
+					if err != nil || zi < 0 || zi > 3 {
+						return nil, fmt.Errorf("%w: zeros: %q: want a stage 0..3", ErrSpace, z)
+					}
+					out = append(out, Training{Schedule: sc, Recompute: rc, SequenceParallel: spb, Zero: zi})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// scheduleOf and recomputeOf are how layout l trains.
+func (s *Space) scheduleOf(l Layout) string {
+	if l.Schedule != "" {
+		return l.Schedule
+	}
+	return s.schedule()
+}
+
+func (s *Space) recomputeOf(l Layout) string {
+	if l.Schedule != "" {
+		return l.Recompute
+	}
+	return s.recompute()
+}
+
 // Job is the transformer training job of layout l in s: Micro
 // microbatches of Batch/(DP*Micro) sequences per replica.
 func (s *Space) Job(l Layout) workload.Job {
-	sched, chunks, _ := workload.ParseSchedule(s.schedule())
-	rec, _ := workload.ParseRecompute(s.recompute())
+	sc, rc, sp, z := s.schedule(), s.recompute(), s.SequenceParallel, s.Zero
+	if l.Schedule != "" {
+		sc, rc, sp, z = l.Schedule, l.Recompute, l.SequenceParallel, l.Zero
+	}
+	sched, chunks, _ := workload.ParseSchedule(sc)
+	rec, _ := workload.ParseRecompute(rc)
 	mb := 0
 	if l.DP > 0 && l.Micro > 0 {
 		mb = s.Batch / (l.DP * l.Micro)
@@ -169,7 +274,7 @@ func (s *Space) Job(l Layout) workload.Job {
 		Model: s.Model, TP: l.TP, PP: l.PP, DP: l.DP,
 		MicroBatch: mb, GlobalBatch: s.Batch,
 		Schedule: sched, Chunks: chunks, Recompute: rec,
-		SequenceParallel: s.SequenceParallel, Zero: s.Zero, FlashAttention: s.FlashAttention,
+		SequenceParallel: sp, Zero: z, FlashAttention: s.FlashAttention,
 		Steps: s.Steps, GPUsPerHost: s.GPUsPerHost,
 	}
 }
@@ -202,30 +307,44 @@ func (s *Space) Train(l Layout) synth.Train {
 }
 
 // Enumerate lists every layout of s that its workload accepts, in the
-// fixed order: pp ascending, then dp, then micro (tp = world/pp/dp).
+// fixed order: pp ascending, then dp, then micro (tp = world/pp/dp), then
+// the ways of training the space searches (schedule, recomputation,
+// sequence parallelism, ZeRO stage, in the order the space lists them).
+// Duplicates are left out: sequence parallelism without tp > 1, and a
+// ZeRO stage above 0 without dp > 1, train as the layout without them.
 func Enumerate(s Space) ([]Layout, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	trains := []Training{{}}
+	if !s.toy() {
+		trains, _ = s.dims()
+	}
+	many := len(trains) > 1 || trains[0] != Training{}
 	var out []Layout
 	for _, pp := range divisors(s.World) {
 		for _, dp := range divisors(s.World / pp) {
 			tp := s.World / pp / dp
-			if int64(s.Batch)%dp != 0 {
+			if int64(s.Batch)%dp != 0 || (s.MaxTP > 0 && tp > int64(s.MaxTP)) {
 				continue
 			}
 			for _, micro := range divisors(int64(s.Batch) / dp) {
 				if s.MaxMicro > 0 && micro > int64(s.MaxMicro) {
 					break
 				}
-				l := Layout{PP: int(pp), DP: int(dp), TP: int(tp), Micro: int(micro)}
-				if s.check(l) != nil {
-					continue
+				for _, tr := range trains {
+					if many && ((tr.SequenceParallel && tp == 1) || (tr.Zero > 0 && dp == 1)) {
+						continue
+					}
+					l := Layout{PP: int(pp), DP: int(dp), TP: int(tp), Micro: int(micro), Training: tr}
+					if s.check(l) != nil {
+						continue
+					}
+					if len(out) == MaxLayouts {
+						return nil, fmt.Errorf("%w: more than %d layouts", ErrSpace, MaxLayouts)
+					}
+					out = append(out, l)
 				}
-				if len(out) == MaxLayouts {
-					return nil, fmt.Errorf("%w: more than %d layouts", ErrSpace, MaxLayouts)
-				}
-				out = append(out, l)
 			}
 		}
 	}
@@ -259,6 +378,16 @@ type Result struct {
 	// shards rank exactly as one search.
 	StepTimeNs int64 `json:"step_time_ns"`
 	PeakBytes  int64 `json:"peak_memory_bytes"`
+	// ModelStateBytes is what the peak device holds at the end of the
+	// run (parameters, gradients, optimizer state); the rest of its peak
+	// is activations and the temporaries alive with them.
+	ModelStateBytes int64 `json:"model_state_bytes,omitempty"`
+	// MFU is the model FLOPs of a step (predict.ModelFLOPs) per second
+	// per GPU over Space.PeakTFLOPS; 0 without it.
+	MFU float64 `json:"mfu,omitempty"`
+	// The layout's lower bounds (a pruned search's; see Bounds).
+	MemoryBoundBytes int64 `json:"memory_bound_bytes,omitempty"`
+	TimeBoundNs      int64 `json:"time_bound_ns,omitempty"`
 }
 
 // Shard selects the layouts whose index mod N is K.
@@ -288,11 +417,35 @@ type Options struct {
 	// Progress, when set, is called after each layout with the layouts
 	// done and the shard's total; calls are serialized.
 	Progress func(done, total int)
+	// Stats, when set, receives what the run did.
+	Stats *Stats
+}
+
+// Stats counts what a run did with the layouts of its shard. With
+// Space.Prune, which layouts the step-time bound prunes depends on the
+// order layouts finish in (--jobs, the shard), so these are reported,
+// not part of the result.
+type Stats struct {
+	Enumerated    int // layouts in the shard
+	PrunedMemory  int // their memory bound exceeds a GPU
+	PrunedBound   int // their step-time bound exceeds the best simulated step of a layout that fits
+	Simulated     int
+	BoundsSeconds float64 // time spent computing bounds
 }
 
 // Run evaluates the layouts of s in opt.Shard, opt.Jobs at a time, and
 // returns them ranked (see Rank) with the number of layouts in the whole
 // enumeration. The result does not depend on opt.Jobs.
+//
+// With s.Prune, the layouts' bounds come first (Bounds): a layout whose
+// memory bound exceeds a GPU is not simulated, and the rest are simulated
+// in order of their step-time bound, lowest first, until the bound of the
+// next exceeds the best step time of a simulated layout that fits. The
+// result then holds the simulated layouts whose step-time bound is at most
+// the best step time of the shard: every pruned search simulates these
+// whatever the order, so the result depends neither on opt.Jobs nor, once
+// merged (Merge), on the sharding, and its first layout is the best of the
+// space.
 func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	if opt.Shard.N == 0 {
 		opt.Shard = Shard{K: 0, N: 1}
@@ -318,16 +471,59 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			total = min(total+n, math.MaxInt64-MaxLayoutCommands) // n is at most MaxLayoutCommands
 		}
 	}
-	if total > MaxSearchCommands {
+	if total > MaxSearchCommands && !s.Prune {
 		return nil, 0, fmt.Errorf("%w: %d layouts are histories of about %d commands in all, more than the %d a search may replay; narrow it (--max-micro, fewer layers or steps) or spread it over machines (--shard)",
 			ErrSpace, len(idx), total, int64(MaxSearchCommands))
 	}
+	st := Stats{Enumerated: len(idx)}
+	if opt.Stats != nil {
+		defer func() { *opt.Stats = st }()
+	}
+	var bounds []Bound
+	if s.Prune {
+		began := time.Now()
+		bounds, err = Bounds(ctx, s, all, idx, opt.Model, opt.Jobs)
+		if err != nil {
+			return nil, 0, err
+		}
+		st.BoundsSeconds = time.Since(began).Seconds()
+		// Lowest step-time bound first; the memory-pruned out.
+		keep := idx[:0:0]
+		var kb []Bound
+		for j, i := range idx {
+			if bounds[j].MemoryBytes > s.MemoryBytes {
+				st.PrunedMemory++
+				continue
+			}
+			keep = append(keep, i)
+			kb = append(kb, bounds[j])
+		}
+		order := make([]int, len(keep))
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(kb[a].TimeNs, kb[b].TimeNs), cmp.Compare(keep[a], keep[b]))
+		})
+		idx = make([]int, len(order))
+		bounds = make([]Bound, len(order))
+		for j, o := range order {
+			idx[j], bounds[j] = keep[o], kb[o]
+		}
+	}
 	out := make([]Result, len(idx))
+	evaluated := make([]bool, len(idx))
+	var best atomic.Int64 // the best step time of a simulated layout that fits
+	best.Store(math.MaxInt64)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(opt.Jobs, 1))
 	var done atomic.Int64
 	var mu sync.Mutex
 	for j, i := range idx {
+		if s.Prune && bounds[j].TimeNs > best.Load() {
+			// Every layout after this one has a bound at least as high.
+			break
+		}
 		g.Go(func() (err error) {
 			// A panic on this goroutine would end the process with a
 			// stack dump: it becomes an internal error instead.
@@ -339,12 +535,23 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			if s.Prune && bounds[j].TimeNs > best.Load() {
+				return nil
+			}
 			r, err := Evaluate(ctx, s, all[i], opt.Model, opt.Controller)
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
 			r.Index = i
+			if s.Prune {
+				r.MemoryBoundBytes, r.TimeBoundNs = bounds[j].MemoryBytes, bounds[j].TimeNs
+				if r.Fits {
+					for old := best.Load(); r.StepTimeNs < old && !best.CompareAndSwap(old, r.StepTimeNs); old = best.Load() {
+					}
+				}
+			}
 			out[j] = r
+			evaluated[j] = true
 			if opt.Progress != nil {
 				n := done.Add(1)
 				mu.Lock()
@@ -357,8 +564,39 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	if err := g.Wait(); err != nil {
 		return nil, 0, err
 	}
-	Rank(out)
-	return out, len(all), nil
+	kept := out[:0]
+	for j := range out {
+		if evaluated[j] {
+			st.Simulated++
+			kept = append(kept, out[j])
+		} else {
+			st.PrunedBound++
+		}
+	}
+	if s.Prune {
+		kept = Settled(kept)
+	}
+	Rank(kept)
+	return kept, len(all), nil
+}
+
+// Settled keeps the results every pruned search of the same layouts
+// simulates: those whose step-time bound is at most the best step time
+// of a result that fits (all of them when none fits).
+func Settled(rs []Result) []Result {
+	best := int64(math.MaxInt64)
+	for _, r := range rs {
+		if r.Fits {
+			best = min(best, r.StepTimeNs)
+		}
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r.TimeBoundNs <= best {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
@@ -412,7 +650,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl
 // before; with one step, the whole exec time), the peak the highest over
 // the whole run.
 func resultOf(s Space, l Layout, res *replay.Result) Result {
-	r := Result{Layout: l, PeakBytes: res.Final.PeakBytes}
+	r := Result{Layout: l, PeakBytes: res.Final.PeakBytes, ModelStateBytes: res.PeakDeviceFinalBytes}
 	switch n := len(res.Steps); {
 	case n >= 2:
 		r.StepTimeNs = res.Steps[n-1].ExecNs - res.Steps[n-2].ExecNs
@@ -435,8 +673,12 @@ func fill(r *Result, s Space) {
 	if !s.toy() {
 		seq = s.Model.Seq
 	}
+	r.MFU = 0
 	if r.StepTimeNs > 0 {
 		r.TokensPerS = float64(s.Batch) * float64(seq) / r.StepTimeS
+		if !s.toy() && s.PeakTFLOPS > 0 && r.DP > 0 {
+			r.MFU = predict.ModelFLOPs(s.Job(r.Layout)) / r.StepTimeS / float64(s.World) / 1e12 / s.PeakTFLOPS
+		}
 	}
 }
 

@@ -40,8 +40,8 @@ func TestEnumerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Layout{
-		{1, 1, 4, 1}, {1, 1, 4, 2}, {1, 1, 4, 4}, {1, 2, 2, 1}, {1, 2, 2, 2}, {1, 4, 1, 1},
-		{2, 1, 2, 1}, {2, 1, 2, 2}, {2, 1, 2, 4}, {2, 2, 1, 1}, {2, 2, 1, 2},
+		lay(1, 1, 4, 1), lay(1, 1, 4, 2), lay(1, 1, 4, 4), lay(1, 2, 2, 1), lay(1, 2, 2, 2), lay(1, 4, 1, 1),
+		lay(2, 1, 2, 1), lay(2, 1, 2, 2), lay(2, 1, 2, 4), lay(2, 2, 1, 1), lay(2, 2, 1, 2),
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Enumerate:\n got %v\nwant %v", got, want)
@@ -61,7 +61,7 @@ func TestResultOf(t *testing.T) {
 		Steps: []sched.Report{{ExecNs: 100_000_000}, {ExecNs: 600_000_000}},
 		Final: sched.Report{ExecNs: 600_000_000, PeakBytes: 3_000_000},
 	}
-	r := resultOf(s, Layout{1, 1, 4, 1}, res)
+	r := resultOf(s, lay(1, 1, 4, 1), res)
 	// step time = 600e6 - 100e6 = 500e6 ns = 0.5 s; 16 tokens / 0.5 s = 32;
 	// 3e6 B = 3 MB, exactly the capacity: fits.
 	if r.StepTimeNs != 500_000_000 || r.StepTimeS != 0.5 || r.TokensPerS != 32 || r.PeakMemoryMB != 3 || !r.Fits {
@@ -203,7 +203,7 @@ func TestMergeErrors(t *testing.T) {
 }
 
 func TestCSV(t *testing.T) {
-	d := NewDoc(small(), "x", Shard{}, 1, []Result{{Layout: Layout{2, 1, 2, 4}, StepTimeS: 0.5, PeakMemoryMB: 3, Fits: true, TokensPerS: 32}})
+	d := NewDoc(small(), "x", Shard{}, 1, []Result{{Layout: lay(2, 1, 2, 4), StepTimeS: 0.5, PeakMemoryMB: 3, Fits: true, TokensPerS: 32}})
 	var b bytes.Buffer
 	if err := d.WriteCSV(&b); err != nil {
 		t.Fatal(err)
@@ -246,3 +246,6 @@ func TestRunRefusesHugeSpace(t *testing.T) {
 		t.Fatalf("got %v, want a refusal naming 304000069 commands", err)
 	}
 }
+
+// lay is the layout of the mesh and microbatches, trained as the space says.
+func lay(pp, dp, tp, micro int) Layout { return Layout{PP: pp, DP: dp, TP: tp, Micro: micro} }

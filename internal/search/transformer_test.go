@@ -25,7 +25,7 @@ func TestEnumerateTransformer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Layout{{1, 2, 2, 1}, {1, 2, 2, 2}, {1, 4, 1, 1}, {2, 1, 2, 1}, {2, 1, 2, 2}, {2, 1, 2, 4}, {2, 2, 1, 1}, {2, 2, 1, 2}}
+	want := []Layout{lay(1, 2, 2, 1), lay(1, 2, 2, 2), lay(1, 4, 1, 1), lay(2, 1, 2, 1), lay(2, 1, 2, 2), lay(2, 1, 2, 4), lay(2, 2, 1, 1), lay(2, 2, 1, 2)}
 	if !slices.Equal(got, want) {
 		t.Errorf("Enumerate:\n got %v\nwant %v", got, want)
 	}

@@ -1,0 +1,323 @@
+package search
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"slices"
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// fullSpace is a small GPT over the whole space: 8 GPUs, tp up to 4
+// (two hosts of 4, so collectives cross hosts too), every schedule,
+// recomputation, sequence parallelism and ZeRO stage.
+func fullSpace() Space {
+	m := workload.Model{Name: "g", Layers: 8, Hidden: 256, Heads: 4, Vocab: 512, Seq: 128, Bias: true, Tied: true, Dtype: "bfloat16"}
+	return Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 8, World: 8, GPUsPerHost: 4,
+		MemoryBytes: 80e9, Steps: 2, MaxTP: 4, MaxMicro: 4,
+		Schedules: "1f1b,interleaved:2,gpipe", Recomputes: "none,selective,full", SequenceParallels: "false,true", Zeros: "0,1,2,3"}
+}
+
+func a100(t testing.TB) *costs.Model {
+	t.Helper()
+	spec, err := hardware.Preset("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := costs.NewWithHardware(costs.Config{}, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestBoundsBelowReplay is the property the pruning rests on: over every
+// layout of a space (every mesh, microbatch count, schedule,
+// recomputation, sequence parallelism and ZeRO stage), each layout's
+// memory bound is at most the peak its replay reports and its step-time
+// bound at most the replayed step, priced by the hardware model with no
+// controller time (the tightest case: a controller only delays tasks).
+func TestBoundsBelowReplay(t *testing.T) {
+	s := fullSpace()
+	model := a100(t)
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 500 {
+		t.Fatalf("%d layouts; the test wants a wide space", len(all))
+	}
+	// Every fifth layout (5 is prime to the 3 schedules, 3 policies, 2
+	// and 4 choices of the inner dimensions, so every value of each
+	// appears), to keep the test short.
+	var idx []int
+	for i := 0; i < len(all); i += 5 {
+		idx = append(idx, i)
+	}
+	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]Result, len(idx))
+	g := new(errgroup.Group)
+	g.SetLimit(2)
+	for j, i := range idx {
+		g.Go(func() (err error) {
+			rs[j], err = Evaluate(context.Background(), s, all[i], model, sched.ControllerNone)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	tight, tightMem := 0.0, 0.0
+	for j, r := range rs {
+		b := bounds[j]
+		if b.MemoryBytes <= 0 || b.TimeNs <= 0 {
+			t.Errorf("layout %+v: empty bound %+v", r.Layout, b)
+		}
+		if b.MemoryBytes > r.PeakBytes {
+			t.Errorf("layout %+v: memory bound %d over the replayed peak %d", r.Layout, b.MemoryBytes, r.PeakBytes)
+		}
+		if b.TimeNs > r.StepTimeNs {
+			t.Errorf("layout %+v: step-time bound %d over the replayed step %d", r.Layout, b.TimeNs, r.StepTimeNs)
+		}
+		tight = max(tight, float64(b.TimeNs)/float64(r.StepTimeNs))
+		tightMem = max(tightMem, float64(b.MemoryBytes)/float64(r.PeakBytes))
+	}
+	t.Logf("%d of %d layouts: tightest step-time bound %.2f of the step, memory bound %.2f of the peak", len(rs), len(all), tight, tightMem)
+}
+
+// TestLayerProbeIndependentOfDP: a layer's compute-stream work, which the
+// step-time bound probes with dp 2, is the same at any dp (only the
+// optimizer and the collectives see the shards).
+func TestLayerProbeIndependentOfDP(t *testing.T) {
+	s := fullSpace()
+	b := &bounder{s: s, model: a100(t)}
+	for zero := 0; zero <= 3; zero++ {
+		for _, rec := range []workload.Recompute{workload.RecomputeNone, workload.RecomputeFull} {
+			var got [3]int64
+			for i, dp := range []int{2, 4, 8} {
+				var c [2][2]int64
+				for L := 1; L <= 2; L++ {
+					for m := 1; m <= 2; m++ {
+						pr := &probe{model: b.model, main: 2, stopAt: 2}
+						if err := workload.Emit(b.probeJob(2, dp, 1, m, L, zero, rec, true), pr); err != nil && err != errProbeDone {
+							t.Fatal(err)
+						}
+						c[L-1][m-1] = pr.mainNs
+					}
+				}
+				got[i] = c[1][1] - c[0][1] - c[1][0] + c[0][0]
+			}
+			if got[0] <= 0 || got[0] != got[1] || got[0] != got[2] {
+				t.Errorf("zero %d, recompute %d: layer work at dp 2, 4, 8: %v", zero, rec, got)
+			}
+		}
+	}
+}
+
+// prunedSpace is smaller than fullSpace, to be searched whole many times.
+func prunedSpace() Space {
+	m := workload.Model{Name: "g", Layers: 4, Hidden: 128, Heads: 4, Vocab: 256, Seq: 64, Bias: true, Tied: true, Dtype: "bfloat16"}
+	return Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 4, World: 4, GPUsPerHost: 4,
+		MemoryBytes: 80e9, Steps: 2, MaxTP: 4,
+		Schedules: "1f1b,gpipe", Recomputes: "none,full", SequenceParallels: "false,true", Zeros: "0,1,3"}
+}
+
+// TestPrunedFindsTheBest: a pruned search simulates fewer layouts than the
+// whole space and finds the same best layout as the unpruned one; its
+// result, sharded and merged, is byte-identical to the unsharded one at
+// any --jobs.
+func TestPrunedFindsTheBest(t *testing.T) {
+	s := prunedSpace()
+	model := a100(t)
+	ctx := context.Background()
+	opt := Options{Model: model, Controller: sched.ControllerNone, Jobs: 2}
+	whole, n, err := Run(ctx, s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A GPU of the median peak: about half the layouts fit.
+	peaks := make([]int64, len(whole))
+	for i, r := range whole {
+		peaks[i] = r.PeakBytes
+	}
+	slices.Sort(peaks)
+	s.MemoryBytes = peaks[len(peaks)/2]
+	for i := range whole {
+		fill(&whole[i], s)
+	}
+	Rank(whole)
+	s.Prune = true
+	var st Stats
+	opt.Stats = &st
+	pruned, n2, err := Run(ctx, s, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != n2 || st.Enumerated != n || st.PrunedMemory+st.PrunedBound+st.Simulated != n {
+		t.Fatalf("counts: %d and %d layouts, stats %+v", n, n2, st)
+	}
+	if st.PrunedMemory == 0 || st.PrunedBound == 0 {
+		t.Errorf("nothing pruned: %+v", st)
+	}
+	if !whole[0].Fits || !pruned[0].Fits || whole[0].Index != pruned[0].Index || whole[0].StepTimeNs != pruned[0].StepTimeNs {
+		t.Errorf("best layout: unpruned %+v, pruned %+v", whole[0], pruned[0])
+	}
+	t.Logf("%d layouts: %+v", n, st)
+	doc := func(rs []Result, sh Shard, st Stats) *Doc {
+		d := NewDoc(s, "x", sh, n, rs)
+		d.PrunedMemory = st.PrunedMemory
+		return d
+	}
+	want := render(t, doc(pruned, Shard{}, st))
+	var st1 Stats
+	rs, _, err := Run(ctx, s, Options{Model: model, Controller: sched.ControllerNone, Jobs: 1, Stats: &st1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(t, doc(rs, Shard{}, st1)); !bytes.Equal(got, want) {
+		t.Errorf("jobs 1 differs from jobs 2:\n%s\nvs\n%s", got, want)
+	}
+	for _, parts := range []int{2, 5} {
+		var docs []*Doc
+		for k := 0; k < parts; k++ {
+			var sst Stats
+			rs, _, err := Run(ctx, s, Options{Model: model, Controller: sched.ControllerNone, Jobs: 2, Shard: Shard{K: k, N: parts}, Stats: &sst})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := doc(rs, Shard{K: k, N: parts}, sst).WriteJSON(&b); err != nil {
+				t.Fatal(err)
+			}
+			d, err := ReadDoc(&b, "shard")
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, d)
+		}
+		merged, err := Merge(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(t, merged); !bytes.Equal(got, want) {
+			t.Errorf("%d shards merged differ:\n%s\nvs\n%s", parts, got, want)
+		}
+	}
+}
+
+// TestBoundsBelowReplayCostsFile: the same property priced by a runtime
+// table (examples/costs.json, which prices every call, views too, though
+// the engine gives a view no time) and with the controller's time
+// (Monarch's: tasks start no earlier than their command).
+func TestBoundsBelowReplayCostsFile(t *testing.T) {
+	m := workload.Model{Name: "gpt", Layers: 4, Hidden: 64, Heads: 2, Vocab: 512, Seq: 32, Bias: true, Tied: true, Dtype: "bfloat16"}
+	s := Space{Model: m, Layers: 4, Hidden: 64, Seq: 32, Batch: 8, World: 8, GPUsPerHost: 4, MemoryBytes: 80e9, Steps: 2, MaxTP: 4,
+		Schedules: "1f1b,interleaved:2", Recomputes: "none,selective,full", SequenceParallels: "false,true", Zeros: "0,1,2,3"}
+	model, err := costs.Load("../../examples/costs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := sched.ParseController("monarch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range all {
+		r, err := Evaluate(context.Background(), s, l, model, ctl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bounds[i]; b.TimeNs > r.StepTimeNs || b.MemoryBytes > r.PeakBytes {
+			t.Errorf("layout %+v: bounds %+v over the replay's step %d ns, peak %d bytes", l, b, r.StepTimeNs, r.PeakBytes)
+		}
+	}
+}
+
+// BenchmarkBoundsGPT3 computes the bounds of every layout of GPT-3 175B
+// on 1,024 A100-80GB GPUs with a global batch of 1,536 (tp within a host,
+// the schedules 1F1B and interleaved with 2 and 4 chunks, every
+// recomputation policy, sequence parallelism and ZeRO stage), as a pruned
+// search does before it simulates anything.
+func BenchmarkBoundsGPT3(b *testing.B) {
+	m, err := workload.LoadModel("gpt3-175b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 1536, World: 1024, GPUsPerHost: 8, MemoryBytes: 80e9, Steps: 2, MaxTP: 8,
+		Schedules: "1f1b,interleaved:2,interleaved:4", Recomputes: "none,selective,full", SequenceParallels: "false,true", Zeros: "0,1,2,3", Prune: true}
+	all, err := Enumerate(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	model := a100(b)
+	fit := 0
+	for b.Loop() {
+		bs, err := Bounds(context.Background(), s, all, idx, model, runtime.GOMAXPROCS(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		fit = 0
+		for _, bd := range bs {
+			if bd.MemoryBytes <= s.MemoryBytes {
+				fit++
+			}
+		}
+	}
+	b.ReportMetric(float64(len(all)), "layouts")
+	b.ReportMetric(float64(len(all)-fit), "pruned-by-memory")
+}
+
+// TestBoundsBelowReplayFlash: the same property with flash attention
+// (nothing of size s² kept), on the hardware model.
+func TestBoundsBelowReplayFlash(t *testing.T) {
+	s := prunedSpace()
+	s.FlashAttention = true
+	s.Recomputes = "none,selective,full"
+	model := a100(t)
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range all {
+		r, err := Evaluate(context.Background(), s, l, model, sched.ControllerNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := bounds[i]; b.TimeNs > r.StepTimeNs || b.MemoryBytes > r.PeakBytes {
+			t.Errorf("layout %+v: bounds %+v over the replay's step %d ns, peak %d bytes", l, b, r.StepTimeNs, r.PeakBytes)
+		}
+	}
+}
