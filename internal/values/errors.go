@@ -48,6 +48,17 @@ func errorf(sentinel error, format string, args ...any) error {
 	return Errorf(sentinel, format, args...)
 }
 
+// rankError is a slice that reaches outside the world: it is both an
+// ErrSlice (the slice is bad) and an ErrRank (a rank lies outside).
+type rankError struct{ msg string }
+
+func (e *rankError) Error() string   { return e.msg }
+func (e *rankError) Unwrap() []error { return []error{ErrSlice, ErrRank} }
+
+func rankErrorf(format string, args ...any) error {
+	return &rankError{msg: fmt.Sprintf(format, args...)}
+}
+
 // FieldError wraps err with the name of the field it was found in:
 // `field "ts": want an integer, got a string`.
 func FieldError(field string, err error) error {

@@ -213,19 +213,19 @@ func (s *Slice) Check(world int64) error {
 		return nil
 	}
 	if s.Offset < 0 || s.Offset >= world {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", s.Offset, world)
+		return rankErrorf("rank %d is outside the world of %d ranks", s.Offset, world)
 	}
 	for k, v := range s.Sizes {
 		if v > 1 && (s.Strides[k] >= world || s.Strides[k] <= -world) {
-			return errorf(ErrSlice, "stride %d over %d ranks reaches outside the world of %d ranks", s.Strides[k], v, world)
+			return rankErrorf("stride %d over %d ranks reaches outside the world of %d ranks", s.Strides[k], v, world)
 		}
 	}
 	lo, hi := s.Bounds()
 	if lo < 0 {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", lo, world)
+		return rankErrorf("rank %d is outside the world of %d ranks", lo, world)
 	}
 	if hi >= world {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", hi, world)
+		return rankErrorf("rank %d is outside the world of %d ranks", hi, world)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package values
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -142,5 +143,20 @@ func TestEachRanksChunksAsAppendRanks(t *testing.T) {
 				t.Fatalf("%+v chunks of %d: %v, want %v", s, c, got, want)
 			}
 		}
+	}
+}
+
+// TestSliceOutsideWorldIsRankError: a slice reaching outside the world is
+// both a bad slice and the one rank-outside-the-world error, with its text
+// unchanged; a malformed slice is only a bad slice.
+func TestSliceOutsideWorldIsRankError(t *testing.T) {
+	out := Slice{Offset: 0, Sizes: []int64{3}, Strides: []int64{4}} // ranks 0, 4, 8 in a world of 8
+	err := out.Check(8)
+	if !errors.Is(err, ErrSlice) || !errors.Is(err, ErrRank) || err.Error() != "rank 8 is outside the world of 8 ranks" {
+		t.Errorf("outside: %v (ErrSlice %v, ErrRank %v)", err, errors.Is(err, ErrSlice), errors.Is(err, ErrRank))
+	}
+	bad := Slice{Offset: 0, Sizes: []int64{2}}
+	if err := bad.Check(8); !errors.Is(err, ErrSlice) || errors.Is(err, ErrRank) {
+		t.Errorf("malformed: %v", err)
 	}
 }
