@@ -1,6 +1,6 @@
 package values
 
-// Extras is what a typed decode of an object drops, kept when a Scanner has
+// Extras is what a typed decode of an object drops, kept when a jsonl.Scanner has
 // KeepExtra set (for lossless conversion): the fields the spec does not
 // declare, as raw JSON, and the order in which keys were written. Ordinary
 // decoding leaves it empty and pays nothing for it.
