@@ -1,8 +1,6 @@
 package workload
 
-import (
-	"github.com/fastsim/fastsim/internal/values"
-)
+import "github.com/fastsim/fastsim/internal/values"
 
 // ATen functions, by their qualified overload names.
 const (

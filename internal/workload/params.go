@@ -1,8 +1,6 @@
 package workload
 
-import (
-	"github.com/fastsim/fastsim/internal/values"
-)
+import "github.com/fastsim/fastsim/internal/values"
 
 // layerW is one parameter group on one stage: a transformer layer's four
 // weight matrices (QKV, output projection, fc1, fc2) and its small
