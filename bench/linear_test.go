@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/fastsim/fastsim/internal/groups"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Each benchmark here runs one kind of grouping work at input size n and
 // at 2n, in the same run, and reports the ratio of their times as
 // "time-2n/n": linear work gives about 2, quadratic work 4.
 
-func slice(offset int64, sizes, strides []int64) jsonl.Slice {
-	return jsonl.Slice{Offset: offset, Sizes: sizes, Strides: strides}
+func slice(offset int64, sizes, strides []int64) values.Slice {
+	return values.Slice{Offset: offset, Sizes: sizes, Strides: strides}
 }
 
 func noSplit(groups.GroupID, groups.GroupID) error { return nil }
@@ -51,7 +51,7 @@ func BenchmarkStridedRowsDoubling(b *testing.B) {
 	doubling(b, 1<<20, func(n int) {
 		p, _ := groups.New(1<<24, true)
 		s := slice(0, []int64{int64(n), 4}, []int64{8, 1})
-		if _, err := p.Resolve([]jsonl.Slice{s}, noSplit); err != nil {
+		if _, err := p.Resolve([]values.Slice{s}, noSplit); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -63,7 +63,7 @@ func BenchmarkSingleRankSplitsDoubling(b *testing.B) {
 	doubling(b, 1<<13, func(n int) {
 		p, _ := groups.New(1<<20, true)
 		for r := range n {
-			if _, err := p.Resolve([]jsonl.Slice{slice(int64(r)*61, nil, nil)}, noSplit); err != nil {
+			if _, err := p.Resolve([]values.Slice{slice(int64(r)*61, nil, nil)}, noSplit); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -81,7 +81,7 @@ func BenchmarkSpellingsDoubling(b *testing.B) {
 		p, _ := groups.New(world, true)
 		for i := range n {
 			off := int64(i%stages) * per
-			var s jsonl.Slice
+			var s values.Slice
 			switch (i / stages) % 3 {
 			case 0:
 				s = slice(off, []int64{per}, []int64{1})
@@ -90,7 +90,7 @@ func BenchmarkSpellingsDoubling(b *testing.B) {
 			default:
 				s = slice(off, []int64{1, per}, []int64{world, 1})
 			}
-			if _, err := p.Resolve([]jsonl.Slice{s}, noSplit); err != nil {
+			if _, err := p.Resolve([]values.Slice{s}, noSplit); err != nil {
 				b.Fatal(err)
 			}
 		}

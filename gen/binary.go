@@ -5,7 +5,7 @@ package gen
 import (
 	"fmt"
 	"github.com/fastsim/fastsim/internal/binform"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // msgFieldNames lists, by kind, the JSON names of the declared fields:
@@ -191,21 +191,21 @@ func encodeCreateStreamBinary(e *binform.Encoder, x *CreateStream, mask uint64) 
 
 // decodeCreateStreamBinary decodes the fields of a CreateStream written by encodeCreateStreamBinary.
 func decodeCreateStreamBinary(d *binform.Decoder, x *CreateStream) error {
-	x.Result = jsonl.Stream{}
+	x.Result = values.Stream{}
 	x.Default = false
 	mask := d.Uvarint()
 	if mask&^uint64(3) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 2)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("result"))
+		d.Fail(values.MissingError("result"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	d.Stream(&x.Result)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("result", err)
+		return values.FieldError("result", err)
 	}
 	x.Default = mask&(1<<1) != 0
 	return nil
@@ -263,16 +263,16 @@ func decodeCallFunctionBinary(d *binform.Decoder, x *CallFunction) error {
 	x.Kwargs.Reset()
 	x.Result.Reset()
 	x.Mutates = x.Mutates[:0]
-	x.Stream = jsonl.Stream{}
+	x.Stream = values.Stream{}
 	mask := d.Uvarint()
 	if mask&^uint64(127) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 7)
 	}
 	if mask&(1<<1) == 0 {
-		d.Fail(jsonl.MissingError("function"))
+		d.Fail(values.MissingError("function"))
 	}
 	if mask&(1<<6) == 0 {
-		d.Fail(jsonl.MissingError("stream"))
+		d.Fail(values.MissingError("stream"))
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -280,40 +280,40 @@ func decodeCallFunctionBinary(d *binform.Decoder, x *CallFunction) error {
 	if mask&(1<<0) != 0 {
 		x.Ident = d.Int()
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("ident", err)
+			return values.FieldError("ident", err)
 		}
 	}
 	x.Function = d.String()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("function", err)
+		return values.FieldError("function", err)
 	}
 	if mask&(1<<2) != 0 {
 		d.Tree(&x.Args)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("args", err)
+			return values.FieldError("args", err)
 		}
 	}
 	if mask&(1<<3) != 0 {
 		d.Tree(&x.Kwargs)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("kwargs", err)
+			return values.FieldError("kwargs", err)
 		}
 	}
 	if mask&(1<<4) != 0 {
 		d.Tree(&x.Result)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("result", err)
+			return values.FieldError("result", err)
 		}
 	}
 	if mask&(1<<5) != 0 {
 		x.Mutates = d.Tensors(x.Mutates)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("mutates", err)
+			return values.FieldError("mutates", err)
 		}
 	}
 	d.Stream(&x.Stream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("stream", err)
+		return values.FieldError("stream", err)
 	}
 	return nil
 }
@@ -338,60 +338,60 @@ func encodeSendTensorBinary(e *binform.Encoder, x *SendTensor, mask uint64) {
 
 // decodeSendTensorBinary decodes the fields of a SendTensor written by encodeSendTensorBinary.
 func decodeSendTensorBinary(d *binform.Decoder, x *SendTensor) error {
-	x.Result = jsonl.Tensor{}
-	x.Tensor = jsonl.Tensor{}
+	x.Result = values.Tensor{}
+	x.Tensor = values.Tensor{}
 	x.FromRanks.Reset()
 	x.ToRanks.Reset()
-	x.FromStream = jsonl.Stream{}
-	x.ToStream = jsonl.Stream{}
+	x.FromStream = values.Stream{}
+	x.ToStream = values.Stream{}
 	mask := d.Uvarint()
 	if mask&^uint64(63) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 6)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("result"))
+		d.Fail(values.MissingError("result"))
 	}
 	if mask&(1<<1) == 0 {
-		d.Fail(jsonl.MissingError("tensor"))
+		d.Fail(values.MissingError("tensor"))
 	}
 	if mask&(1<<2) == 0 {
-		d.Fail(jsonl.MissingError("from_ranks"))
+		d.Fail(values.MissingError("from_ranks"))
 	}
 	if mask&(1<<3) == 0 {
-		d.Fail(jsonl.MissingError("to_ranks"))
+		d.Fail(values.MissingError("to_ranks"))
 	}
 	if mask&(1<<4) == 0 {
-		d.Fail(jsonl.MissingError("from_stream"))
+		d.Fail(values.MissingError("from_stream"))
 	}
 	if mask&(1<<5) == 0 {
-		d.Fail(jsonl.MissingError("to_stream"))
+		d.Fail(values.MissingError("to_stream"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	d.Tensor(&x.Result)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("result", err)
+		return values.FieldError("result", err)
 	}
 	d.Tensor(&x.Tensor)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("tensor", err)
+		return values.FieldError("tensor", err)
 	}
 	d.Slice(&x.FromRanks)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("from_ranks", err)
+		return values.FieldError("from_ranks", err)
 	}
 	d.Slice(&x.ToRanks)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("to_ranks", err)
+		return values.FieldError("to_ranks", err)
 	}
 	d.Stream(&x.FromStream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("from_stream", err)
+		return values.FieldError("from_stream", err)
 	}
 	d.Stream(&x.ToStream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("to_stream", err)
+		return values.FieldError("to_stream", err)
 	}
 	return nil
 }
@@ -432,55 +432,55 @@ func encodeReduceBinary(e *binform.Encoder, x *Reduce, mask uint64) {
 
 // decodeReduceBinary decodes the fields of a Reduce written by encodeReduceBinary.
 func decodeReduceBinary(d *binform.Decoder, x *Reduce) error {
-	x.Result = jsonl.Tensor{}
-	x.LocalTensor = jsonl.Tensor{}
-	x.Stream = jsonl.Stream{}
+	x.Result = values.Tensor{}
+	x.LocalTensor = values.Tensor{}
+	x.Stream = values.Stream{}
 	x.Dims = x.Dims[:0]
 	x.Reduction = ""
 	x.Scatter = false
 	x.Inplace = false
-	x.Out = jsonl.Tensor{}
+	x.Out = values.Tensor{}
 	x.HasOut = false
 	mask := d.Uvarint()
 	if mask&^uint64(255) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 8)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("result"))
+		d.Fail(values.MissingError("result"))
 	}
 	if mask&(1<<1) == 0 {
-		d.Fail(jsonl.MissingError("local_tensor"))
+		d.Fail(values.MissingError("local_tensor"))
 	}
 	if mask&(1<<2) == 0 {
-		d.Fail(jsonl.MissingError("stream"))
+		d.Fail(values.MissingError("stream"))
 	}
 	if mask&(1<<4) == 0 {
-		d.Fail(jsonl.MissingError("reduction"))
+		d.Fail(values.MissingError("reduction"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	d.Tensor(&x.Result)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("result", err)
+		return values.FieldError("result", err)
 	}
 	d.Tensor(&x.LocalTensor)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("local_tensor", err)
+		return values.FieldError("local_tensor", err)
 	}
 	d.Stream(&x.Stream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("stream", err)
+		return values.FieldError("stream", err)
 	}
 	if mask&(1<<3) != 0 {
 		x.Dims = d.Strings(x.Dims)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("dims", err)
+			return values.FieldError("dims", err)
 		}
 	}
 	x.Reduction = d.String()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("reduction", err)
+		return values.FieldError("reduction", err)
 	}
 	x.Scatter = mask&(1<<5) != 0
 	x.Inplace = mask&(1<<6) != 0
@@ -488,7 +488,7 @@ func decodeReduceBinary(d *binform.Decoder, x *Reduce) error {
 		x.HasOut = true
 		d.Tensor(&x.Out)
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("out", err)
+			return values.FieldError("out", err)
 		}
 	}
 	return nil
@@ -513,52 +513,52 @@ func encodeBorrowCreateBinary(e *binform.Encoder, x *BorrowCreate, mask uint64) 
 
 // decodeBorrowCreateBinary decodes the fields of a BorrowCreate written by encodeBorrowCreateBinary.
 func decodeBorrowCreateBinary(d *binform.Decoder, x *BorrowCreate) error {
-	x.Result = jsonl.Tensor{}
+	x.Result = values.Tensor{}
 	x.Borrow = 0
-	x.Tensor = jsonl.Tensor{}
-	x.FromStream = jsonl.Stream{}
-	x.ToStream = jsonl.Stream{}
+	x.Tensor = values.Tensor{}
+	x.FromStream = values.Stream{}
+	x.ToStream = values.Stream{}
 	mask := d.Uvarint()
 	if mask&^uint64(31) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 5)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("result"))
+		d.Fail(values.MissingError("result"))
 	}
 	if mask&(1<<1) == 0 {
-		d.Fail(jsonl.MissingError("borrow"))
+		d.Fail(values.MissingError("borrow"))
 	}
 	if mask&(1<<2) == 0 {
-		d.Fail(jsonl.MissingError("tensor"))
+		d.Fail(values.MissingError("tensor"))
 	}
 	if mask&(1<<3) == 0 {
-		d.Fail(jsonl.MissingError("from_stream"))
+		d.Fail(values.MissingError("from_stream"))
 	}
 	if mask&(1<<4) == 0 {
-		d.Fail(jsonl.MissingError("to_stream"))
+		d.Fail(values.MissingError("to_stream"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	d.Tensor(&x.Result)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("result", err)
+		return values.FieldError("result", err)
 	}
 	x.Borrow = d.Int()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("borrow", err)
+		return values.FieldError("borrow", err)
 	}
 	d.Tensor(&x.Tensor)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("tensor", err)
+		return values.FieldError("tensor", err)
 	}
 	d.Stream(&x.FromStream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("from_stream", err)
+		return values.FieldError("from_stream", err)
 	}
 	d.Stream(&x.ToStream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("to_stream", err)
+		return values.FieldError("to_stream", err)
 	}
 	return nil
 }
@@ -584,14 +584,14 @@ func decodeBorrowFirstUseBinary(d *binform.Decoder, x *BorrowFirstUse) error {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("borrow"))
+		d.Fail(values.MissingError("borrow"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	x.Borrow = d.Int()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("borrow", err)
+		return values.FieldError("borrow", err)
 	}
 	return nil
 }
@@ -617,14 +617,14 @@ func decodeBorrowLastUseBinary(d *binform.Decoder, x *BorrowLastUse) error {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("borrow"))
+		d.Fail(values.MissingError("borrow"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	x.Borrow = d.Int()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("borrow", err)
+		return values.FieldError("borrow", err)
 	}
 	return nil
 }
@@ -650,14 +650,14 @@ func decodeBorrowDropBinary(d *binform.Decoder, x *BorrowDrop) error {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("borrow"))
+		d.Fail(values.MissingError("borrow"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	x.Borrow = d.Int()
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("borrow", err)
+		return values.FieldError("borrow", err)
 	}
 	return nil
 }
@@ -683,14 +683,14 @@ func decodeDeleteRefsBinary(d *binform.Decoder, x *DeleteRefs) error {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("refs"))
+		d.Fail(values.MissingError("refs"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	x.Refs = d.Ints(x.Refs)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("refs", err)
+		return values.FieldError("refs", err)
 	}
 	return nil
 }
@@ -726,16 +726,16 @@ func decodePipeRecvBinary(d *binform.Decoder, x *PipeRecv) error {
 	x.Ident = 0
 	x.Result.Reset()
 	x.Pipe = 0
-	x.Stream = jsonl.Stream{}
+	x.Stream = values.Stream{}
 	mask := d.Uvarint()
 	if mask&^uint64(15) != 0 {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 4)
 	}
 	if mask&(1<<1) == 0 {
-		d.Fail(jsonl.MissingError("result"))
+		d.Fail(values.MissingError("result"))
 	}
 	if mask&(1<<3) == 0 {
-		d.Fail(jsonl.MissingError("stream"))
+		d.Fail(values.MissingError("stream"))
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -743,22 +743,22 @@ func decodePipeRecvBinary(d *binform.Decoder, x *PipeRecv) error {
 	if mask&(1<<0) != 0 {
 		x.Ident = d.Int()
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("ident", err)
+			return values.FieldError("ident", err)
 		}
 	}
 	d.Tree(&x.Result)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("result", err)
+		return values.FieldError("result", err)
 	}
 	if mask&(1<<2) != 0 {
 		x.Pipe = d.Int()
 		if err := d.Err(); err != nil {
-			return jsonl.FieldError("pipe", err)
+			return values.FieldError("pipe", err)
 		}
 	}
 	d.Stream(&x.Stream)
 	if err := d.Err(); err != nil {
-		return jsonl.FieldError("stream", err)
+		return values.FieldError("stream", err)
 	}
 	return nil
 }
@@ -791,13 +791,13 @@ func decodeCommandGroupBinary(d *binform.Decoder, x *CommandGroup) error {
 		d.Failf(binform.ErrCorrupt, "field mask %#x names fields beyond the %d of the spec", mask, 1)
 	}
 	if mask&(1<<0) == 0 {
-		d.Fail(jsonl.MissingError("commands"))
+		d.Fail(values.MissingError("commands"))
 	}
 	if err := d.Err(); err != nil {
 		return err
 	}
 	if err := decodeMsgsBinary(d, &x.Commands); err != nil {
-		return jsonl.FieldError("commands", err)
+		return values.FieldError("commands", err)
 	}
 	return nil
 }

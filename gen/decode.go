@@ -5,6 +5,7 @@ package gen
 import (
 	"fmt"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // DecodeMsg decodes the JSON object at the scanner into m. The "type" key may
@@ -13,7 +14,7 @@ import (
 // field and the message type. Accepted and unknown kinds have their fields
 // skipped (kept in m.Extra, with the order of the keys, when s.KeepExtra is set).
 // Decoding reuses the slices of m and allocates nothing in steady state.
-func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
+func DecodeMsg(s *jsonl.Scanner, reg *values.Registry, m *Msg) error {
 	m.Extra.Reset()
 	mark := s.Mark()
 	if err := s.BeginObject(); err != nil {
@@ -27,11 +28,11 @@ func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
 			return err
 		}
 		if !ok {
-			return jsonl.MissingError("type")
+			return values.MissingError("type")
 		}
 		if string(key) == "type" {
 			if typ, err = s.Str(); err != nil {
-				return jsonl.FieldError("type", err)
+				return values.FieldError("type", err)
 			}
 			break
 		}
@@ -94,8 +95,8 @@ func DecodeMsg(s *jsonl.Scanner, reg *jsonl.Registry, m *Msg) error {
 var fieldsCreateStream = jsonl.NewFields("result", "default")
 
 // decodeCreateStream decodes the fields of a CreateStream after its '{'.
-func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) error {
-	x.Result = jsonl.Stream{}
+func decodeCreateStream(s *jsonl.Scanner, reg *values.Registry, x *CreateStream) error {
+	x.Result = values.Stream{}
 	x.Default = false
 	var seen uint64
 	next := 0
@@ -115,7 +116,7 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeStream(s, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -126,7 +127,7 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 				break
 			}
 			if x.Default, err = s.Bool(); err != nil {
-				return jsonl.FieldError("default", err)
+				return values.FieldError("default", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -138,7 +139,7 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("result")
+		return values.MissingError("result")
 	}
 	return nil
 }
@@ -147,14 +148,14 @@ func decodeCreateStream(s *jsonl.Scanner, reg *jsonl.Registry, x *CreateStream) 
 var fieldsCallFunction = jsonl.NewFields("ident", "function", "args", "kwargs", "result", "mutates", "stream")
 
 // decodeCallFunction decodes the fields of a CallFunction after its '{'.
-func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) error {
+func decodeCallFunction(s *jsonl.Scanner, reg *values.Registry, x *CallFunction) error {
 	x.Ident = 0
 	x.Function = ""
 	x.Args.Reset()
 	x.Kwargs.Reset()
 	x.Result.Reset()
 	x.Mutates = x.Mutates[:0]
-	x.Stream = jsonl.Stream{}
+	x.Stream = values.Stream{}
 	var seen uint64
 	next := 0
 	for {
@@ -176,7 +177,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 				break
 			}
 			if x.Ident, err = s.Int(); err != nil {
-				return jsonl.FieldError("ident", err)
+				return values.FieldError("ident", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -184,7 +185,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 			}
 			seen |= 1 << 1
 			if x.Function, err = s.String(); err != nil {
-				return jsonl.FieldError("function", err)
+				return values.FieldError("function", err)
 			}
 		case 2:
 			if seen&(1<<2) != 0 {
@@ -192,7 +193,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeTree(s, reg, &x.Args); err != nil {
-				return jsonl.FieldError("args", err)
+				return values.FieldError("args", err)
 			}
 		case 3:
 			if seen&(1<<3) != 0 {
@@ -200,7 +201,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeTree(s, reg, &x.Kwargs); err != nil {
-				return jsonl.FieldError("kwargs", err)
+				return values.FieldError("kwargs", err)
 			}
 		case 4:
 			if seen&(1<<4) != 0 {
@@ -208,7 +209,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 5:
 			if seen&(1<<5) != 0 {
@@ -219,7 +220,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 				break
 			}
 			if x.Mutates, err = jsonl.DecodeTensors(s, reg, x.Mutates); err != nil {
-				return jsonl.FieldError("mutates", err)
+				return values.FieldError("mutates", err)
 			}
 		case 6:
 			if seen&(1<<6) != 0 {
@@ -227,7 +228,7 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 			}
 			seen |= 1 << 6
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
-				return jsonl.FieldError("stream", err)
+				return values.FieldError("stream", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -239,10 +240,10 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 		}
 	}
 	if seen&(1<<1) == 0 {
-		return jsonl.MissingError("function")
+		return values.MissingError("function")
 	}
 	if seen&(1<<6) == 0 {
-		return jsonl.MissingError("stream")
+		return values.MissingError("stream")
 	}
 	return nil
 }
@@ -251,13 +252,13 @@ func decodeCallFunction(s *jsonl.Scanner, reg *jsonl.Registry, x *CallFunction) 
 var fieldsSendTensor = jsonl.NewFields("result", "tensor", "from_ranks", "to_ranks", "from_stream", "to_stream")
 
 // decodeSendTensor decodes the fields of a SendTensor after its '{'.
-func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) error {
-	x.Result = jsonl.Tensor{}
-	x.Tensor = jsonl.Tensor{}
+func decodeSendTensor(s *jsonl.Scanner, reg *values.Registry, x *SendTensor) error {
+	x.Result = values.Tensor{}
+	x.Tensor = values.Tensor{}
 	x.FromRanks.Reset()
 	x.ToRanks.Reset()
-	x.FromStream = jsonl.Stream{}
-	x.ToStream = jsonl.Stream{}
+	x.FromStream = values.Stream{}
+	x.ToStream = values.Stream{}
 	var seen uint64
 	next := 0
 	for {
@@ -276,7 +277,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -284,7 +285,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
-				return jsonl.FieldError("tensor", err)
+				return values.FieldError("tensor", err)
 			}
 		case 2:
 			if seen&(1<<2) != 0 {
@@ -292,7 +293,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeSlice(s, &x.FromRanks); err != nil {
-				return jsonl.FieldError("from_ranks", err)
+				return values.FieldError("from_ranks", err)
 			}
 		case 3:
 			if seen&(1<<3) != 0 {
@@ -300,7 +301,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeSlice(s, &x.ToRanks); err != nil {
-				return jsonl.FieldError("to_ranks", err)
+				return values.FieldError("to_ranks", err)
 			}
 		case 4:
 			if seen&(1<<4) != 0 {
@@ -308,7 +309,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
-				return jsonl.FieldError("from_stream", err)
+				return values.FieldError("from_stream", err)
 			}
 		case 5:
 			if seen&(1<<5) != 0 {
@@ -316,7 +317,7 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 			}
 			seen |= 1 << 5
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
-				return jsonl.FieldError("to_stream", err)
+				return values.FieldError("to_stream", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -328,22 +329,22 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("result")
+		return values.MissingError("result")
 	}
 	if seen&(1<<1) == 0 {
-		return jsonl.MissingError("tensor")
+		return values.MissingError("tensor")
 	}
 	if seen&(1<<2) == 0 {
-		return jsonl.MissingError("from_ranks")
+		return values.MissingError("from_ranks")
 	}
 	if seen&(1<<3) == 0 {
-		return jsonl.MissingError("to_ranks")
+		return values.MissingError("to_ranks")
 	}
 	if seen&(1<<4) == 0 {
-		return jsonl.MissingError("from_stream")
+		return values.MissingError("from_stream")
 	}
 	if seen&(1<<5) == 0 {
-		return jsonl.MissingError("to_stream")
+		return values.MissingError("to_stream")
 	}
 	return nil
 }
@@ -352,15 +353,15 @@ func decodeSendTensor(s *jsonl.Scanner, reg *jsonl.Registry, x *SendTensor) erro
 var fieldsReduce = jsonl.NewFields("result", "local_tensor", "stream", "dims", "reduction", "scatter", "inplace", "out")
 
 // decodeReduce decodes the fields of a Reduce after its '{'.
-func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
-	x.Result = jsonl.Tensor{}
-	x.LocalTensor = jsonl.Tensor{}
-	x.Stream = jsonl.Stream{}
+func decodeReduce(s *jsonl.Scanner, reg *values.Registry, x *Reduce) error {
+	x.Result = values.Tensor{}
+	x.LocalTensor = values.Tensor{}
+	x.Stream = values.Stream{}
 	x.Dims = x.Dims[:0]
 	x.Reduction = ""
 	x.Scatter = false
 	x.Inplace = false
-	x.Out = jsonl.Tensor{}
+	x.Out = values.Tensor{}
 	x.HasOut = false
 	var seen uint64
 	next := 0
@@ -380,7 +381,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -388,7 +389,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTensor(s, reg, &x.LocalTensor); err != nil {
-				return jsonl.FieldError("local_tensor", err)
+				return values.FieldError("local_tensor", err)
 			}
 		case 2:
 			if seen&(1<<2) != 0 {
@@ -396,7 +397,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
-				return jsonl.FieldError("stream", err)
+				return values.FieldError("stream", err)
 			}
 		case 3:
 			if seen&(1<<3) != 0 {
@@ -407,7 +408,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				break
 			}
 			if x.Dims, err = s.Strings(x.Dims); err != nil {
-				return jsonl.FieldError("dims", err)
+				return values.FieldError("dims", err)
 			}
 		case 4:
 			if seen&(1<<4) != 0 {
@@ -415,7 +416,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 			}
 			seen |= 1 << 4
 			if x.Reduction, err = s.String(); err != nil {
-				return jsonl.FieldError("reduction", err)
+				return values.FieldError("reduction", err)
 			}
 		case 5:
 			if seen&(1<<5) != 0 {
@@ -426,7 +427,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				break
 			}
 			if x.Scatter, err = s.Bool(); err != nil {
-				return jsonl.FieldError("scatter", err)
+				return values.FieldError("scatter", err)
 			}
 		case 6:
 			if seen&(1<<6) != 0 {
@@ -437,7 +438,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 				break
 			}
 			if x.Inplace, err = s.Bool(); err != nil {
-				return jsonl.FieldError("inplace", err)
+				return values.FieldError("inplace", err)
 			}
 		case 7:
 			if seen&(1<<7) != 0 {
@@ -449,7 +450,7 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 			}
 			x.HasOut = true
 			if err = jsonl.DecodeTensor(s, reg, &x.Out); err != nil {
-				return jsonl.FieldError("out", err)
+				return values.FieldError("out", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -461,16 +462,16 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("result")
+		return values.MissingError("result")
 	}
 	if seen&(1<<1) == 0 {
-		return jsonl.MissingError("local_tensor")
+		return values.MissingError("local_tensor")
 	}
 	if seen&(1<<2) == 0 {
-		return jsonl.MissingError("stream")
+		return values.MissingError("stream")
 	}
 	if seen&(1<<4) == 0 {
-		return jsonl.MissingError("reduction")
+		return values.MissingError("reduction")
 	}
 	return nil
 }
@@ -479,12 +480,12 @@ func decodeReduce(s *jsonl.Scanner, reg *jsonl.Registry, x *Reduce) error {
 var fieldsBorrowCreate = jsonl.NewFields("result", "borrow", "tensor", "from_stream", "to_stream")
 
 // decodeBorrowCreate decodes the fields of a BorrowCreate after its '{'.
-func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) error {
-	x.Result = jsonl.Tensor{}
+func decodeBorrowCreate(s *jsonl.Scanner, reg *values.Registry, x *BorrowCreate) error {
+	x.Result = values.Tensor{}
 	x.Borrow = 0
-	x.Tensor = jsonl.Tensor{}
-	x.FromStream = jsonl.Stream{}
-	x.ToStream = jsonl.Stream{}
+	x.Tensor = values.Tensor{}
+	x.FromStream = values.Stream{}
+	x.ToStream = values.Stream{}
 	var seen uint64
 	next := 0
 	for {
@@ -503,7 +504,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 			}
 			seen |= 1 << 0
 			if err = jsonl.DecodeTensor(s, reg, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -511,7 +512,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 			}
 			seen |= 1 << 1
 			if x.Borrow, err = s.Int(); err != nil {
-				return jsonl.FieldError("borrow", err)
+				return values.FieldError("borrow", err)
 			}
 		case 2:
 			if seen&(1<<2) != 0 {
@@ -519,7 +520,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 			}
 			seen |= 1 << 2
 			if err = jsonl.DecodeTensor(s, reg, &x.Tensor); err != nil {
-				return jsonl.FieldError("tensor", err)
+				return values.FieldError("tensor", err)
 			}
 		case 3:
 			if seen&(1<<3) != 0 {
@@ -527,7 +528,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.FromStream); err != nil {
-				return jsonl.FieldError("from_stream", err)
+				return values.FieldError("from_stream", err)
 			}
 		case 4:
 			if seen&(1<<4) != 0 {
@@ -535,7 +536,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 			}
 			seen |= 1 << 4
 			if err = jsonl.DecodeStream(s, &x.ToStream); err != nil {
-				return jsonl.FieldError("to_stream", err)
+				return values.FieldError("to_stream", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -547,19 +548,19 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("result")
+		return values.MissingError("result")
 	}
 	if seen&(1<<1) == 0 {
-		return jsonl.MissingError("borrow")
+		return values.MissingError("borrow")
 	}
 	if seen&(1<<2) == 0 {
-		return jsonl.MissingError("tensor")
+		return values.MissingError("tensor")
 	}
 	if seen&(1<<3) == 0 {
-		return jsonl.MissingError("from_stream")
+		return values.MissingError("from_stream")
 	}
 	if seen&(1<<4) == 0 {
-		return jsonl.MissingError("to_stream")
+		return values.MissingError("to_stream")
 	}
 	return nil
 }
@@ -568,7 +569,7 @@ func decodeBorrowCreate(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowCreate) 
 var fieldsBorrowFirstUse = jsonl.NewFields("borrow")
 
 // decodeBorrowFirstUse decodes the fields of a BorrowFirstUse after its '{'.
-func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstUse) error {
+func decodeBorrowFirstUse(s *jsonl.Scanner, reg *values.Registry, x *BorrowFirstUse) error {
 	x.Borrow = 0
 	var seen uint64
 	next := 0
@@ -588,7 +589,7 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
-				return jsonl.FieldError("borrow", err)
+				return values.FieldError("borrow", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -600,7 +601,7 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("borrow")
+		return values.MissingError("borrow")
 	}
 	return nil
 }
@@ -609,7 +610,7 @@ func decodeBorrowFirstUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowFirstU
 var fieldsBorrowLastUse = jsonl.NewFields("borrow")
 
 // decodeBorrowLastUse decodes the fields of a BorrowLastUse after its '{'.
-func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse) error {
+func decodeBorrowLastUse(s *jsonl.Scanner, reg *values.Registry, x *BorrowLastUse) error {
 	x.Borrow = 0
 	var seen uint64
 	next := 0
@@ -629,7 +630,7 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
-				return jsonl.FieldError("borrow", err)
+				return values.FieldError("borrow", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -641,7 +642,7 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("borrow")
+		return values.MissingError("borrow")
 	}
 	return nil
 }
@@ -650,7 +651,7 @@ func decodeBorrowLastUse(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowLastUse
 var fieldsBorrowDrop = jsonl.NewFields("borrow")
 
 // decodeBorrowDrop decodes the fields of a BorrowDrop after its '{'.
-func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) error {
+func decodeBorrowDrop(s *jsonl.Scanner, reg *values.Registry, x *BorrowDrop) error {
 	x.Borrow = 0
 	var seen uint64
 	next := 0
@@ -670,7 +671,7 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 			}
 			seen |= 1 << 0
 			if x.Borrow, err = s.Int(); err != nil {
-				return jsonl.FieldError("borrow", err)
+				return values.FieldError("borrow", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -682,7 +683,7 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("borrow")
+		return values.MissingError("borrow")
 	}
 	return nil
 }
@@ -691,7 +692,7 @@ func decodeBorrowDrop(s *jsonl.Scanner, reg *jsonl.Registry, x *BorrowDrop) erro
 var fieldsDeleteRefs = jsonl.NewFields("refs")
 
 // decodeDeleteRefs decodes the fields of a DeleteRefs after its '{'.
-func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) error {
+func decodeDeleteRefs(s *jsonl.Scanner, reg *values.Registry, x *DeleteRefs) error {
 	x.Refs = x.Refs[:0]
 	var seen uint64
 	next := 0
@@ -711,7 +712,7 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 			}
 			seen |= 1 << 0
 			if x.Refs, err = s.Ints(x.Refs); err != nil {
-				return jsonl.FieldError("refs", err)
+				return values.FieldError("refs", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -723,7 +724,7 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("refs")
+		return values.MissingError("refs")
 	}
 	return nil
 }
@@ -732,11 +733,11 @@ func decodeDeleteRefs(s *jsonl.Scanner, reg *jsonl.Registry, x *DeleteRefs) erro
 var fieldsPipeRecv = jsonl.NewFields("ident", "result", "pipe", "stream")
 
 // decodePipeRecv decodes the fields of a PipeRecv after its '{'.
-func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
+func decodePipeRecv(s *jsonl.Scanner, reg *values.Registry, x *PipeRecv) error {
 	x.Ident = 0
 	x.Result.Reset()
 	x.Pipe = 0
-	x.Stream = jsonl.Stream{}
+	x.Stream = values.Stream{}
 	var seen uint64
 	next := 0
 	for {
@@ -758,7 +759,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 				break
 			}
 			if x.Ident, err = s.Int(); err != nil {
-				return jsonl.FieldError("ident", err)
+				return values.FieldError("ident", err)
 			}
 		case 1:
 			if seen&(1<<1) != 0 {
@@ -766,7 +767,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 			}
 			seen |= 1 << 1
 			if err = jsonl.DecodeTree(s, reg, &x.Result); err != nil {
-				return jsonl.FieldError("result", err)
+				return values.FieldError("result", err)
 			}
 		case 2:
 			if seen&(1<<2) != 0 {
@@ -777,7 +778,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 				break
 			}
 			if x.Pipe, err = s.Int(); err != nil {
-				return jsonl.FieldError("pipe", err)
+				return values.FieldError("pipe", err)
 			}
 		case 3:
 			if seen&(1<<3) != 0 {
@@ -785,7 +786,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 			}
 			seen |= 1 << 3
 			if err = jsonl.DecodeStream(s, &x.Stream); err != nil {
-				return jsonl.FieldError("stream", err)
+				return values.FieldError("stream", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -797,10 +798,10 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 		}
 	}
 	if seen&(1<<1) == 0 {
-		return jsonl.MissingError("result")
+		return values.MissingError("result")
 	}
 	if seen&(1<<3) == 0 {
-		return jsonl.MissingError("stream")
+		return values.MissingError("stream")
 	}
 	return nil
 }
@@ -809,7 +810,7 @@ func decodePipeRecv(s *jsonl.Scanner, reg *jsonl.Registry, x *PipeRecv) error {
 var fieldsCommandGroup = jsonl.NewFields("commands")
 
 // decodeCommandGroup decodes the fields of a CommandGroup after its '{'.
-func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) error {
+func decodeCommandGroup(s *jsonl.Scanner, reg *values.Registry, x *CommandGroup) error {
 	x.Commands.Reset()
 	var seen uint64
 	next := 0
@@ -829,7 +830,7 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 			}
 			seen |= 1 << 0
 			if err = decodeMsgs(s, reg, &x.Commands); err != nil {
-				return jsonl.FieldError("commands", err)
+				return values.FieldError("commands", err)
 			}
 		default:
 			if err := s.CheckKey(key, at); err != nil {
@@ -841,13 +842,13 @@ func decodeCommandGroup(s *jsonl.Scanner, reg *jsonl.Registry, x *CommandGroup) 
 		}
 	}
 	if seen&(1<<0) == 0 {
-		return jsonl.MissingError("commands")
+		return values.MissingError("commands")
 	}
 	return nil
 }
 
 // decodeMsgs decodes a list of messages into l, reusing its elements.
-func decodeMsgs(s *jsonl.Scanner, reg *jsonl.Registry, l *Msgs) error {
+func decodeMsgs(s *jsonl.Scanner, reg *values.Registry, l *Msgs) error {
 	l.Reset()
 	if err := s.BeginArray(); err != nil {
 		return err

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
-func decode(t *testing.T, reg *jsonl.Registry, m *Msg, line string) error {
+func decode(t *testing.T, reg *values.Registry, m *Msg, line string) error {
 	t.Helper()
 	var s jsonl.Scanner
 	if err := s.Reset([]byte(line)); err != nil {
@@ -24,7 +25,7 @@ func decode(t *testing.T, reg *jsonl.Registry, m *Msg, line string) error {
 const t1 = `{"tensor":1,"storage":1,"nbytes":400,"dtype":"float32","shape":[10,10],"device":"cuda"}`
 
 func TestDecodeEveryKind(t *testing.T) {
-	reg := jsonl.NewRegistry()
+	reg := values.NewRegistry()
 	var m Msg
 	if err := decode(t, reg, &m, `{"type":"CallFunction","ident":3,"function":"aten.mm","args":[`+t1+`,{"k":[{"tensor":1}]}],"kwargs":{"x":1},"result":{"tensor":2,"storage":1,"nbytes":400,"dtype":"float32","shape":[100],"device":"cuda"},"mutates":[{"tensor":1}],"stream":{"ref":1},"extra":{"a":[1]}}`); err != nil {
 		t.Fatal(err)
@@ -38,26 +39,26 @@ func TestDecodeEveryKind(t *testing.T) {
 	}{
 		MsgCreateStream: {`{"type":"CreateStream","result":{"ref":2,"name":"comm"},"default":true}`,
 			func(m *Msg) any { return m.CreateStream },
-			CreateStream{Result: jsonl.Stream{Ref: 2, Name: "comm", HasName: true}, Default: true}},
+			CreateStream{Result: values.Stream{Ref: 2, Name: "comm", HasName: true}, Default: true}},
 		MsgCallFunction: {`{"stream":{"ref":1},"type":"CallFunction","function":"f","args":[{"tensor":2}]}`,
 			func(m *Msg) any { return m.CallFunction.Args.Leaves },
-			[]jsonl.Tensor{t2v}},
+			[]values.Tensor{t2v}},
 		MsgSendTensor: {`{"type":"SendTensor","result":{"tensor":3,"storage":3,"nbytes":8,"dtype":"int64","shape":[1],"device":"cpu"},"tensor":{"tensor":1},"from_ranks":{"offset":0,"sizes":[2],"strides":[1]},"to_ranks":{"offset":2,"sizes":[2],"strides":[1]},"from_stream":{"ref":1},"to_stream":{"ref":2}}`,
-			func(m *Msg) any { x := m.SendTensor; x.Result = jsonl.Tensor{}; return x },
-			SendTensor{Tensor: t1v, FromRanks: jsonl.Slice{Offset: 0, Sizes: []int64{2}, Strides: []int64{1}}, ToRanks: jsonl.Slice{Offset: 2, Sizes: []int64{2}, Strides: []int64{1}}, FromStream: jsonl.Stream{Ref: 1}, ToStream: jsonl.Stream{Ref: 2}}},
+			func(m *Msg) any { x := m.SendTensor; x.Result = values.Tensor{}; return x },
+			SendTensor{Tensor: t1v, FromRanks: values.Slice{Offset: 0, Sizes: []int64{2}, Strides: []int64{1}}, ToRanks: values.Slice{Offset: 2, Sizes: []int64{2}, Strides: []int64{1}}, FromStream: values.Stream{Ref: 1}, ToStream: values.Stream{Ref: 2}}},
 		MsgReduce: {`{"type":"Reduce","result":{"tensor":2},"local_tensor":{"tensor":1},"stream":{"ref":1},"dims":["gpu"],"reduction":"sum","scatter":true,"inplace":false,"out":{"tensor":1}}`,
 			func(m *Msg) any { return m.Reduce },
-			Reduce{Result: t2v, LocalTensor: t1v, Stream: jsonl.Stream{Ref: 1}, Dims: []string{"gpu"}, Reduction: "sum", Scatter: true, Out: t1v, HasOut: true}},
+			Reduce{Result: t2v, LocalTensor: t1v, Stream: values.Stream{Ref: 1}, Dims: []string{"gpu"}, Reduction: "sum", Scatter: true, Out: t1v, HasOut: true}},
 		MsgBorrowCreate: {`{"type":"BorrowCreate","result":{"tensor":2},"borrow":7,"tensor":{"tensor":1},"from_stream":{"ref":1},"to_stream":{"ref":2}}`,
 			func(m *Msg) any { return m.BorrowCreate },
-			BorrowCreate{Result: t2v, Borrow: 7, Tensor: t1v, FromStream: jsonl.Stream{Ref: 1}, ToStream: jsonl.Stream{Ref: 2}}},
+			BorrowCreate{Result: t2v, Borrow: 7, Tensor: t1v, FromStream: values.Stream{Ref: 1}, ToStream: values.Stream{Ref: 2}}},
 		MsgBorrowFirstUse: {`{"type":"BorrowFirstUse","borrow":7}`, func(m *Msg) any { return m.BorrowFirstUse }, BorrowFirstUse{Borrow: 7}},
 		MsgBorrowLastUse:  {`{"type":"BorrowLastUse","borrow":8}`, func(m *Msg) any { return m.BorrowLastUse }, BorrowLastUse{Borrow: 8}},
 		MsgBorrowDrop:     {`{"borrow":9,"type":"BorrowDrop"}`, func(m *Msg) any { return m.BorrowDrop }, BorrowDrop{Borrow: 9}},
 		MsgDeleteRefs:     {`{"type":"DeleteRefs","refs":[1,2,-3]}`, func(m *Msg) any { return m.DeleteRefs }, DeleteRefs{Refs: []int64{1, 2, -3}}},
 		MsgPipeRecv: {`{"type":"PipeRecv","ident":4,"result":[],"pipe":2,"stream":{"ref":1}}`,
 			func(m *Msg) any { x := m.PipeRecv; x.Result.Leaves = nil; return x },
-			PipeRecv{Ident: 4, Result: jsonl.Tree{Raw: []byte("[]")}, Pipe: 2, Stream: jsonl.Stream{Ref: 1}}},
+			PipeRecv{Ident: 4, Result: values.Tree{Raw: []byte("[]")}, Pipe: 2, Stream: values.Stream{Ref: 1}}},
 		MsgCommandGroup: {`{"type":"CommandGroup","commands":[{"type":"BorrowDrop","borrow":1},{"type":"Exit"},{"type":"Nope"}]}`,
 			func(m *Msg) any {
 				var ks []MsgKind
@@ -104,7 +105,7 @@ func TestDecodeEveryKind(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	reg := jsonl.NewRegistry()
+	reg := values.NewRegistry()
 	var m Msg
 	for _, tc := range []struct{ line, want string }{
 		{`{"refs":[]}`, `missing field "type"`},
@@ -172,7 +173,7 @@ func (r *recorder) Unknown(name string) error {
 }
 
 func TestDispatch(t *testing.T) {
-	reg := jsonl.NewRegistry()
+	reg := values.NewRegistry()
 	var m Msg
 	if err := decode(t, reg, &m, `{"type":"CommandGroup","commands":[{"type":"CallFunction","function":"f","stream":{"ref":1}},{"type":"DeleteRefs","refs":[]},{"type":"Exit"},{"type":"Mystery"}]}`); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,10 @@
 
 package gen
 
-import "github.com/fastsim/fastsim/internal/jsonl"
+import (
+	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
+)
 
 // WriteMsgJSON appends m as a JSON object to w.Buf: "type" first, then the
 // fields present and the extras in the order m.Extra records (spec order,
@@ -43,7 +46,7 @@ func WriteMsgJSON(w *jsonl.Writer, m *Msg) {
 }
 
 // writeCreateStreamJSON appends the fields of a CreateStream and its extras, in key order.
-func writeCreateStreamJSON(w *jsonl.Writer, x *CreateStream, ex *jsonl.Extras) {
+func writeCreateStreamJSON(w *jsonl.Writer, x *CreateStream, ex *values.Extras) {
 	var buf [10]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 2) {
@@ -63,7 +66,7 @@ func writeCreateStreamJSON(w *jsonl.Writer, x *CreateStream, ex *jsonl.Extras) {
 }
 
 // writeCallFunctionJSON appends the fields of a CallFunction and its extras, in key order.
-func writeCallFunctionJSON(w *jsonl.Writer, x *CallFunction, ex *jsonl.Extras) {
+func writeCallFunctionJSON(w *jsonl.Writer, x *CallFunction, ex *values.Extras) {
 	var buf [15]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 7) {
@@ -98,7 +101,7 @@ func writeCallFunctionJSON(w *jsonl.Writer, x *CallFunction, ex *jsonl.Extras) {
 }
 
 // writeSendTensorJSON appends the fields of a SendTensor and its extras, in key order.
-func writeSendTensorJSON(w *jsonl.Writer, x *SendTensor, ex *jsonl.Extras) {
+func writeSendTensorJSON(w *jsonl.Writer, x *SendTensor, ex *values.Extras) {
 	var buf [14]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 6) {
@@ -130,7 +133,7 @@ func writeSendTensorJSON(w *jsonl.Writer, x *SendTensor, ex *jsonl.Extras) {
 }
 
 // writeReduceJSON appends the fields of a Reduce and its extras, in key order.
-func writeReduceJSON(w *jsonl.Writer, x *Reduce, ex *jsonl.Extras) {
+func writeReduceJSON(w *jsonl.Writer, x *Reduce, ex *values.Extras) {
 	var buf [16]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 8) {
@@ -172,7 +175,7 @@ func writeReduceJSON(w *jsonl.Writer, x *Reduce, ex *jsonl.Extras) {
 }
 
 // writeBorrowCreateJSON appends the fields of a BorrowCreate and its extras, in key order.
-func writeBorrowCreateJSON(w *jsonl.Writer, x *BorrowCreate, ex *jsonl.Extras) {
+func writeBorrowCreateJSON(w *jsonl.Writer, x *BorrowCreate, ex *values.Extras) {
 	var buf [13]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 5) {
@@ -201,7 +204,7 @@ func writeBorrowCreateJSON(w *jsonl.Writer, x *BorrowCreate, ex *jsonl.Extras) {
 }
 
 // writeBorrowFirstUseJSON appends the fields of a BorrowFirstUse and its extras, in key order.
-func writeBorrowFirstUseJSON(w *jsonl.Writer, x *BorrowFirstUse, ex *jsonl.Extras) {
+func writeBorrowFirstUseJSON(w *jsonl.Writer, x *BorrowFirstUse, ex *values.Extras) {
 	var buf [9]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 1) {
@@ -218,7 +221,7 @@ func writeBorrowFirstUseJSON(w *jsonl.Writer, x *BorrowFirstUse, ex *jsonl.Extra
 }
 
 // writeBorrowLastUseJSON appends the fields of a BorrowLastUse and its extras, in key order.
-func writeBorrowLastUseJSON(w *jsonl.Writer, x *BorrowLastUse, ex *jsonl.Extras) {
+func writeBorrowLastUseJSON(w *jsonl.Writer, x *BorrowLastUse, ex *values.Extras) {
 	var buf [9]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 1) {
@@ -235,7 +238,7 @@ func writeBorrowLastUseJSON(w *jsonl.Writer, x *BorrowLastUse, ex *jsonl.Extras)
 }
 
 // writeBorrowDropJSON appends the fields of a BorrowDrop and its extras, in key order.
-func writeBorrowDropJSON(w *jsonl.Writer, x *BorrowDrop, ex *jsonl.Extras) {
+func writeBorrowDropJSON(w *jsonl.Writer, x *BorrowDrop, ex *values.Extras) {
 	var buf [9]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 1) {
@@ -252,7 +255,7 @@ func writeBorrowDropJSON(w *jsonl.Writer, x *BorrowDrop, ex *jsonl.Extras) {
 }
 
 // writeDeleteRefsJSON appends the fields of a DeleteRefs and its extras, in key order.
-func writeDeleteRefsJSON(w *jsonl.Writer, x *DeleteRefs, ex *jsonl.Extras) {
+func writeDeleteRefsJSON(w *jsonl.Writer, x *DeleteRefs, ex *values.Extras) {
 	var buf [9]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 1) {
@@ -269,7 +272,7 @@ func writeDeleteRefsJSON(w *jsonl.Writer, x *DeleteRefs, ex *jsonl.Extras) {
 }
 
 // writePipeRecvJSON appends the fields of a PipeRecv and its extras, in key order.
-func writePipeRecvJSON(w *jsonl.Writer, x *PipeRecv, ex *jsonl.Extras) {
+func writePipeRecvJSON(w *jsonl.Writer, x *PipeRecv, ex *values.Extras) {
 	var buf [12]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 4) {
@@ -295,7 +298,7 @@ func writePipeRecvJSON(w *jsonl.Writer, x *PipeRecv, ex *jsonl.Extras) {
 }
 
 // writeCommandGroupJSON appends the fields of a CommandGroup and its extras, in key order.
-func writeCommandGroupJSON(w *jsonl.Writer, x *CommandGroup, ex *jsonl.Extras) {
+func writeCommandGroupJSON(w *jsonl.Writer, x *CommandGroup, ex *values.Extras) {
 	var buf [9]uint8
 	e := 0
 	for _, it := range ex.Seq(buf[:0], x.present(), 1) {

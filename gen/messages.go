@@ -2,12 +2,12 @@
 
 package gen
 
-import "github.com/fastsim/fastsim/internal/jsonl"
+import "github.com/fastsim/fastsim/internal/values"
 
 // CreateStream is the message "CreateStream".
 type CreateStream struct {
 	// Result is the field "result" (stream, required).
-	Result jsonl.Stream
+	Result values.Stream
 	// Default is the field "default" (bool, optional).
 	Default bool
 }
@@ -19,41 +19,41 @@ type CallFunction struct {
 	// Function is the field "function" (string, required).
 	Function string
 	// Args is the field "args" (tree, optional).
-	Args jsonl.Tree
+	Args values.Tree
 	// Kwargs is the field "kwargs" (tree, optional).
-	Kwargs jsonl.Tree
+	Kwargs values.Tree
 	// Result is the field "result" (tree, optional).
-	Result jsonl.Tree
+	Result values.Tree
 	// Mutates is the field "mutates" (tensors, optional).
-	Mutates []jsonl.Tensor
+	Mutates []values.Tensor
 	// Stream is the field "stream" (stream, required).
-	Stream jsonl.Stream
+	Stream values.Stream
 }
 
 // SendTensor is the message "SendTensor".
 type SendTensor struct {
 	// Result is the field "result" (tensor, required).
-	Result jsonl.Tensor
+	Result values.Tensor
 	// Tensor is the field "tensor" (tensor, required).
-	Tensor jsonl.Tensor
+	Tensor values.Tensor
 	// FromRanks is the field "from_ranks" (slice, required).
-	FromRanks jsonl.Slice
+	FromRanks values.Slice
 	// ToRanks is the field "to_ranks" (slice, required).
-	ToRanks jsonl.Slice
+	ToRanks values.Slice
 	// FromStream is the field "from_stream" (stream, required).
-	FromStream jsonl.Stream
+	FromStream values.Stream
 	// ToStream is the field "to_stream" (stream, required).
-	ToStream jsonl.Stream
+	ToStream values.Stream
 }
 
 // Reduce is the message "Reduce".
 type Reduce struct {
 	// Result is the field "result" (tensor, required).
-	Result jsonl.Tensor
+	Result values.Tensor
 	// LocalTensor is the field "local_tensor" (tensor, required).
-	LocalTensor jsonl.Tensor
+	LocalTensor values.Tensor
 	// Stream is the field "stream" (stream, required).
-	Stream jsonl.Stream
+	Stream values.Stream
 	// Dims is the field "dims" (strings, optional).
 	Dims []string
 	// Reduction is the field "reduction" (string, required).
@@ -63,7 +63,7 @@ type Reduce struct {
 	// Inplace is the field "inplace" (bool, optional).
 	Inplace bool
 	// Out is the field "out" (tensor?, optional).
-	Out jsonl.Tensor
+	Out values.Tensor
 	// HasOut reports whether Out holds a tensor (false for null or absent).
 	HasOut bool
 }
@@ -71,18 +71,18 @@ type Reduce struct {
 // BorrowCreate is the message "BorrowCreate".
 type BorrowCreate struct {
 	// Result is the field "result" (tensor, required).
-	Result jsonl.Tensor
+	Result values.Tensor
 	// Borrow is the field "borrow" (int, required).
 	Borrow int64
 	// BorrowIdx is the dense borrow index of Borrow (-1: unknown), given by Index;
 	// it is not part of the record.
 	BorrowIdx int32
 	// Tensor is the field "tensor" (tensor, required).
-	Tensor jsonl.Tensor
+	Tensor values.Tensor
 	// FromStream is the field "from_stream" (stream, required).
-	FromStream jsonl.Stream
+	FromStream values.Stream
 	// ToStream is the field "to_stream" (stream, required).
-	ToStream jsonl.Stream
+	ToStream values.Stream
 }
 
 // BorrowFirstUse is the message "BorrowFirstUse".
@@ -126,11 +126,11 @@ type PipeRecv struct {
 	// Ident is the field "ident" (int, optional).
 	Ident int64
 	// Result is the field "result" (tree, required).
-	Result jsonl.Tree
+	Result values.Tree
 	// Pipe is the field "pipe" (int, optional).
 	Pipe int64
 	// Stream is the field "stream" (stream, required).
-	Stream jsonl.Stream
+	Stream values.Stream
 }
 
 // CommandGroup is the message "CommandGroup".
@@ -172,13 +172,13 @@ type Msg struct {
 	// Extra holds the fields the spec does not declare and the order of the
 	// keys, when the decoder keeps them (jsonl.Scanner.KeepExtra, or a binary
 	// history that carries them); it is empty otherwise.
-	Extra jsonl.Extras
+	Extra values.Extras
 }
 
 // EachTensor calls fn with every tensor the message names, in field order:
 // tensor fields, tensor lists, the leaves of trees, and the tensors of
 // sub-messages. It allocates nothing.
-func (m *Msg) EachTensor(fn func(*jsonl.Tensor)) {
+func (m *Msg) EachTensor(fn func(*values.Tensor)) {
 	switch m.Kind {
 	case MsgCallFunction:
 		m.CallFunction.EachTensor(fn)
@@ -196,7 +196,7 @@ func (m *Msg) EachTensor(fn func(*jsonl.Tensor)) {
 }
 
 // EachTensor calls fn with every tensor of the CallFunction, in field order.
-func (x *CallFunction) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *CallFunction) EachTensor(fn func(*values.Tensor)) {
 	for i := range x.Args.Leaves {
 		fn(&x.Args.Leaves[i])
 	}
@@ -212,13 +212,13 @@ func (x *CallFunction) EachTensor(fn func(*jsonl.Tensor)) {
 }
 
 // EachTensor calls fn with every tensor of the SendTensor, in field order.
-func (x *SendTensor) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *SendTensor) EachTensor(fn func(*values.Tensor)) {
 	fn(&x.Result)
 	fn(&x.Tensor)
 }
 
 // EachTensor calls fn with every tensor of the Reduce, in field order.
-func (x *Reduce) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *Reduce) EachTensor(fn func(*values.Tensor)) {
 	fn(&x.Result)
 	fn(&x.LocalTensor)
 	if x.HasOut {
@@ -227,25 +227,25 @@ func (x *Reduce) EachTensor(fn func(*jsonl.Tensor)) {
 }
 
 // EachTensor calls fn with every tensor of the BorrowCreate, in field order.
-func (x *BorrowCreate) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *BorrowCreate) EachTensor(fn func(*values.Tensor)) {
 	fn(&x.Result)
 	fn(&x.Tensor)
 }
 
 // EachTensor calls fn with every tensor of the PipeRecv, in field order.
-func (x *PipeRecv) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *PipeRecv) EachTensor(fn func(*values.Tensor)) {
 	for i := range x.Result.Leaves {
 		fn(&x.Result.Leaves[i])
 	}
 }
 
 // EachTensor calls fn with every tensor of the CommandGroup, in field order.
-func (x *CommandGroup) EachTensor(fn func(*jsonl.Tensor)) {
+func (x *CommandGroup) EachTensor(fn func(*values.Tensor)) {
 	x.Commands.EachTensor(fn)
 }
 
 // EachTensor calls fn with every tensor of every message of the list.
-func (l *Msgs) EachTensor(fn func(*jsonl.Tensor)) {
+func (l *Msgs) EachTensor(fn func(*values.Tensor)) {
 	for i := range l.xCallFunction {
 		l.xCallFunction[i].EachTensor(fn)
 	}
@@ -267,7 +267,7 @@ func (l *Msgs) EachTensor(fn func(*jsonl.Tensor)) {
 }
 
 // Indexer gives the ids a message names their dense indexes, once, when the
-// message is decoded (internal/jsonl's Registry is one), so that the engine
+// message is decoded (internal/values' Registry is one), so that the engine
 // indexes its tables by them and never looks an id up.
 type Indexer interface {
 	// StreamIdx returns the index of stream ref, giving it one if it has none.
@@ -412,7 +412,7 @@ type Msgs struct {
 	at              []int32 // index in the kind's slice, or in names for MsgUnknown
 	extra           []int32 // index in extras, or -1
 	names           []string
-	extras          []jsonl.Extras
+	extras          []values.Extras
 	xCreateStream   []CreateStream
 	xCallFunction   []CallFunction
 	xSendTensor     []SendTensor
@@ -462,7 +462,7 @@ func (l *Msgs) Reset() {
 func (l *Msgs) At(i int, m *Msg) {
 	m.Kind = l.kinds[i]
 	m.TypeName = m.Kind.String()
-	m.Extra = jsonl.Extras{}
+	m.Extra = values.Extras{}
 	if e := l.extra[i]; e >= 0 {
 		m.Extra = l.extras[e]
 	}
@@ -667,7 +667,7 @@ func (l *Msgs) add(m *Msg) {
 	if n < cap(l.extras) {
 		l.extras = l.extras[:n+1]
 	} else {
-		l.extras = append(l.extras, jsonl.Extras{})
+		l.extras = append(l.extras, values.Extras{})
 	}
 	l.extras[n], m.Extra = m.Extra, l.extras[n]
 	l.extra = append(l.extra, int32(n))

@@ -5,38 +5,39 @@ import (
 	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Decoder reads values from one record body. Errors are sticky: after the
 // first one every read returns a zero value, and Err reports it, so decoders
 // check once per record. It holds the string and blob tables of a stream and
-// resolves tensor references against a jsonl.Registry.
+// resolves tensor references against a values.Registry.
 type Decoder struct {
 	buf []byte
 	pos int
 	err error
 
-	reg       *jsonl.Registry
+	reg       *values.Registry
 	strs      []string
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
 	emptyTree []bool // by blob: checked as a tree without tensors
-	slices    []jsonl.Slice
+	slices    []values.Slice
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 
 	sc        jsonl.Scanner // checks trees' raw JSON
-	tree      jsonl.Tree
+	tree      values.Tree
 	mentioned []int32 // registry rows the record refers to
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
 // against reg.
-func NewDecoder(reg *jsonl.Registry) *Decoder { return &Decoder{reg: reg} }
+func NewDecoder(reg *values.Registry) *Decoder { return &Decoder{reg: reg} }
 
 // Reset empties the tables, for a new stream.
-func (d *Decoder) Reset(reg *jsonl.Registry) {
+func (d *Decoder) Reset(reg *values.Registry) {
 	d.reg = reg
 	d.buf, d.pos, d.err, d.depth = nil, 0, nil, 0
 	clear(d.strs)
@@ -50,7 +51,7 @@ func (d *Decoder) Reset(reg *jsonl.Registry) {
 }
 
 // Registry returns the registry tensors are resolved against.
-func (d *Decoder) Registry() *jsonl.Registry { return d.reg }
+func (d *Decoder) Registry() *values.Registry { return d.reg }
 
 // Begin starts decoding a record body. The body must stay unchanged until
 // the record's values are no longer used unless every string and blob in
@@ -74,7 +75,7 @@ func (d *Decoder) Fail(err error) {
 // Failf records an *Error wrapping sentinel.
 func (d *Decoder) Failf(sentinel error, format string, args ...any) {
 	if d.err == nil {
-		d.Fail(Errorf(sentinel, format, args...))
+		d.Fail(values.Errorf(sentinel, format, args...))
 	}
 }
 
@@ -183,7 +184,7 @@ func (d *Decoder) Bool() bool {
 func (d *Decoder) Count(what string, max, minBytes int) int {
 	u := d.Uvarint()
 	if u > uint64(max) {
-		d.Failf(ErrLimit, "%d %s, more than the limit of %d", u, what, max)
+		d.Failf(values.ErrLimit, "%d %s, more than the limit of %d", u, what, max)
 		return 0
 	}
 	if minBytes > 0 && u > uint64(d.Left()/minBytes) {
@@ -197,7 +198,7 @@ func (d *Decoder) Count(what string, max, minBytes int) int {
 func (d *Decoder) bytesN(what string) []byte {
 	n := d.Uvarint()
 	if n > MaxRecordBytes {
-		d.Failf(ErrLimit, "%s of %d bytes, more than the limit of %d", what, n, MaxRecordBytes)
+		d.Failf(values.ErrLimit, "%s of %d bytes, more than the limit of %d", what, n, MaxRecordBytes)
 		return nil
 	}
 	if n > uint64(d.Left()) {
@@ -297,7 +298,7 @@ func (d *Decoder) Strings(dst []string) []string {
 }
 
 // Stream reads a stream.
-func (d *Decoder) Stream(st *jsonl.Stream) {
+func (d *Decoder) Stream(st *values.Stream) {
 	st.Ref = d.Int()
 	st.HasName = d.Bool()
 	st.Name = ""
@@ -308,11 +309,11 @@ func (d *Decoder) Stream(st *jsonl.Stream) {
 
 // Slice reads a slice of ranks into sl, reusing its slices. It checks the
 // number of dimensions; callers check the ranks against the world.
-func (d *Decoder) Slice(sl *jsonl.Slice) { d.SliceAt(sl) }
+func (d *Decoder) Slice(sl *values.Slice) { d.SliceAt(sl) }
 
 // SliceAt is Slice, also returning the slice's index in the slice table
 // (-1 when it did not join it), for CheckedSlice and SliceChecked.
-func (d *Decoder) SliceAt(sl *jsonl.Slice) int {
+func (d *Decoder) SliceAt(sl *values.Slice) int {
 	sl.Reset()
 	if ref := d.Uvarint(); ref != 0 {
 		if ref > uint64(len(d.slices)) {
@@ -329,7 +330,7 @@ func (d *Decoder) SliceAt(sl *jsonl.Slice) int {
 	}
 	d.sliceNew(sl)
 	if d.err == nil && len(d.slices) < MaxTableEntries {
-		d.slices = append(d.slices, jsonl.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
+		d.slices = append(d.slices, values.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
 		d.sliceOK = append(d.sliceOK, false)
 		return len(d.slices) - 1
 	}
@@ -350,9 +351,9 @@ func (d *Decoder) SliceChecked(at int) {
 }
 
 // sliceNew reads a slice written in full.
-func (d *Decoder) sliceNew(sl *jsonl.Slice) {
+func (d *Decoder) sliceNew(sl *values.Slice) {
 	sl.Offset = d.Int()
-	n := d.Count("slice dimensions", jsonl.MaxSliceDims, 2)
+	n := d.Count("slice dimensions", values.MaxSliceDims, 2)
 	for k := 0; k < n; k++ {
 		size := d.Int()
 		if size < 0 {
@@ -365,10 +366,10 @@ func (d *Decoder) sliceNew(sl *jsonl.Slice) {
 
 // Tensor reads a tensor reference (the tensor's id, defined earlier in the
 // stream) into t.
-func (d *Decoder) Tensor(t *jsonl.Tensor) {
+func (d *Decoder) Tensor(t *values.Tensor) {
 	id := d.Int()
 	if d.err != nil {
-		*t = jsonl.Tensor{}
+		*t = values.Tensor{}
 		return
 	}
 	if v, ok := d.reg.Lookup(id); ok {
@@ -379,7 +380,7 @@ func (d *Decoder) Tensor(t *jsonl.Tensor) {
 	// Never defined, or deleted since: in JSON lines this would be a first
 	// mention without its fields, which is an error.
 	d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
-	*t = jsonl.Tensor{}
+	*t = values.Tensor{}
 }
 
 // Mentioned lists the registry rows of the tensors the record refers to,
@@ -388,18 +389,18 @@ func (d *Decoder) Tensor(t *jsonl.Tensor) {
 func (d *Decoder) Mentioned() []int32 { return d.mentioned }
 
 // Tensors reads a count and tensor references into dst[:0].
-func (d *Decoder) Tensors(dst []jsonl.Tensor) []jsonl.Tensor {
+func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
 	dst = dst[:0]
 	n := d.Count("tensors", MaxRecordBytes, 1)
 	for i := 0; i < n; i++ {
-		dst = append(dst, jsonl.Tensor{})
+		dst = append(dst, values.Tensor{})
 		d.Tensor(&dst[i])
 	}
 	return dst
 }
 
 // Tree reads a tree into t, reusing its leaves.
-func (d *Decoder) Tree(t *jsonl.Tree) {
+func (d *Decoder) Tree(t *values.Tree) {
 	var at int
 	t.Raw, at = d.blob()
 	t.Leaves = d.Tensors(t.Leaves)
@@ -422,7 +423,7 @@ func (d *Decoder) Tree(t *jsonl.Tree) {
 // tensor objects in it are the tree's leaves, in order, each agreeing with
 // the registry. Without this check a damaged tree would replay one way
 // from the binary form and another (or not at all) once converted.
-func (d *Decoder) checkTree(t *jsonl.Tree) {
+func (d *Decoder) checkTree(t *values.Tree) {
 	if err := d.sc.Reset(t.Raw); err != nil {
 		d.Failf(ErrCorrupt, "tree: %v", err)
 		return
@@ -459,8 +460,8 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	v := d.Uvarint()
 	cpu := v&1 != 0
 	n := v >> 1
-	if n > jsonl.MaxShapeDims {
-		d.Failf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, n, jsonl.MaxShapeDims)
+	if n > values.MaxShapeDims {
+		d.Failf(values.ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, n, values.MaxShapeDims)
 		return shape
 	}
 	shape = shape[:0]
@@ -479,8 +480,8 @@ func (d *Decoder) Define(shape []int64) []int64 {
 
 // Extras reads a message's key order and extra fields into ex (which the
 // caller has reset), for a message with nfields declared fields.
-func (d *Decoder) Extras(ex *jsonl.Extras, nfields int) {
-	n := d.Count("keys", MaxExtras+jsonl.MaxFields, 1)
+func (d *Decoder) Extras(ex *values.Extras, nfields int) {
+	n := d.Count("keys", MaxExtras+values.MaxFields, 1)
 	for i := 0; i < n; i++ {
 		it := d.Byte()
 		if int(it) > nfields {
@@ -503,7 +504,7 @@ func (d *Decoder) Extras(ex *jsonl.Extras, nfields int) {
 // Enter notes that a nested message begins; it fails past MaxDepth.
 func (d *Decoder) Enter() bool {
 	if d.depth >= MaxDepth {
-		d.Failf(ErrLimit, "messages nest deeper than %d", MaxDepth)
+		d.Failf(values.ErrLimit, "messages nest deeper than %d", MaxDepth)
 		return false
 	}
 	d.depth++

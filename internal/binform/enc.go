@@ -3,7 +3,7 @@ package binform
 import (
 	"encoding/binary"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Encoder appends the binary encoding of values to Buf. It holds the string
@@ -113,7 +113,7 @@ func (e *Encoder) Strings(v []string) {
 }
 
 // Stream appends a stream: its ref, whether a name follows, the name.
-func (e *Encoder) Stream(st *jsonl.Stream) {
+func (e *Encoder) Stream(st *values.Stream) {
 	e.Int(st.Ref)
 	e.Bool(st.HasName)
 	if st.HasName {
@@ -125,7 +125,7 @@ func (e *Encoder) Stream(st *jsonl.Stream) {
 // table, or 0 and the slice (offset, dimensions, then size and stride of
 // each), which then joins the table while it holds fewer than
 // MaxTableEntries slices.
-func (e *Encoder) Slice(sl *jsonl.Slice) {
+func (e *Encoder) Slice(sl *values.Slice) {
 	at := len(e.Buf)
 	e.Int(sl.Offset)
 	n := min(len(sl.Sizes), len(sl.Strides))
@@ -148,10 +148,10 @@ func (e *Encoder) Slice(sl *jsonl.Slice) {
 
 // Tensor appends a tensor reference: its dense index. The tensor must have
 // been defined (see Define).
-func (e *Encoder) Tensor(t *jsonl.Tensor) { e.Int(t.ID) }
+func (e *Encoder) Tensor(t *values.Tensor) { e.Int(t.ID) }
 
 // Tensors appends a count and the tensor references.
-func (e *Encoder) Tensors(ts []jsonl.Tensor) {
+func (e *Encoder) Tensors(ts []values.Tensor) {
 	e.Uvarint(uint64(len(ts)))
 	for i := range ts {
 		e.Int(ts[i].ID)
@@ -160,7 +160,7 @@ func (e *Encoder) Tensors(ts []jsonl.Tensor) {
 
 // Tree appends a tree: its raw text (shared when it holds no tensor) and
 // its leaves.
-func (e *Encoder) Tree(t *jsonl.Tree) {
+func (e *Encoder) Tree(t *values.Tree) {
 	e.blob(t.Raw, len(t.Leaves) == 0)
 	e.Tensors(t.Leaves)
 }
@@ -170,7 +170,7 @@ func (e *Encoder) Defined() int { return e.defined }
 
 // Define appends the definition of the next tensor (dense index Defined()):
 // id, storage (as a difference from id), nbytes, dtype, device and shape.
-func (e *Encoder) Define(t *jsonl.Tensor) {
+func (e *Encoder) Define(t *values.Tensor) {
 	e.Int(t.ID)
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
 	e.Uvarint(uint64(t.NBytes))
@@ -189,11 +189,11 @@ func (e *Encoder) Define(t *jsonl.Tensor) {
 // Extras appends a message's extra fields and key order, for a message
 // whose present declared fields are mask out of nfields: the key order
 // (a count of 0 when canonical) and the extra fields (key, raw value).
-func (e *Encoder) Extras(ex *jsonl.Extras, mask uint64, nfields int) {
+func (e *Encoder) Extras(ex *values.Extras, mask uint64, nfields int) {
 	e.seq = ex.Seq(e.seq[:0], mask, nfields)
 	// An order listing a field given empty (not in mask) is written even
 	// when canonical: it is the only record that the field was given.
-	if jsonl.Canonical(e.seq) && ex.Given(nfields)&^mask == 0 {
+	if values.Canonical(e.seq) && ex.Given(nfields)&^mask == 0 {
 		e.Uvarint(0)
 	} else {
 		e.Uvarint(uint64(len(e.seq)))
@@ -208,7 +208,7 @@ func (e *Encoder) Extras(ex *jsonl.Extras, mask uint64, nfields int) {
 
 // HasExtras reports whether a message with these extras and present fields
 // needs its extras written (extra fields, or keys out of spec order).
-func (e *Encoder) HasExtras(ex *jsonl.Extras, mask uint64, nfields int) bool {
+func (e *Encoder) HasExtras(ex *values.Extras, mask uint64, nfields int) bool {
 	if len(ex.Keys) > 0 {
 		return true
 	}
@@ -219,5 +219,5 @@ func (e *Encoder) HasExtras(ex *jsonl.Extras, mask uint64, nfields int) bool {
 		return true // a field given empty
 	}
 	e.seq = ex.Seq(e.seq[:0], mask, nfields)
-	return !jsonl.Canonical(e.seq)
+	return !values.Canonical(e.seq)
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/hardware"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // BenchmarkRooflineCall prices a linear on an H100, as the engine does once
@@ -15,7 +15,7 @@ func BenchmarkRooflineCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := NewRoofline(s)
-	c := call([]jsonl.Tensor{tn("bfloat16", 8, 2048, 4096), tn("bfloat16", 4096, 4096), tn("bfloat16", 4096)}, "", tn("bfloat16", 8, 2048, 4096))
+	c := call([]values.Tensor{tn("bfloat16", 8, 2048, 4096), tn("bfloat16", 4096, 4096), tn("bfloat16", 4096)}, "", tn("bfloat16", 8, 2048, 4096))
 	b.ReportAllocs()
 	for b.Loop() {
 		r.CallNs(c, "aten.linear")

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // xlaH100 is OpenXLA's matmul performance table for sm_90 (H100 SXM),
@@ -65,7 +65,7 @@ func TestGEMMAgainstXLAMeasurements(t *testing.T) {
 	var errs []float64
 	for _, p := range xlaH100 {
 		b, m, n, k, flops := p[0], p[1], p[2], p[3], float64(p[4])
-		c := call([]jsonl.Tensor{tn("bfloat16", b, m, k), tn("bfloat16", b, k, n)}, "", tn("bfloat16", b, m, n))
+		c := call([]values.Tensor{tn("bfloat16", b, m, k), tn("bfloat16", b, k, n)}, "", tn("bfloat16", b, m, n))
 		measuredNs := float64(2*b*m*n*k) / flops * 1e9
 		rel := float64(r.CallNs(c, "aten.bmm"))/measuredNs - 1
 		errs = append(errs, rel)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/hardware"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // ErrConfig reports a costs file that cannot be used.
@@ -152,9 +152,9 @@ func (m *Model) callDefault(c *gen.CallFunction, name string) int64 {
 // NAME:SHAPES:DTYPE over the distinct tensor inputs among leaves (by id,
 // first occurrence order). It returns the key and the offset of DTYPE in
 // it, 0 when there are no inputs (the key is then the name alone).
-func AppendKey(dst []byte, name string, leaves []jsonl.Tensor) ([]byte, int) {
+func AppendKey(dst []byte, name string, leaves []values.Tensor) ([]byte, int) {
 	dst = append(dst, name...)
-	dst, n := jsonl.AppendShapes(append(dst, ':'), leaves)
+	dst, n := values.AppendShapes(append(dst, ':'), leaves)
 	if n == 0 {
 		return dst[:len(dst)-1], 0
 	}
@@ -187,7 +187,7 @@ func AppendKey(dst []byte, name string, leaves []jsonl.Tensor) ([]byte, int) {
 
 // seenBefore reports whether leaves[i]'s tensor appears earlier. Calls have
 // a handful of inputs, so a scan beats a set.
-func seenBefore(leaves []jsonl.Tensor, i int) bool {
+func seenBefore(leaves []values.Tensor, i int) bool {
 	for j := 0; j < i; j++ {
 		if leaves[j].ID == leaves[i].ID {
 			return true
@@ -300,7 +300,7 @@ func (m *Model) CollectiveNs(c Collective, bytes, ranks int64, sameHost bool) in
 // TensorBytes is a tensor's size: its shape's element count times its
 // dtype's size when both are known (a shape of at least one dimension),
 // else its storage's nbytes.
-func TensorBytes(t *jsonl.Tensor) int64 {
+func TensorBytes(t *values.Tensor) int64 {
 	size := DtypeBytes(t.Dtype)
 	if size == 0 || len(t.Shape) == 0 {
 		return t.NBytes

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Expected values are worked out by hand; the comments show the arithmetic.
@@ -22,8 +22,8 @@ func mustParse(t *testing.T, s string) *Model {
 	return m
 }
 
-func tensorOf(id int64, dtype string, shape ...int64) jsonl.Tensor {
-	return jsonl.Tensor{ID: id, Dtype: dtype, Shape: shape, NBytes: 7} // nbytes deliberately unrelated
+func tensorOf(id int64, dtype string, shape ...int64) values.Tensor {
+	return values.Tensor{ID: id, Dtype: dtype, Shape: shape, NBytes: 7} // nbytes deliberately unrelated
 }
 
 func TestEmptyConfigIsReference(t *testing.T) {
@@ -34,7 +34,7 @@ func TestEmptyConfigIsReference(t *testing.T) {
 	ref := sched.DefaultCosts()
 	big := gen.Reduce{LocalTensor: tensorOf(1, "float32", 1<<20), Result: tensorOf(2, "float32", 1<<20)}
 	send := gen.SendTensor{Tensor: tensorOf(3, "float32", 1<<20)}
-	call := gen.CallFunction{Args: jsonl.Tree{Leaves: []jsonl.Tensor{tensorOf(4, "float32", 8, 8)}}}
+	call := gen.CallFunction{Args: values.Tree{Leaves: []values.Tensor{tensorOf(4, "float32", 8, 8)}}}
 	for _, c := range []sched.Comm{{Ranks: 2}, {Ranks: 64, SameHost: true}, {Ranks: 2, Local: true}} {
 		if got, want := m.ReduceRuntimeNs(&big, c), ref.ReduceRuntimeNs(&big, c); got != want {
 			t.Errorf("Reduce %+v: %d, want %d", c, got, want)
@@ -90,16 +90,16 @@ func TestAppendKey(t *testing.T) {
 	f := tensorOf(3, "float32", 16)
 	s := tensorOf(4, "float32") // 0-d
 	cases := []struct {
-		leaves []jsonl.Tensor
+		leaves []values.Tensor
 		key    string
 		dtype  string // the part after the second colon
 	}{
 		{nil, "aten.mm", ""},
-		{[]jsonl.Tensor{a, b}, "aten.mm:(4096x4096)x(4096x1024):bfloat16", "bfloat16"},
+		{[]values.Tensor{a, b}, "aten.mm:(4096x4096)x(4096x1024):bfloat16", "bfloat16"},
 		// a repeated input counts once, in first-occurrence order
-		{[]jsonl.Tensor{b, a, b}, "aten.mm:(4096x1024)x(4096x4096):bfloat16", "bfloat16"},
-		{[]jsonl.Tensor{a, f}, "aten.mm:(4096x4096)x(16):bfloat16xfloat32", "bfloat16xfloat32"},
-		{[]jsonl.Tensor{s}, "aten.mm:():float32", "float32"},
+		{[]values.Tensor{b, a, b}, "aten.mm:(4096x1024)x(4096x4096):bfloat16", "bfloat16"},
+		{[]values.Tensor{a, f}, "aten.mm:(4096x4096)x(16):bfloat16xfloat32", "bfloat16xfloat32"},
+		{[]values.Tensor{s}, "aten.mm:():float32", "float32"},
 	}
 	for _, c := range cases {
 		key, at := AppendKey(nil, "aten.mm", c.leaves)
@@ -119,8 +119,8 @@ func TestRuntimeTableFallback(t *testing.T) {
 		"aten.mm:(2x3)x(3x4):bfloat16": 300,
 		"aten.gelu:(8):float32": 400
 	}}`)
-	call := func(ts ...jsonl.Tensor) *gen.CallFunction {
-		return &gen.CallFunction{Args: jsonl.Tree{Leaves: ts}}
+	call := func(ts ...values.Tensor) *gen.CallFunction {
+		return &gen.CallFunction{Args: values.Tree{Leaves: ts}}
 	}
 	x16, w16 := tensorOf(1, "bfloat16", 2, 3), tensorOf(2, "bfloat16", 3, 4)
 	x32, w32 := tensorOf(1, "float32", 2, 3), tensorOf(2, "float32", 3, 4)
@@ -220,7 +220,7 @@ func TestReduceAndSendThroughModel(t *testing.T) {
 	}
 	// A tensor without a shape falls back to nbytes: 2,500,000 B
 	// point-to-point across hosts: / 25 = 100,000; + 10,000.
-	send := gen.SendTensor{Tensor: jsonl.Tensor{NBytes: 2_500_000, Dtype: "bfloat16"}}
+	send := gen.SendTensor{Tensor: values.Tensor{NBytes: 2_500_000, Dtype: "bfloat16"}}
 	if got := m.SendRuntimeNs(&send, sched.Comm{Ranks: 2}); got != 110_000 {
 		t.Errorf("send: %d, want 110000", got)
 	}
@@ -232,15 +232,15 @@ func TestReduceAndSendThroughModel(t *testing.T) {
 
 func TestTensorBytes(t *testing.T) {
 	cases := []struct {
-		t    jsonl.Tensor
+		t    values.Tensor
 		want int64
 	}{
-		{jsonl.Tensor{Dtype: "float32", Shape: []int64{3, 5}, NBytes: 999}, 60},        // 3*5*4
-		{jsonl.Tensor{Dtype: "torch.bfloat16", Shape: []int64{10}, NBytes: 999}, 20},   // 10*2
-		{jsonl.Tensor{Dtype: "int64", Shape: []int64{2, 0, 4}, NBytes: 999}, 0},        // empty
-		{jsonl.Tensor{Dtype: "mystery", Shape: []int64{10}, NBytes: 999}, 999},         // unknown dtype
-		{jsonl.Tensor{Dtype: "float32", NBytes: 999}, 999},                             // no shape
-		{jsonl.Tensor{Dtype: "uint8", Shape: []int64{1 << 40, 1 << 40}, NBytes: 5}, 5}, // overflow
+		{values.Tensor{Dtype: "float32", Shape: []int64{3, 5}, NBytes: 999}, 60},        // 3*5*4
+		{values.Tensor{Dtype: "torch.bfloat16", Shape: []int64{10}, NBytes: 999}, 20},   // 10*2
+		{values.Tensor{Dtype: "int64", Shape: []int64{2, 0, 4}, NBytes: 999}, 0},        // empty
+		{values.Tensor{Dtype: "mystery", Shape: []int64{10}, NBytes: 999}, 999},         // unknown dtype
+		{values.Tensor{Dtype: "float32", NBytes: 999}, 999},                             // no shape
+		{values.Tensor{Dtype: "uint8", Shape: []int64{1 << 40, 1 << 40}, NBytes: 5}, 5}, // overflow
 	}
 	for i, c := range cases {
 		if got := TensorBytes(&c.t); got != c.want {

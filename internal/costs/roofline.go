@@ -11,7 +11,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/hardware"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Roofline prices a function call from a hardware spec:
@@ -227,7 +227,7 @@ func (r *Roofline) Unknown() (int64, []string) {
 
 // numel is a tensor's element count: its shape's product (1 for a 0-d
 // tensor with a known dtype), else its nbytes over its dtype's size.
-func numel(t *jsonl.Tensor) float64 {
+func numel(t *values.Tensor) float64 {
 	if len(t.Shape) == 0 {
 		if s := DtypeBytes(t.Dtype); s > 0 && t.NBytes > 0 {
 			return float64(t.NBytes / s)
@@ -243,7 +243,7 @@ func numel(t *jsonl.Tensor) float64 {
 
 // dim is a tensor's size along axis i, negative i from the end; 1 when
 // the tensor has no such axis.
-func dim(t *jsonl.Tensor, i int) float64 {
+func dim(t *values.Tensor, i int) float64 {
 	if i < 0 {
 		i += len(t.Shape)
 	}
@@ -339,7 +339,7 @@ func flopsOf(row opRow, c *gen.CallFunction) float64 {
 
 // attentionFLOPs counts QKᵀ and PV: 2·B·s·s_kv·d + 2·B·s·s_kv·d_v, B the
 // batch and head dimensions (q's elements over s·d).
-func attentionFLOPs(q, k, v *jsonl.Tensor) float64 {
+func attentionFLOPs(q, k, v *values.Tensor) float64 {
 	s, d := dim(q, -2), dim(q, -1)
 	skv, dv := dim(k, -2), dim(v, -1)
 	bh := numel(q) / (s * d)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/hardware"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // The h100-sxm preset's figures used by the hand calculations below:
@@ -28,17 +28,17 @@ func h100(t *testing.T) *hardware.Spec {
 var nextID int64
 
 // tn makes a tensor with a fresh id; nbytes follows shape and dtype.
-func tn(dtype string, shape ...int64) jsonl.Tensor {
+func tn(dtype string, shape ...int64) values.Tensor {
 	nextID++
 	n := DtypeBytes(dtype)
 	for _, d := range shape {
 		n *= d
 	}
-	return jsonl.Tensor{ID: nextID, Dtype: dtype, Shape: shape, NBytes: n}
+	return values.Tensor{ID: nextID, Dtype: dtype, Shape: shape, NBytes: n}
 }
 
-func call(args []jsonl.Tensor, raw string, results ...jsonl.Tensor) *gen.CallFunction {
-	return &gen.CallFunction{Args: jsonl.Tree{Leaves: args, Raw: []byte(raw)}, Result: jsonl.Tree{Leaves: results}}
+func call(args []values.Tensor, raw string, results ...values.Tensor) *gen.CallFunction {
+	return &gen.CallFunction{Args: values.Tree{Leaves: args, Raw: []byte(raw)}, Result: values.Tree{Leaves: results}}
 }
 
 func TestRooflineFormulas(t *testing.T) {
@@ -48,9 +48,9 @@ func TestRooflineFormulas(t *testing.T) {
 	q, k, v := tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128)
 	out, lse := tn(bf, 2, 16, 2048, 128), tn("float32", 2, 16, 2048)
 	p1, p2 := tn("float32", 1024, 1024), tn("float32", 1024)
-	adam := call([]jsonl.Tensor{p1, p2, tn("float32", 1024, 1024), tn("float32", 1024), tn("float32", 1024, 1024),
+	adam := call([]values.Tensor{p1, p2, tn("float32", 1024, 1024), tn("float32", 1024), tn("float32", 1024, 1024),
 		tn("float32", 1024), tn("float32", 1024, 1024), tn("float32", 1024), tn("float32"), tn("float32")}, "")
-	adam.Mutates = []jsonl.Tensor{p1, p2, adam.Args.Leaves[4], adam.Args.Leaves[5], adam.Args.Leaves[6], adam.Args.Leaves[7]}
+	adam.Mutates = []values.Tensor{p1, p2, adam.Args.Leaves[4], adam.Args.Leaves[5], adam.Args.Leaves[6], adam.Args.Leaves[7]}
 	cases := []struct {
 		what         string
 		name         string
@@ -62,34 +62,34 @@ func TestRooflineFormulas(t *testing.T) {
 		// 1,099,511,627,776 / (989,400 × 0.801) = 1,387,379.9 ns; bytes
 		// 3·8192²·2 = 402,653,184 / 3,182.5 = 126,521.0 ns; compute-bound:
 		// 1,387,379.9 + 3,000 = 1,390,379.9 -> 1,390,380.
-		{"large mm", "aten.mm", call([]jsonl.Tensor{tn(bf, 8192, 8192), tn(bf, 8192, 8192)}, "", tn(bf, 8192, 8192)),
+		{"large mm", "aten.mm", call([]values.Tensor{tn(bf, 8192, 8192), tn(bf, 8192, 8192)}, "", tn(bf, 8192, 8192)),
 			1_099_511_627_776, 402_653_184, 1_390_380},
 		// x[1,4096] @ w[4096,4096]: F = 2·4096² = 33,554,432 (efficiency
 		// 0.0243): 33,554,432 / 24,042.42 = 1,395.6 ns; bytes (4096 +
 		// 4096² + 4096)·2 = 33,570,816 / 3,182.5 = 10,548.6 ns;
 		// memory-bound: 10,548.6 + 3,000 -> 13,549.
-		{"skinny mm", "aten.mm", call([]jsonl.Tensor{tn(bf, 1, 4096), tn(bf, 4096, 4096)}, "", tn(bf, 1, 4096)),
+		{"skinny mm", "aten.mm", call([]values.Tensor{tn(bf, 1, 4096), tn(bf, 4096, 4096)}, "", tn(bf, 1, 4096)),
 			33_554_432, 33_570_816, 13_549},
 		// addmm(b[768], a[512,256], w[256,768]): 2·512·256·768 + 512·768 =
 		// 201,719,808; efficiency 0.0243·(201,719,808/2^25)^0.66617 =
 		// 0.080270; 201,719,808 / (989,400 × 0.080270) = 2,539.9 ns; bytes
 		// (768 + 131,072 + 196,608 + 393,216)·2 = 1,443,328 / 3,182.5 =
 		// 453.5 ns; 2,539.9 + 3,000 -> 5,540.
-		{"addmm", "aten.addmm", call([]jsonl.Tensor{tn(bf, 768), tn(bf, 512, 256), tn(bf, 256, 768)}, "", tn(bf, 512, 768)),
+		{"addmm", "aten.addmm", call([]values.Tensor{tn(bf, 768), tn(bf, 512, 256), tn(bf, 256, 768)}, "", tn(bf, 512, 768)),
 			201_719_808, 1_443_328, 5_540},
 		// linear(x[4,128,256], w[768,256], b[768]) is the same product as
 		// the addmm above: rows 512, same FLOPs, same bytes, same time.
-		{"linear", "aten.linear", call([]jsonl.Tensor{x, tn(bf, 768, 256), tn(bf, 768)}, "", tn(bf, 4, 128, 768)),
+		{"linear", "aten.linear", call([]values.Tensor{x, tn(bf, 768, 256), tn(bf, 768)}, "", tn(bf, 4, 128, 768)),
 			201_719_808, 1_443_328, 5_540},
 		// matmul(x[4,128,256], w[256,768]) -> [4,128,768]: 2·393,216·256 =
 		// 201,326,592, efficiency 0.080166: 2,538.3 ns; bytes (131,072 +
 		// 196,608 + 393,216)·2 = 1,441,792; 2,538.3 + 3,000 -> 5,539.
-		{"matmul", "aten.matmul", call([]jsonl.Tensor{x, tn(bf, 256, 768)}, "", tn(bf, 4, 128, 768)),
+		{"matmul", "aten.matmul", call([]values.Tensor{x, tn(bf, 256, 768)}, "", tn(bf, 4, 128, 768)),
 			201_326_592, 1_441_792, 5_539},
 		// bmm [16,128,64] @ [16,64,128]: 2·16·128·64·128 = 33,554,432 ->
 		// 1,395.6 ns; bytes 2·262,144 + 524,288 = 1,048,576 -> 329.5 ns;
 		// 1,395.6 + 3,000 -> 4,396.
-		{"bmm", "aten.bmm", call([]jsonl.Tensor{tn(bf, 16, 128, 64), tn(bf, 16, 64, 128)}, "", tn(bf, 16, 128, 128)),
+		{"bmm", "aten.bmm", call([]values.Tensor{tn(bf, 16, 128, 64), tn(bf, 16, 64, 128)}, "", tn(bf, 16, 128, 128)),
 			33_554_432, 1_048_576, 4_396},
 		// Causal flash attention, q,k,v [2,16,2048,128]: 4·2·16·2048²·128
 		// = 68,719,476,736, halved for is_causal = 34,359,738,368;
@@ -97,18 +97,18 @@ func TestRooflineFormulas(t *testing.T) {
 		// 2·16·2048·4 = 262,144: 67,371,008 -> 21,169.2 ns; 43,355.6 + 3,000
 		// -> 46,356.
 		{"flash attention, causal", "aten._scaled_dot_product_flash_attention",
-			call([]jsonl.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,true]`, out, lse),
+			call([]values.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,true]`, out, lse),
 			34_359_738_368, 67_371_008, 46_356},
 		// The same call, not causal: twice the FLOPs, 86,711.2 ns -> 89,712.
 		{"flash attention", "aten._scaled_dot_product_flash_attention",
-			call([]jsonl.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,false]`, out, lse),
+			call([]values.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,false]`, out, lse),
 			68_719_476_736, 67_371_008, 89_712},
 		// Backward (grad_out, q, k, v, out, lse) -> dq, dk, dv, not causal:
 		// 2 × 68,719,476,736 = 137,438,953,472 / 792,509.4 = 173,422.5 ns;
 		// bytes 5·16,777,216 + 262,144 + 3·16,777,216 = 134,479,872 ->
 		// 42,256.0 ns; 173,422.5 + 3,000 -> 176,423.
 		{"flash attention backward", "aten._scaled_dot_product_flash_attention_backward",
-			call([]jsonl.Tensor{tn(bf, 2, 16, 2048, 128), q, k, v, out, lse}, `[{},{},{},{},{},{},{},{},0,0,0.0,false]`,
+			call([]values.Tensor{tn(bf, 2, 16, 2048, 128), q, k, v, out, lse}, `[{},{},{},{},{},{},{},{},0,0,0.0,false]`,
 				tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128)),
 			137_438_953_472, 134_479_872, 176_423},
 		// native_layer_norm(x[4,128,256] bf16, w[256], b[256]) -> out, mean
@@ -116,32 +116,32 @@ func TestRooflineFormulas(t *testing.T) {
 		// = 15.7 ns; bytes 262,144 + 512 + 512 + 262,144 + 2,048 + 2,048 =
 		// 529,408 -> 166.4 ns; 166.4 + 3,000 -> 3,167.
 		{"layer norm", "aten.native_layer_norm",
-			call([]jsonl.Tensor{x, tn(bf, 256), tn(bf, 256)}, "", tn(bf, 4, 128, 256), tn("float32", 4, 128, 1), tn("float32", 4, 128, 1)),
+			call([]values.Tensor{x, tn(bf, 256), tn(bf, 256)}, "", tn(bf, 4, 128, 256), tn("float32", 4, 128, 1), tn("float32", 4, 128, 1)),
 			1_048_576, 529_408, 3_167},
 		// add.Tensor of two [4,128,256] bf16: 131,072 FLOPs; bytes
 		// 3·262,144 = 786,432 -> 247.1 ns; -> 3,248.
-		{"add", "aten.add.Tensor", call([]jsonl.Tensor{x, tn(bf, 4, 128, 256)}, "", tn(bf, 4, 128, 256)),
+		{"add", "aten.add.Tensor", call([]values.Tensor{x, tn(bf, 4, 128, 256)}, "", tn(bf, 4, 128, 256)),
 			131_072, 786_432, 3_248},
 		// copy_(dst f32[1024,1024], src bf16[1024,1024]): src read 2,097,152
 		// + dst written 4,194,304 = 6,291,456 -> 1,976.9 ns; -> 4,977.
-		{"copy_", "aten.copy_", call([]jsonl.Tensor{p1, tn(bf, 1024, 1024)}, "", p1),
+		{"copy_", "aten.copy_", call([]values.Tensor{p1, tn(bf, 1024, 1024)}, "", p1),
 			0, 6_291_456, 4_977},
 		// _foreach_copy_([p1 f32[1024,1024], p2 f32[1024]], [bf16[1024,1024],
 		// bf16[1024]]): the sources read, 2,097,152 + 2,048, and the
 		// destinations written, 4,194,304 + 4,096: 6,297,600 bytes ->
 		// 1,978.8 ns; -> 4,979.
-		{"_foreach_copy_", "aten._foreach_copy_", call([]jsonl.Tensor{p1, p2, tn(bf, 1024, 1024), tn(bf, 1024)}, "", p1, p2),
+		{"_foreach_copy_", "aten._foreach_copy_", call([]values.Tensor{p1, p2, tn(bf, 1024, 1024), tn(bf, 1024)}, "", p1, p2),
 			0, 6_297_600, 4_979},
 		// embedding(w[50257,768] bf16, idx int64[4,128]): 512 rows of
 		// 768·2 = 786,432 + indices 4,096 + result 786,432 = 1,576,960 ->
 		// 495.5 ns; -> 3,496.
-		{"embedding", "aten.embedding", call([]jsonl.Tensor{tn(bf, 50257, 768), tn("int64", 4, 128)}, "", tn(bf, 4, 128, 768)),
+		{"embedding", "aten.embedding", call([]values.Tensor{tn(bf, 50257, 768), tn("int64", 4, 128)}, "", tn(bf, 4, 128, 768)),
 			0, 1_576_960, 3_496},
 		// nll_loss_forward(self f32[512,50257], target int64[512]) ->
 		// (loss, total_weight) 0-d f32: one element of self per target
 		// 512·4 = 2,048 + target 4,096 + 4 + 4 = 6,152 -> 1.9 ns; -> 3,002.
 		{"nll_loss_forward", "aten.nll_loss_forward",
-			call([]jsonl.Tensor{tn("float32", 512, 50257), tn("int64", 512)}, "", tn("float32"), tn("float32")),
+			call([]values.Tensor{tn("float32", 512, 50257), tn("int64", 512)}, "", tn("float32"), tn("float32")),
 			0, 6_152, 3_002},
 		// _fused_adamw_ of params [1024,1024] and [1024] f32 (grads, m, v
 		// alike; two 0-d steps): parameter elements 1,049,600, 16 each =
@@ -150,7 +150,7 @@ func TestRooflineFormulas(t *testing.T) {
 		// 29,388,808 -> 9,234.5 ns; -> 12,235.
 		{"fused adamw", "aten._fused_adamw_", adam, 16_793_600, 29_388_808, 12_235},
 		// A view launches no kernel.
-		{"view", "aten.view", call([]jsonl.Tensor{x}, "", tn(bf, 512, 256)), 0, 0, 0},
+		{"view", "aten.view", call([]values.Tensor{x}, "", tn(bf, 512, 256)), 0, 0, 0},
 	}
 	for _, c := range cases {
 		e := r.Estimate(c.c, c.name)
@@ -173,7 +173,7 @@ func TestUnknownOpsDefaultAndCount(t *testing.T) {
 	r := NewRoofline(h100(t))
 	// An op the table does not know: memory-bound on its arguments and
 	// results, 8,192 + 8,192 bytes / 3,182.5 = 5.1 ns; + 3,000 -> 3,006.
-	c := call([]jsonl.Tensor{tn("float32", 2048)}, "", tn("float32", 2048))
+	c := call([]values.Tensor{tn("float32", 2048)}, "", tn("float32", 2048))
 	for i := 0; i < 3; i++ {
 		if got := r.CallNs(c, "aten.mystery_op"); got != 3_006 {
 			t.Fatalf("unknown op: %d ns, want 3006", got)
@@ -197,14 +197,14 @@ func TestUnknownOpsDefaultAndCount(t *testing.T) {
 	if got := m.CallRuntimeNs(c, "aten.mystery_op"); got != 777 {
 		t.Errorf("table override: %d", got)
 	}
-	mm := call([]jsonl.Tensor{tn("bfloat16", 64, 64), tn("bfloat16", 64, 64)}, "", tn("bfloat16", 64, 64))
+	mm := call([]values.Tensor{tn("bfloat16", 64, 64), tn("bfloat16", 64, 64)}, "", tn("bfloat16", 64, 64))
 	if got := m.CallRuntimeNs(mm, "aten.mm"); got != 555 {
 		t.Errorf("shape-keyed override: %d", got)
 	}
 	// 64³ bf16 without an entry for that shape: 2·64³ = 524,288 FLOPs at
 	// efficiency 0.0243: 524,288 / 24,042.42 = 21.8 ns; bytes 3·8,192 =
 	// 24,576 -> 7.7 ns; 21.8 + 3,000 -> 3,022.
-	mm2 := call([]jsonl.Tensor{tn("float16", 64, 64), tn("float16", 64, 64)}, "", tn("float16", 64, 64))
+	mm2 := call([]values.Tensor{tn("float16", 64, 64), tn("float16", 64, 64)}, "", tn("float16", 64, 64))
 	if got := m.CallRuntimeNs(mm2, "aten.mm"); got != 3_022 {
 		t.Errorf("roofline fallback: %d", got)
 	}
@@ -225,7 +225,7 @@ func TestRooflineCrossoverAndMonotone(t *testing.T) {
 		r := NewRoofline(s)
 		prev := int64(0)
 		for n := int64(1); n <= 1<<15; n *= 2 {
-			c := call([]jsonl.Tensor{tn("bfloat16", n, 4096), tn("bfloat16", 4096, 4096)}, "", tn("bfloat16", n, 4096))
+			c := call([]values.Tensor{tn("bfloat16", n, 4096), tn("bfloat16", 4096, 4096)}, "", tn("bfloat16", n, 4096))
 			e := r.Estimate(c, "aten.mm")
 			switch {
 			case n == 1 && e.MemoryNs <= e.ComputeNs:
@@ -277,13 +277,13 @@ func TestRooflineWaveQuantization(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewRoofline(s)
-	c := call([]jsonl.Tensor{tn("bfloat16", 8192, 6144), tn("bfloat16", 6144, 2304)}, "", tn("bfloat16", 8192, 2304))
+	c := call([]values.Tensor{tn("bfloat16", 8192, 6144), tn("bfloat16", 6144, 2304)}, "", tn("bfloat16", 8192, 2304))
 	e := r.Estimate(c, "aten.mm")
 	want := 231928233984.0 / (312e3 * 0.859 * (8192.0 * 2304 / (6 * 108 * 256 * 128)))
 	if math.Abs(e.ComputeNs-want) > 1 || e.Ns() != int64(math.Ceil(want+3000)) {
 		t.Errorf("qkv: %.0f ns compute, %d total; want %.0f and %.0f", e.ComputeNs, e.Ns(), want, math.Ceil(want+3000))
 	}
-	thin := call([]jsonl.Tensor{tn("bfloat16", 32, 2048, 2048), tn("bfloat16", 32, 2048, 96)}, "", tn("bfloat16", 32, 2048, 96))
+	thin := call([]values.Tensor{tn("bfloat16", 32, 2048, 2048), tn("bfloat16", 32, 2048, 96)}, "", tn("bfloat16", 32, 2048, 96))
 	e = r.Estimate(thin, "aten.bmm")
 	f := 2.0 * 32 * 2048 * 2048 * 96
 	if want := f / (312e3 * s.GPU.GEMMEfficiency.At(f)); math.Abs(e.ComputeNs-want) > 1 {
@@ -306,8 +306,8 @@ func TestRooflineWaveQuantization(t *testing.T) {
 func TestRooflineFillWritesOnly(t *testing.T) {
 	r := NewRoofline(h100(t))
 	g := tn("float32", 1_000_000)
-	c := call([]jsonl.Tensor{g}, "")
-	c.Mutates = []jsonl.Tensor{g}
+	c := call([]values.Tensor{g}, "")
+	c.Mutates = []values.Tensor{g}
 	if e := r.Estimate(c, "aten._foreach_zero_"); e.Bytes != 4_000_000 {
 		t.Errorf("_foreach_zero_ moves %g bytes, want 4,000,000", e.Bytes)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 const edge = 1 << 16 // values per roaring container
@@ -95,10 +95,10 @@ func merge(rs [][2]uint64) [][2]uint64 {
 func TestResolveAcrossEdges(t *testing.T) {
 	p, _ := New(2*edge, true)
 	var rec recorder
-	if _, err := p.Resolve([]jsonl.Slice{sl(edge, []int64{edge}, []int64{1})}, rec.split); err != nil {
+	if _, err := p.Resolve([]values.Slice{sl(edge, []int64{edge}, []int64{1})}, rec.split); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := p.Resolve([]jsonl.Slice{sl(0, []int64{2 * edge}, []int64{1})}, rec.split)
+	gs, err := p.Resolve([]values.Slice{sl(0, []int64{2 * edge}, []int64{1})}, rec.split)
 	if err != nil || len(gs) != 2 {
 		t.Fatalf("the whole world resolves to groups %v (%v), want both halves", gs, err)
 	}
@@ -126,7 +126,7 @@ func TestResolveMatchesModelAtEdges(t *testing.T) {
 			stamp := make([]int32, world)
 			for cmd := range int32(40) {
 				s := edgeSlice(r, world)
-				gs, err := p.Resolve([]jsonl.Slice{s}, rec.split)
+				gs, err := p.Resolve([]values.Slice{s}, rec.split)
 				if err != nil {
 					t.Fatalf("world %d: %+v: %v", world, s, err)
 				}
@@ -181,14 +181,14 @@ func checkPartition(t *testing.T, p *Partition, labels []uint64) {
 }
 
 // edgeSlice is a random slice of distinct ranks near a container edge.
-func edgeSlice(r *rand.Rand, world int64) jsonl.Slice {
+func edgeSlice(r *rand.Rand, world int64) values.Slice {
 	for {
 		e := int64(1+r.IntN(int(world/edge))) * edge // an edge inside or at the world's end
 		if e > world {
 			e = world
 		}
 		d := []int64{-1, 0, 1}[r.IntN(3)]
-		var s jsonl.Slice
+		var s values.Slice
 		switch r.IntN(6) {
 		case 0: // a run ending on, before or after the edge
 			n := []int64{1, 2, 100, edge / 2, edge}[r.IntN(5)]
@@ -227,9 +227,9 @@ func TestPairsMatchesPartnersAtEdges(t *testing.T) {
 	var rec recorder
 	for range 30 {
 		a := edgeSlice(r, world)
-		p.Resolve([]jsonl.Slice{a}, rec.split)
+		p.Resolve([]values.Slice{a}, rec.split)
 	}
-	sends := [][2]jsonl.Slice{
+	sends := [][2]values.Slice{
 		{sl(0, []int64{world / 2}, []int64{1}), sl(world/2, []int64{world / 2}, []int64{1})},
 		{sl(0, []int64{world - 1}, []int64{1}), sl(1, []int64{world - 1}, []int64{1})}, // shift by one
 		{sl(edge-5, []int64{10}, []int64{1}), sl(2*edge+4, []int64{10}, []int64{-1})},
@@ -306,12 +306,12 @@ func TestPairsShiftIsLinear(t *testing.T) {
 func TestPairsCycleKeepsGroups(t *testing.T) {
 	p, _ := New(8, true)
 	var rec recorder
-	rev := []jsonl.Slice{sl(0, []int64{8}, []int64{1}), sl(7, []int64{8}, []int64{-1})}
+	rev := []values.Slice{sl(0, []int64{8}, []int64{1}), sl(7, []int64{8}, []int64{-1})}
 	snd, rcv, err := p.Pairs(&rev[0], &rev[1], rec.split)
 	if err != nil || p.Len() != 1 || len(snd) != 1 || snd[0] != 0 || rcv[0] != 0 {
 		t.Fatalf("reversal of one group: %d groups, pairs %v %v, %v", p.Len(), snd, rcv, err)
 	}
-	low, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	low, _ := p.Resolve([]values.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
 	a, b := low[0], p.GroupOf(4)
 	n := len(rec.splits)
 	snd, rcv, err = p.Pairs(&rev[0], &rev[1], rec.split)
@@ -327,7 +327,7 @@ func TestRepeatedRankInSend(t *testing.T) {
 		p, _ := New(3, grouped)
 		var rec recorder
 		from, to := sl(0, []int64{2}, []int64{0}), sl(1, []int64{2}, []int64{1})
-		for _, c := range [][2]jsonl.Slice{{from, to}, {to, from}} {
+		for _, c := range [][2]values.Slice{{from, to}, {to, from}} {
 			_, _, err := p.Pairs(&c[0], &c[1], rec.split)
 			if err == nil || !strings.Contains(err.Error(), "names rank 0 more than once") {
 				t.Fatalf("grouped %v: %v", grouped, err)
@@ -423,7 +423,7 @@ func TestDescriptions(t *testing.T) {
 // key, and slices with equal keys always name the same ranks (as sets for
 // Resolve, in the same order for a send's sides).
 func TestSliceKeySpellings(t *testing.T) {
-	same := [][]jsonl.Slice{
+	same := [][]values.Slice{
 		{sl(5, nil, nil), sl(5, []int64{1}, []int64{1}), sl(5, []int64{1, 1}, []int64{7, 3})},
 		{sl(0, []int64{8}, []int64{1}), sl(0, []int64{2, 4}, []int64{4, 1}), sl(0, []int64{2, 1, 4}, []int64{4, 9, 1})},
 		{sl(0, []int64{4}, []int64{2}), sl(6, []int64{4}, []int64{-2})}, // as sets only
@@ -448,7 +448,7 @@ func TestSliceKeySpellings(t *testing.T) {
 	seenSet := map[string][]int64{}
 	for range 20000 {
 		nd := r.IntN(4)
-		s := jsonl.Slice{Offset: int64(r.IntN(50))}
+		s := values.Slice{Offset: int64(r.IntN(50))}
 		for range nd {
 			s.Sizes = append(s.Sizes, int64(1+r.IntN(3)))
 			s.Strides = append(s.Strides, int64(r.IntN(9)-4))

@@ -25,17 +25,13 @@ package groups
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
-
-// ErrRank is returned for a slice that reaches outside the world.
-var ErrRank = errors.New("rank outside the world")
 
 // MaxWorld is the largest world a Partition accepts (ranks are uint32 in
 // the bitmaps; the engine's own limits are lower).
@@ -79,7 +75,7 @@ type Partition struct {
 	// The last slices Resolve answered and its answer, valid in epoch
 	// lastEpoch: programs send runs of commands to the same ranks, which
 	// this finds with a comparison, before the key is built and hashed.
-	last      []jsonl.Slice
+	last      []values.Slice
 	lastDims  []int64 // the sizes and strides of last
 	lastOut   []GroupID
 	lastEpoch uint64
@@ -95,7 +91,7 @@ type entry struct {
 // every rank when grouped, else one group per rank.
 func New(world int64, grouped bool) (*Partition, error) {
 	if world < 1 || world > MaxWorld {
-		return nil, fmt.Errorf("%w: world size %d (want 1..%d)", ErrRank, world, MaxWorld)
+		return nil, fmt.Errorf("%w: world size %d (want 1..%d)", values.ErrRank, world, MaxWorld)
 	}
 	p := &Partition{world: world, grouped: grouped, cache: make(map[string]entry)}
 	if grouped {
@@ -152,7 +148,7 @@ func (p *Partition) GroupOf(r int64) GroupID {
 // handler that stops at the first group it fails on thus fails on the
 // lowest rank that fails, grouped or not, and says the same thing. The
 // result is valid until the next call.
-func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]GroupID, error) {
+func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, error) {
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
@@ -185,7 +181,7 @@ func (p *Partition) Resolve(slices_ []jsonl.Slice, split Split) ([]GroupID, erro
 }
 
 // memo keeps Resolve's answer out for slices ss, in the current epoch.
-func (p *Partition) memo(ss []jsonl.Slice, out []GroupID) {
+func (p *Partition) memo(ss []values.Slice, out []GroupID) {
 	n := 0
 	for i := range ss {
 		n += len(ss[i].Sizes) + len(ss[i].Strides)
@@ -197,14 +193,14 @@ func (p *Partition) memo(ss []jsonl.Slice, out []GroupID) {
 		p.lastDims = append(p.lastDims, ss[i].Sizes...)
 		mid := len(p.lastDims)
 		p.lastDims = append(p.lastDims, ss[i].Strides...)
-		p.last = append(p.last, jsonl.Slice{Offset: ss[i].Offset, Sizes: p.lastDims[at:mid:mid], Strides: p.lastDims[mid:len(p.lastDims):len(p.lastDims)]})
+		p.last = append(p.last, values.Slice{Offset: ss[i].Offset, Sizes: p.lastDims[at:mid:mid], Strides: p.lastDims[mid:len(p.lastDims):len(p.lastDims)]})
 	}
 	p.lastOut = append(p.lastOut[:0], out...)
 	p.lastEpoch, p.lastOK = p.epoch, true
 }
 
 // sameSlices reports whether a and b are the same slices, field by field.
-func sameSlices(a, b []jsonl.Slice) bool {
+func sameSlices(a, b []values.Slice) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -324,20 +320,20 @@ func (p *Partition) remember(a, b []GroupID) {
 	p.cache[string(p.key)] = entry{epoch: p.epoch, a: slices.Clone(a), b: slices.Clone(b)}
 }
 
-func (p *Partition) check(s *jsonl.Slice) error {
+func (p *Partition) check(s *values.Slice) error {
 	lo, hi := s.Bounds()
 	if lo > hi {
 		return nil // empty
 	}
 	if lo < 0 || hi >= p.world {
-		return fmt.Errorf("%w: slice spans ranks %d..%d, world size is %d", ErrRank, lo, hi, p.world)
+		return fmt.Errorf("%w: slice spans ranks %d..%d, world size is %d", values.ErrRank, lo, hi, p.world)
 	}
 	return nil
 }
 
 // resolveRanks is Resolve ungrouped: the distinct ranks of the slices, in
 // increasing order.
-func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]GroupID, error) {
+func (p *Partition) resolveRanks(ss []values.Slice) ([]GroupID, error) {
 	p.pass++
 	if p.pass == 0 {
 		clear(p.mark)
@@ -368,8 +364,8 @@ func (p *Partition) resolveRanks(ss []jsonl.Slice) ([]GroupID, error) {
 // for a set, negative strides or dimensions in another order) share one
 // entry. With set false the key keeps the enumeration order, which pairs
 // ranks in a send; with set true it keeps only the set.
-func appendSliceKey(b []byte, s *jsonl.Slice, set bool) []byte {
-	var dims [jsonl.MaxSliceDims][2]int64 // stride, size
+func appendSliceKey(b []byte, s *values.Slice, set bool) []byte {
+	var dims [values.MaxSliceDims][2]int64 // stride, size
 	off, n := s.Offset, 0
 	for k, size := range s.Sizes {
 		if size == 0 {

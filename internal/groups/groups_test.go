@@ -5,11 +5,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
-func sl(offset int64, sizes, strides []int64) jsonl.Slice {
-	return jsonl.Slice{Offset: offset, Sizes: sizes, Strides: strides}
+func sl(offset int64, sizes, strides []int64) values.Slice {
+	return values.Slice{Offset: offset, Sizes: sizes, Strides: strides}
 }
 
 // recorder is a Split that remembers the splits it was asked for.
@@ -29,12 +29,12 @@ func TestResolveSplitsLazily(t *testing.T) {
 	}
 	var rec recorder
 	// The whole world: one group, no split.
-	gs, err := p.Resolve([]jsonl.Slice{sl(0, []int64{16}, []int64{1})}, rec.split)
+	gs, err := p.Resolve([]values.Slice{sl(0, []int64{16}, []int64{1})}, rec.split)
 	if err != nil || !slices.Equal(gs, []GroupID{0}) || len(rec.splits) != 0 {
 		t.Fatalf("whole world: groups %v splits %v err %v", gs, rec.splits, err)
 	}
 	// Ranks 0-3: group 0 splits; the smaller side (0-3) takes the new id 1.
-	gs, _ = p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	gs, _ = p.Resolve([]values.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
 	if !slices.Equal(gs, []GroupID{1}) || len(rec.splits) != 1 || rec.splits[0] != [2]GroupID{0, 1} {
 		t.Fatalf("ranks 0-3: groups %v splits %v", gs, rec.splits)
 	}
@@ -42,7 +42,7 @@ func TestResolveSplitsLazily(t *testing.T) {
 		t.Fatalf("after split: 1=%s 0=%s", ranksOf(p, 1), ranksOf(p, 0))
 	}
 	// Even ranks 0..14 (strided): both groups split, by parity.
-	gs, _ = p.Resolve([]jsonl.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
+	gs, _ = p.Resolve([]values.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
 	if len(gs) != 2 || p.Len() != 4 {
 		t.Fatalf("evens: groups %v, %d groups in all", gs, p.Len())
 	}
@@ -62,7 +62,7 @@ func TestResolveSplitsLazily(t *testing.T) {
 	}
 	// Resolving the same set again hits the cache and splits nothing.
 	n := len(rec.splits)
-	again, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
+	again, _ := p.Resolve([]values.Slice{sl(0, []int64{8}, []int64{2})}, rec.split)
 	if !slices.Equal(again, gs) || len(rec.splits) != n {
 		t.Fatalf("second resolve: %v (was %v), splits %d -> %d", again, gs, n, len(rec.splits))
 	}
@@ -72,7 +72,7 @@ func TestResolveUnionOfSlices(t *testing.T) {
 	p, _ := New(8, true)
 	var rec recorder
 	// Two slices, one repeated rank: the union is 0-5.
-	gs, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1}), sl(3, []int64{3}, []int64{1})}, rec.split)
+	gs, _ := p.Resolve([]values.Slice{sl(0, []int64{4}, []int64{1}), sl(3, []int64{3}, []int64{1})}, rec.split)
 	if len(gs) != 1 || ranksOf(p, gs[0]) != "0-5" {
 		t.Fatalf("union: %v %s", gs, ranksOf(p, gs[0]))
 	}
@@ -80,7 +80,7 @@ func TestResolveUnionOfSlices(t *testing.T) {
 
 func TestResolveOutsideWorld(t *testing.T) {
 	p, _ := New(8, true)
-	if _, err := p.Resolve([]jsonl.Slice{sl(6, []int64{3}, []int64{1})}, (&recorder{}).split); err == nil {
+	if _, err := p.Resolve([]values.Slice{sl(6, []int64{3}, []int64{1})}, (&recorder{}).split); err == nil {
 		t.Fatal("ranks 6-8 in a world of 8: want an error")
 	}
 }
@@ -88,7 +88,7 @@ func TestResolveOutsideWorld(t *testing.T) {
 func TestAddSliceRanges(t *testing.T) {
 	p, _ := New(64, true)
 	for _, c := range []struct {
-		s    jsonl.Slice
+		s    values.Slice
 		want string
 	}{
 		{sl(0, []int64{2, 4}, []int64{4, 1}), "0-7"},        // dense: one range
@@ -113,8 +113,8 @@ func TestPairsRefineByPartner(t *testing.T) {
 	p, _ := New(8, true)
 	var rec recorder
 	// Make 4-7 one group and split 0-3 into 0-1 and 2-3.
-	p.Resolve([]jsonl.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
-	p.Resolve([]jsonl.Slice{sl(0, []int64{2}, []int64{1})}, rec.split)
+	p.Resolve([]values.Slice{sl(0, []int64{4}, []int64{1})}, rec.split)
+	p.Resolve([]values.Slice{sl(0, []int64{2}, []int64{1})}, rec.split)
 	// Send 0-3 -> 4-7 by position: 4-5 pair with group 0-1, 6-7 with 2-3,
 	// so the receiving group splits in two.
 	from, to := sl(0, []int64{4}, []int64{1}), sl(4, []int64{4}, []int64{1})
@@ -150,7 +150,7 @@ func TestPairsRefineByPartner(t *testing.T) {
 
 func TestUngroupedIsRanks(t *testing.T) {
 	p, _ := New(8, false)
-	gs, _ := p.Resolve([]jsonl.Slice{sl(6, []int64{2}, []int64{1}), sl(1, []int64{2}, []int64{5})}, nil)
+	gs, _ := p.Resolve([]values.Slice{sl(6, []int64{2}, []int64{1}), sl(1, []int64{2}, []int64{5})}, nil)
 	if !slices.Equal(gs, []GroupID{1, 6, 7}) || p.Len() != 8 { // in increasing order
 		t.Fatalf("ungrouped: %v", gs)
 	}
@@ -167,9 +167,9 @@ func BenchmarkResolveCached(b *testing.B) {
 	const world, stages = 1 << 20, 8
 	p, _ := New(world, true)
 	var rec recorder
-	slices := make([][]jsonl.Slice, stages)
+	slices := make([][]values.Slice, stages)
 	for s := range slices {
-		slices[s] = []jsonl.Slice{sl(int64(s)*world/stages, []int64{world / stages}, []int64{1})}
+		slices[s] = []values.Slice{sl(int64(s)*world/stages, []int64{world / stages}, []int64{1})}
 		p.Resolve(slices[s], rec.split)
 	}
 	b.ReportAllocs()
@@ -186,7 +186,7 @@ func BenchmarkResolveMiss(b *testing.B) {
 	const world, stages = 1 << 20, 8
 	p, _ := New(world, true)
 	var rec recorder
-	stage := make([]jsonl.Slice, stages)
+	stage := make([]values.Slice, stages)
 	for s := range stage {
 		stage[s] = sl(int64(s)*world/stages, []int64{world / stages}, []int64{1})
 		p.Resolve(stage[s:s+1], rec.split)
@@ -209,14 +209,14 @@ func TestResolveLastAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec recorder
-	whole := []jsonl.Slice{sl(0, []int64{8}, []int64{1})}
+	whole := []values.Slice{sl(0, []int64{8}, []int64{1})}
 	for range 2 {
 		if gs, err := p.Resolve(whole, rec.split); err != nil || !slices.Equal(gs, []GroupID{0}) {
 			t.Fatalf("whole world: %v %v", gs, err)
 		}
 	}
 	// Ranks 0-1 split group 0 into 1 (0-1) and 0 (2-7).
-	if gs, _ := p.Resolve([]jsonl.Slice{sl(0, []int64{2}, []int64{1})}, rec.split); !slices.Equal(gs, []GroupID{1}) {
+	if gs, _ := p.Resolve([]values.Slice{sl(0, []int64{2}, []int64{1})}, rec.split); !slices.Equal(gs, []GroupID{1}) {
 		t.Fatalf("ranks 0-1: %v", gs)
 	}
 	// The whole world again is both groups, in order of lowest rank.
@@ -224,7 +224,7 @@ func TestResolveLastAnswer(t *testing.T) {
 		t.Fatalf("whole world after the split: %v, want [1 0]", gs)
 	}
 	// A caller reusing its slice's arrays: the same values, then others.
-	s := []jsonl.Slice{sl(2, []int64{6}, []int64{1})}
+	s := []values.Slice{sl(2, []int64{6}, []int64{1})}
 	if gs, _ := p.Resolve(s, rec.split); !slices.Equal(gs, []GroupID{0}) {
 		t.Fatalf("ranks 2-7: %v", gs)
 	}

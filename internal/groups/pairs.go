@@ -8,7 +8,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // ErrCount is returned when the two sides of a send differ in size.
@@ -19,8 +19,8 @@ var ErrCount = errors.New("rank counts differ")
 var ErrRepeat = errors.New("a rank named twice")
 
 // CheckDistinct returns ErrRepeat, naming the smallest repeated rank, when s
-// names a rank twice (jsonl.Slice.Repeated).
-func (p *Partition) CheckDistinct(s *jsonl.Slice) error {
+// names a rank twice (values.Slice.Repeated).
+func (p *Partition) CheckDistinct(s *values.Slice) error {
 	if err := p.check(s); err != nil {
 		return err
 	}
@@ -38,8 +38,8 @@ func (p *Partition) CheckDistinct(s *jsonl.Slice) error {
 // ranks all receive from one sending group; then pair i is (senders[i],
 // receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
 // Neither side may name a rank twice.
-func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receivers []GroupID, err error) {
-	for _, s := range []*jsonl.Slice{from, to} {
+func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receivers []GroupID, err error) {
+	for _, s := range []*values.Slice{from, to} {
 		if err := p.CheckDistinct(s); err != nil {
 			return nil, nil, err
 		}
@@ -69,7 +69,7 @@ func (p *Partition) Pairs(from, to *jsonl.Slice, split Split) (senders, receiver
 		return p.out, p.outB, nil
 	}
 	// Each side's groups must lie wholly inside it.
-	for _, s := range []*jsonl.Slice{from, to} {
+	for _, s := range []*values.Slice{from, to} {
 		p.recv.Clear()
 		if err := p.addSlice(p.recv, s); err != nil {
 			return nil, nil, err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Rank sets are roaring bitmaps of uint32 ranks. Roaring keeps them in
@@ -69,7 +69,7 @@ func eachRun(b *roaring.Bitmap, fn func(lo, hi uint64) bool) {
 // slice of many rows, or of strided ranks, is enumerated, sorted and added
 // in one pass, so that building it costs O(ranks log ranks) however the
 // bitmap's containers grow (a range add into a run container costs its runs).
-func (p *Partition) addSlice(b *roaring.Bitmap, s *jsonl.Slice) error {
+func (p *Partition) addSlice(b *roaring.Bitmap, s *values.Slice) error {
 	if err := p.check(s); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (p *Partition) addSlice(b *roaring.Bitmap, s *jsonl.Slice) error {
 		b.AddRange(uint64(s.Offset), uint64(s.Offset+s.Len()))
 		return nil
 	case s.Strides[nd-1] == 1 && s.Len()/s.Sizes[nd-1] <= maxRowAdds:
-		row := jsonl.Slice{Offset: s.Offset, Sizes: s.Sizes[:nd-1], Strides: s.Strides[:nd-1]}
+		row := values.Slice{Offset: s.Offset, Sizes: s.Sizes[:nd-1], Strides: s.Strides[:nd-1]}
 		p.scratch = row.AppendRanks(p.scratch[:0])
 		width := uint64(s.Sizes[nd-1])
 		for _, r := range p.scratch {
@@ -116,7 +116,7 @@ const maxRowAdds = 64
 
 // dense reports whether s covers offset..offset+len-1 exactly: row-major
 // strides with no gaps.
-func dense(s *jsonl.Slice) bool {
+func dense(s *values.Slice) bool {
 	want := int64(1)
 	for k := len(s.Sizes) - 1; k >= 0; k-- {
 		if s.Sizes[k] != 1 && s.Strides[k] != want {

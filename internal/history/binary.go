@@ -9,7 +9,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/binform"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // binReader is the state of a Reader reading the binary form. Its line
@@ -40,7 +40,7 @@ func binErr(err error) error { return wrap(ErrBinary, "%v", err) }
 // where the data ended.
 func (r *Reader) readErr(err error, what string) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return binErr(binform.Errorf(binform.ErrTruncated, "truncated: the data ends inside %s", what))
+		return binErr(values.Errorf(binform.ErrTruncated, "truncated: the data ends inside %s", what))
 	}
 	if r.zstd {
 		return wrap(ErrZstd, "%v: %v", ErrZstd, err)
@@ -58,7 +58,7 @@ func (r *Reader) readUvarint(what string) (uint64, error) {
 		if errors.Is(err, ErrZstd) || !isOverflow(err) {
 			return 0, r.readErr(err, what)
 		}
-		return 0, binErr(binform.Errorf(binform.ErrVarint, "bad varint in %s: %v", what, err))
+		return 0, binErr(values.Errorf(binform.ErrVarint, "bad varint in %s: %v", what, err))
 	}
 	return v, nil
 }
@@ -114,7 +114,7 @@ func (r *Reader) binHeader() error {
 		return r.fail(1, err)
 	}
 	if n > binform.MaxHeaderBytes {
-		return r.fail(1, binErr(binform.Errorf(binform.ErrLimit, "header of %d bytes, more than the limit of %d", n, binform.MaxHeaderBytes)))
+		return r.fail(1, binErr(values.Errorf(values.ErrLimit, "header of %d bytes, more than the limit of %d", n, binform.MaxHeaderBytes)))
 	}
 	line, err := r.readBody(int(n), "the header")
 	if err != nil {
@@ -143,7 +143,7 @@ func (r *Reader) nextBinary(rec *Record) error {
 	r.line++
 	n, k := binary.Uvarint(b.body[b.at:])
 	if k <= 0 || n == 0 || n > uint64(len(b.body)-b.at-k) {
-		return r.fail(r.line, binErr(binform.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
+		return r.fail(r.line, binErr(values.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
 	}
 	body := b.body[b.at+k : b.at+k+int(n)]
 	b.at += k + int(n)
@@ -163,7 +163,7 @@ func (r *Reader) nextBlock() error {
 	if n == 0 {
 		if _, err := r.lines.ReadByte(); err != io.EOF {
 			if err == nil {
-				return r.fail(r.line+1, binErr(binform.Errorf(binform.ErrCorrupt, "data after the end marker")))
+				return r.fail(r.line+1, binErr(values.Errorf(binform.ErrCorrupt, "data after the end marker")))
 			}
 			return r.fail(r.line+1, r.readErr(err, "the end"))
 		}
@@ -171,7 +171,7 @@ func (r *Reader) nextBlock() error {
 		return nil
 	}
 	if n > binform.MaxBlockBytes {
-		return r.fail(r.line+1, binErr(binform.Errorf(binform.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
+		return r.fail(r.line+1, binErr(values.Errorf(values.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
 	}
 	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the block")
 	if err != nil {
@@ -187,7 +187,7 @@ func (r *Reader) nextBlock() error {
 // checkSum compares a block's records with the checksum written after them.
 func checkSum(body, sum []byte) error {
 	if want, got := binary.LittleEndian.Uint32(sum), binform.Checksum(body); want != got {
-		return binErr(binform.Errorf(binform.ErrCorrupt, "block checksum %08x does not match its records (%08x): the file is damaged", want, got))
+		return binErr(values.Errorf(binform.ErrCorrupt, "block checksum %08x does not match its records (%08x): the file is damaged", want, got))
 	}
 	return nil
 }
@@ -210,47 +210,47 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	}
 	switch kind {
 	case binform.KindCommand:
-		ndef := d.Count("tensor definitions", jsonl.MaxTensors, 5)
+		ndef := d.Count("tensor definitions", values.MaxTensors, 5)
 		for i := 0; i < ndef && d.Err() == nil; i++ {
 			r.bin.shape = d.Define(r.bin.shape)
 		}
 		if err := d.Err(); err != nil {
 			return binErr(fmt.Errorf("tensor definition: %w", err))
 		}
-		nr := d.Count("rank slices", jsonl.MaxRankSlices, 2)
+		nr := d.Count("rank slices", values.MaxRankSlices, 2)
 		for i := 0; i < nr; i++ {
 			if len(rec.Ranks) < cap(rec.Ranks) {
 				rec.Ranks = rec.Ranks[:len(rec.Ranks)+1]
 			} else {
-				rec.Ranks = append(rec.Ranks, jsonl.Slice{})
+				rec.Ranks = append(rec.Ranks, values.Slice{})
 			}
 			sl := &rec.Ranks[i]
 			at := d.SliceAt(sl)
 			if err := d.Err(); err != nil {
-				return binErr(jsonl.FieldError("ranks", fmt.Errorf("slice %d: %w", i, err)))
+				return binErr(values.FieldError("ranks", fmt.Errorf("slice %d: %w", i, err)))
 			}
 			if d.CheckedSlice(at) {
 				continue
 			}
 			if err := sl.Check(r.hdr.WorldSize); err != nil {
-				return jsonl.FieldError("ranks", wrap(err, "slice %d: %v", i, err))
+				return values.FieldError("ranks", wrap(err, "slice %d: %v", i, err))
 			}
 			d.SliceChecked(at)
 		}
 		if err := d.Err(); err != nil {
-			return binErr(jsonl.FieldError("ranks", err))
+			return binErr(values.FieldError("ranks", err))
 		}
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
-			return binErr(jsonl.FieldError("msg", err))
+			return binErr(values.FieldError("msg", err))
 		}
 		if err := r.checkExtras(&rec.Msg); err != nil {
-			return binErr(jsonl.FieldError("msg", err))
+			return binErr(values.FieldError("msg", err))
 		}
 		// A tensor is defined by the record that first mentions it: one the
 		// record defines but never mentions would vanish from its JSON.
 		for _, f := range r.reg.Fresh() {
 			if !slices.Contains(d.Mentioned(), f) {
-				return binErr(binform.Errorf(binform.ErrCorrupt, "tensor %d is defined by a record that does not mention it", r.reg.At(f).ID))
+				return binErr(values.Errorf(binform.ErrCorrupt, "tensor %d is defined by a record that does not mention it", r.reg.At(f).ID))
 			}
 		}
 	case binform.KindStep:
@@ -258,7 +258,7 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		rec.Msg.Kind, rec.Msg.TypeName = gen.MsgInvalid, ""
 		rec.Step = d.Nonneg("step")
 	default:
-		return binErr(binform.Errorf(binform.ErrCorrupt, "record kind %d is neither a command (%d) nor a step (%d)", kind, binform.KindCommand, binform.KindStep))
+		return binErr(values.Errorf(binform.ErrCorrupt, "record kind %d is neither a command (%d) nor a step (%d)", kind, binform.KindCommand, binform.KindStep))
 	}
 	if flags&binFlagExtras != 0 {
 		n := d.Count("record extra fields", binform.MaxExtras, 2)
@@ -303,13 +303,13 @@ func (r *Reader) checkExtras(m *gen.Msg) error {
 			case it == 0:
 				extras++
 			case seen&(1<<it) != 0:
-				return binform.Errorf(binform.ErrCorrupt, "%s: key order names field %q twice", m.TypeName, names[it-1])
+				return values.Errorf(binform.ErrCorrupt, "%s: key order names field %q twice", m.TypeName, names[it-1])
 			default:
 				seen |= 1 << it
 			}
 		}
 		if extras != len(ex.Keys) {
-			return binform.Errorf(binform.ErrCorrupt, "%s: key order lists %d extra fields, the message has %d", m.TypeName, extras, len(ex.Keys))
+			return values.Errorf(binform.ErrCorrupt, "%s: key order lists %d extra fields, the message has %d", m.TypeName, extras, len(ex.Keys))
 		}
 	}
 	if err := r.checkFields(names, ex.Keys, ex.Vals); err != nil {
@@ -334,7 +334,7 @@ func (r *Reader) checkExtras(m *gen.Msg) error {
 func (r *Reader) checkFields(declared, keys []string, vals [][]byte) error {
 	for i, k := range keys {
 		if k == "type" || slices.Contains(declared, k) || slices.Contains(keys[:i], k) {
-			return binform.Errorf(binform.ErrCorrupt, "key %q appears twice", k)
+			return values.Errorf(binform.ErrCorrupt, "key %q appears twice", k)
 		}
 		s := &r.sc
 		err := s.Reset(vals[i])
@@ -345,7 +345,7 @@ func (r *Reader) checkFields(declared, keys []string, vals [][]byte) error {
 			err = s.End()
 		}
 		if err != nil {
-			return binform.Errorf(binform.ErrCorrupt, "field %q: %v", k, err)
+			return values.Errorf(binform.ErrCorrupt, "field %q: %v", k, err)
 		}
 	}
 	return nil

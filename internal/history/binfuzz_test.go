@@ -12,6 +12,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/binform"
+	"github.com/fastsim/fastsim/internal/values"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -171,7 +172,7 @@ func TestBinaryErrors(t *testing.T) {
 		{"no end marker", good[:len(good)-1], "truncated", binform.ErrTruncated},
 		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
 		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
-		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", binform.ErrLimit},
+		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", values.ErrLimit},
 		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
 		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
 		// A reference to a tensor id never defined is an error, as a first

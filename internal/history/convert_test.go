@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // convert reads src (any form) with extras kept and writes it in form f.
@@ -93,7 +93,7 @@ func dumpValue(v reflect.Value) string {
 	return b.String()
 }
 
-func dumpExtras(b *strings.Builder, ex *jsonl.Extras) {
+func dumpExtras(b *strings.Builder, ex *values.Extras) {
 	for i, k := range ex.Keys {
 		fmt.Fprintf(b, " +%q=%s", k, ex.Vals[i])
 	}

@@ -6,8 +6,9 @@ import (
 )
 
 // Sentinel errors; an *Error wraps one of them, or an error of package jsonl
-// (jsonl.ErrSyntax, jsonl.ErrType, jsonl.ErrMissing, jsonl.ErrSlice,
-// jsonl.ErrConflict, ...). Test with errors.Is.
+// (jsonl.ErrSyntax, jsonl.ErrType, ...), of package binform, or of package
+// values (values.ErrMissing, values.ErrSlice, values.ErrConflict, ...). Test
+// with errors.Is.
 var (
 	// ErrHeader: the file has no header, or line 1 is not a valid header.
 	ErrHeader = errors.New("bad header")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // TestRanksReused checks the reuse of the last record's ranks: repeated
@@ -39,7 +39,7 @@ func TestRanksReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = r.Next(&rec)
-	if !errors.Is(err, jsonl.ErrSlice) || !strings.Contains(err.Error(), "small.hist:2:") || !strings.Contains(err.Error(), "rank 8 is outside the world of 8 ranks") {
+	if !errors.Is(err, values.ErrSlice) || !strings.Contains(err.Error(), "small.hist:2:") || !strings.Contains(err.Error(), "rank 8 is outside the world of 8 ranks") {
 		t.Fatalf("reset to world 8: %v, want small.hist:2: rank 8 is outside the world of 8 ranks", err)
 	}
 }

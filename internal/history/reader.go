@@ -20,6 +20,7 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/binform"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -38,12 +39,12 @@ type Record struct {
 	// Ts is the controller's clock in ns; on a step line, the ts of the
 	// previous command (0 if none).
 	Ts    int64
-	Ranks []jsonl.Slice // validated against the world
-	Msg   gen.Msg       // the command; Kind is MsgInvalid on a step line
+	Ranks []values.Slice // validated against the world
+	Msg   gen.Msg        // the command; Kind is MsgInvalid on a step line
 	// Extra holds the record's keys other than ts, ranks, msg and step
 	// ("tb" frames, keys of later versions) as raw JSON, when the reader
 	// keeps extras (Reader.KeepExtra) or the binary form carries them.
-	Extra jsonl.Extras
+	Extra values.Extras
 }
 
 const (
@@ -115,7 +116,7 @@ type Reader struct {
 	long   []byte // a line longer than the bufio buffer
 	line   int64
 	sc     jsonl.Scanner
-	reg    *jsonl.Registry
+	reg    *values.Registry
 	hdr    Header
 	lastTs int64
 	hasTs  bool
@@ -125,7 +126,7 @@ type Reader struct {
 	// against the world).
 	lastRanks struct {
 		text   []byte
-		slices []jsonl.Slice
+		slices []values.Slice
 	}
 
 	bin    binReader // the binary form
@@ -152,7 +153,7 @@ func Open(path string) (*Reader, error) {
 // bytes); name is used in errors. It reads and validates the header (the
 // first non-blank line).
 func NewReader(src io.Reader, name string) (*Reader, error) {
-	r := &Reader{reg: jsonl.NewRegistry()}
+	r := &Reader{reg: values.NewRegistry()}
 	if err := r.Reset(src, name); err != nil {
 		r.Close()
 		return nil, err
@@ -166,7 +167,7 @@ func NewReader(src io.Reader, name string) (*Reader, error) {
 // would be; a zero Version is version 1 and a zero GPUsPerHost is
 // WorldSize. Errors count the header as line 1.
 func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
-	r := &Reader{reg: jsonl.NewRegistry(), name: name}
+	r := &Reader{reg: values.NewRegistry(), name: name}
 	if h.Version == 0 {
 		h.Version = 1
 	}
@@ -176,8 +177,8 @@ func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
 	switch {
 	case h.Version != 1:
 		return nil, r.fail(1, wrap(ErrVersion, "unsupported version %d (this reader knows version 1)", h.Version))
-	case h.WorldSize < 1 || h.WorldSize > jsonl.MaxWorldSize:
-		return nil, r.fail(1, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, jsonl.MaxWorldSize))
+	case h.WorldSize < 1 || h.WorldSize > values.MaxWorldSize:
+		return nil, r.fail(1, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, values.MaxWorldSize))
 	case h.GPUsPerHost < 1:
 		return nil, r.fail(1, wrap(ErrHeader, `bad header: "gpus_per_host" is %d, want at least 1`, h.GPUsPerHost))
 	}
@@ -239,7 +240,7 @@ func (r *Reader) Header() Header { return r.hdr }
 func (r *Reader) RawHeader() []byte { return r.rawHdr }
 
 // Registry returns the tensor registry of the history being read.
-func (r *Reader) Registry() *jsonl.Registry { return r.reg }
+func (r *Reader) Registry() *values.Registry { return r.reg }
 
 // Close releases the decoder and closes the file opened by Open.
 func (r *Reader) Close() error {
@@ -365,7 +366,7 @@ func (r *Reader) parseHeader(line []byte) error {
 		case "fastsim":
 			b, err := s.Str()
 			if err != nil {
-				return r.fail(r.line, wrap(ErrHeader, "bad header: %v", jsonl.FieldError("fastsim", err)))
+				return r.fail(r.line, wrap(ErrHeader, "bad header: %v", values.FieldError("fastsim", err)))
 			}
 			if string(b) != "history" {
 				return r.fail(r.line, wrap(ErrHeader, `no header: "fastsim" is %q, want "history"`, b))
@@ -392,7 +393,7 @@ func (r *Reader) parseHeader(line []byte) error {
 			continue
 		}
 		if err != nil {
-			return r.fail(r.line, wrap(ErrHeader, "bad header: %v", jsonl.FieldError(string(key), err)))
+			return r.fail(r.line, wrap(ErrHeader, "bad header: %v", values.FieldError(string(key), err)))
 		}
 	}
 	if err := s.End(); err != nil {
@@ -407,8 +408,8 @@ func (r *Reader) parseHeader(line []byte) error {
 		return r.fail(r.line, wrap(ErrVersion, "unsupported version %d (this reader knows version 1)", h.Version))
 	case !world:
 		return r.fail(r.line, wrap(ErrHeader, `bad header: missing field "world_size"`))
-	case h.WorldSize < 1 || h.WorldSize > jsonl.MaxWorldSize:
-		return r.fail(r.line, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, jsonl.MaxWorldSize))
+	case h.WorldSize < 1 || h.WorldSize > values.MaxWorldSize:
+		return r.fail(r.line, wrap(ErrHeader, `bad header: "world_size" is %d, want 1 to %d`, h.WorldSize, values.MaxWorldSize))
 	case !gpus:
 		h.GPUsPerHost = h.WorldSize
 	case h.GPUsPerHost < 1:
@@ -461,7 +462,7 @@ func (r *Reader) Next(rec *Record) error {
 // DeleteRefs names (in a CommandGroup too): a later mention of one of those
 // ids begins a new tensor. The rule depends on the history alone, so every
 // form, mode and tool accepts the same histories.
-func DeleteRefs(reg *jsonl.Registry, m *gen.Msg) {
+func DeleteRefs(reg *values.Registry, m *gen.Msg) {
 	switch m.Kind {
 	case gen.MsgDeleteRefs:
 		for _, id := range m.DeleteRefs.Refs {
@@ -472,7 +473,7 @@ func DeleteRefs(reg *jsonl.Registry, m *gen.Msg) {
 	}
 }
 
-func deleteRefsIn(reg *jsonl.Registry, l *gen.Msgs) {
+func deleteRefsIn(reg *values.Registry, l *gen.Msgs) {
 	for i := 0; i < l.Len(); i++ {
 		switch l.Kind(i) {
 		case gen.MsgDeleteRefs:
@@ -525,7 +526,7 @@ func (r *Reader) record(line []byte, rec *Record) error {
 			}
 			has |= hasTs
 			if ts, err = s.Int(); err != nil {
-				return jsonl.FieldError("ts", err)
+				return values.FieldError("ts", err)
 			}
 		case "ranks":
 			if has&hasRanks != 0 {
@@ -540,7 +541,7 @@ func (r *Reader) record(line []byte, rec *Record) error {
 			}
 			start := s.Pos()
 			if rec.Ranks, err = r.ranks(rec.Ranks); err != nil {
-				return jsonl.FieldError("ranks", err)
+				return values.FieldError("ranks", err)
 			}
 			r.lastRanks.text = append(r.lastRanks.text[:0], s.Bytes(start, s.Pos())...)
 			r.lastRanks.slices = copySlices(r.lastRanks.slices, rec.Ranks)
@@ -550,7 +551,7 @@ func (r *Reader) record(line []byte, rec *Record) error {
 			}
 			has |= hasMsg
 			if err := gen.DecodeMsg(s, r.reg, &rec.Msg); err != nil {
-				return jsonl.FieldError("msg", err)
+				return values.FieldError("msg", err)
 			}
 		case "step":
 			if has&hasStep != 0 {
@@ -558,10 +559,10 @@ func (r *Reader) record(line []byte, rec *Record) error {
 			}
 			has |= hasStep
 			if rec.Step, err = s.Int(); err != nil {
-				return jsonl.FieldError("step", err)
+				return values.FieldError("step", err)
 			}
 			if rec.Step < 0 {
-				return jsonl.FieldError("step", wrap(jsonl.ErrRange, "negative step %d", rec.Step))
+				return values.FieldError("step", wrap(values.ErrRange, "negative step %d", rec.Step))
 			}
 		default: // "tb" and fields of later versions
 			if err := s.CheckKey(key, at); err != nil {
@@ -595,11 +596,11 @@ func (r *Reader) record(line []byte, rec *Record) error {
 	case has == 0:
 		return wrap(ErrRecord, `record is neither a command (no "msg") nor a step (no "step")`)
 	case has&hasMsg == 0:
-		return jsonl.MissingError("msg")
+		return values.MissingError("msg")
 	case has&hasTs == 0:
-		return jsonl.MissingError("ts")
+		return values.MissingError("ts")
 	case has&hasRanks == 0:
-		return jsonl.MissingError("ranks")
+		return values.MissingError("ranks")
 	}
 	if has&hasTs != 0 {
 		if err := r.advanceTs(ts); err != nil {
@@ -610,13 +611,13 @@ func (r *Reader) record(line []byte, rec *Record) error {
 }
 
 // copySlices copies the slices src into dst[:0], reusing dst's storage.
-func copySlices(dst, src []jsonl.Slice) []jsonl.Slice {
+func copySlices(dst, src []values.Slice) []values.Slice {
 	dst = dst[:0]
 	for i := range src {
 		if len(dst) < cap(dst) {
 			dst = dst[:len(dst)+1]
 		} else {
-			dst = append(dst, jsonl.Slice{})
+			dst = append(dst, values.Slice{})
 		}
 		d := &dst[len(dst)-1]
 		d.Offset = src[i].Offset
@@ -642,14 +643,14 @@ func (r *Reader) finishRecord(rec *Record) error {
 	rec.Ts = r.lastTs
 	if !rec.IsStep {
 		if err := r.checkMsg(&rec.Msg); err != nil {
-			return jsonl.FieldError("msg", err)
+			return values.FieldError("msg", err)
 		}
 	}
 	return nil
 }
 
 // ranks decodes and validates a list of slices into dst[:0].
-func (r *Reader) ranks(dst []jsonl.Slice) ([]jsonl.Slice, error) {
+func (r *Reader) ranks(dst []values.Slice) ([]values.Slice, error) {
 	s := &r.sc
 	dst = dst[:0]
 	if err := s.BeginArray(); err != nil {
@@ -660,13 +661,13 @@ func (r *Reader) ranks(dst []jsonl.Slice) ([]jsonl.Slice, error) {
 		if err != nil || !ok {
 			return dst, err
 		}
-		if len(dst) >= jsonl.MaxRankSlices {
-			return dst, wrap(jsonl.ErrLimit, "more than %d slices", jsonl.MaxRankSlices)
+		if len(dst) >= values.MaxRankSlices {
+			return dst, wrap(values.ErrLimit, "more than %d slices", values.MaxRankSlices)
 		}
 		if len(dst) < cap(dst) {
 			dst = dst[:len(dst)+1]
 		} else {
-			dst = append(dst, jsonl.Slice{})
+			dst = append(dst, values.Slice{})
 		}
 		sl := &dst[len(dst)-1]
 		if err := jsonl.DecodeSlice(s, sl); err != nil {
@@ -699,7 +700,7 @@ func (r *Reader) checkMsgs(l *gen.Msgs) error {
 			err = r.checkMsgs(&l.CommandGroupAt(i).Commands)
 		}
 		if err != nil {
-			return fmt.Errorf("CommandGroup: %w", jsonl.FieldError("commands", wrap(err, "item %d: %v", i, err)))
+			return fmt.Errorf("CommandGroup: %w", values.FieldError("commands", wrap(err, "item %d: %v", i, err)))
 		}
 	}
 	return nil
@@ -710,15 +711,15 @@ func (r *Reader) checkMsgs(l *gen.Msgs) error {
 func (r *Reader) checkSend(st *gen.SendTensor) error {
 	for _, side := range [2]struct {
 		name string
-		s    *jsonl.Slice
+		s    *values.Slice
 	}{{"from_ranks", &st.FromRanks}, {"to_ranks", &st.ToRanks}} {
 		if err := side.s.Check(r.hdr.WorldSize); err != nil {
-			return fmt.Errorf("SendTensor: %w", jsonl.FieldError(side.name, err))
+			return fmt.Errorf("SendTensor: %w", values.FieldError(side.name, err))
 		}
 		var rank int64
 		var dup bool
 		if rank, dup, r.sendRanks = side.s.Repeated(r.sendRanks); dup {
-			return fmt.Errorf("SendTensor: %w", jsonl.FieldError(side.name, fmt.Errorf("%w: names rank %d more than once (a send pairs distinct ranks)", jsonl.ErrSlice, rank)))
+			return fmt.Errorf("SendTensor: %w", values.FieldError(side.name, fmt.Errorf("%w: names rank %d more than once (a send pairs distinct ranks)", values.ErrSlice, rank)))
 		}
 	}
 	return nil

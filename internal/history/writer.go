@@ -10,6 +10,7 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/binform"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -108,7 +109,7 @@ func (w *Writer) flush(force bool) error {
 // Write writes one record. reg is the registry of the reader it comes from:
 // the binary form defines, ahead of the record, every tensor the record
 // mentions first (reg.Fresh), and JSON lines write those in full.
-func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
+func (w *Writer) Write(rec *Record, reg *values.Registry) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -123,7 +124,7 @@ func (w *Writer) Write(rec *Record, reg *jsonl.Registry) error {
 // writeJSON appends the record's line. Raw JSON from a binary history
 // (trees, extras) is not checked when it is read, so the line is checked
 // here: a corrupt input never becomes an unreadable output.
-func (w *Writer) writeJSON(rec *Record, reg *jsonl.Registry) error {
+func (w *Writer) writeJSON(rec *Record, reg *values.Registry) error {
 	jw := &w.jw
 	for _, i := range reg.Fresh() {
 		jw.Unmark(i)
@@ -173,7 +174,7 @@ func (w *Writer) writeJSON(rec *Record, reg *jsonl.Registry) error {
 	return nil
 }
 
-func (w *Writer) writeBinary(rec *Record, reg *jsonl.Registry) {
+func (w *Writer) writeBinary(rec *Record, reg *values.Registry) {
 	e := w.enc
 	e.Buf = e.Buf[:0]
 	var flags uint64

@@ -1,9 +1,11 @@
-// Package jsonl scans JSON lines without reflection and holds the value kinds
-// of a command history: tensors, streams, slices of ranks and trees.
+// Package jsonl is the JSON-lines codec of a command history: it scans JSON
+// lines without reflection, decodes the value kinds of package values from
+// them and writes them back.
 //
 // A Scanner walks one line held in a []byte. Decoding a record allocates
 // nothing in steady state: strings that are kept (dtypes, function names,
 // stream names) are interned, slices are reused, and a tree's Raw text
-// aliases the line. A Registry resolves tensor references: the first mention
-// of a tensor id gives its fields, later mentions may give only the id.
+// aliases the line. DecodeTensor resolves a tensor mention against a
+// values.Registry: the first mention of a tensor id gives its fields, later
+// mentions may give only the id. A Writer appends the JSON text of values.
 package jsonl

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Kind is the JSON type of the next value.
@@ -704,7 +706,7 @@ func (s *Scanner) intSlow() (int64, error) {
 	for _, c := range text {
 		d := uint64(c - '0')
 		if u > (1<<63)/10 || u*10 > 1<<63-d {
-			return 0, errorf(ErrRange, "integer %s%s does not fit in 64 bits", sign(neg), text)
+			return 0, errorf(values.ErrRange, "integer %s%s does not fit in 64 bits", sign(neg), text)
 		}
 		u = u*10 + d
 	}
@@ -712,7 +714,7 @@ func (s *Scanner) intSlow() (int64, error) {
 		return -int64(u), nil // -(1<<63) wraps to itself
 	}
 	if u > 1<<63-1 {
-		return 0, errorf(ErrRange, "integer %s does not fit in 64 bits", text)
+		return 0, errorf(values.ErrRange, "integer %s does not fit in 64 bits", text)
 	}
 	return int64(u), nil
 }

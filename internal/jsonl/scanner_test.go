@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // valid reports whether the scanner accepts line as exactly one JSON value.
@@ -144,8 +146,8 @@ func FuzzScanner(f *testing.F) {
 		}
 		var s Scanner
 		if s.Reset(data) == nil {
-			var tr Tree
-			_ = DecodeTree(&s, NewRegistry(), &tr)
+			var tr values.Tree
+			_ = DecodeTree(&s, values.NewRegistry(), &tr)
 		}
 	})
 }

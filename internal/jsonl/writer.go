@@ -3,6 +3,8 @@ package jsonl
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Writer appends the JSON text of values to Buf, the inverse of the
@@ -61,7 +63,7 @@ func (w *Writer) Strings(v []string) {
 }
 
 // Stream writes a STREAM object.
-func (w *Writer) Stream(st *Stream) {
+func (w *Writer) Stream(st *values.Stream) {
 	w.Buf = append(w.Buf, `{"ref":`...)
 	w.Buf = strconv.AppendInt(w.Buf, st.Ref, 10)
 	if st.HasName {
@@ -72,11 +74,11 @@ func (w *Writer) Stream(st *Stream) {
 }
 
 // Slice writes a SLICE object.
-func (w *Writer) Slice(sl *Slice) { w.Buf = AppendSlice(w.Buf, sl) }
+func (w *Writer) Slice(sl *values.Slice) { w.Buf = AppendSlice(w.Buf, sl) }
 
 // Tensor writes a TENSOR object: every field the first time the tensor is
 // written, {"tensor":ID} after.
-func (w *Writer) Tensor(t *Tensor) {
+func (w *Writer) Tensor(t *values.Tensor) {
 	w.Buf = append(w.Buf, `{"tensor":`...)
 	w.Buf = strconv.AppendInt(w.Buf, t.ID, 10)
 	if w.mark(t.Idx) {
@@ -121,7 +123,7 @@ func (w *Writer) mark(idx int32) bool {
 }
 
 // Tensors writes a list of TENSOR objects.
-func (w *Writer) Tensors(ts []Tensor) {
+func (w *Writer) Tensors(ts []values.Tensor) {
 	w.Buf = append(w.Buf, '[')
 	for i := range ts {
 		if i > 0 {
@@ -134,7 +136,7 @@ func (w *Writer) Tensors(ts []Tensor) {
 
 // Tree writes a tree's raw JSON text; its leaves count as written (the text
 // holds their mentions as they were first written).
-func (w *Writer) Tree(t *Tree) {
+func (w *Writer) Tree(t *values.Tree) {
 	for i := range t.Leaves {
 		w.mark(t.Leaves[i].Idx)
 	}
@@ -158,7 +160,7 @@ func AppendInts(b []byte, v []int64) []byte {
 }
 
 // AppendSlice appends a SLICE object.
-func AppendSlice(b []byte, sl *Slice) []byte {
+func AppendSlice(b []byte, sl *values.Slice) []byte {
 	b = append(b, `{"offset":`...)
 	b = strconv.AppendInt(b, sl.Offset, 10)
 	b = append(b, `,"sizes":`...)

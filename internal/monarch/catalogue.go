@@ -6,6 +6,7 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // CommandType is one entry of the catalogue: export_command_types' fields,
@@ -191,7 +192,7 @@ func CleanName(f string) string {
 	return strings.TrimSuffix(f, ".default")
 }
 
-func seenBefore(ts []jsonl.Tensor, i int) bool {
+func seenBefore(ts []values.Tensor, i int) bool {
 	for j := 0; j < i; j++ {
 		if ts[j].ID == ts[i].ID {
 			return true
@@ -210,7 +211,7 @@ type RankCounter struct {
 }
 
 // Count returns how many distinct ranks ss name.
-func (rc *RankCounter) Count(ss []jsonl.Slice) int64 {
+func (rc *RankCounter) Count(ss []values.Slice) int64 {
 	if rc.cache == nil {
 		rc.cache = map[string]int64{}
 	}

@@ -30,7 +30,7 @@ import (
 	"strconv"
 
 	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // unknownDtype is Monarch's dtype when a command has no tensor.
@@ -39,8 +39,8 @@ const unknownDtype = "unknown"
 // appendShapes appends the distinct tensors of ts (by id, first occurrence
 // first) as "(3x4)x(4x5)" and returns the dtype of the first, and how many
 // it wrote.
-func appendShapes(dst []byte, ts []jsonl.Tensor) ([]byte, string, int) {
-	dst, n := jsonl.AppendShapes(dst, ts)
+func appendShapes(dst []byte, ts []values.Tensor) ([]byte, string, int) {
+	dst, n := values.AppendShapes(dst, ts)
 	dtype := unknownDtype
 	if n > 0 && ts[0].Dtype != "" {
 		dtype = ts[0].Dtype
@@ -67,7 +67,7 @@ func AppendCallKey(dst []byte, m *gen.CallFunction, name string) []byte {
 	return append(dst, dtype...)
 }
 
-func hasTensor(ts []jsonl.Tensor) bool { return len(ts) > 0 }
+func hasTensor(ts []values.Tensor) bool { return len(ts) > 0 }
 
 // ReduceLabel is the collective's name, the reference simulator's labels.
 func ReduceLabel(m *gen.Reduce) string {
@@ -87,7 +87,7 @@ func AppendReduceKey(dst []byte, m *gen.Reduce, devices int64) []byte {
 	dst = append(dst, "Reduce:"...)
 	dst = append(dst, ReduceLabel(m)...)
 	dst = append(dst, ':')
-	dst, dtype, _ := appendShapes(dst, []jsonl.Tensor{m.LocalTensor})
+	dst, dtype, _ := appendShapes(dst, []values.Tensor{m.LocalTensor})
 	dst = append(dst, ':')
 	dst = append(dst, dtype...)
 	dst = append(dst, ':')
@@ -97,7 +97,7 @@ func AppendReduceKey(dst []byte, m *gen.Reduce, devices int64) []byte {
 // AppendSendKey appends the timing key of a send.
 func AppendSendKey(dst []byte, m *gen.SendTensor) []byte {
 	dst = append(dst, "SendTensor:"...)
-	dst, dtype, _ := appendShapes(dst, []jsonl.Tensor{m.Tensor})
+	dst, dtype, _ := appendShapes(dst, []values.Tensor{m.Tensor})
 	dst = append(dst, ':')
 	return append(dst, dtype...)
 }

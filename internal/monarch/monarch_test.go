@@ -5,24 +5,24 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
-func tensor(id int64, dtype string, shape ...int64) jsonl.Tensor {
-	return jsonl.Tensor{ID: id, Dtype: dtype, Shape: shape}
+func tensor(id int64, dtype string, shape ...int64) values.Tensor {
+	return values.Tensor{ID: id, Dtype: dtype, Shape: shape}
 }
 
 // TestKeys checks the key formats against the examples in the docstring of
 // IRGraph.export_command_types (monarch/simulator/ir.py).
 func TestKeys(t *testing.T) {
 	mm := &gen.CallFunction{Function: "torch.ops.aten.mm.default"}
-	mm.Args.Leaves = []jsonl.Tensor{tensor(1, "float32", 3, 4), tensor(2, "float32", 4, 5), tensor(1, "float32", 3, 4)}
+	mm.Args.Leaves = []values.Tensor{tensor(1, "float32", 3, 4), tensor(2, "float32", 4, 5), tensor(1, "float32", 3, 4)}
 	if got := string(AppendCallKey(nil, mm, CleanName(mm.Function))); got != "CallFunction:aten.mm:(3x4)x(4x5):float32" {
 		t.Errorf("call: %s", got)
 	}
 	ones := &gen.CallFunction{Function: "torch.ops.aten.ones.default"}
-	ones.Result.Leaves = []jsonl.Tensor{tensor(3, "bfloat16", 8)}
+	ones.Result.Leaves = []values.Tensor{tensor(3, "bfloat16", 8)}
 	if got := string(AppendCallKey(nil, ones, "aten.ones")); got != "CallFunction:aten.ones:(8):bfloat16" {
 		t.Errorf("call without inputs: %s", got)
 	}
@@ -116,7 +116,7 @@ func TestModel(t *testing.T) {
 
 func TestRankCounter(t *testing.T) {
 	var rc RankCounter
-	ss := []jsonl.Slice{{Offset: 0, Sizes: []int64{4}, Strides: []int64{1}}, {Offset: 2, Sizes: []int64{4}, Strides: []int64{1}}}
+	ss := []values.Slice{{Offset: 0, Sizes: []int64{4}, Strides: []int64{1}}, {Offset: 2, Sizes: []int64{4}, Strides: []int64{1}}}
 	// 0..3 and 2..5: six distinct ranks; asked twice, the second from the cache.
 	for range 2 {
 		if got := rc.Count(ss); got != 6 {

@@ -11,9 +11,9 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/golden"
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // replayBytes replays a history held in memory and returns the result, the
@@ -180,7 +180,7 @@ func TestRegistryStaysSmall(t *testing.T) {
 			if rec.Msg.Kind == gen.MsgBorrowCreate {
 				borrows++
 			}
-			for _, ts := range [][]jsonl.Tensor{rec.Msg.CallFunction.Result.Leaves, rec.Msg.CallFunction.Args.Leaves} {
+			for _, ts := range [][]values.Tensor{rec.Msg.CallFunction.Result.Leaves, rec.Msg.CallFunction.Args.Leaves} {
 				for _, x := range ts {
 					maxID = max(maxID, x.ID)
 				}

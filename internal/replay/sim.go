@@ -12,10 +12,10 @@ import (
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/memlimit"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Options configure a simulation. They are declared once, here: the CLI,
@@ -112,10 +112,10 @@ type Sim struct {
 	rec    history.Record // Run's record, reused
 
 	stop    atomic.Bool
-	done    chan struct{}   // closes the stop watcher
-	line    int64           // the position of the last typed record
-	treg    *jsonl.Registry // typed records: the registry giving their dense indexes
-	indexFn func(*jsonl.Tensor)
+	done    chan struct{}    // closes the stop watcher
+	line    int64            // the position of the last typed record
+	treg    *values.Registry // typed records: the registry giving their dense indexes
+	indexFn func(*values.Tensor)
 	err     error // sticky: the first failure
 	began   time.Time
 	tick    time.Time
@@ -200,7 +200,7 @@ func (s *Sim) interrupted() bool { return s.stop.Load() || s.opt.Memory.Over() }
 // its position. A step record checks that every queued task can still run and
 // records a step report. After a failure or a stop Feed returns the same
 // error, or ErrStopped.
-func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
+func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -261,14 +261,14 @@ func (s *Sim) Feed(rec *history.Record, reg *jsonl.Registry) error {
 // Write is Feed: it gives a Sim the method of a history.Writer, so a
 // program producing typed records (a workload) writes them to a replay as
 // it would to a file.
-func (s *Sim) Write(rec *history.Record, reg *jsonl.Registry) error { return s.Feed(rec, reg) }
+func (s *Sim) Write(rec *history.Record, reg *values.Registry) error { return s.Feed(rec, reg) }
 
 // indexTyped gives a produced record's tensors, storages, streams and
 // borrows their dense indexes with the Sim's own registry, as a history
 // reader's decoding does.
 func (s *Sim) indexTyped(rec *history.Record) error {
 	if s.treg == nil {
-		s.treg = jsonl.NewRegistry()
+		s.treg = values.NewRegistry()
 		s.treg.DeferFree(true) // rows are released by the engine
 		s.indexFn = s.index
 	}
@@ -284,7 +284,7 @@ func (s *Sim) indexTyped(rec *history.Record) error {
 
 // index gives tensor t its dense indexes: those of its id's first mention,
 // which defines it.
-func (s *Sim) index(t *jsonl.Tensor) {
+func (s *Sim) index(t *values.Tensor) {
 	if s.err != nil {
 		return
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/soa"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Mode says which parts of the timeline are simulated and traced.
@@ -133,8 +133,8 @@ type Engine struct {
 	nowNs int64 // the controller clock
 	cmdID int64
 	line  int64
-	tsNs  int64         // the current record's ts, whatever the mode
-	cur   []jsonl.Slice // ranks of the current command
+	tsNs  int64          // the current record's ts, whatever the mode
+	cur   []values.Slice // ranks of the current command
 
 	part   *groups.Partition
 	gs     []*group // one per group of identical ranks (per rank, ungrouped); pointers, so a split appends 8 bytes, not a copy of every group
@@ -149,17 +149,17 @@ type Engine struct {
 	// The registry that gave the commands' dense indexes (nil: the
 	// commands' ids are their indexes, as a typed producer gives them). The
 	// engine alone decides when an index may be reused (recycle).
-	reg          *jsonl.Registry
+	reg          *values.Registry
 	borrowed     []bool  // by tensor Idx: the tensor is the result of a borrow
 	tensorRows   []int32 // by tensor Idx: rows of it alive in all groups
 	gone         []int32 // tensors whose count fell to zero since the last recycle
 	borrowGroups []int32 // by borrow index: groups that have the borrow
 	borGone      []int32 // borrows whose count fell to zero since the last recycle
-	boundFn      func(*jsonl.Tensor)
+	boundFn      func(*values.Tensor)
 	touched      []groups.GroupID // groups the current command reached (with repeats)
 
-	inputs    []jsonl.Tensor
-	outs      []jsonl.Tensor
+	inputs    []values.Tensor
+	outs      []values.Tensor
 	pairs     []gen.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: where mergeMemory stopped
@@ -365,7 +365,7 @@ const MaxGroupedWorld = 1 << 24
 // storage's or borrow's index once no worker holds it. With reg nil the
 // message's ids are its indexes (small, non-negative and never reused, as
 // a typed producer gives them), and nothing is released.
-func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, reg *jsonl.Registry) error {
+func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *values.Registry) error {
 	if reg != e.reg {
 		e.reg = reg
 		if reg != nil {
@@ -389,7 +389,7 @@ func (e *Engine) Command(line, ts int64, ranks []jsonl.Slice, m *gen.Msg, reg *j
 }
 
 // bound makes room in the row counts for tensor t (reg nil).
-func (e *Engine) bound(t *jsonl.Tensor) { e.reserveRows(int(t.Idx) + 1) }
+func (e *Engine) bound(t *values.Tensor) { e.reserveRows(int(t.Idx) + 1) }
 
 // settleEvery is how many commands pass between two settlements of the
 // memory events.
@@ -421,7 +421,7 @@ func (e *Engine) Warnings() (int64, string) { return e.warnings, e.firstWarn }
 func (e *Engine) Commands() int64 { return e.cmdID }
 
 // process runs one command sent to ranks: steps 1-4 of docs/SEMANTICS.md.
-func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
+func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
 	e.cmdID++
 	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
 		if m.Kind.Info().ControllerEvent {
@@ -447,7 +447,7 @@ func (e *Engine) process(ts int64, ranks []jsonl.Slice, m *gen.Msg) error {
 func (e *Engine) resolve() ([]groups.GroupID, error) {
 	r, err := e.part.Resolve(e.cur, e.splitF)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRankRange, err)
+		return nil, fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
 	e.recv = append(e.recv[:0], r...)
 	e.touched = append(e.touched, r...)

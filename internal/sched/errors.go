@@ -15,7 +15,6 @@ var (
 	ErrStreams         = errors.New("unsupported stream pair")
 	ErrMemory          = errors.New("memory release the model forbids")
 	ErrNotCPU          = errors.New("tensor is not a CPU tensor")
-	ErrRankRange       = errors.New("rank outside the world")
 	ErrRankRepeat      = errors.New("a send names a rank twice")
 	ErrOptions         = errors.New("bad options")
 	ErrDeadlock        = errors.New("deadlock")

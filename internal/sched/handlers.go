@@ -11,7 +11,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // The Engine is the generated handler interface: gen.Dispatch calls one of
@@ -93,21 +93,21 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	// before either path, so grouped and ungrouped refuse alike.
 	for _, side := range [2]struct {
 		name string
-		s    *jsonl.Slice
+		s    *values.Slice
 	}{{"from_ranks", &m.FromRanks}, {"to_ranks", &m.ToRanks}} {
 		if err := e.part.CheckDistinct(side.s); err != nil {
 			if errors.Is(err, groups.ErrRepeat) {
 				return fmt.Errorf("%w: %s: %v", ErrRankRepeat, side.name, err)
 			}
-			return fmt.Errorf("%w: %s: %v", ErrRankRange, side.name, err)
+			return fmt.Errorf("%w: %s: %v", values.ErrRank, side.name, err)
 		}
 	}
 	stream := m.FromStream
 	send := e.kindName(gen.MsgSendTensor)
 	if m.FromRanks.Equal(&m.ToRanks) {
-		gs, err := e.part.Resolve([]jsonl.Slice{m.FromRanks}, e.splitF)
+		gs, err := e.part.Resolve([]values.Slice{m.FromRanks}, e.splitF)
 		if err != nil {
-			return fmt.Errorf("%w: from_ranks: %v", ErrRankRange, err)
+			return fmt.Errorf("%w: from_ranks: %v", values.ErrRank, err)
 		}
 		e.recv = append(e.recv[:0], gs...)
 		e.touched = append(e.touched, gs...)
@@ -121,14 +121,14 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		if m.FromRanks.Len() != m.ToRanks.Len() {
 			return fmt.Errorf("%w: SendTensor from %d ranks to %d ranks", ErrRankCount, m.FromRanks.Len(), m.ToRanks.Len())
 		}
-		return fmt.Errorf("%w: %v", ErrRankRange, err)
+		return fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
 	e.touched = append(append(e.touched, senders...), receivers...)
 	if e.recvName == 0 {
 		e.recvName = e.names.ID("RecvTensor") + 1
 	}
 	recv := e.recvName - 1
-	cm := e.comm(nil, []jsonl.Slice{m.FromRanks, m.ToRanks}, nil, false)
+	cm := e.comm(nil, []values.Slice{m.FromRanks, m.ToRanks}, nil, false)
 	cm.Ranks = 2
 	runtime := e.opt.Model.SendRuntimeNs(m, cm)
 	// Sends first, then receives, as the reference queues them: the order
@@ -419,7 +419,7 @@ func (e *Engine) Unknown(typeName string) error {
 }
 
 // appendUnique appends the tensors of src whose ids are not yet in dst.
-func appendUnique(dst, src []jsonl.Tensor) []jsonl.Tensor {
+func appendUnique(dst, src []values.Tensor) []values.Tensor {
 next:
 	for i := range src {
 		for j := range dst {
@@ -466,7 +466,7 @@ func (g *group) freeBorrow(b gen.BorrowRow) {
 	g.freeBor = append(g.freeBor, b)
 }
 
-func (e *Engine) noStream(gi groups.GroupID, ss ...jsonl.Stream) error {
+func (e *Engine) noStream(gi groups.GroupID, ss ...values.Stream) error {
 	for _, s := range ss {
 		if e.gs[gi].streamOf(s.Idx) < 0 {
 			return fmt.Errorf("%w: stream %d on %s (create it with CreateStream first)", ErrUnknownStream, s.Ref, e.who(gi))
@@ -510,7 +510,7 @@ func (e *Engine) who(gi groups.GroupID) string {
 // comm describes a communication to the cost model: the ranks of groups gs
 // (or, with gs nil, 2), and whether every rank of the slices (or of one)
 // lies on one host.
-func (e *Engine) comm(gs []groups.GroupID, ss []jsonl.Slice, one *jsonl.Slice, local bool) Comm {
+func (e *Engine) comm(gs []groups.GroupID, ss []values.Slice, one *values.Slice, local bool) Comm {
 	c := Comm{Local: local, GPUsPerHost: e.opt.GPUsPerHost, Ranks: 2}
 	if gs != nil {
 		c.Ranks = 0
@@ -519,7 +519,7 @@ func (e *Engine) comm(gs []groups.GroupID, ss []jsonl.Slice, one *jsonl.Slice, l
 		}
 	}
 	lo, hi := int64(-1), int64(-1)
-	span := func(s *jsonl.Slice) {
+	span := func(s *values.Slice) {
 		l, h := s.Bounds()
 		if l > h {
 			return
@@ -552,7 +552,7 @@ func (e *Engine) comm(gs []groups.GroupID, ss []jsonl.Slice, one *jsonl.Slice, l
 // placement counts the hosts the ranks of slices ss occupy and the most
 // ranks on one host. Training loops repeat a few rank sets, so results
 // are cached by the slices' values.
-func (e *Engine) placement(ss []jsonl.Slice) (hosts, maxPerHost int64) {
+func (e *Engine) placement(ss []values.Slice) (hosts, maxPerHost int64) {
 	key := e.placeKey[:0]
 	for i := range ss {
 		key = strconv.AppendInt(key, ss[i].Offset, 10)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // memEvent is one allocation (+) or release (-) on a stream.
@@ -17,7 +17,7 @@ type memEvent struct {
 
 // putTensor returns stream s's row for tensor t, creating it (unused) if the
 // stream does not hold t yet.
-func (e *Engine) putTensor(g *group, s gen.StreamID, t *jsonl.Tensor) gen.TensorRow {
+func (e *Engine) putTensor(g *group, s gen.StreamID, t *values.Tensor) gen.TensorRow {
 	if row := g.rowOf(t.Idx, s); row >= 0 {
 		return row
 	}
@@ -88,7 +88,7 @@ func (g *group) unlink(row gen.TensorRow) {
 }
 
 // putCPU gives group gi the CPU tensor t, unused.
-func (e *Engine) putCPU(gi groups.GroupID, t *jsonl.Tensor) error {
+func (e *Engine) putCPU(gi groups.GroupID, t *values.Tensor) error {
 	g := e.gs[gi]
 	if row := g.rowOf(t.Idx, cpuOwner); row >= 0 {
 		if g.tensors.Refs[row] > 0 {
@@ -174,7 +174,7 @@ func (e *Engine) maybeRemove(g *group, row gen.TensorRow, ns int64) error {
 // groups run in parallel, so each logs its births and deaths and the counts
 // are settled after the command, by one goroutine (a shared atomic counter
 // would be contended by every group at once).
-func (e *Engine) newRow(g *group, t *jsonl.Tensor) gen.TensorRow {
+func (e *Engine) newRow(g *group, t *values.Tensor) gen.TensorRow {
 	row := g.tensors.Alloc()
 	g.tensors.ID[row] = t.ID
 	g.tensors.Idx[row] = t.Idx

@@ -7,11 +7,11 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // newStream adds the group's stream st, indexed by st.Idx.
-func (g *group) newStream(st jsonl.Stream, name, waitFor gen.NameID) gen.StreamID {
+func (g *group) newStream(st values.Stream, name, waitFor gen.NameID) gen.StreamID {
 	g.streams = append(g.streams, stream{
 		ref:     st.Ref,
 		name:    name,
@@ -75,7 +75,7 @@ func (e *Engine) enqueue(gi groups.GroupID, s gen.StreamID, t gen.TaskID) {
 
 // addTask queues a task on group gi's stream ref. ins and outs are distinct
 // tensors; an output that is also an input is not new.
-func (e *Engine) addTask(gi groups.GroupID, stream jsonl.Stream, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID) (gen.TaskID, error) {
+func (e *Engine) addTask(gi groups.GroupID, stream values.Stream, name gen.NameID, runtimeNs int64, ins, outs []values.Tensor, coll gen.CollID) (gen.TaskID, error) {
 	g := e.gs[gi]
 	s := g.streamOf(stream.Idx)
 	if s < 0 {
@@ -180,10 +180,10 @@ const (
 
 // batchArgs are the arguments of opAddTask, the same for every group.
 type batchArgs struct {
-	stream    jsonl.Stream
+	stream    values.Stream
 	name      gen.NameID
 	runtimeNs int64
-	ins, outs []jsonl.Tensor
+	ins, outs []values.Tensor
 	coll      gen.CollID
 	tasks     []gen.TaskID // per group of the batch: the task queued
 	refs      []int32      // opDelete: the tensors to delete (dense indexes)
@@ -257,7 +257,7 @@ func (e *Engine) runChunk(k int) {
 
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
-func (e *Engine) addTasks(gs []groups.GroupID, stream jsonl.Stream, name gen.NameID, runtimeNs int64, ins, outs []jsonl.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+func (e *Engine) addTasks(gs []groups.GroupID, stream values.Stream, name gen.NameID, runtimeNs int64, ins, outs []values.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
 	e.batch = batchArgs{stream: stream, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}

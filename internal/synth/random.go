@@ -22,7 +22,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // MaxRandomWorld is the largest world Random writes for.
@@ -42,7 +42,7 @@ type slice struct {
 	offset         int
 	sizes, strides []int
 	set            *roaring.Bitmap
-	js             jsonl.Slice
+	js             values.Slice
 }
 
 func int64s(v []int) []int64 {
@@ -55,7 +55,7 @@ func int64s(v []int) []int64 {
 
 func newSlice(offset int, sizes, strides []int) slice {
 	s := slice{offset: offset, sizes: sizes, strides: strides,
-		js: jsonl.Slice{Offset: int64(offset), Sizes: int64s(sizes), Strides: int64s(strides)}}
+		js: values.Slice{Offset: int64(offset), Sizes: int64s(sizes), Strides: int64s(strides)}}
 	var ranks []uint32
 	var walk func(d, r int)
 	walk = func(d, r int) {
@@ -131,7 +131,7 @@ func random(dst io.Writer, seed uint64, world, n int, mesh bool) error {
 	g.cmd(all)
 	for ref := 1; ref < len(g.streams); ref++ {
 		m := o.msg(gen.MsgCreateStream)
-		m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: int64(ref), Name: g.streams[ref], HasName: true}, Default: ref == 1}
+		m.CreateStream = gen.CreateStream{Result: values.Stream{Ref: int64(ref), Name: g.streams[ref], HasName: true}, Default: ref == 1}
 		g.cmd(all)
 	}
 	step := 0
@@ -149,7 +149,7 @@ func random(dst io.Writer, seed uint64, world, n int, mesh bool) error {
 // time after the last command.
 func (g *rgen) cmd(ranks ...slice) {
 	g.ts += g.r.IntN(5000)
-	js := make([]jsonl.Slice, len(ranks))
+	js := make([]values.Slice, len(ranks))
 	for i := range ranks {
 		js[i] = ranks[i].js
 	}
@@ -205,8 +205,8 @@ func (g *rgen) fresh(s int, where slice, cpu bool) *tensor {
 
 // typed is the tensor as a history writes it (in full at its first
 // mention, by id after).
-func (t *tensor) typed() jsonl.Tensor {
-	return jsonl.Tensor{ID: int64(t.id), Idx: idx(int64(t.id)), Storage: int64(t.storage), NBytes: int64(t.nbytes),
+func (t *tensor) typed() values.Tensor {
+	return values.Tensor{ID: int64(t.id), Idx: idx(int64(t.id)), Storage: int64(t.storage), NBytes: int64(t.nbytes),
 		Dtype: "float32", Shape: []int64{int64(t.nbytes / 4)}, CPU: t.stream == 0}
 }
 
@@ -235,17 +235,17 @@ var functions = []string{"torch.ops.aten.mm.default", "torch.ops.aten.relu.defau
 // returns its new result.
 func (g *rgen) call(m *gen.Msg, s int, where slice, args []*tensor, fn string) *tensor {
 	out := g.fresh(s, where, false)
-	ts := make([]jsonl.Tensor, len(args))
+	ts := make([]values.Tensor, len(args))
 	for i, a := range args {
 		ts[i] = a.typed()
 	}
 	argRaw, argLv := tensorTree(nil, nil, ts, byID)
 	res := out.typed()
-	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{res}, inFull)
+	resRaw, resLv := tensorTree(nil, nil, []values.Tensor{res}, inFull)
 	setKind(m, gen.MsgCallFunction)
 	m.CallFunction = gen.CallFunction{Ident: int64(out.id), Function: fn,
-		Args: jsonl.Tree{Raw: argRaw, Leaves: argLv}, Kwargs: jsonl.Tree{Raw: []byte("{}")},
-		Result: jsonl.Tree{Raw: resRaw, Leaves: resLv}, Stream: jsonl.Stream{Ref: int64(s)}}
+		Args: values.Tree{Raw: argRaw, Leaves: argLv}, Kwargs: values.Tree{Raw: []byte("{}")},
+		Result: values.Tree{Raw: resRaw, Leaves: resLv}, Stream: values.Stream{Ref: int64(s)}}
 	return out
 }
 
@@ -257,13 +257,13 @@ func (g *rgen) callOn(fn string, s int, t *tensor, constant string, res *tensor,
 	argRaw := append(appendTensor([]byte{'['}, &arg, false), ',')
 	argRaw = append(append(argRaw, constant...), ']')
 	r := res.typed()
-	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{r}, inFull)
+	resRaw, resLv := tensorTree(nil, nil, []values.Tensor{r}, inFull)
 	m := g.o.msg(gen.MsgCallFunction)
 	m.CallFunction = gen.CallFunction{Function: fn,
-		Args: jsonl.Tree{Raw: argRaw, Leaves: []jsonl.Tensor{arg}}, Kwargs: jsonl.Tree{Raw: []byte("{}")},
-		Result: jsonl.Tree{Raw: resRaw, Leaves: resLv}, Stream: jsonl.Stream{Ref: int64(s)}}
+		Args: values.Tree{Raw: argRaw, Leaves: []values.Tensor{arg}}, Kwargs: values.Tree{Raw: []byte("{}")},
+		Result: values.Tree{Raw: resRaw, Leaves: resLv}, Stream: values.Stream{Ref: int64(s)}}
 	if mutates {
-		m.CallFunction.Mutates = []jsonl.Tensor{arg}
+		m.CallFunction.Mutates = []values.Tensor{arg}
 	}
 }
 
@@ -309,7 +309,7 @@ func (g *rgen) op() {
 		out := g.fresh(s, where, false)
 		red := []string{"sum", "avg", "stack"}[g.r.IntN(3)]
 		m := g.o.msg(gen.MsgReduce)
-		m.Reduce = gen.Reduce{Result: out.typed(), LocalTensor: t.typed(), Stream: jsonl.Stream{Ref: int64(s)},
+		m.Reduce = gen.Reduce{Result: out.typed(), LocalTensor: t.typed(), Stream: values.Stream{Ref: int64(s)},
 			Dims: []string{"gpu"}, Reduction: red, Scatter: g.r.IntN(2) == 0}
 		g.cmd(where)
 		g.live = append(g.live, out)
@@ -319,9 +319,9 @@ func (g *rgen) op() {
 		g.borrowOp(where)
 	case k < 75: // CPU tensors from a pipe
 		t := g.fresh(0, where, true)
-		raw, lv := tensorTree(nil, nil, []jsonl.Tensor{t.typed()}, inFull)
+		raw, lv := tensorTree(nil, nil, []values.Tensor{t.typed()}, inFull)
 		m := g.o.msg(gen.MsgPipeRecv)
-		m.PipeRecv = gen.PipeRecv{Ident: int64(t.id), Result: jsonl.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: jsonl.Stream{Ref: int64(s)}}
+		m.PipeRecv = gen.PipeRecv{Ident: int64(t.id), Result: values.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: values.Stream{Ref: int64(s)}}
 		g.cmd(where)
 		g.live = append(g.live, t)
 	case k < 82: // a command group
@@ -422,7 +422,7 @@ func (g *rgen) sendSlices(s int, from, to slice) {
 	}
 	m := g.o.msg(gen.MsgSendTensor)
 	m.SendTensor = gen.SendTensor{Result: out.typed(), Tensor: t.typed(), FromRanks: from.js, ToRanks: to.js,
-		FromStream: jsonl.Stream{Ref: int64(s)}, ToStream: jsonl.Stream{Ref: int64(s)}}
+		FromStream: values.Stream{Ref: int64(s)}, ToStream: values.Stream{Ref: int64(s)}}
 	g.cmd(ranks...)
 	g.live = append(g.live, out)
 }
@@ -451,7 +451,7 @@ func (g *rgen) borrowOp(where slice) {
 	}
 	m := g.o.msg(gen.MsgBorrowCreate)
 	m.BorrowCreate = gen.BorrowCreate{Result: res.typed(), Borrow: int64(id), Tensor: t.typed(),
-		FromStream: jsonl.Stream{Ref: int64(from)}, ToStream: jsonl.Stream{Ref: int64(to)}}
+		FromStream: values.Stream{Ref: int64(from)}, ToStream: values.Stream{Ref: int64(to)}}
 	g.cmd(where)
 	between()
 	g.o.msg(gen.MsgBorrowFirstUse).BorrowFirstUse.Borrow = int64(id)

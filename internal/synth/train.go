@@ -8,7 +8,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Train describes a training job to synthesize: a mesh of PP pipeline
@@ -77,8 +77,8 @@ type trainer struct {
 	ts     int64
 	next   int64 // next tensor id
 	borrow int64
-	stage  []jsonl.Slice // each stage's ranks
-	params []int64       // per layer: the shard's tensor id
+	stage  []values.Slice // each stage's ranks
+	params []int64        // per layer: the shard's tensor id
 }
 
 // WriteTrain writes the training history c describes: per step and
@@ -108,7 +108,7 @@ func WriteTrain(dst io.Writer, c Train) error {
 	t := &trainer{c: c, o: o, next: 1}
 	per := int64(c.DP) * int64(c.TP)
 	for p := 0; p < c.PP; p++ {
-		t.stage = append(t.stage, jsonl.Slice{Offset: int64(p) * per, Sizes: []int64{int64(c.DP), int64(c.TP)}, Strides: []int64{int64(c.TP), 1}})
+		t.stage = append(t.stage, values.Slice{Offset: int64(p) * per, Sizes: []int64{int64(c.DP), int64(c.TP)}, Strides: []int64{int64(c.TP), 1}})
 	}
 	all := slice1(0, c.World(), 1)
 	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", []byte(`["pp","dp","tp"]`))
@@ -173,28 +173,28 @@ func (t *trainer) fullBytes() int64 {
 }
 
 // cmd writes the message built in t.o to ranks, one command later.
-func (t *trainer) cmd(ranks ...jsonl.Slice) {
+func (t *trainer) cmd(ranks ...values.Slice) {
 	t.ts += int64(t.c.CommandNs)
 	t.o.send(t.ts, ranks...)
 }
 
 // bf16Tensor is a new tensor of its own storage, n bytes of bf16.
-func bf16Tensor(id, n int64, cpu bool) jsonl.Tensor {
-	return jsonl.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: "bfloat16", Shape: []int64{n / bf16}, CPU: cpu}
+func bf16Tensor(id, n int64, cpu bool) values.Tensor {
+	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: "bfloat16", Shape: []int64{n / bf16}, CPU: cpu}
 }
 
 // ref is a mention of a tensor written before.
-func ref(id int64) jsonl.Tensor { return jsonl.Tensor{ID: id, Idx: idx(id)} }
+func ref(id int64) values.Tensor { return values.Tensor{ID: id, Idx: idx(id)} }
 
-func (t *trainer) createStream(ranks jsonl.Slice, r int64, name string, def bool) {
+func (t *trainer) createStream(ranks values.Slice, r int64, name string, def bool) {
 	m := t.o.msg(gen.MsgCreateStream)
-	m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: r, Name: name, HasName: true}, Default: def}
+	m.CreateStream = gen.CreateStream{Result: values.Stream{Ref: r, Name: name, HasName: true}, Default: def}
 	t.cmd(ranks)
 }
 
 // call runs fn on stream with args, making tensor out of n bytes.
-func (t *trainer) call(ranks jsonl.Slice, fn string, stream int64, args []int64, out, n int64) {
-	refs := make([]jsonl.Tensor, len(args))
+func (t *trainer) call(ranks values.Slice, fn string, stream int64, args []int64, out, n int64) {
+	refs := make([]values.Tensor, len(args))
 	for i, a := range args {
 		refs[i] = ref(a)
 	}
@@ -203,18 +203,18 @@ func (t *trainer) call(ranks jsonl.Slice, fn string, stream int64, args []int64,
 
 // callTensors runs fn on stream with tensor arguments (mentioned by id),
 // making result (in full), mutating mutates.
-func (t *trainer) callTensors(ranks jsonl.Slice, fn string, stream int64, args []jsonl.Tensor, result jsonl.Tensor, mutates []jsonl.Tensor) {
+func (t *trainer) callTensors(ranks values.Slice, fn string, stream int64, args []values.Tensor, result values.Tensor, mutates []values.Tensor) {
 	m := t.o.msg(gen.MsgCallFunction)
 	argRaw, argLv := tensorTree(nil, nil, args, byID)
-	resRaw, resLv := tensorTree(nil, nil, []jsonl.Tensor{result}, inFull)
+	resRaw, resLv := tensorTree(nil, nil, []values.Tensor{result}, inFull)
 	m.CallFunction = gen.CallFunction{
 		Ident:    result.ID,
 		Function: fn,
-		Args:     jsonl.Tree{Raw: argRaw, Leaves: argLv},
-		Kwargs:   jsonl.Tree{Raw: []byte("{}")},
-		Result:   jsonl.Tree{Raw: resRaw, Leaves: resLv},
+		Args:     values.Tree{Raw: argRaw, Leaves: argLv},
+		Kwargs:   values.Tree{Raw: []byte("{}")},
+		Result:   values.Tree{Raw: resRaw, Leaves: resLv},
 		Mutates:  mutates,
-		Stream:   jsonl.Stream{Ref: stream},
+		Stream:   values.Stream{Ref: stream},
 	}
 	t.cmd(ranks)
 }
@@ -222,13 +222,13 @@ func (t *trainer) callTensors(ranks jsonl.Slice, fn string, stream int64, args [
 func byID(int) bool   { return false }
 func inFull(int) bool { return true }
 
-func (t *trainer) del(ranks jsonl.Slice, ids ...int64) {
+func (t *trainer) del(ranks values.Slice, ids ...int64) {
 	m := t.o.msg(gen.MsgDeleteRefs)
 	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], ids...)
 	t.cmd(ranks)
 }
 
-func (t *trainer) borrowUse(k gen.MsgKind, ranks jsonl.Slice, borrow int64) {
+func (t *trainer) borrowUse(k gen.MsgKind, ranks values.Slice, borrow int64) {
 	m := t.o.msg(k)
 	switch k {
 	case gen.MsgBorrowFirstUse:
@@ -241,17 +241,17 @@ func (t *trainer) borrowUse(k gen.MsgKind, ranks jsonl.Slice, borrow int64) {
 	t.cmd(ranks)
 }
 
-func (t *trainer) borrowCreate(ranks jsonl.Slice, result jsonl.Tensor, borrow, src, from, to int64) {
+func (t *trainer) borrowCreate(ranks values.Slice, result values.Tensor, borrow, src, from, to int64) {
 	m := t.o.msg(gen.MsgBorrowCreate)
 	m.BorrowCreate = gen.BorrowCreate{Result: result, Borrow: borrow, Tensor: ref(src),
-		FromStream: jsonl.Stream{Ref: from}, ToStream: jsonl.Stream{Ref: to}}
+		FromStream: values.Stream{Ref: from}, ToStream: values.Stream{Ref: to}}
 	t.cmd(ranks)
 }
 
 // reduce is a collective over dp on "comm".
-func (t *trainer) reduce(ranks jsonl.Slice, result jsonl.Tensor, local int64, reduction string, scatter bool) {
+func (t *trainer) reduce(ranks values.Slice, result values.Tensor, local int64, reduction string, scatter bool) {
 	m := t.o.msg(gen.MsgReduce)
-	m.Reduce = gen.Reduce{Result: result, LocalTensor: ref(local), Stream: jsonl.Stream{Ref: 2},
+	m.Reduce = gen.Reduce{Result: result, LocalTensor: ref(local), Stream: values.Stream{Ref: 2},
 		Dims: []string{"dp"}, Reduction: reduction, Scatter: scatter}
 	t.cmd(ranks)
 }
@@ -261,8 +261,8 @@ func (t *trainer) input(b int64) int64 {
 	cpu := t.id()
 	tokens := b * int64(t.c.Seq) * 8
 	m := t.o.msg(gen.MsgPipeRecv)
-	raw, lv := tensorTree(nil, nil, []jsonl.Tensor{bf16Tensor(cpu, tokens, true)}, inFull)
-	m.PipeRecv = gen.PipeRecv{Ident: cpu, Result: jsonl.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: jsonl.Stream{Ref: 1}}
+	raw, lv := tensorTree(nil, nil, []values.Tensor{bf16Tensor(cpu, tokens, true)}, inFull)
+	m.PipeRecv = gen.PipeRecv{Ident: cpu, Result: values.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: values.Stream{Ref: 1}}
 	t.cmd(t.stage[0])
 	gpu := t.id()
 	t.call(t.stage[0], "torch.ops.aten._to_copy.default", 1, []int64{cpu}, gpu, tokens)
@@ -346,7 +346,7 @@ func (t *trainer) backward(p, l int, dOut int64, saved [2]int64, act, wide int64
 	shard := t.params[l]
 	res := bf16Tensor(upd, t.shardBytes(), false)
 	res.Storage = shard
-	t.callTensors(s, "torch.ops.aten.add_.Tensor", 2, []jsonl.Tensor{ref(shard), ref(g)}, res, []jsonl.Tensor{ref(shard)})
+	t.callTensors(s, "torch.ops.aten.add_.Tensor", 2, []values.Tensor{ref(shard), ref(g)}, res, []values.Tensor{ref(shard)})
 	t.del(s, upd, g)
 	return dx
 }
@@ -356,7 +356,7 @@ func (t *trainer) send(a, b int, x, n int64) int64 {
 	out := t.id()
 	m := t.o.msg(gen.MsgSendTensor)
 	m.SendTensor = gen.SendTensor{Result: bf16Tensor(out, n, false), Tensor: ref(x), FromRanks: t.stage[a], ToRanks: t.stage[b],
-		FromStream: jsonl.Stream{Ref: 1}, ToStream: jsonl.Stream{Ref: 1}}
+		FromStream: values.Stream{Ref: 1}, ToStream: values.Stream{Ref: 1}}
 	t.cmd(t.stage[a], t.stage[b])
 	t.del(t.stage[a], x)
 	return out

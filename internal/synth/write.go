@@ -8,13 +8,14 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // spelled is the number of declared fields of the messages whose empty
 // fields synth writes too ("default":false, "ident":0, "mutates":[],
 // "scatter":false, "inplace":false, "out":null), as Monarch's recorder
 // spells every field: each message lists them all in its key order
-// (jsonl.Extras.Order), which the generated writer follows. The other
+// (values.Extras.Order), which the generated writer follows. The other
 // messages synth writes have no empty field.
 var spelled = [...]uint8{
 	gen.MsgCreateStream: 2,
@@ -66,7 +67,7 @@ func (o *out) msg(k gen.MsgKind) *gen.Msg {
 }
 
 // send writes the message built with msg, sent at ts to ranks.
-func (o *out) send(ts int64, ranks ...jsonl.Slice) {
+func (o *out) send(ts int64, ranks ...values.Slice) {
 	o.rec.IsStep = false
 	o.rec.Ts = ts
 	o.rec.Ranks = append(o.rec.Ranks[:0], ranks...)
@@ -100,7 +101,7 @@ func (o *out) close() error {
 
 // tensorTree appends a tree (a list) of tensors to raw, in full for those
 // in full[i] and by id for the others, and their leaves to lv.
-func tensorTree(raw []byte, lv []jsonl.Tensor, ts []jsonl.Tensor, full func(i int) bool) ([]byte, []jsonl.Tensor) {
+func tensorTree(raw []byte, lv []values.Tensor, ts []values.Tensor, full func(i int) bool) ([]byte, []values.Tensor) {
 	raw = append(raw, '[')
 	for i := range ts {
 		if i > 0 {
@@ -114,7 +115,7 @@ func tensorTree(raw []byte, lv []jsonl.Tensor, ts []jsonl.Tensor, full func(i in
 
 // appendTensor appends a tensor as a tree holds it: every field at its
 // first mention, {"tensor":ID} after.
-func appendTensor(b []byte, t *jsonl.Tensor, full bool) []byte {
+func appendTensor(b []byte, t *values.Tensor, full bool) []byte {
 	if !full {
 		b = append(b, `{"tensor":`...)
 		b = strconv.AppendInt(b, t.ID, 10)
@@ -137,6 +138,6 @@ func idx(id int64) int32 {
 }
 
 // slice1 is a one-dimensional strided block of ranks.
-func slice1(offset, size, stride int64) jsonl.Slice {
-	return jsonl.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
+func slice1(offset, size, stride int64) values.Slice {
+	return values.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // Dtypes as the history names them, and their sizes in bytes.
@@ -46,30 +47,30 @@ type emitter struct {
 	seen   []uint64
 	argBuf []byte
 	resBuf []byte
-	leaves []jsonl.Tensor // tensors of the tree being built
-	argLv  []jsonl.Tensor
-	resLv  []jsonl.Tensor
-	extra  []jsonl.Slice // more ranks for the message being written (write2)
-	sameTs bool          // the next command is sent at the same time as the last
+	leaves []values.Tensor // tensors of the tree being built
+	argLv  []values.Tensor
+	resLv  []values.Tensor
+	extra  []values.Slice // more ranks for the message being written (write2)
+	sameTs bool           // the next command is sent at the same time as the last
 	// deletes not written yet, all on delRanks
 	delRefs  []int64
-	delRanks jsonl.Slice
+	delRanks values.Slice
 	callErr  error
 }
 
 // tensor makes a new tensor of its own storage.
-func (e *emitter) tensor(dtype string, shape ...int64) jsonl.Tensor {
+func (e *emitter) tensor(dtype string, shape ...int64) values.Tensor {
 	id := e.next
 	e.next++
 	n := dtypeBytes(dtype)
 	for _, d := range shape {
 		n *= d
 	}
-	return jsonl.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
+	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
 }
 
 // cpuTensor makes a new CPU tensor.
-func (e *emitter) cpuTensor(dtype string, shape ...int64) jsonl.Tensor {
+func (e *emitter) cpuTensor(dtype string, shape ...int64) values.Tensor {
 	t := e.tensor(dtype, shape...)
 	t.CPU = true
 	return t
@@ -77,8 +78,8 @@ func (e *emitter) cpuTensor(dtype string, shape ...int64) jsonl.Tensor {
 
 // alias makes a new tensor of src's storage (a view, an in-place result,
 // a borrowed or reduced-in-place tensor) with the given shape.
-func (e *emitter) alias(src jsonl.Tensor, dtype string, shape ...int64) jsonl.Tensor {
-	t := jsonl.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
+func (e *emitter) alias(src values.Tensor, dtype string, shape ...int64) values.Tensor {
+	t := values.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
 	e.next++
 	return t
 }
@@ -95,7 +96,7 @@ func idx(id int64) int32 {
 
 // typed notes tensors written in typed fields, so that a later mention in
 // a tree is by id.
-func (e *emitter) typed(ts ...jsonl.Tensor) {
+func (e *emitter) typed(ts ...values.Tensor) {
 	for _, t := range ts {
 		e.seenBefore(t.ID)
 	}
@@ -112,7 +113,7 @@ func (e *emitter) seenBefore(id int64) bool {
 }
 
 // tlist is a list of tensors (an ATen Tensor[] argument).
-type tlist []jsonl.Tensor
+type tlist []values.Tensor
 
 // appendValue appends one argument or result value as JSON: tensors,
 // tensor lists, nil (None), bools, integers, floats, strings and integer
@@ -121,7 +122,7 @@ func (e *emitter) appendValue(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...)
-	case jsonl.Tensor:
+	case values.Tensor:
 		e.leaves = append(e.leaves, x)
 		b = append(b, `{"tensor":`...)
 		b = strconv.AppendInt(b, x.ID, 10)
@@ -190,7 +191,7 @@ func (e *emitter) list(b []byte, vals []any) []byte {
 }
 
 // write sends the message in e.rec.Msg to ranks.
-func (e *emitter) write(ranks ...jsonl.Slice) {
+func (e *emitter) write(ranks ...values.Slice) {
 	if e.cmdNs > 0 && !e.sameTs {
 		e.ts += e.cmdNs
 	}
@@ -212,7 +213,7 @@ func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
 
 // call runs ATen function fn on stream with positional args (ATen schema
 // order) and the given results; mutated tensors are listed in mutates.
-func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, results []any, mutates ...jsonl.Tensor) {
+func (e *emitter) call(ranks values.Slice, stream int64, fn string, args []any, results []any, mutates ...values.Tensor) {
 	m := e.setMsg(gen.MsgCallFunction, "CallFunction")
 	e.leaves = e.leaves[:0]
 	e.argBuf = e.list(e.argBuf, args)
@@ -223,14 +224,14 @@ func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, r
 	e.typed(mutates...)
 	m.CallFunction = gen.CallFunction{
 		Function: fn,
-		Args:     jsonl.Tree{Raw: e.argBuf, Leaves: e.argLv},
-		Kwargs:   jsonl.Tree{Raw: []byte("{}")},
-		Result:   jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv},
+		Args:     values.Tree{Raw: e.argBuf, Leaves: e.argLv},
+		Kwargs:   values.Tree{Raw: []byte("{}")},
+		Result:   values.Tree{Raw: e.resBuf, Leaves: e.resLv},
 		Mutates:  mutates,
-		Stream:   jsonl.Stream{Ref: stream},
+		Stream:   values.Stream{Ref: stream},
 	}
 	if len(results) > 0 {
-		if t, ok := results[0].(jsonl.Tensor); ok {
+		if t, ok := results[0].(values.Tensor); ok {
 			m.CallFunction.Ident = t.ID
 		}
 	}
@@ -239,7 +240,7 @@ func (e *emitter) call(ranks jsonl.Slice, stream int64, fn string, args []any, r
 
 // del deletes tensor references on ranks. Consecutive deletes on the same
 // ranks are sent as one DeleteRefs, written before the next other message.
-func (e *emitter) del(ranks jsonl.Slice, ts ...jsonl.Tensor) {
+func (e *emitter) del(ranks values.Slice, ts ...values.Tensor) {
 	if len(e.delRefs) > 0 && !e.delRanks.Equal(&ranks) {
 		e.flushDel()
 	}
@@ -273,27 +274,27 @@ var (
 
 // write2 runs emit, which writes one message to ranks a, with the
 // message sent to ranks b as well.
-func (e *emitter) write2(emit func(), b jsonl.Slice) {
+func (e *emitter) write2(emit func(), b values.Slice) {
 	e.extra = append(e.extra[:0], b)
 	emit()
 	e.extra = e.extra[:0]
 }
 
 // reduce2 is one all-reduce (sum) over the ranks of a and b together.
-func (e *emitter) reduce2(a, b jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor) {
+func (e *emitter) reduce2(a, b values.Slice, dims []string, stream int64, result, local values.Tensor) {
 	e.write2(func() { e.reduce(a, dims, stream, result, local, "sum", false) }, b)
 }
 
 // reduce is a collective over the ranks of one group: reduction "sum" or
 // "stack", scattered or not. The result is a new tensor unless it aliases
 // the local tensor (an in-place all-reduce).
-func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+func (e *emitter) reduce(ranks values.Slice, dims []string, stream int64, result, local values.Tensor, reduction string, scatter bool) {
 	m := e.setMsg(gen.MsgReduce, "Reduce")
 	e.typed(result, local)
 	m.Reduce = gen.Reduce{
 		Result:      result,
 		LocalTensor: local,
-		Stream:      jsonl.Stream{Ref: stream},
+		Stream:      values.Stream{Ref: stream},
 		Dims:        dims,
 		Reduction:   reduction,
 		Scatter:     scatter,
@@ -306,7 +307,7 @@ func (e *emitter) reduce(ranks jsonl.Slice, dims []string, stream int64, result,
 // would be: the per-group commands share the controller's clock (the
 // format gives a Reduce command one peer set, so a collective over a mesh
 // dimension is written once per group).
-func (e *emitter) reduceEach(groups []jsonl.Slice, dims []string, stream int64, result, local jsonl.Tensor, reduction string, scatter bool) {
+func (e *emitter) reduceEach(groups []values.Slice, dims []string, stream int64, result, local values.Tensor, reduction string, scatter bool) {
 	for i := range groups {
 		e.reduce(groups[i], dims, stream, result, local, reduction, scatter)
 		e.sameTs = true
@@ -315,30 +316,30 @@ func (e *emitter) reduceEach(groups []jsonl.Slice, dims []string, stream int64, 
 }
 
 // borrowCreate lends src from one stream to another as result.
-func (e *emitter) borrowCreate(ranks jsonl.Slice, src jsonl.Tensor, from, to int64) (id int64, lent jsonl.Tensor) {
+func (e *emitter) borrowCreate(ranks values.Slice, src values.Tensor, from, to int64) (id int64, lent values.Tensor) {
 	e.borrow++
 	lent = e.alias(src, src.Dtype, src.Shape...)
 	e.typed(lent, src)
 	m := e.setMsg(gen.MsgBorrowCreate, "BorrowCreate")
 	m.BorrowCreate = gen.BorrowCreate{Result: lent, Borrow: e.borrow, Tensor: src,
-		FromStream: jsonl.Stream{Ref: from}, ToStream: jsonl.Stream{Ref: to}}
+		FromStream: values.Stream{Ref: from}, ToStream: values.Stream{Ref: to}}
 	e.write(ranks)
 	return e.borrow, lent
 }
 
-func (e *emitter) borrowFirstUse(ranks jsonl.Slice, id int64) {
+func (e *emitter) borrowFirstUse(ranks values.Slice, id int64) {
 	m := e.setMsg(gen.MsgBorrowFirstUse, "BorrowFirstUse")
 	m.BorrowFirstUse.Borrow = id
 	e.write(ranks)
 }
 
-func (e *emitter) borrowLastUse(ranks jsonl.Slice, id int64) {
+func (e *emitter) borrowLastUse(ranks values.Slice, id int64) {
 	m := e.setMsg(gen.MsgBorrowLastUse, "BorrowLastUse")
 	m.BorrowLastUse.Borrow = id
 	e.write(ranks)
 }
 
-func (e *emitter) borrowDrop(ranks jsonl.Slice, id int64) {
+func (e *emitter) borrowDrop(ranks values.Slice, id int64) {
 	m := e.setMsg(gen.MsgBorrowDrop, "BorrowDrop")
 	m.BorrowDrop.Borrow = id
 	e.write(ranks)
@@ -346,16 +347,16 @@ func (e *emitter) borrowDrop(ranks jsonl.Slice, id int64) {
 
 // sendTensor moves src (held by the senders' stream) to a new tensor on
 // the receivers' stream of the same ref.
-func (e *emitter) sendTensor(from, to jsonl.Slice, stream int64, result, src jsonl.Tensor) {
+func (e *emitter) sendTensor(from, to values.Slice, stream int64, result, src values.Tensor) {
 	m := e.setMsg(gen.MsgSendTensor, "SendTensor")
 	e.typed(result, src)
 	m.SendTensor = gen.SendTensor{Result: result, Tensor: src, FromRanks: from, ToRanks: to,
-		FromStream: jsonl.Stream{Ref: stream}, ToStream: jsonl.Stream{Ref: stream}}
+		FromStream: values.Stream{Ref: stream}, ToStream: values.Stream{Ref: stream}}
 	e.write(from, to)
 }
 
 // pipeRecv receives CPU tensors from the controller's data pipe.
-func (e *emitter) pipeRecv(ranks jsonl.Slice, stream int64, ts ...jsonl.Tensor) {
+func (e *emitter) pipeRecv(ranks values.Slice, stream int64, ts ...values.Tensor) {
 	m := e.setMsg(gen.MsgPipeRecv, "PipeRecv")
 	vals := make([]any, len(ts))
 	for i, t := range ts {
@@ -364,19 +365,19 @@ func (e *emitter) pipeRecv(ranks jsonl.Slice, stream int64, ts ...jsonl.Tensor) 
 	e.leaves = e.leaves[:0]
 	e.resBuf = e.list(e.resBuf, vals)
 	e.resLv = append(e.resLv[:0], e.leaves...)
-	m.PipeRecv = gen.PipeRecv{Ident: ts[0].ID, Result: jsonl.Tree{Raw: e.resBuf, Leaves: e.resLv}, Pipe: 1, Stream: jsonl.Stream{Ref: stream}}
+	m.PipeRecv = gen.PipeRecv{Ident: ts[0].ID, Result: values.Tree{Raw: e.resBuf, Leaves: e.resLv}, Pipe: 1, Stream: values.Stream{Ref: stream}}
 	e.write(ranks)
 }
 
 // createStream creates stream ref named name on ranks.
-func (e *emitter) createStream(ranks jsonl.Slice, ref int64, name string, def bool) {
+func (e *emitter) createStream(ranks values.Slice, ref int64, name string, def bool) {
 	m := e.setMsg(gen.MsgCreateStream, "CreateStream")
-	m.CreateStream = gen.CreateStream{Result: jsonl.Stream{Ref: ref, Name: name, HasName: true}, Default: def}
+	m.CreateStream = gen.CreateStream{Result: values.Stream{Ref: ref, Name: name, HasName: true}, Default: def}
 	e.write(ranks)
 }
 
 // createMesh names the mesh's dimensions (accepted, not simulated).
-func (e *emitter) createMesh(ranks jsonl.Slice, names []byte) {
+func (e *emitter) createMesh(ranks values.Slice, names []byte) {
 	m := e.setMsg(gen.MsgCreateDeviceMesh, "CreateDeviceMesh")
 	m.Extra.Add("names", names)
 	e.write(ranks)
@@ -397,6 +398,6 @@ func (e *emitter) step(n int64) {
 }
 
 // slice1 is a one-dimensional strided block of ranks.
-func slice1(offset, size, stride int64) jsonl.Slice {
-	return jsonl.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
+func slice1(offset, size, stride int64) values.Slice {
+	return values.Slice{Offset: offset, Sizes: []int64{size}, Strides: []int64{stride}}
 }

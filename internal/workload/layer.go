@@ -1,6 +1,6 @@
 package workload
 
-import "github.com/fastsim/fastsim/internal/jsonl"
+import "github.com/fastsim/fastsim/internal/values"
 
 // ATen functions, by their qualified overload names.
 const (
@@ -54,15 +54,15 @@ const lnEps = 1e-5
 // the norms' inputs, the projection inputs, Q, K and V, the softmax output,
 // its dropout mask and output, the GELU input and the dropout masks.
 type saved struct {
-	x, mu1, rs1, ln1          jsonl.Tensor
-	qkv, q, k, v              jsonl.Tensor
-	p, pd, amask              jsonl.Tensor // explicit attention
-	o, lse                    jsonl.Tensor // flash attention
-	ctx                       jsonl.Tensor // [s*b, h/t], the output projection's input
-	m1, x2, mu2, rs2, ln2, m2 jsonl.Tensor
-	h1, act                   jsonl.Tensor // fc1 output and the activation (fc2 input)
-	gate, up, sg              jsonl.Tensor // gated MLP: views of h1 and silu(gate)
-	core                      bool         // the attention core's tensors are held
+	x, mu1, rs1, ln1          values.Tensor
+	qkv, q, k, v              values.Tensor
+	p, pd, amask              values.Tensor // explicit attention
+	o, lse                    values.Tensor // flash attention
+	ctx                       values.Tensor // [s*b, h/t], the output projection's input
+	m1, x2, mu2, rs2, ln2, m2 values.Tensor
+	h1, act                   values.Tensor // fc1 output and the activation (fc2 input)
+	gate, up, sg              values.Tensor // gated MLP: views of h1 and silu(gate)
+	core                      bool          // the attention core's tensors are held
 }
 
 // dims are a job's tensor dimensions on one rank.
@@ -99,13 +99,13 @@ func dimsOf(j *Job) dims {
 
 // view is a reshape or transpose (a view in PyTorch: no data moves, and
 // the replay gives aten.view no time).
-func (g *generator) view(st *stage, src jsonl.Tensor, shape ...int64) jsonl.Tensor {
+func (g *generator) view(st *stage, src values.Tensor, shape ...int64) values.Tensor {
 	v := g.e.alias(src, src.Dtype, shape...)
 	g.e.call(st.all, st.main, opView, []any{src, shape}, []any{v})
 	return v
 }
 
-func (g *generator) op(st *stage, fn string, args []any, results ...jsonl.Tensor) {
+func (g *generator) op(st *stage, fn string, args []any, results ...values.Tensor) {
 	res := make([]any, len(results))
 	for i, r := range results {
 		res[i] = r
@@ -114,7 +114,7 @@ func (g *generator) op(st *stage, fn string, args []any, results ...jsonl.Tensor
 }
 
 // free deletes tensors on the stage's ranks (zero ids are skipped).
-func (g *generator) free(st *stage, ts ...jsonl.Tensor) {
+func (g *generator) free(st *stage, ts ...values.Tensor) {
 	n := 0
 	for _, t := range ts {
 		if t.ID != 0 {
@@ -130,7 +130,7 @@ func (g *generator) free(st *stage, ts ...jsonl.Tensor) {
 // tpAllReduce sums partial results over each tensor-parallel group, in
 // place (a row-parallel linear's forward, a column-parallel linear's
 // backward: Shoeybi et al. 2019, Fig. 3's g and f).
-func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
+func (g *generator) tpAllReduce(st *stage, x values.Tensor) values.Tensor {
 	if g.d.t == 1 {
 		return x
 	}
@@ -141,7 +141,7 @@ func (g *generator) tpAllReduce(st *stage, x jsonl.Tensor) jsonl.Tensor {
 
 // tpReduceScatter sums over each tensor-parallel group and keeps this
 // shard's part of the sequence (sequence parallelism's g).
-func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
+func (g *generator) tpReduceScatter(st *stage, x values.Tensor, shape ...int64) values.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
 	g.e.reduceEach(st.tpGroups, dimTP, st.main, r, x, "sum", true)
 	return r
@@ -149,7 +149,7 @@ func (g *generator) tpReduceScatter(st *stage, x jsonl.Tensor, shape ...int64) j
 
 // tpAllGather gathers the sequence shards of each tensor-parallel group
 // (sequence parallelism's f).
-func (g *generator) tpAllGather(st *stage, x jsonl.Tensor, shape ...int64) jsonl.Tensor {
+func (g *generator) tpAllGather(st *stage, x values.Tensor, shape ...int64) values.Tensor {
 	r := g.e.tensor(x.Dtype, shape...)
 	g.e.reduceEach(st.tpGroups, dimTP, st.main, r, x, "stack", false)
 	return r
@@ -157,7 +157,7 @@ func (g *generator) tpAllGather(st *stage, x jsonl.Tensor, shape ...int64) jsonl
 
 // rowOut finishes a row-parallel linear's output [s*b, h]: the all-reduce,
 // or with sequence parallelism the reduce-scatter, back to [sp, b, h].
-func (g *generator) rowOut(st *stage, o jsonl.Tensor) jsonl.Tensor {
+func (g *generator) rowOut(st *stage, o values.Tensor) values.Tensor {
 	d := &g.d
 	if g.j.SequenceParallel && d.t > 1 {
 		r := g.tpReduceScatter(st, o, d.sp, d.b, d.h)
@@ -176,7 +176,7 @@ func (g *generator) rowOut(st *stage, o jsonl.Tensor) jsonl.Tensor {
 // gatherSeq makes a norm's output [sp, b, h] whole along the sequence for
 // a column-parallel linear and returns it as [s*b, h]; extra is the
 // gathered tensor to free after use (zero without sequence parallelism).
-func (g *generator) gatherSeq(st *stage, x jsonl.Tensor) (flat, extra jsonl.Tensor) {
+func (g *generator) gatherSeq(st *stage, x values.Tensor) (flat, extra values.Tensor) {
 	d := &g.d
 	if g.j.SequenceParallel && d.t > 1 {
 		extra = g.tpAllGather(st, x, d.s, d.b, d.h)
@@ -187,7 +187,7 @@ func (g *generator) gatherSeq(st *stage, x jsonl.Tensor) (flat, extra jsonl.Tens
 
 // layerNorm runs native_layer_norm over the last dimension; the affine
 // parameters live in the layer's small-parameter buffer.
-func (g *generator) layerNorm(st *stage, x jsonl.Tensor) (out, mean, rstd jsonl.Tensor) {
+func (g *generator) layerNorm(st *stage, x values.Tensor) (out, mean, rstd values.Tensor) {
 	d := &g.d
 	out = g.e.tensor(bf16, d.sp, d.b, d.h)
 	mean = g.e.tensor(f32, d.sp, d.b, 1)
@@ -198,9 +198,9 @@ func (g *generator) layerNorm(st *stage, x jsonl.Tensor) (out, mean, rstd jsonl.
 
 // dropout runs native_dropout on x when the model has dropout; the mask is
 // kept for the backward.
-func (g *generator) dropout(st *stage, x jsonl.Tensor) (out, mask jsonl.Tensor) {
+func (g *generator) dropout(st *stage, x values.Tensor) (out, mask values.Tensor) {
 	if !g.d.drop {
-		return x, jsonl.Tensor{}
+		return x, values.Tensor{}
 	}
 	out = g.e.tensor(bf16, x.Shape...)
 	mask = g.e.tensor(boolT, x.Shape...)
@@ -214,7 +214,7 @@ func (g *generator) dropout(st *stage, x jsonl.Tensor) (out, mask jsonl.Tensor) 
 // activation, fc2 (row-parallel), dropout and residual. It returns the
 // output and what the backward needs; with keep false only x is kept
 // (full recomputation).
-func (g *generator) forward(st *stage, w *layerW, x jsonl.Tensor, keep bool) (jsonl.Tensor, *saved) {
+func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
 	d := &g.d
 	sv := &saved{x: x, core: true}
 	sv.ln1, sv.mu1, sv.rs1 = g.layerNorm(st, x)
@@ -226,7 +226,7 @@ func (g *generator) forward(st *stage, w *layerW, x jsonl.Tensor, keep bool) (js
 	sv.q = g.view(st, sv.qkv, d.b, d.at, d.s, d.hd)
 	sv.k = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
 	sv.v = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
-	var ctx jsonl.Tensor
+	var ctx values.Tensor
 	if d.flash {
 		ctx = g.flash(st, sv)
 	} else {
@@ -286,7 +286,7 @@ func (g *generator) forward(st *stage, w *layerW, x jsonl.Tensor, keep bool) (js
 
 // attentionCore is the explicit path: scores = Q K^T, softmax, dropout,
 // context = P V; it returns the context [b*heads/t, s, hd].
-func (g *generator) attentionCore(st *stage, sv *saved) jsonl.Tensor {
+func (g *generator) attentionCore(st *stage, sv *saved) values.Tensor {
 	d := &g.d
 	bh := d.b * d.at
 	q3 := g.view(st, sv.q, bh, d.s, d.hd)
@@ -312,7 +312,7 @@ func (g *generator) attentionCore(st *stage, sv *saved) jsonl.Tensor {
 
 // flash is _scaled_dot_product_flash_attention (causal): it keeps the
 // output and the log-sum-exp, nothing of size s^2.
-func (g *generator) flash(st *stage, sv *saved) jsonl.Tensor {
+func (g *generator) flash(st *stage, sv *saved) values.Tensor {
 	d := &g.d
 	p := 0.0
 	if d.drop {
@@ -327,7 +327,7 @@ func (g *generator) flash(st *stage, sv *saved) jsonl.Tensor {
 
 // dropSaved frees a layer's saved tensors (all but x unless withX).
 func (g *generator) dropSaved(st *stage, sv *saved, withX bool) {
-	x := jsonl.Tensor{}
+	x := values.Tensor{}
 	if withX {
 		x = sv.x
 	}
@@ -338,7 +338,7 @@ func (g *generator) dropSaved(st *stage, sv *saved, withX bool) {
 // linearBackward is a linear layer's input and weight gradients:
 // dX = dY W^T and dW = X^T dY, the latter accumulated into the main
 // gradient. dy and x are [s*b, out] and [s*b, in].
-func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x jsonl.Tensor) jsonl.Tensor {
+func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x values.Tensor) values.Tensor {
 	d := &g.d
 	in, out := x.Shape[1], dy.Shape[1]
 	dx := g.e.tensor(bf16, d.sb, in)
@@ -353,10 +353,10 @@ func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x jso
 
 // backward runs layer w's backward from the output gradient dy [sp, b, h]
 // and returns the input gradient; it frees what the forward kept.
-func (g *generator) backward(st *stage, w *layerW, dy jsonl.Tensor, sv *saved) jsonl.Tensor {
+func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
 	d := &g.d
 	if g.j.Recompute == RecomputeFull {
-		var y jsonl.Tensor
+		var y values.Tensor
 		y, sv = g.forward(st, w, sv.x, true)
 		g.free(st, y)
 	}
@@ -375,7 +375,7 @@ func (g *generator) backward(st *stage, w *layerW, dy jsonl.Tensor, sv *saved) j
 	if dd2.ID != dy.ID {
 		g.free(st, dd2)
 	}
-	var dh1 jsonl.Tensor
+	var dh1 values.Tensor
 	if g.j.Model.Gated {
 		dup := g.e.tensor(bf16, d.sb, d.f)
 		g.op(st, opMul, []any{da, sv.sg}, dup)
@@ -434,14 +434,14 @@ func (g *generator) backward(st *stage, w *layerW, dy jsonl.Tensor, sv *saved) j
 // columnGradOut finishes a column-parallel linear's input gradient
 // [s*b, h]: the all-reduce of the partial sums, or with sequence
 // parallelism the reduce-scatter, to [sp, b, h].
-func (g *generator) columnGradOut(st *stage, dx jsonl.Tensor) jsonl.Tensor {
+func (g *generator) columnGradOut(st *stage, dx values.Tensor) values.Tensor {
 	return g.rowOut(st, dx)
 }
 
 // coreBackward is the attention core's backward from the context gradient
 // [s*b, h/t]; it returns the gradient of the QKV projection's output
 // [s*b, qkv width], whose Q, K and V parts are written into one buffer.
-func (g *generator) coreBackward(st *stage, sv *saved, dctx jsonl.Tensor) jsonl.Tensor {
+func (g *generator) coreBackward(st *stage, sv *saved, dctx values.Tensor) values.Tensor {
 	d := &g.d
 	bh := d.b * d.at
 	if d.flash {

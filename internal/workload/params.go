@@ -1,6 +1,6 @@
 package workload
 
-import "github.com/fastsim/fastsim/internal/jsonl"
+import "github.com/fastsim/fastsim/internal/values"
 
 // layerW is one parameter group on one stage: a transformer layer's four
 // weight matrices (QKV, output projection, fc1, fc2) and its small
@@ -9,26 +9,26 @@ import "github.com/fastsim/fastsim/internal/jsonl"
 // matrix. Each group is one gradient bucket of the data-parallel
 // reduction.
 type layerW struct {
-	shapes [][]int64      // the matrices' forward shapes
-	w, wt  []jsonl.Tensor // bf16 matrices and their transposed views (ZeRO < 3)
-	small  jsonl.Tensor   // bf16 small parameters (ZeRO < 3)
-	n      int64          // elements on this rank before ZeRO sharding
-	shard  int64          // elements of a ZeRO shard: ceil(n / dp)
+	shapes [][]int64       // the matrices' forward shapes
+	w, wt  []values.Tensor // bf16 matrices and their transposed views (ZeRO < 3)
+	small  values.Tensor   // bf16 small parameters (ZeRO < 3)
+	n      int64           // elements on this rank before ZeRO sharding
+	shard  int64           // elements of a ZeRO shard: ceil(n / dp)
 
-	grad jsonl.Tensor   // fp32 main gradient, flat (ZeRO < 2)
-	gv   []jsonl.Tensor // its views shaped like the matrices
+	grad values.Tensor   // fp32 main gradient, flat (ZeRO < 2)
+	gv   []values.Tensor // its views shaped like the matrices
 	// ZeRO >= 2: this microbatch's gradient bucket and its views.
-	bucket jsonl.Tensor
-	bv     []jsonl.Tensor
-	gshard jsonl.Tensor // fp32 gradient shard on "comm" (ZeRO >= 2)
-	pshard jsonl.Tensor // bf16 parameter shard on "comm" (ZeRO 3)
+	bucket values.Tensor
+	bv     []values.Tensor
+	gshard values.Tensor // fp32 gradient shard on "comm" (ZeRO >= 2)
+	pshard values.Tensor // bf16 parameter shard on "comm" (ZeRO 3)
 
-	master, m, v jsonl.Tensor // fp32 optimizer state (sharded with ZeRO >= 1)
+	master, m, v values.Tensor // fp32 optimizer state (sharded with ZeRO >= 1)
 
 	// The data-parallel reduction of this step (ZeRO < 2): the gradient
 	// lent to "comm" and what the reduction made.
 	borrow  int64
-	reduced jsonl.Tensor
+	reduced values.Tensor
 
 	shared *layerW // the output layer tied to the embedding on the same stage
 	last   bool    // the stage is in the last microbatch's backward of this group
@@ -92,12 +92,12 @@ func (g *generator) allocate(st *stage, w *layerW) {
 		g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{w.gshard})
 	}
 	if z == 0 {
-		for _, t := range []*jsonl.Tensor{&w.master, &w.m, &w.v} {
+		for _, t := range []*values.Tensor{&w.master, &w.m, &w.v} {
 			*t = g.e.tensor(f32, w.n)
 			g.op(st, opZeros, []any{[]int64{w.n}}, *t)
 		}
 	} else {
-		for _, t := range []*jsonl.Tensor{&w.master, &w.m, &w.v} {
+		for _, t := range []*values.Tensor{&w.master, &w.m, &w.v} {
 			*t = g.e.tensor(f32, w.shard)
 			g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{*t})
 		}
@@ -116,14 +116,14 @@ func (g *generator) zero() int {
 // gathered is one use of ZeRO 3's all-gathered matrices: the full tensors
 // on "comm" and their loans to the compute stream.
 type gathered struct {
-	full, lent []jsonl.Tensor
+	full, lent []values.Tensor
 	borrows    []int64
 }
 
 // weights returns group w's matrices for the forward (or transposed, for
 // the backward). With ZeRO 3 each is all-gathered on "comm" from the
 // parameter shards and lent to the compute stream (FSDP).
-func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
+func (g *generator) weights(st *stage, w *layerW, tr bool) []values.Tensor {
 	if w.shared != nil {
 		w = w.shared
 	}
@@ -156,7 +156,7 @@ func (g *generator) weights(st *stage, w *layerW, tr bool) []jsonl.Tensor {
 // their loans end at the next use's gathers (or the end of the pipeline
 // action), so that "comm" gathers the next layer's matrices while this
 // one computes: FSDP's prefetch of one layer.
-func (g *generator) releaseWeights(st *stage, _ *layerW, W []jsonl.Tensor) {
+func (g *generator) releaseWeights(st *stage, _ *layerW, W []values.Tensor) {
 	if g.zero() < 3 || len(W) == 0 {
 		return
 	}
@@ -184,11 +184,11 @@ func (g *generator) release(st *stage, h *gathered) {
 
 // accumulate adds a weight gradient into the fp32 main gradient (ZeRO < 2)
 // or this microbatch's bucket (ZeRO >= 2).
-func (g *generator) accumulate(st *stage, w *layerW, slot int, dw jsonl.Tensor) {
+func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor) {
 	if w.shared != nil {
 		w = w.shared
 	}
-	var dst jsonl.Tensor
+	var dst values.Tensor
 	if g.zero() < 2 {
 		dst = w.gv[slot]
 	} else {
@@ -255,7 +255,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	g.e.borrowLastUse(st.all, id)
 	g.e.del(st.all, lent, rs, r)
 	g.free(st, append(w.bv, w.bucket)...)
-	w.bucket, w.bv = jsonl.Tensor{}, w.bv[:0]
+	w.bucket, w.bv = values.Tensor{}, w.bv[:0]
 	st.bucketBorrow = id
 }
 
@@ -299,7 +299,7 @@ func (g *generator) optimizerStep(st *stage) {
 	// of every gradient for the norms (MixedPrecisionOptimizer.step,
 	// clip_grad_norm_fp32).
 	norms := make([]any, len(grads))
-	var normTs []jsonl.Tensor
+	var normTs []values.Tensor
 	for i := range grads {
 		n := g.e.tensor(f32)
 		norms[i], normTs = n, append(normTs, n)
@@ -349,7 +349,7 @@ func (g *generator) optimizerStep(st *stage) {
 	for _, w := range st.pendingGrad {
 		if w.reduced.ID != 0 {
 			g.e.del(st.all, w.reduced)
-			w.reduced = jsonl.Tensor{}
+			w.reduced = values.Tensor{}
 		}
 	}
 	st.pendingGrad = st.pendingGrad[:0]

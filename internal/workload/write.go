@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // streamComm is the data-parallel communication stream on every rank; the
@@ -34,9 +34,9 @@ var errSchedule = errors.New("workload: pipeline schedule does not progress")
 // loan at the end of the step; until then the sent output stays allocated.
 type stage struct {
 	idx      int
-	all      jsonl.Slice
-	tpGroups []jsonl.Slice // per data-parallel replica
-	dpGroups []jsonl.Slice // per tensor-parallel shard
+	all      values.Slice
+	tpGroups []values.Slice // per data-parallel replica
+	dpGroups []values.Slice // per tensor-parallel shard
 	main     int64
 	groups   []*layerW   // every parameter group, in allocation order
 	layers   [][]*layerW // per model chunk
@@ -64,12 +64,12 @@ type outSend struct {
 type message struct {
 	from *stage
 	out  *outSend
-	lent jsonl.Tensor
+	lent values.Tensor
 	ok   bool
 }
 
 type headSaved struct {
-	x, ln, mu, rs, lsm, tgt, loss, tw jsonl.Tensor
+	x, ln, mu, rs, lsm, tgt, loss, tw values.Tensor
 }
 
 // generator writes one job's history.
@@ -82,7 +82,7 @@ type generator struct {
 	// per virtual stage and microbatch: what the forward kept, the
 	// messages in flight.
 	saved  [][][]*saved
-	ids    []jsonl.Tensor // embedding inputs, per microbatch
+	ids    []values.Tensor // embedding inputs, per microbatch
 	head   []headSaved
 	inAct  [][]message
 	inGrad [][]message
@@ -125,7 +125,7 @@ func HeaderOf(j Job) (history.Header, error) {
 // their full fields in every mention and are indexed by id (Idx = ID),
 // dense from 1.
 type Sink interface {
-	Write(rec *history.Record, reg *jsonl.Registry) error
+	Write(rec *history.Record, reg *values.Registry) error
 }
 
 // Emit sends job j's training history (as Write writes it) to sink,
@@ -164,7 +164,7 @@ func (g *generator) setup() {
 	for s := 0; s < j.PP; s++ {
 		st := &stage{idx: s, main: streamMain + int64(s)}
 		off := int64(s) * dp * tp
-		st.all = jsonl.Slice{Offset: off, Sizes: []int64{dp, tp}, Strides: []int64{tp, 1}}
+		st.all = values.Slice{Offset: off, Sizes: []int64{dp, tp}, Strides: []int64{tp, 1}}
 		for r := int64(0); r < dp; r++ {
 			st.tpGroups = append(st.tpGroups, slice1(off+r*tp, tp, 1))
 		}
@@ -172,7 +172,7 @@ func (g *generator) setup() {
 			st.dpGroups = append(st.dpGroups, slice1(off+sh, dp, tp))
 		}
 		if j.StageCollectives {
-			st.tpGroups, st.dpGroups = []jsonl.Slice{st.all}, []jsonl.Slice{st.all}
+			st.tpGroups, st.dpGroups = []values.Slice{st.all}, []values.Slice{st.all}
 		}
 		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
 		g.stages = append(g.stages, st)
@@ -266,7 +266,7 @@ func (g *generator) setup() {
 		g.inAct[i] = make([]message, g.m)
 		g.inGrad[i] = make([]message, g.m)
 	}
-	g.ids = make([]jsonl.Tensor, g.m)
+	g.ids = make([]values.Tensor, g.m)
 	g.head = make([]headSaved, g.m)
 }
 
@@ -363,7 +363,7 @@ func (g *generator) syncEmbedding() {
 	if g.j.StageCollectives {
 		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
 	} else {
-		var pairs []jsonl.Slice
+		var pairs []values.Slice
 		for r := int64(0); r < dp; r++ {
 			for sh := int64(0); sh < tp; sh++ {
 				pairs = append(pairs, slice1(r*tp+sh, 2, int64(g.j.PP-1)*dp*tp))
@@ -404,7 +404,7 @@ func (g *generator) runAction(st *stage, a action) {
 	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
 	layers := st.layers[a.chunk]
 	if a.fwd {
-		var x jsonl.Tensor
+		var x values.Tensor
 		if vs == 0 {
 			x = g.embedForward(st, a.mb)
 		} else {
@@ -423,7 +423,7 @@ func (g *generator) runAction(st *stage, a action) {
 		return
 	}
 	lastMB := a.mb == g.m-1
-	var dy jsonl.Tensor
+	var dy values.Tensor
 	if vs == last {
 		st.head.last = lastMB
 		if w := st.head.shared; w != nil && st.emb == nil {
@@ -455,7 +455,7 @@ func (g *generator) runAction(st *stage, a action) {
 // earlier sends the receiver has taken are given back first: everything
 // the receiver did before taking them was written earlier, so waiting for
 // them cannot wait for this stage's later work.
-func (g *generator) send(st *stage, dir int, x jsonl.Tensor, to *message) {
+func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	keep := st.out[dir][:0]
 	for _, o := range st.out[dir] {
 		if o.consumed {
@@ -475,7 +475,7 @@ func (g *generator) send(st *stage, dir int, x jsonl.Tensor, to *message) {
 
 // receive writes the transfer of a message into st's compute stream and
 // returns the received tensor.
-func (g *generator) receive(st *stage, msg *message) jsonl.Tensor {
+func (g *generator) receive(st *stage, msg *message) values.Tensor {
 	from := msg.from
 	r := g.e.tensor(bf16, msg.lent.Shape...)
 	// The loan's first use is written here, not at the send: the side
@@ -494,7 +494,7 @@ func (g *generator) receive(st *stage, msg *message) jsonl.Tensor {
 // them to the GPU and looks them up in its vocabulary shard; the partial
 // embeddings are summed over the tensor-parallel group (Megatron-LM's
 // VocabParallelEmbedding).
-func (g *generator) embedForward(st *stage, mb int) jsonl.Tensor {
+func (g *generator) embedForward(st *stage, mb int) values.Tensor {
 	d := &g.d
 	cpu := g.e.cpuTensor(i64, d.b, d.s)
 	g.e.pipeRecv(st.all, st.main, cpu)
@@ -510,7 +510,7 @@ func (g *generator) embedForward(st *stage, mb int) jsonl.Tensor {
 }
 
 // embedBackward accumulates the embedding's gradient from dy.
-func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
+func (g *generator) embedBackward(st *stage, mb int, dy values.Tensor) {
 	d := &g.d
 	full, extra := g.gatherSeq(st, dy)
 	gb := g.view(st, full, d.b, d.s, d.h)
@@ -518,7 +518,7 @@ func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
 	g.op(st, opEmbeddingBw, []any{gb, g.ids[mb], d.vt, -1, false}, dw)
 	g.accumulate(st, st.emb, 0, dw)
 	g.free(st, gb, full, extra, dw, dy, g.ids[mb])
-	g.ids[mb] = jsonl.Tensor{}
+	g.ids[mb] = values.Tensor{}
 	g.layerDone(st, st.emb)
 	if st.pos != nil {
 		g.layerDone(st, st.pos)
@@ -530,7 +530,7 @@ func (g *generator) embedBackward(st *stage, mb int, dy jsonl.Tensor) {
 // parallelism the shards' partial statistics are all-reduced as in
 // Megatron-LM's vocabulary-parallel cross entropy: the logits' maximum,
 // the sum of their exponentials and the target logits, s*b values each.
-func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
+func (g *generator) headForward(st *stage, mb int, x values.Tensor) {
 	d := &g.d
 	h := headSaved{x: x}
 	h.ln, h.mu, h.rs = g.layerNorm(st, x)
@@ -571,7 +571,7 @@ func (g *generator) headForward(st *stage, mb int, x jsonl.Tensor) {
 
 // headBackward is the loss's backward down to the last layer's output
 // gradient.
-func (g *generator) headBackward(st *stage, mb int) jsonl.Tensor {
+func (g *generator) headBackward(st *stage, mb int) values.Tensor {
 	d := &g.d
 	h := g.head[mb]
 	one := g.e.tensor(f32)

@@ -270,7 +270,7 @@ func decodeFieldBinary(fd *field) jen.Code {
 		return jen.If(
 			jen.Err().Op(":=").Id("decodeMsgsBinary").Call(jen.Id("d"), jen.Op("&").Add(x())),
 			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())))
+		).Block(jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())))
 	}
 	panic("gen-messages: unknown kind " + fd.kind)
 }
@@ -294,14 +294,14 @@ func renderDecodeBinary(f *jen.File, m *message) {
 		for i, fd := range m.fields {
 			if !fd.optional {
 				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("==").Lit(0)).Block(
-					jen.Id("d").Dot("Fail").Call(jsonl("MissingError").Call(jen.Lit(fd.json))),
+					jen.Id("d").Dot("Fail").Call(values("MissingError").Call(jen.Lit(fd.json))),
 				)
 			}
 		}
 		g.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err()))
 		for i, fd := range m.fields {
 			check := jen.If(jen.Err().Op(":=").Id("d").Dot("Err").Call(), jen.Err().Op("!=").Nil()).Block(
-				jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())),
+				jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())),
 			)
 			body := []jen.Code{decodeFieldBinary(fd)}
 			if fd.kind != "messages" {
@@ -401,7 +401,7 @@ func writeFieldJSON(fd *field) []jen.Code {
 
 func renderWriteJSON(f *jen.File, m *message) {
 	f.Comment(fmt.Sprintf("write%sJSON appends the fields of a %s and its extras, in key order.", m.name, m.name))
-	f.Func().Id("write"+m.name+"JSON").Params(jen.Id("w").Op("*").Add(jsonl("Writer")), jen.Id("x").Op("*").Id(m.name), jen.Id("ex").Op("*").Add(jsonl("Extras"))).Block(
+	f.Func().Id("write"+m.name+"JSON").Params(jen.Id("w").Op("*").Add(jsonl("Writer")), jen.Id("x").Op("*").Id(m.name), jen.Id("ex").Op("*").Add(values("Extras"))).Block(
 		jen.Var().Id("buf").Index(jen.Lit(len(m.fields)+8)).Uint8(),
 		jen.Id("e").Op(":=").Lit(0),
 		jen.For(jen.List(jen.Id("_"), jen.Id("it")).Op(":=").Range().Id("ex").Dot("Seq").Call(jen.Id("buf").Index(jen.Empty(), jen.Lit(0)), jen.Id("x").Dot("present").Call(), jen.Lit(len(m.fields)))).Block(

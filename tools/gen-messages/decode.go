@@ -9,7 +9,7 @@ import (
 func scannerParams() jen.Code {
 	return jen.List(
 		jen.Id("s").Op("*").Add(jsonl("Scanner")),
-		jen.Id("reg").Op("*").Add(jsonl("Registry")),
+		jen.Id("reg").Op("*").Add(values("Registry")),
 	)
 }
 
@@ -41,10 +41,10 @@ func renderDecode(sp *spec, f *jen.File) {
 		jen.For().Block(
 			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
 			jen.If(errNil).Block(jen.Return(jen.Err())),
-			jen.If(jen.Op("!").Id("ok")).Block(jen.Return(jsonl("MissingError").Call(jen.Lit("type")))),
+			jen.If(jen.Op("!").Id("ok")).Block(jen.Return(values("MissingError").Call(jen.Lit("type")))),
 			jen.If(jen.String().Call(jen.Id("key")).Op("==").Lit("type")).Block(
 				jen.If(jen.List(jen.Id("typ"), jen.Err()).Op("=").Id("s").Dot("Str").Call(), errNil).Block(
-					jen.Return(jsonl("FieldError").Call(jen.Lit("type"), jen.Err())),
+					jen.Return(values("FieldError").Call(jen.Lit("type"), jen.Err())),
 				),
 				jen.Break(),
 			),
@@ -216,7 +216,7 @@ func renderDecodeMsg(f *jen.File, m *message) {
 							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
 						}
 						g.If(decodeField(fd), jen.Err().Op("!=").Nil()).Block(
-							jen.Return(jsonl("FieldError").Call(jen.Lit(fd.json), jen.Err())),
+							jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())),
 						)
 					})
 				}
@@ -231,7 +231,7 @@ func renderDecodeMsg(f *jen.File, m *message) {
 				continue
 			}
 			g.If(jen.Id("seen").Op("&").Parens(jen.Lit(1).Op("<<").Lit(bit[fd])).Op("==").Lit(0)).Block(
-				jen.Return(jsonl("MissingError").Call(jen.Lit(fd.json))),
+				jen.Return(values("MissingError").Call(jen.Lit(fd.json))),
 			)
 		}
 		g.Return(jen.Nil())

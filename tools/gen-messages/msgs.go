@@ -20,7 +20,7 @@ func renderMsgs(sp *spec, f *jen.File) {
 		g.Id("at").Index().Int32().Comment("index in the kind's slice, or in names for MsgUnknown")
 		g.Id("extra").Index().Int32().Comment("index in extras, or -1")
 		g.Id("names").Index().String()
-		g.Id("extras").Index().Add(jsonl("Extras"))
+		g.Id("extras").Index().Add(values("Extras"))
 		for _, m := range simulated(sp) {
 			g.Id("x" + m.name).Index().Id(m.name)
 		}
@@ -48,7 +48,7 @@ func renderMsgs(sp *spec, f *jen.File) {
 	f.Func().Params(l().Op("*").Id("Msgs")).Id("At").Params(jen.Id("i").Int(), jen.Id("m").Op("*").Id("Msg")).BlockFunc(func(g *jen.Group) {
 		g.Id("m").Dot("Kind").Op("=").Add(l().Dot("kinds").Index(jen.Id("i")))
 		g.Id("m").Dot("TypeName").Op("=").Id("m").Dot("Kind").Dot("String").Call()
-		g.Id("m").Dot("Extra").Op("=").Add(jsonl("Extras")).Values()
+		g.Id("m").Dot("Extra").Op("=").Add(values("Extras")).Values()
 		g.If(jen.Id("e").Op(":=").Add(l().Dot("extra").Index(jen.Id("i"))), jen.Id("e").Op(">=").Lit(0)).Block(
 			jen.Id("m").Dot("Extra").Op("=").Add(l().Dot("extras").Index(jen.Id("e"))),
 		)
@@ -105,7 +105,7 @@ func renderMsgs(sp *spec, f *jen.File) {
 		g.If(jen.Id("n").Op("<").Cap(x())).Block(
 			x().Op("=").Add(x()).Index(jen.Empty(), jen.Id("n").Op("+").Lit(1)),
 		).Else().Block(
-			x().Op("=").Append(x(), jsonl("Extras").Values()),
+			x().Op("=").Append(x(), values("Extras").Values()),
 		)
 		g.List(x().Index(jen.Id("n")), jen.Id("m").Dot("Extra")).Op("=").List(jen.Id("m").Dot("Extra"), x().Index(jen.Id("n")))
 		g.Add(l().Dot("extra").Op("=").Append(l().Dot("extra"), jen.Int32().Call(jen.Id("n"))))

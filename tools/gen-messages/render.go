@@ -11,6 +11,7 @@ import (
 const (
 	genPkgPath  = "github.com/fastsim/fastsim/gen"
 	jsonlPath   = "github.com/fastsim/fastsim/internal/jsonl"
+	valuesPath  = "github.com/fastsim/fastsim/internal/values"
 	binformPath = "github.com/fastsim/fastsim/internal/binform"
 )
 
@@ -46,6 +47,7 @@ func render(sp *spec) []output {
 	for _, fl := range files {
 		f := jen.NewFilePathName(genPkgPath, "gen")
 		f.ImportName(jsonlPath, "jsonl")
+		f.ImportName(valuesPath, "values")
 		f.ImportName(binformPath, "binform")
 		f.HeaderComment(header(sp))
 		f.NoFormat = true
@@ -65,7 +67,11 @@ func render(sp *spec) []output {
 	return outs
 }
 
+// jsonl names a name of the JSON-lines codec; values a value kind, the
+// registry or a value error.
 func jsonl(name string) *jen.Statement { return jen.Qual(jsonlPath, name) }
+
+func values(name string) *jen.Statement { return jen.Qual(valuesPath, name) }
 
 func simulated(sp *spec) []*message {
 	var ms []*message
@@ -242,15 +248,15 @@ func goType(kind string) *jen.Statement {
 	case "strings":
 		return jen.Index().String()
 	case "stream":
-		return jsonl("Stream")
+		return values("Stream")
 	case "slice":
-		return jsonl("Slice")
+		return values("Slice")
 	case "tensor", "tensor?":
-		return jsonl("Tensor")
+		return values("Tensor")
 	case "tensors":
-		return jen.Index().Add(jsonl("Tensor"))
+		return jen.Index().Add(values("Tensor"))
 	case "tree":
-		return jsonl("Tree")
+		return values("Tree")
 	case "messages":
 		return jen.Id("Msgs")
 	}
@@ -300,13 +306,13 @@ func renderMessages(sp *spec, f *jen.File) {
 		g.Comment("Extra holds the fields the spec does not declare and the order of the")
 		g.Comment("keys, when the decoder keeps them (jsonl.Scanner.KeepExtra, or a binary")
 		g.Comment("history that carries them); it is empty otherwise.")
-		g.Id("Extra").Add(jsonl("Extras"))
+		g.Id("Extra").Add(values("Extras"))
 	})
 	f.Line()
 	f.Comment("EachTensor calls fn with every tensor the message names, in field order:")
 	f.Comment("tensor fields, tensor lists, the leaves of trees, and the tensors of")
 	f.Comment("sub-messages. It allocates nothing.")
-	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).Block(
+	f.Func().Params(jen.Id("m").Op("*").Id("Msg")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(values("Tensor")))).Block(
 		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, msg := range simulated(sp) {
 				if hasTensors(msg) {
@@ -321,7 +327,7 @@ func renderMessages(sp *spec, f *jen.File) {
 		}
 		f.Line()
 		f.Comment(fmt.Sprintf("EachTensor calls fn with every tensor of the %s, in field order.", msg.name))
-		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).BlockFunc(func(g *jen.Group) {
+		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(values("Tensor")))).BlockFunc(func(g *jen.Group) {
 			for _, fd := range msg.fields {
 				x := jen.Id("x").Dot(fd.goName)
 				switch fd.kind {
@@ -342,7 +348,7 @@ func renderMessages(sp *spec, f *jen.File) {
 	if usesMessages(sp) {
 		f.Line()
 		f.Comment("EachTensor calls fn with every tensor of every message of the list.")
-		f.Func().Params(jen.Id("l").Op("*").Id("Msgs")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(jsonl("Tensor")))).BlockFunc(func(g *jen.Group) {
+		f.Func().Params(jen.Id("l").Op("*").Id("Msgs")).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(values("Tensor")))).BlockFunc(func(g *jen.Group) {
 			for _, msg := range simulated(sp) {
 				if hasTensors(msg) {
 					g.For(jen.Id("i").Op(":=").Range().Id("l").Dot("x" + msg.name)).Block(
@@ -375,7 +381,7 @@ func hasIndexed(m *message) bool {
 func renderIndex(sp *spec, f *jen.File) {
 	f.Line()
 	f.Comment("Indexer gives the ids a message names their dense indexes, once, when the")
-	f.Comment("message is decoded (internal/jsonl's Registry is one), so that the engine")
+	f.Comment("message is decoded (internal/values' Registry is one), so that the engine")
 	f.Comment("indexes its tables by them and never looks an id up.")
 	f.Type().Id("Indexer").Interface(
 		jen.Comment("StreamIdx returns the index of stream ref, giving it one if it has none."),

@@ -1,4 +1,4 @@
-package jsonl
+package values
 
 // idIndex maps int64 ids to dense int32 indexes. Ids are usually small and
 // dense (a controller counts them up), so they go in a slice indexed by id

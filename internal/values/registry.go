@@ -1,4 +1,4 @@
-package jsonl
+package values
 
 import (
 	"slices"
@@ -38,8 +38,7 @@ type Registry struct {
 	fresh     []int32 // rows defined since ClearFresh
 
 	curLine int64
-	scratch []int64 // a mention's shape
-	dtype1  []byte  // a mention's dtype
+	m       Mention // the scratch mention (Mention)
 
 	stor     pool    // storage ids, held by the tensor rows naming them
 	bor      pool    // borrow ids
@@ -99,28 +98,48 @@ func (r *Registry) Lookup(id int64) (Tensor, bool) {
 	return r.At(i), true
 }
 
-// Which fields a mention gave.
+// Which fields a Mention gave (Mention.Has).
 const (
-	hasStorage = 1 << iota
-	hasNBytes
-	hasDtype
-	hasShape
-	hasDevice
-	hasTensor
+	HasStorage = 1 << iota
+	HasNBytes
+	HasDtype
+	HasShape
+	HasDevice
+	HasTensor
 )
 
-// mention holds the fields of one TENSOR object as written.
-type mention struct {
-	has     uint8
-	id      int64
-	storage int64
-	nbytes  int64
-	dtype   []byte
-	cpu     bool
+// Mention holds the fields of one mention of a tensor as written (a TENSOR
+// object), before Resolve fills in what it leaves out.
+type Mention struct {
+	Has     uint8 // which fields were given: Has* bits
+	ID      int64
+	Storage int64
+	NBytes  int64
+	Dtype   []byte
+	Shape   []int64
+	CPU     bool
 }
 
-func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
-	if i, ok := r.find(m.id); ok {
+// Interner returns one string for equal byte sequences, so that a dtype
+// is held once (a JSON Scanner is one).
+type Interner interface {
+	Intern(b []byte) string
+}
+
+// Mention returns the registry's one scratch Mention, emptied with the
+// capacity of its Dtype and Shape kept, so decoding a mention allocates
+// nothing in steady state. It is valid until the next call.
+func (r *Registry) Mention() *Mention {
+	r.m = Mention{Dtype: r.m.Dtype[:0], Shape: r.m.Shape[:0]}
+	return &r.m
+}
+
+// Resolve resolves mention m into t: a known id is filled in from its row
+// (a field that disagrees with the first mention is an ErrConflict); an
+// unknown id is defined, which needs every field (ErrMissing otherwise).
+// in interns the dtype of a first mention.
+func (r *Registry) Resolve(m *Mention, in Interner, t *Tensor) error {
+	if i, ok := r.find(m.ID); ok {
 		if err := r.agree(i, m); err != nil {
 			return err
 		}
@@ -129,19 +148,19 @@ func (r *Registry) resolve(s *Scanner, m *mention, t *Tensor) error {
 	}
 	// A first mention gives every field (HISTORY.md, TENSOR): a default
 	// taken here would make a later, complete mention disagree with it.
-	if miss := missingField(m.has); miss != "" {
-		return errorf(ErrMissing, "tensor %d: its first mention lacks %q (a first mention gives storage, nbytes, dtype, shape and device)", m.id, miss)
+	if miss := missingField(m.Has); miss != "" {
+		return errorf(ErrMissing, "tensor %d: its first mention lacks %q (a first mention gives storage, nbytes, dtype, shape and device)", m.ID, miss)
 	}
-	st := m.id
-	if m.has&hasStorage != 0 {
-		st = m.storage
+	st := m.ID
+	if m.Has&HasStorage != 0 {
+		st = m.Storage
 	}
 	dt := ""
-	if m.has&hasDtype != 0 {
-		dt = s.Intern(m.dtype)
+	if m.Has&HasDtype != 0 {
+		dt = in.Intern(m.Dtype)
 	}
 	var err error
-	*t, err = r.Define(m.id, st, m.nbytes, dt, r.scratch, m.cpu)
+	*t, err = r.Define(m.ID, st, m.NBytes, dt, m.Shape, m.CPU)
 	return err
 }
 
@@ -151,7 +170,7 @@ func missingField(has uint8) string {
 	for _, f := range [...]struct {
 		bit  uint8
 		name string
-	}{{hasStorage, "storage"}, {hasNBytes, "nbytes"}, {hasDtype, "dtype"}, {hasShape, "shape"}, {hasDevice, "device"}} {
+	}{{HasStorage, "storage"}, {HasNBytes, "nbytes"}, {HasDtype, "dtype"}, {HasShape, "shape"}, {HasDevice, "device"}} {
 		if has&f.bit == 0 {
 			return f.name
 		}
@@ -159,19 +178,19 @@ func missingField(has uint8) string {
 	return ""
 }
 
-func (r *Registry) agree(i int32, m *mention) error {
+func (r *Registry) agree(i int32, m *Mention) error {
 	var field, now, first string
 	switch {
-	case m.has&hasStorage != 0 && m.storage != r.storage[i]:
-		field, now, first = "storage", strconv.FormatInt(m.storage, 10), strconv.FormatInt(r.storage[i], 10)
-	case m.has&hasNBytes != 0 && m.nbytes != r.nbytes[i]:
-		field, now, first = "nbytes", strconv.FormatInt(m.nbytes, 10), strconv.FormatInt(r.nbytes[i], 10)
-	case m.has&hasDtype != 0 && string(m.dtype) != r.dtype[i]:
-		field, now, first = "dtype", strconv.Quote(string(m.dtype)), strconv.Quote(r.dtype[i])
-	case m.has&hasShape != 0 && !slices.Equal(r.scratch, r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]]):
-		field, now, first = "shape", formatInts(r.scratch), formatInts(r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]])
-	case m.has&hasDevice != 0 && m.cpu != r.cpu[i]:
-		field, now, first = "device", device(m.cpu), device(r.cpu[i])
+	case m.Has&HasStorage != 0 && m.Storage != r.storage[i]:
+		field, now, first = "storage", strconv.FormatInt(m.Storage, 10), strconv.FormatInt(r.storage[i], 10)
+	case m.Has&HasNBytes != 0 && m.NBytes != r.nbytes[i]:
+		field, now, first = "nbytes", strconv.FormatInt(m.NBytes, 10), strconv.FormatInt(r.nbytes[i], 10)
+	case m.Has&HasDtype != 0 && string(m.Dtype) != r.dtype[i]:
+		field, now, first = "dtype", strconv.Quote(string(m.Dtype)), strconv.Quote(r.dtype[i])
+	case m.Has&HasShape != 0 && !slices.Equal(m.Shape, r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]]):
+		field, now, first = "shape", formatInts(m.Shape), formatInts(r.shapes[r.shapeAt[i]:r.shapeAt[i]+r.shapeN[i]])
+	case m.Has&HasDevice != 0 && m.CPU != r.cpu[i]:
+		field, now, first = "device", device(m.CPU), device(r.cpu[i])
 	default:
 		return nil
 	}
@@ -179,7 +198,7 @@ func (r *Registry) agree(i int32, m *mention) error {
 	if r.line[i] > 0 {
 		where += " (line " + strconv.FormatInt(r.line[i], 10) + ")"
 	}
-	return errorf(ErrConflict, "tensor %d: %s is %s here but %s in %s", m.id, field, now, first, where)
+	return errorf(ErrConflict, "tensor %d: %s is %s here but %s in %s", m.ID, field, now, first, where)
 }
 
 func device(cpu bool) string {
@@ -198,208 +217,6 @@ func formatInts(v []int64) string {
 		b = strconv.AppendInt(b, x, 10)
 	}
 	return string(append(b, ']'))
-}
-
-// tensorKeys are the keys of a TENSOR object, for NextField.
-var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "device")
-
-// DecodeTensor decodes a TENSOR object and resolves it against reg.
-func DecodeTensor(s *Scanner, reg *Registry, t *Tensor) error {
-	var m mention
-	if err := s.BeginObject(); err != nil {
-		return err
-	}
-	reg.scratch = reg.scratch[:0]
-	next := 0
-	for {
-		f, key, at, ok, err := s.NextField(tensorKeys, next)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		next = f + 1
-		switch string(key) {
-		case "tensor":
-			if m.has&hasTensor != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasTensor
-			if m.id, err = s.Int(); err != nil {
-				return FieldError("tensor", err)
-			}
-		case "storage":
-			if m.has&hasStorage != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasStorage
-			if m.storage, err = s.Int(); err != nil {
-				return FieldError("storage", err)
-			}
-		case "nbytes":
-			if m.has&hasNBytes != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasNBytes
-			if m.nbytes, err = s.Int(); err != nil {
-				return FieldError("nbytes", err)
-			}
-			if m.nbytes < 0 {
-				return FieldError("nbytes", errorf(ErrRange, "negative size %d", m.nbytes))
-			}
-		case "dtype":
-			if m.has&hasDtype != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasDtype
-			d, err := s.Str()
-			if err != nil {
-				return FieldError("dtype", err)
-			}
-			reg.dtype1 = append(reg.dtype1[:0], d...)
-			m.dtype = reg.dtype1
-		case "shape":
-			if m.has&hasShape != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasShape
-			if reg.scratch, err = s.Ints(reg.scratch); err != nil {
-				return FieldError("shape", err)
-			}
-			if len(reg.scratch) > MaxShapeDims {
-				return FieldError("shape", errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(reg.scratch), MaxShapeDims))
-			}
-		case "device":
-			if m.has&hasDevice != 0 {
-				return Duplicate(key, at)
-			}
-			m.has |= hasDevice
-			d, err := s.Str()
-			if err != nil {
-				return FieldError("device", err)
-			}
-			switch {
-			case string(d) == "cpu":
-				m.cpu = true
-			case string(d) == "cuda" || (len(d) > 5 && string(d[:5]) == "cuda:"):
-			default:
-				return FieldError("device", errorf(ErrRange, `want "cuda" or "cpu", got %q`, d))
-			}
-		default:
-			if err := s.CheckKey(key, at); err != nil {
-				return err
-			}
-			if err := s.Skip(); err != nil {
-				return err
-			}
-		}
-	}
-	if m.has&hasTensor == 0 {
-		return MissingError("tensor")
-	}
-	return reg.resolve(s, &m, t)
-}
-
-// DecodeTensors decodes a list of TENSOR objects, appending them to dst[:0].
-func DecodeTensors(s *Scanner, reg *Registry, dst []Tensor) ([]Tensor, error) {
-	dst = dst[:0]
-	if err := s.BeginArray(); err != nil {
-		return dst, err
-	}
-	for {
-		ok, err := s.NextElem()
-		if err != nil || !ok {
-			return dst, err
-		}
-		dst = append(dst, Tensor{})
-		if err := DecodeTensor(s, reg, &dst[len(dst)-1]); err != nil {
-			return dst, err
-		}
-	}
-}
-
-// DecodeTree decodes any JSON value into t, collecting its tensor leaves.
-func DecodeTree(s *Scanner, reg *Registry, t *Tree) error {
-	t.Reset()
-	s.ws()
-	start := s.pos
-	if err := walkTree(s, reg, t); err != nil {
-		return err
-	}
-	t.Raw = s.buf[start:s.pos:s.pos]
-	return nil
-}
-
-func walkTree(s *Scanner, reg *Registry, t *Tree) error {
-	if s.depth < MaxDepth && (s.startsWith("[]") || s.startsWith("{}")) {
-		s.pos += 2 // empty: nothing to walk
-		return nil
-	}
-	switch s.Kind() {
-	case KindObject:
-		// Leaves write "tensor" first; other objects are searched.
-		tensor := s.startsWith(`{"tensor":`)
-		if !tensor {
-			var err error
-			if tensor, err = s.objectHasKey("tensor"); err != nil {
-				return err
-			}
-		}
-		if tensor {
-			t.Leaves = append(t.Leaves, Tensor{})
-			return DecodeTensor(s, reg, &t.Leaves[len(t.Leaves)-1])
-		}
-		if err := s.BeginObject(); err != nil {
-			return err
-		}
-		for {
-			_, ok, err := s.NextKey()
-			if err != nil || !ok {
-				return err
-			}
-			if err := walkTree(s, reg, t); err != nil {
-				return err
-			}
-		}
-	case KindArray:
-		if err := s.BeginArray(); err != nil {
-			return err
-		}
-		for {
-			ok, err := s.NextElem()
-			if err != nil || !ok {
-				return err
-			}
-			if err := walkTree(s, reg, t); err != nil {
-				return err
-			}
-		}
-	default:
-		return s.Skip()
-	}
-}
-
-// objectHasKey reports whether the object at the scanner has the top-level
-// key name, without consuming it.
-func (s *Scanner) objectHasKey(name string) (bool, error) {
-	m := s.Mark()
-	defer s.Rewind(m)
-	if err := s.BeginObject(); err != nil {
-		return false, err
-	}
-	for {
-		key, ok, err := s.NextKey()
-		if err != nil || !ok {
-			return false, err
-		}
-		if string(key) == name {
-			return true, nil
-		}
-		if err := s.Skip(); err != nil {
-			return false, err
-		}
-	}
 }
 
 // Define adds a tensor given with all its fields, as a first mention does,

@@ -1,6 +1,6 @@
-package jsonl
+package values
 
-// Extras is what a typed decode of an object drops, kept when a Scanner has
+// Extras is what a typed decode of an object drops, kept when a jsonl.Scanner has
 // KeepExtra set (for lossless conversion): the fields the spec does not
 // declare, as raw JSON, and the order in which keys were written. Ordinary
 // decoding leaves it empty and pays nothing for it.
@@ -109,49 +109,4 @@ func Canonical(seq []uint8) bool {
 		prev = it
 	}
 	return true
-}
-
-// CaptureExtras rescans the object that starts at mark (its '{') and
-// records in ex the order of its keys and its fields not among names (the
-// declared fields, field number i+1 for names[i]); the key "type" is
-// neither. The scanner ends after the object, where decoding it left it.
-func (s *Scanner) CaptureExtras(mark Mark, names []string, ex *Extras) error {
-	s.Rewind(mark)
-	if err := s.BeginObject(); err != nil {
-		return err
-	}
-	for {
-		key, ok, err := s.NextKey()
-		if err != nil || !ok {
-			return err
-		}
-		if string(key) == "type" {
-			if err := s.Skip(); err != nil {
-				return err
-			}
-			continue
-		}
-		field := -1
-		for i, n := range names {
-			if n == string(key) {
-				field = i
-				break
-			}
-		}
-		if field >= 0 && field < MaxFields {
-			ex.Order = append(ex.Order, uint8(field+1))
-			if err := s.Skip(); err != nil {
-				return err
-			}
-			continue
-		}
-		k := s.Intern(key)
-		s.ws()
-		start := s.pos
-		if err := s.Skip(); err != nil {
-			return err
-		}
-		ex.Order = append(ex.Order, 0)
-		ex.Add(k, s.buf[start:s.pos:s.pos])
-	}
 }

@@ -1,4 +1,4 @@
-package jsonl
+package values
 
 import "testing"
 

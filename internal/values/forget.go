@@ -1,4 +1,4 @@
-package jsonl
+package values
 
 // A tensor id lives in a history from its first mention until a DeleteRefs
 // names it (internal/history applies this after each record, in every

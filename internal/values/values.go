@@ -1,4 +1,4 @@
-package jsonl
+package values
 
 import (
 	"cmp"
@@ -213,147 +213,19 @@ func (s *Slice) Check(world int64) error {
 		return nil
 	}
 	if s.Offset < 0 || s.Offset >= world {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", s.Offset, world)
+		return rankErrorf("rank %d is outside the world of %d ranks", s.Offset, world)
 	}
 	for k, v := range s.Sizes {
 		if v > 1 && (s.Strides[k] >= world || s.Strides[k] <= -world) {
-			return errorf(ErrSlice, "stride %d over %d ranks reaches outside the world of %d ranks", s.Strides[k], v, world)
+			return rankErrorf("stride %d over %d ranks reaches outside the world of %d ranks", s.Strides[k], v, world)
 		}
 	}
 	lo, hi := s.Bounds()
 	if lo < 0 {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", lo, world)
+		return rankErrorf("rank %d is outside the world of %d ranks", lo, world)
 	}
 	if hi >= world {
-		return errorf(ErrSlice, "rank %d is outside the world of %d ranks", hi, world)
-	}
-	return nil
-}
-
-// sliceKeys are the keys of a SLICE object, for NextField.
-var sliceKeys = NewFields("offset", "sizes", "strides")
-
-// DecodeSlice decodes a SLICE object into sl, reusing its slices.
-func DecodeSlice(s *Scanner, sl *Slice) error {
-	sl.Reset()
-	if err := s.BeginObject(); err != nil {
-		return err
-	}
-	var seen uint8
-	next := 0
-	for {
-		f, key, at, ok, err := s.NextField(sliceKeys, next)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		next = f + 1
-		switch string(key) {
-		case "offset":
-			if seen&1 != 0 {
-				return Duplicate(key, at)
-			}
-			seen |= 1
-			if sl.Offset, err = s.Int(); err != nil {
-				return FieldError("offset", err)
-			}
-		case "sizes":
-			if seen&2 != 0 {
-				return Duplicate(key, at)
-			}
-			seen |= 2
-			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
-				return FieldError("sizes", err)
-			}
-		case "strides":
-			if seen&4 != 0 {
-				return Duplicate(key, at)
-			}
-			seen |= 4
-			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
-				return FieldError("strides", err)
-			}
-		default:
-			if err := s.CheckKey(key, at); err != nil {
-				return err
-			}
-			if err := s.Skip(); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case seen&1 == 0:
-		return MissingError("offset")
-	case seen&2 == 0:
-		return MissingError("sizes")
-	case seen&4 == 0:
-		return MissingError("strides")
-	}
-	if len(sl.Sizes) > MaxSliceDims {
-		return errorf(ErrLimit, "%d dimensions, more than the limit of %d", len(sl.Sizes), MaxSliceDims)
-	}
-	if len(sl.Sizes) != len(sl.Strides) {
-		return errorf(ErrSlice, "%d sizes but %d strides", len(sl.Sizes), len(sl.Strides))
-	}
-	for k, v := range sl.Sizes {
-		if v < 0 {
-			return errorf(ErrSlice, "negative size %d in dimension %d", v, k)
-		}
-	}
-	return nil
-}
-
-// streamKeys are the keys of a STREAM object, for NextField.
-var streamKeys = NewFields("ref", "name")
-
-// DecodeStream decodes a STREAM object: "ref" (required) and "name".
-func DecodeStream(s *Scanner, st *Stream) error {
-	*st = Stream{}
-	if err := s.BeginObject(); err != nil {
-		return err
-	}
-	hasRef := false
-	next := 0
-	for {
-		f, key, at, ok, err := s.NextField(streamKeys, next)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		next = f + 1
-		switch string(key) {
-		case "ref":
-			if hasRef {
-				return Duplicate(key, at)
-			}
-			hasRef = true
-			if st.Ref, err = s.Int(); err != nil {
-				return FieldError("ref", err)
-			}
-		case "name":
-			if st.HasName {
-				return Duplicate(key, at)
-			}
-			if st.Name, err = s.String(); err != nil {
-				return FieldError("name", err)
-			}
-			st.HasName = true
-		default:
-			if err := s.CheckKey(key, at); err != nil {
-				return err
-			}
-			if err := s.Skip(); err != nil {
-				return err
-			}
-		}
-	}
-	if !hasRef {
-		return MissingError("ref")
+		return rankErrorf("rank %d is outside the world of %d ranks", hi, world)
 	}
 	return nil
 }

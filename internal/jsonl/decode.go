@@ -1,0 +1,380 @@
+package jsonl
+
+import "github.com/fastsim/fastsim/internal/values"
+
+// The JSON form of the value kinds of package values: each Decode* reads one
+// value at the scanner and fills a value of that package, resolving tensor mentions
+// against a values.Registry.
+
+// sliceKeys are the keys of a SLICE object, for NextField.
+var sliceKeys = NewFields("offset", "sizes", "strides")
+
+// DecodeSlice decodes a SLICE object into sl, reusing its slices.
+func DecodeSlice(s *Scanner, sl *values.Slice) error {
+	sl.Reset()
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	var seen uint8
+	next := 0
+	for {
+		f, key, at, ok, err := s.NextField(sliceKeys, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		next = f + 1
+		switch string(key) {
+		case "offset":
+			if seen&1 != 0 {
+				return Duplicate(key, at)
+			}
+			seen |= 1
+			if sl.Offset, err = s.Int(); err != nil {
+				return values.FieldError("offset", err)
+			}
+		case "sizes":
+			if seen&2 != 0 {
+				return Duplicate(key, at)
+			}
+			seen |= 2
+			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
+				return values.FieldError("sizes", err)
+			}
+		case "strides":
+			if seen&4 != 0 {
+				return Duplicate(key, at)
+			}
+			seen |= 4
+			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
+				return values.FieldError("strides", err)
+			}
+		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	switch {
+	case seen&1 == 0:
+		return values.MissingError("offset")
+	case seen&2 == 0:
+		return values.MissingError("sizes")
+	case seen&4 == 0:
+		return values.MissingError("strides")
+	}
+	if len(sl.Sizes) > values.MaxSliceDims {
+		return values.Errorf(values.ErrLimit, "%d dimensions, more than the limit of %d", len(sl.Sizes), values.MaxSliceDims)
+	}
+	if len(sl.Sizes) != len(sl.Strides) {
+		return values.Errorf(values.ErrSlice, "%d sizes but %d strides", len(sl.Sizes), len(sl.Strides))
+	}
+	for k, v := range sl.Sizes {
+		if v < 0 {
+			return values.Errorf(values.ErrSlice, "negative size %d in dimension %d", v, k)
+		}
+	}
+	return nil
+}
+
+// streamKeys are the keys of a STREAM object, for NextField.
+var streamKeys = NewFields("ref", "name")
+
+// DecodeStream decodes a STREAM object: "ref" (required) and "name".
+func DecodeStream(s *Scanner, st *values.Stream) error {
+	*st = values.Stream{}
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	hasRef := false
+	next := 0
+	for {
+		f, key, at, ok, err := s.NextField(streamKeys, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		next = f + 1
+		switch string(key) {
+		case "ref":
+			if hasRef {
+				return Duplicate(key, at)
+			}
+			hasRef = true
+			if st.Ref, err = s.Int(); err != nil {
+				return values.FieldError("ref", err)
+			}
+		case "name":
+			if st.HasName {
+				return Duplicate(key, at)
+			}
+			if st.Name, err = s.String(); err != nil {
+				return values.FieldError("name", err)
+			}
+			st.HasName = true
+		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	if !hasRef {
+		return values.MissingError("ref")
+	}
+	return nil
+}
+
+// tensorKeys are the keys of a TENSOR object, for NextField.
+var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "device")
+
+// DecodeTensor decodes a TENSOR object and resolves it against reg.
+func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
+	m := reg.Mention()
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	next := 0
+	for {
+		f, key, at, ok, err := s.NextField(tensorKeys, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		next = f + 1
+		switch string(key) {
+		case "tensor":
+			if m.Has&values.HasTensor != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasTensor
+			if m.ID, err = s.Int(); err != nil {
+				return values.FieldError("tensor", err)
+			}
+		case "storage":
+			if m.Has&values.HasStorage != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasStorage
+			if m.Storage, err = s.Int(); err != nil {
+				return values.FieldError("storage", err)
+			}
+		case "nbytes":
+			if m.Has&values.HasNBytes != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasNBytes
+			if m.NBytes, err = s.Int(); err != nil {
+				return values.FieldError("nbytes", err)
+			}
+			if m.NBytes < 0 {
+				return values.FieldError("nbytes", values.Errorf(values.ErrRange, "negative size %d", m.NBytes))
+			}
+		case "dtype":
+			if m.Has&values.HasDtype != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasDtype
+			d, err := s.Str()
+			if err != nil {
+				return values.FieldError("dtype", err)
+			}
+			m.Dtype = append(m.Dtype[:0], d...)
+		case "shape":
+			if m.Has&values.HasShape != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasShape
+			if m.Shape, err = s.Ints(m.Shape); err != nil {
+				return values.FieldError("shape", err)
+			}
+			if len(m.Shape) > values.MaxShapeDims {
+				return values.FieldError("shape", values.Errorf(values.ErrLimit, "%d dimensions, more than the limit of %d", len(m.Shape), values.MaxShapeDims))
+			}
+		case "device":
+			if m.Has&values.HasDevice != 0 {
+				return Duplicate(key, at)
+			}
+			m.Has |= values.HasDevice
+			d, err := s.Str()
+			if err != nil {
+				return values.FieldError("device", err)
+			}
+			switch {
+			case string(d) == "cpu":
+				m.CPU = true
+			case string(d) == "cuda" || (len(d) > 5 && string(d[:5]) == "cuda:"):
+			default:
+				return values.FieldError("device", values.Errorf(values.ErrRange, `want "cuda" or "cpu", got %q`, d))
+			}
+		default:
+			if err := s.CheckKey(key, at); err != nil {
+				return err
+			}
+			if err := s.Skip(); err != nil {
+				return err
+			}
+		}
+	}
+	if m.Has&values.HasTensor == 0 {
+		return values.MissingError("tensor")
+	}
+	return reg.Resolve(m, s, t)
+}
+
+// DecodeTensors decodes a list of TENSOR objects, appending them to dst[:0].
+func DecodeTensors(s *Scanner, reg *values.Registry, dst []values.Tensor) ([]values.Tensor, error) {
+	dst = dst[:0]
+	if err := s.BeginArray(); err != nil {
+		return dst, err
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return dst, err
+		}
+		dst = append(dst, values.Tensor{})
+		if err := DecodeTensor(s, reg, &dst[len(dst)-1]); err != nil {
+			return dst, err
+		}
+	}
+}
+
+// DecodeTree decodes any JSON value into t, collecting its tensor leaves.
+func DecodeTree(s *Scanner, reg *values.Registry, t *values.Tree) error {
+	t.Reset()
+	s.ws()
+	start := s.pos
+	if err := walkTree(s, reg, t); err != nil {
+		return err
+	}
+	t.Raw = s.buf[start:s.pos:s.pos]
+	return nil
+}
+
+func walkTree(s *Scanner, reg *values.Registry, t *values.Tree) error {
+	if s.depth < MaxDepth && (s.startsWith("[]") || s.startsWith("{}")) {
+		s.pos += 2 // empty: nothing to walk
+		return nil
+	}
+	switch s.Kind() {
+	case KindObject:
+		// Leaves write "tensor" first; other objects are searched.
+		tensor := s.startsWith(`{"tensor":`)
+		if !tensor {
+			var err error
+			if tensor, err = s.objectHasKey("tensor"); err != nil {
+				return err
+			}
+		}
+		if tensor {
+			t.Leaves = append(t.Leaves, values.Tensor{})
+			return DecodeTensor(s, reg, &t.Leaves[len(t.Leaves)-1])
+		}
+		if err := s.BeginObject(); err != nil {
+			return err
+		}
+		for {
+			_, ok, err := s.NextKey()
+			if err != nil || !ok {
+				return err
+			}
+			if err := walkTree(s, reg, t); err != nil {
+				return err
+			}
+		}
+	case KindArray:
+		if err := s.BeginArray(); err != nil {
+			return err
+		}
+		for {
+			ok, err := s.NextElem()
+			if err != nil || !ok {
+				return err
+			}
+			if err := walkTree(s, reg, t); err != nil {
+				return err
+			}
+		}
+	default:
+		return s.Skip()
+	}
+}
+
+// objectHasKey reports whether the object at the scanner has the top-level
+// key name, without consuming it.
+func (s *Scanner) objectHasKey(name string) (bool, error) {
+	m := s.Mark()
+	defer s.Rewind(m)
+	if err := s.BeginObject(); err != nil {
+		return false, err
+	}
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil || !ok {
+			return false, err
+		}
+		if string(key) == name {
+			return true, nil
+		}
+		if err := s.Skip(); err != nil {
+			return false, err
+		}
+	}
+}
+
+// CaptureExtras rescans the object that starts at mark (its '{') and
+// records in ex the order of its keys and its fields not among names (the
+// declared fields, field number i+1 for names[i]); the key "type" is
+// neither. The scanner ends after the object, where decoding it left it.
+func (s *Scanner) CaptureExtras(mark Mark, names []string, ex *values.Extras) error {
+	s.Rewind(mark)
+	if err := s.BeginObject(); err != nil {
+		return err
+	}
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil || !ok {
+			return err
+		}
+		if string(key) == "type" {
+			if err := s.Skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		field := -1
+		for i, n := range names {
+			if n == string(key) {
+				field = i
+				break
+			}
+		}
+		if field >= 0 && field < values.MaxFields {
+			ex.Order = append(ex.Order, uint8(field+1))
+			if err := s.Skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		k := s.Intern(key)
+		s.ws()
+		start := s.pos
+		if err := s.Skip(); err != nil {
+			return err
+		}
+		ex.Order = append(ex.Order, 0)
+		ex.Add(k, s.buf[start:s.pos:s.pos])
+	}
+}
