@@ -10,8 +10,8 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -251,7 +251,7 @@ type probe struct {
 }
 
 // Write takes one record.
-func (p *probe) Write(rec *history.Record, _ *jsonl.Registry) error {
+func (p *probe) Write(rec *history.Record, _ *values.Registry) error {
 	if rec.IsStep {
 		p.steps++
 		if p.steps == p.stopAt {
@@ -290,7 +290,7 @@ func (p *probe) Write(rec *history.Record, _ *jsonl.Registry) error {
 }
 
 // hasRank0 reports whether rank 0 is among ranks' slices.
-func hasRank0(ranks []jsonl.Slice) bool {
+func hasRank0(ranks []values.Slice) bool {
 	for i := range ranks {
 		if ranks[i].Offset == 0 {
 			return true

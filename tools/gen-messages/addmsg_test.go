@@ -38,6 +38,7 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 type handler struct {
@@ -50,7 +51,7 @@ func (h *handler) Pong(m *Pong) error     { h.pong = m; return nil }
 func (h *handler) Accepted(MsgKind) error { return nil }
 func (h *handler) Unknown(string) error   { return nil }
 
-func decodeLine(t *testing.T, reg *jsonl.Registry, line []byte) *Msg {
+func decodeLine(t *testing.T, reg *values.Registry, line []byte) *Msg {
 	t.Helper()
 	var s jsonl.Scanner
 	if err := s.Reset(line); err != nil {
@@ -67,7 +68,7 @@ func decodeLine(t *testing.T, reg *jsonl.Registry, line []byte) *Msg {
 }
 
 func TestAddedMessageAndField(t *testing.T) {
-	reg := jsonl.NewRegistry()
+	reg := values.NewRegistry()
 	ping := decodeLine(t, reg, []byte(` + "`" + `{"type":"Ping","id":1,"name":"a","on":{"ref":1},"t":{"tensor":1,"storage":1,"nbytes":4,"dtype":"float32","shape":[1],"device":"cuda"},"seq":9}` + "`" + `))
 	pong := decodeLine(t, reg, []byte(` + "`" + `{"type":"Pong","n":42,"who":"w","on":{"ref":2}}` + "`" + `))
 	var h handler
@@ -81,7 +82,7 @@ func TestAddedMessageAndField(t *testing.T) {
 	for _, m := range []*Msg{ping, pong} {
 		var w jsonl.Writer
 		WriteMsgJSON(&w, m)
-		again := decodeLine(t, jsonl.NewRegistry(), w.Buf)
+		again := decodeLine(t, values.NewRegistry(), w.Buf)
 		if again.Kind != m.Kind || !reflect.DeepEqual(again.Pong, m.Pong) || again.Ping.Seq != m.Ping.Seq || again.Ping.Id != m.Ping.Id {
 			t.Errorf("%v does not survive writing: %s", m.Kind, w.Buf)
 		}
