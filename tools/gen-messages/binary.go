@@ -22,35 +22,6 @@ func requiredMask(m *message) uint64 {
 	return req
 }
 
-// presentCond returns the condition under which the optional field fd of x
-// is written (in either form).
-func presentCond(fd *field) *jen.Statement {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	switch fd.kind {
-	case "int":
-		return x().Op("!=").Lit(0)
-	case "bool":
-		return x()
-	case "string":
-		return x().Op("!=").Lit("")
-	case "ints", "strings", "tensors":
-		return jen.Len(x()).Op(">").Lit(0)
-	case "messages":
-		return x().Dot("Len").Call().Op(">").Lit(0)
-	case "stream":
-		return x().Dot("Ref").Op("!=").Lit(0).Op("||").Add(x()).Dot("HasName")
-	case "slice":
-		return x().Dot("Offset").Op("!=").Lit(0).Op("||").Len(x().Dot("Sizes")).Op(">").Lit(0)
-	case "tensor":
-		return x().Dot("ID").Op("!=").Lit(0).Op("||").Add(x()).Dot("Idx").Op("!=").Lit(0)
-	case "tensor?":
-		return jen.Id("x").Dot("Has" + fd.goName)
-	case "tree":
-		return x().Dot("Raw").Op("!=").Nil()
-	}
-	panic("gen-messages: unknown kind " + fd.kind)
-}
-
 func renderBinary(sp *spec, f *jen.File) {
 	errNil := jen.Err().Op("!=").Nil()
 	f.Comment("msgFieldNames lists, by kind, the JSON names of the declared fields:")
@@ -188,43 +159,6 @@ func renderPresent(f *jen.File, m *message) {
 	})
 }
 
-func encodeFieldBinary(fd *field) jen.Code {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	e := func(method string, arg jen.Code) jen.Code { return jen.Id("e").Dot(method).Call(arg) }
-	switch fd.kind {
-	case "int":
-		return e("Int", x())
-	case "bool":
-		return e("Bool", x())
-	case "string":
-		return e("String", x())
-	case "ints":
-		return e("Ints", x())
-	case "strings":
-		return e("Strings", x())
-	case "stream":
-		return e("Stream", jen.Op("&").Add(x()))
-	case "slice":
-		return e("Slice", jen.Op("&").Add(x()))
-	case "tensor", "tensor?":
-		return e("Tensor", jen.Op("&").Add(x()))
-	case "tensors":
-		return e("Tensors", x())
-	case "tree":
-		return e("Tree", jen.Op("&").Add(x()))
-	case "messages":
-		return jen.Block(
-			jen.Id("e").Dot("Uvarint").Call(jen.Uint64().Call(x().Dot("Len").Call())),
-			jen.Var().Id("sub").Id("Msg"),
-			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(x()).Dot("Len").Call(), jen.Id("i").Op("++")).Block(
-				x().Dot("At").Call(jen.Id("i"), jen.Op("&").Id("sub")),
-				jen.Id("EncodeMsgBinary").Call(jen.Id("e"), jen.Op("&").Id("sub")),
-			),
-		)
-	}
-	panic("gen-messages: unknown kind " + fd.kind)
-}
-
 func renderEncodeBinary(f *jen.File, m *message) {
 	f.Comment(fmt.Sprintf("encode%sBinary appends the fields of a %s present in mask.", m.name, m.name))
 	f.Func().Id("encode"+m.name+"Binary").Params(jen.Id("e").Op("*").Add(binform("Encoder")), jen.Id("x").Op("*").Id(m.name), jen.Id("mask").Uint64()).BlockFunc(func(g *jen.Group) {
@@ -233,46 +167,13 @@ func renderEncodeBinary(f *jen.File, m *message) {
 			switch {
 			case !fd.optional:
 				g.Add(encodeFieldBinary(fd))
-			case fd.kind == "bool":
+			case fd.info().presenceIsValue:
 				// the presence bit is the value
 			default:
 				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)).Block(encodeFieldBinary(fd))
 			}
 		}
 	})
-}
-
-func decodeFieldBinary(fd *field) jen.Code {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	d := func(method string, args ...jen.Code) *jen.Statement { return jen.Id("d").Dot(method).Call(args...) }
-	switch fd.kind {
-	case "int":
-		return x().Op("=").Add(d("Int"))
-	case "bool":
-		return x().Op("=").Add(d("Bool"))
-	case "string":
-		return x().Op("=").Add(d("String"))
-	case "ints":
-		return x().Op("=").Add(d("Ints", x()))
-	case "strings":
-		return x().Op("=").Add(d("Strings", x()))
-	case "stream":
-		return d("Stream", jen.Op("&").Add(x()))
-	case "slice":
-		return d("Slice", jen.Op("&").Add(x()))
-	case "tensor", "tensor?":
-		return d("Tensor", jen.Op("&").Add(x()))
-	case "tensors":
-		return x().Op("=").Add(d("Tensors", x()))
-	case "tree":
-		return d("Tree", jen.Op("&").Add(x()))
-	case "messages":
-		return jen.If(
-			jen.Err().Op(":=").Id("decodeMsgsBinary").Call(jen.Id("d"), jen.Op("&").Add(x())),
-			jen.Err().Op("!=").Nil(),
-		).Block(jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())))
-	}
-	panic("gen-messages: unknown kind " + fd.kind)
 }
 
 func renderDecodeBinary(f *jen.File, m *message) {
@@ -304,7 +205,7 @@ func renderDecodeBinary(f *jen.File, m *message) {
 				jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())),
 			)
 			body := []jen.Code{decodeFieldBinary(fd)}
-			if fd.kind != "messages" {
+			if fd.info().decodeBinary == nil {
 				body = append(body, check)
 			}
 			switch {
@@ -312,10 +213,10 @@ func renderDecodeBinary(f *jen.File, m *message) {
 				for _, c := range body {
 					g.Add(c)
 				}
-			case fd.kind == "bool":
+			case fd.info().presenceIsValue:
 				g.Id("x").Dot(fd.goName).Op("=").Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)
 			default:
-				if fd.kind == "tensor?" {
+				if fd.info().flag {
 					body = append([]jen.Code{jen.Id("x").Dot("Has" + fd.goName).Op("=").True()}, body...)
 				}
 				g.If(jen.Id("mask").Op("&").Parens(bitLit(i)).Op("!=").Lit(0)).Block(body...)
@@ -352,51 +253,6 @@ func renderJSONWrite(sp *spec, f *jen.File) {
 		renderWriteJSON(f, m)
 		f.Line()
 	}
-}
-
-func writeFieldJSON(fd *field) []jen.Code {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	w := func(method string, arg jen.Code) jen.Code { return jen.Id("w").Dot(method).Call(arg) }
-	out := []jen.Code{jen.Id("w").Dot("Field").Call(jen.Lit(fd.json))}
-	switch fd.kind {
-	case "int":
-		out = append(out, w("Int", x()))
-	case "bool":
-		out = append(out, w("Bool", x()))
-	case "string":
-		out = append(out, w("String", x()))
-	case "ints":
-		out = append(out, w("Ints", x()))
-	case "strings":
-		out = append(out, w("Strings", x()))
-	case "stream":
-		out = append(out, w("Stream", jen.Op("&").Add(x())))
-	case "slice":
-		out = append(out, w("Slice", jen.Op("&").Add(x())))
-	case "tensor":
-		out = append(out, w("Tensor", jen.Op("&").Add(x())))
-	case "tensor?":
-		// Written because it was given: a tensor, or null.
-		out = append(out, jen.If(jen.Id("x").Dot("Has"+fd.goName)).Block(w("Tensor", jen.Op("&").Add(x()))).Else().Block(jen.Id("w").Dot("Null").Call()))
-	case "tensors":
-		out = append(out, w("Tensors", x()))
-	case "tree":
-		out = append(out, w("Tree", jen.Op("&").Add(x())))
-	case "messages":
-		out = append(out,
-			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune('[')),
-			jen.Var().Id("sub").Id("Msg"),
-			jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(x()).Dot("Len").Call(), jen.Id("i").Op("++")).Block(
-				jen.If(jen.Id("i").Op(">").Lit(0)).Block(jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(','))),
-				x().Dot("At").Call(jen.Id("i"), jen.Op("&").Id("sub")),
-				jen.Id("WriteMsgJSON").Call(jen.Id("w"), jen.Op("&").Id("sub")),
-			),
-			jen.Id("w").Dot("Buf").Op("=").Append(jen.Id("w").Dot("Buf"), jen.LitRune(']')),
-		)
-	default:
-		panic("gen-messages: unknown kind " + fd.kind)
-	}
-	return out
 }
 
 func renderWriteJSON(f *jen.File, m *message) {

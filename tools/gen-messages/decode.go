@@ -16,7 +16,7 @@ func scannerParams() jen.Code {
 func usesMessages(sp *spec) bool {
 	for _, m := range sp.messages {
 		for _, fd := range m.fields {
-			if fd.kind == "messages" {
+			if fd.kind == kindMessages {
 				return true
 			}
 		}
@@ -106,64 +106,6 @@ func renderDecode(sp *spec, f *jen.File) {
 	}
 }
 
-// resetField returns the statements that empty field fd of x, keeping capacity.
-func resetField(fd *field) []jen.Code {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	switch fd.kind {
-	case "int":
-		return []jen.Code{x().Op("=").Lit(0)}
-	case "bool":
-		return []jen.Code{x().Op("=").False()}
-	case "string":
-		return []jen.Code{x().Op("=").Lit("")}
-	case "ints", "strings", "tensors":
-		return []jen.Code{x().Op("=").Add(x()).Index(jen.Empty(), jen.Lit(0))}
-	case "messages":
-		return []jen.Code{x().Dot("Reset").Call()}
-	case "stream", "tensor":
-		return []jen.Code{x().Op("=").Add(goType(fd.kind)).Values()}
-	case "tensor?":
-		return []jen.Code{
-			x().Op("=").Add(goType(fd.kind)).Values(),
-			jen.Id("x").Dot("Has" + fd.goName).Op("=").False(),
-		}
-	case "slice", "tree":
-		return []jen.Code{x().Dot("Reset").Call()}
-	}
-	panic("gen-messages: unknown kind " + fd.kind)
-}
-
-// decodeField returns the statement that decodes field fd into x, setting err.
-func decodeField(fd *field) jen.Code {
-	x := func() *jen.Statement { return jen.Id("x").Dot(fd.goName) }
-	s := func(method string, args ...jen.Code) *jen.Statement { return jen.Id("s").Dot(method).Call(args...) }
-	switch fd.kind {
-	case "int":
-		return jen.List(x(), jen.Err()).Op("=").Add(s("Int"))
-	case "bool":
-		return jen.List(x(), jen.Err()).Op("=").Add(s("Bool"))
-	case "string":
-		return jen.List(x(), jen.Err()).Op("=").Add(s("String"))
-	case "ints":
-		return jen.List(x(), jen.Err()).Op("=").Add(s("Ints", x()))
-	case "strings":
-		return jen.List(x(), jen.Err()).Op("=").Add(s("Strings", x()))
-	case "stream":
-		return jen.Err().Op("=").Add(jsonl("DecodeStream")).Call(jen.Id("s"), jen.Op("&").Add(x()))
-	case "slice":
-		return jen.Err().Op("=").Add(jsonl("DecodeSlice")).Call(jen.Id("s"), jen.Op("&").Add(x()))
-	case "tensor", "tensor?":
-		return jen.Err().Op("=").Add(jsonl("DecodeTensor")).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
-	case "tensors":
-		return jen.List(x(), jen.Err()).Op("=").Add(jsonl("DecodeTensors")).Call(jen.Id("s"), jen.Id("reg"), x())
-	case "tree":
-		return jen.Err().Op("=").Add(jsonl("DecodeTree")).Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
-	case "messages":
-		return jen.Err().Op("=").Id("decodeMsgs").Call(jen.Id("s"), jen.Id("reg"), jen.Op("&").Add(x()))
-	}
-	panic("gen-messages: unknown kind " + fd.kind)
-}
-
 func renderDecodeMsg(f *jen.File, m *message) {
 	// Every field has a bit in seen: set, the field is repeated (a
 	// duplicate key, found without comparing keys); clear at the end, a
@@ -208,11 +150,11 @@ func renderDecodeMsg(f *jen.File, m *message) {
 							jen.Return(jsonl("Duplicate").Call(jen.Id("key"), jen.Id("at"))),
 						)
 						g.Id("seen").Op("|=").Lit(1).Op("<<").Lit(bit[fd])
-						switch {
-						case fd.kind == "tensor?":
+						switch k := fd.info(); {
+						case k.flag:
 							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
 							g.Id("x").Dot("Has" + fd.goName).Op("=").True()
-						case fd.optional && fd.kind != "tree":
+						case fd.optional && !k.nullIsValue:
 							g.If(jen.Id("s").Dot("Null").Call()).Block(jen.Break())
 						}
 						g.If(decodeField(fd), jen.Err().Op("!=").Nil()).Block(

@@ -193,3 +193,27 @@ func TestGoldenCompiles(t *testing.T) {
 		t.Fatalf("golden output does not compile: %v\n%s", err, out)
 	}
 }
+
+// TestKindTable checks that every field kind has a complete row: a name
+// that parses back to it, and what every renderer needs, as data (a codec
+// method) or as its own code.
+func TestKindTable(t *testing.T) {
+	for k := kindInvalid + 1; k < numKinds; k++ {
+		ki := &kinds[k]
+		if got, ok := kindNamed(ki.name); !ok || got != k {
+			t.Errorf("kind %d: name %q parses to %d, %v", k, ki.name, got, ok)
+		}
+		if ki.goType == nil || ki.present == nil || ki.reset == nil {
+			t.Errorf("kind %s: no Go type, presence or reset", ki.name)
+		}
+		if ki.method == "" && (ki.decodeJSON == nil || ki.writeJSON == nil || ki.encodeBinary == nil || ki.decodeBinary == nil) {
+			t.Errorf("kind %s: no codec method and not every codec written by hand", ki.name)
+		}
+		if (ki.indexIDs == nil) != (ki.idxType == nil) {
+			t.Errorf("kind %s: indexIDs and idxType go together", ki.name)
+		}
+	}
+	if _, ok := kindNamed("float"); ok {
+		t.Errorf("kindNamed(float) found a kind")
+	}
+}

@@ -226,41 +226,11 @@ func renderKinds(sp *spec, f *jen.File) {
 // hasTensors reports whether a message has a field that holds tensors.
 func hasTensors(m *message) bool {
 	for _, fd := range m.fields {
-		switch fd.kind {
-		case "tensor", "tensor?", "tensors", "tree", "messages":
+		if fd.info().eachTensor != nil {
 			return true
 		}
 	}
 	return false
-}
-
-// goType returns the Go type of a field kind.
-func goType(kind string) *jen.Statement {
-	switch kind {
-	case "int":
-		return jen.Int64()
-	case "bool":
-		return jen.Bool()
-	case "string":
-		return jen.String()
-	case "ints":
-		return jen.Index().Int64()
-	case "strings":
-		return jen.Index().String()
-	case "stream":
-		return values("Stream")
-	case "slice":
-		return values("Slice")
-	case "tensor", "tensor?":
-		return values("Tensor")
-	case "tensors":
-		return jen.Index().Add(values("Tensor"))
-	case "tree":
-		return values("Tree")
-	case "messages":
-		return jen.Id("Msgs")
-	}
-	panic("gen-messages: unknown kind " + kind)
 }
 
 func renderMessages(sp *spec, f *jen.File) {
@@ -272,20 +242,16 @@ func renderMessages(sp *spec, f *jen.File) {
 				if fd.optional {
 					req = "optional"
 				}
-				g.Comment(fmt.Sprintf("%s is the field %q (%s, %s).", fd.goName, fd.json, fd.kind, req))
-				g.Id(fd.goName).Add(goType(fd.kind))
-				if fd.kind == "tensor?" {
+				g.Comment(fmt.Sprintf("%s is the field %q (%s, %s).", fd.goName, fd.json, fd.info().name, req))
+				g.Id(fd.goName).Add(goType(fd))
+				if fd.info().flag {
 					g.Comment(fmt.Sprintf("Has%s reports whether %s holds a tensor (false for null or absent).", fd.goName, fd.goName))
 					g.Id("Has" + fd.goName).Bool()
 				}
 				if fd.indexed != "" {
 					g.Comment(fmt.Sprintf("%sIdx is the dense %s index of %s (-1: unknown), given by Index;", fd.goName, fd.indexed, fd.goName))
 					g.Comment("it is not part of the record.")
-					if fd.kind == "ints" {
-						g.Id(fd.goName + "Idx").Index().Int32()
-					} else {
-						g.Id(fd.goName + "Idx").Int32()
-					}
+					g.Id(fd.goName + "Idx").Add(fd.info().idxType())
 				}
 			}
 		})
@@ -329,18 +295,8 @@ func renderMessages(sp *spec, f *jen.File) {
 		f.Comment(fmt.Sprintf("EachTensor calls fn with every tensor of the %s, in field order.", msg.name))
 		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("EachTensor").Params(jen.Id("fn").Func().Params(jen.Op("*").Add(values("Tensor")))).BlockFunc(func(g *jen.Group) {
 			for _, fd := range msg.fields {
-				x := jen.Id("x").Dot(fd.goName)
-				switch fd.kind {
-				case "tensor":
-					g.Id("fn").Call(jen.Op("&").Add(x))
-				case "tensor?":
-					g.If(jen.Id("x").Dot("Has" + fd.goName)).Block(jen.Id("fn").Call(jen.Op("&").Add(x)))
-				case "tensors":
-					g.For(jen.Id("i").Op(":=").Range().Add(x)).Block(jen.Id("fn").Call(jen.Op("&").Add(jen.Id("x").Dot(fd.goName)).Index(jen.Id("i"))))
-				case "tree":
-					g.For(jen.Id("i").Op(":=").Range().Add(x).Dot("Leaves")).Block(jen.Id("fn").Call(jen.Op("&").Add(jen.Id("x").Dot(fd.goName)).Dot("Leaves").Index(jen.Id("i"))))
-				case "messages":
-					g.Add(x).Dot("EachTensor").Call(jen.Id("fn"))
+				if each := fd.info().eachTensor; each != nil {
+					each(g, fd.sel(), fd)
 				}
 			}
 		})
@@ -368,7 +324,7 @@ func renderMessages(sp *spec, f *jen.File) {
 // hasIndexed reports whether a message has a field that Index fills in.
 func hasIndexed(m *message) bool {
 	for _, fd := range m.fields {
-		if fd.kind == "stream" || fd.kind == "messages" || fd.indexed != "" {
+		if fd.info().index != nil || fd.indexed != "" {
 			return true
 		}
 	}
@@ -412,20 +368,12 @@ func renderIndex(sp *spec, f *jen.File) {
 		f.Comment(fmt.Sprintf("Index fills in the dense indexes of the %s's ids.", msg.name))
 		f.Func().Params(jen.Id("x").Op("*").Id(msg.name)).Id("Index").Params(jen.Id("ix").Id("Indexer")).BlockFunc(func(g *jen.Group) {
 			for _, fd := range msg.fields {
-				x := jen.Id("x").Dot(fd.goName)
+				k := fd.info()
 				switch {
-				case fd.kind == "stream":
-					g.Add(x).Dot("Idx").Op("=").Id("ix").Dot("StreamIdx").Call(jen.Id("x").Dot(fd.goName).Dot("Ref"))
-				case fd.kind == "messages":
-					g.Add(x).Dot("Index").Call(jen.Id("ix"))
-				case fd.indexed != "" && fd.kind == "int":
-					g.Id("x").Dot(fd.goName + "Idx").Op("=").Id("ix").Dot(method[fd.indexed]).Call(x)
+				case k.index != nil:
+					k.index(g, fd.sel())
 				case fd.indexed != "":
-					idx := jen.Id("x").Dot(fd.goName + "Idx")
-					g.Add(idx).Op("=").Add(jen.Id("x").Dot(fd.goName+"Idx")).Index(jen.Empty(), jen.Lit(0))
-					g.For(jen.List(jen.Id("_"), jen.Id("id")).Op(":=").Range().Add(x)).Block(
-						jen.Id("x").Dot(fd.goName+"Idx").Op("=").Append(jen.Id("x").Dot(fd.goName+"Idx"), jen.Id("ix").Dot(method[fd.indexed]).Call(jen.Id("id"))),
-					)
+					k.indexIDs(g, fd.sel(), fd, method[fd.indexed])
 				}
 			}
 		})

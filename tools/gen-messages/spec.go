@@ -55,7 +55,7 @@ var msgAttrs = map[string]func(*msgInfo) *int64{
 type field struct {
 	json     string // name in JSON
 	goName   string // CamelCase
-	kind     string // one of fieldKinds
+	kind     fieldKind
 	optional bool
 	indexed  string // "borrow" or "tensor": the reader gives the ids dense indexes (GoNameIdx)
 	line     int
@@ -74,13 +74,6 @@ type column struct {
 	def    string // value of a fresh row, as Go source ("" for the zero value)
 	doc    string
 	line   int
-}
-
-// fieldKinds lists the field kinds a spec may use.
-var fieldKinds = map[string]bool{
-	"int": true, "bool": true, "string": true, "ints": true, "strings": true,
-	"stream": true, "slice": true, "tensor": true, "tensor?": true,
-	"tensors": true, "tree": true, "messages": true,
 }
 
 // columnTypes lists the Go types a column may have besides its table's id type.
@@ -216,25 +209,26 @@ func parseSpec(name string, src []byte) (*spec, error) {
 					return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`, not %q", t)
 				}
 			}
-			if indexed != "" && tok[2] != "int" && tok[2] != "ints" {
-				return nil, errf(line, "field %s: only int and ints fields can be indexed", tok[1])
-			}
 			if !isJSONName(tok[1]) {
 				return nil, errf(line, "field name %q: want letters, digits and '_', starting with a letter", tok[1])
 			}
 			if tok[1] == "type" {
 				return nil, errf(line, `field name "type" is reserved for the message type`)
 			}
-			if !fieldKinds[tok[2]] {
+			kind, ok := kindNamed(tok[2])
+			if !ok {
 				return nil, errf(line, "field %s: unknown kind %q", tok[1], tok[2])
 			}
-			f := &field{json: tok[1], goName: camel(tok[1]), kind: tok[2], optional: optional, indexed: indexed, line: line}
+			if indexed != "" && kinds[kind].indexIDs == nil {
+				return nil, errf(line, "field %s: only int and ints fields can be indexed", tok[1])
+			}
+			f := &field{json: tok[1], goName: camel(tok[1]), kind: kind, optional: optional, indexed: indexed, line: line}
 			for _, g := range curMsg.fields {
 				if g.json == f.json {
 					return nil, errf(line, "field %s is already declared at line %d", f.json, g.line)
 				}
-				if g.goName == f.goName || (g.kind == "tensor?" && "Has"+g.goName == f.goName) ||
-					(f.kind == "tensor?" && "Has"+f.goName == g.goName) ||
+				if g.goName == f.goName || (g.info().flag && "Has"+g.goName == f.goName) ||
+					(f.info().flag && "Has"+f.goName == g.goName) ||
 					(g.indexed != "" && g.goName+"Idx" == f.goName) || (f.indexed != "" && f.goName+"Idx" == g.goName) {
 					return nil, errf(line, "field %s: its Go name clashes with field %s (line %d)", f.json, g.json, g.line)
 				}
