@@ -18,6 +18,9 @@ type CallFunction struct {
 	Ident int64
 	// Function is the field "function" (string, required).
 	Function string
+	// FunctionIdx is the dense name index of Function, given by Index;
+	// it is not part of the record.
+	FunctionIdx int32
 	// Args is the field "args" (tree, optional).
 	Args values.Tree
 	// Kwargs is the field "kwargs" (tree, optional).
@@ -276,6 +279,8 @@ type Indexer interface {
 	BorrowIdx(id int64) int32
 	// TensorIdx returns the index of tensor id, or -1 if the id is unknown.
 	TensorIdx(id int64) int32
+	// NameIdx returns the index of name, giving it one if it has none.
+	NameIdx(name string) int32
 }
 
 // Index fills in the dense indexes of the message's stream refs (Stream.Idx)
@@ -314,6 +319,7 @@ func (x *CreateStream) Index(ix Indexer) {
 
 // Index fills in the dense indexes of the CallFunction's ids.
 func (x *CallFunction) Index(ix Indexer) {
+	x.FunctionIdx = ix.NameIdx(x.Function)
 	x.Stream.Idx = ix.StreamIdx(x.Stream.Ref)
 }
 

@@ -184,7 +184,8 @@ type Engine struct {
 	depth int
 
 	viewName  gen.NameID
-	fnNames   map[string]gen.NameID          // function path -> interned clean name
+	fnPaths   []string                       // by CallFunction.FunctionIdx: the function path cached
+	fnNames   []gen.NameID                   // by CallFunction.FunctionIdx: its interned clean name + 1 (0: none)
 	kindNames [gen.MsgUnknown + 1]gen.NameID // by kind: its interned name + 1 (0: not interned yet)
 	recvName  gen.NameID                     // "RecvTensor" + 1 (0: not interned yet)
 
@@ -319,10 +320,9 @@ func New(opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("%w: %v", ErrOptions, err)
 	}
 	e := &Engine{
-		opt:     opt,
-		part:    part,
-		gs:      newGroups(part.Len()),
-		fnNames: make(map[string]gen.NameID),
+		opt:  opt,
+		part: part,
+		gs:   newGroups(part.Len()),
 	}
 	e.splitF = e.split
 	e.boundFn = e.bound
@@ -457,7 +457,7 @@ func (e *Engine) resolve() ([]groups.GroupID, error) {
 func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
 	switch m.Kind {
 	case gen.MsgCallFunction:
-		return e.fnName(m.CallFunction.Function)
+		return e.fnName(&m.CallFunction)
 	case gen.MsgUnknown:
 		return e.names.ID(m.TypeName)
 	}
@@ -487,15 +487,32 @@ func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {
 	}
 }
 
-// fnName interns the clean name of a function path.
-func (e *Engine) fnName(path string) gen.NameID {
-	if id, ok := e.fnNames[path]; ok {
-		return id
+// fnName returns the interned clean name of a CallFunction's function,
+// cached in a slot indexed by the dense index its path was given at decode
+// (FunctionIdx), so that no command looks a path up in a map. The slot also
+// holds the path it was filled for: a message whose index is stale or was
+// never given (built without Msg.Index, or from another registry) misses
+// and is interned afresh, which gives the same name.
+func (e *Engine) fnName(m *gen.CallFunction) gen.NameID {
+	i := int(m.FunctionIdx)
+	if i >= 0 && i < len(e.fnNames) && e.fnNames[i] != 0 && e.fnPaths[i] == m.Function {
+		return e.fnNames[i] - 1
 	}
-	id := e.names.ID(CleanName(path))
-	e.fnNames[path] = id
+	id := e.names.ID(CleanName(m.Function))
+	// Indexes are dense from 0: one far beyond the slots is not a
+	// registry's, and is not given a slot.
+	if i >= 0 && i < len(e.fnNames)+maxFnGrow {
+		if i >= len(e.fnNames) {
+			e.fnNames = append(e.fnNames, make([]gen.NameID, i+1-len(e.fnNames))...)
+			e.fnPaths = append(e.fnPaths, make([]string, i+1-len(e.fnPaths))...)
+		}
+		e.fnNames[i], e.fnPaths[i] = id+1, m.Function
+	}
 	return id
 }
+
+// maxFnGrow bounds how far beyond its slots fnName grows its cache at once.
+const maxFnGrow = 1 << 12
 
 // CleanName shortens an operator path for display: a leading "torch.ops."
 // goes when the path starts with "torch.ops.aten.", a trailing ".default"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 )
 
@@ -419,5 +420,37 @@ func TestStepReports(t *testing.T) {
 	}
 	if got := st[0].ExecSeconds(); got != 1.2e-05 {
 		t.Errorf("exec seconds %v, want 1.2e-05", got)
+	}
+}
+
+// TestFnNameByIndex checks the engine's name cache indexed by
+// CallFunction.FunctionIdx: a path given an index at decode is named by its
+// clean name, and a message whose index is stale (another path's slot) or
+// out of range is still named by its own path.
+func TestFnNameByIndex(t *testing.T) {
+	e, err := New(Options{WorldSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path string
+		idx  int32
+		want string
+	}{
+		{"torch.ops.aten.mm.default", 0, "aten.mm"},   // fills slot 0
+		{"torch.ops.aten.mm.default", 0, "aten.mm"},   // hits slot 0
+		{"my.op.default", 0, "my.op"},                 // stale slot 0: its own name
+		{"torch.ops.aten.add.default", 3, "aten.add"}, // grows to slot 3
+		{"torch.ops.aten.add.default", -1, "aten.add"},
+		{"torch.ops.aten.add.default", 1 << 30, "aten.add"}, // not a registry's: no slot
+	}
+	for _, c := range cases {
+		m := gen.CallFunction{Function: c.path, FunctionIdx: c.idx}
+		if got := e.names.Name(e.fnName(&m)); got != c.want {
+			t.Errorf("fnName(%q, idx %d) = %q, want %q", c.path, c.idx, got, c.want)
+		}
+	}
+	if len(e.fnNames) != 4 {
+		t.Errorf("cache has %d slots, want 4 (indexes 0..3)", len(e.fnNames))
 	}
 }

@@ -47,7 +47,7 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	e.inputs = appendUnique(e.inputs[:0], m.Args.Leaves)
 	e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
 	e.outs = appendUnique(e.outs, m.Mutates)
-	name := e.fnName(m.Function)
+	name := e.fnName(m)
 	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
 	return e.addTasks(gs, m.Stream, name, runtime, e.inputs, e.outs, -1, nil)
 }

@@ -130,6 +130,23 @@ func (r *Registry) StreamIdx(ref int64) int32 {
 // Streams is the number of stream indexes handed out.
 func (r *Registry) Streams() int { return int(r.nStreams) }
 
+// NameIdx returns the dense index of name (a function path), giving it one
+// at its first mention; names are never forgotten before Reset. A history
+// names few distinct functions, so the map is small; it is looked up at
+// decode only, so that the engine keeps what it derives from a name in a
+// slice indexed by it.
+func (r *Registry) NameIdx(name string) int32 {
+	if i, ok := r.names[name]; ok {
+		return i
+	}
+	if r.names == nil {
+		r.names = make(map[string]int32)
+	}
+	i := int32(len(r.names))
+	r.names[name] = i
+	return i
+}
+
 // BorrowIdx returns the dense index of borrow id, giving it one at its
 // first mention; it lives until ReleaseBorrow.
 func (r *Registry) BorrowIdx(id int64) int32 { return r.bor.get(id) }

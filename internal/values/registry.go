@@ -13,7 +13,7 @@ import (
 // It is also where every id of a history gets its one dense index, at
 // decode: a tensor's is its row (Tensor.Idx), a storage's lives while a
 // tensor row names it (Tensor.StorageIdx), a stream's forever (StreamIdx),
-// a borrow's until ReleaseBorrow. The engine indexes its tables by them
+// a borrow's until ReleaseBorrow, a name's (NameIdx) forever. The engine indexes its tables by them
 // and decides when a deleted tensor's row or a borrow's index is reused.
 type Registry struct {
 	ids idIndex // tensor id -> row
@@ -44,6 +44,7 @@ type Registry struct {
 	bor      pool    // borrow ids
 	streams  idIndex // stream refs
 	nStreams int32
+	names    map[string]int32 // names (function paths) -> dense index
 }
 
 // NewRegistry returns an empty registry.
@@ -57,6 +58,7 @@ func (r *Registry) Reset() {
 	r.bor.reset()
 	r.streams.reset()
 	r.nStreams = 0
+	clear(r.names)
 	r.storIdx = r.storIdx[:0]
 	r.id, r.storage, r.nbytes, r.dtype = r.id[:0], r.storage[:0], r.nbytes[:0], r.dtype[:0]
 	r.cpu, r.line, r.shapeAt, r.shapeN = r.cpu[:0], r.line[:0], r.shapeAt[:0], r.shapeN[:0]

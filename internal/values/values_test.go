@@ -160,3 +160,21 @@ func TestSliceOutsideWorldIsRankError(t *testing.T) {
 		t.Errorf("malformed: %v", err)
 	}
 }
+
+// TestNameIdx checks that names get dense indexes in order of first mention,
+// the same index when named again, and fresh ones after Reset.
+func TestNameIdx(t *testing.T) {
+	r := NewRegistry()
+	for _, c := range []struct {
+		name string
+		want int32
+	}{{"aten.mm", 0}, {"aten.add", 1}, {"aten.mm", 0}, {"", 2}, {"aten.add", 1}} {
+		if got := r.NameIdx(c.name); got != c.want {
+			t.Errorf("NameIdx(%q) = %d, want %d", c.name, got, c.want)
+		}
+	}
+	r.Reset()
+	if got := r.NameIdx("aten.add"); got != 0 {
+		t.Errorf("after Reset, NameIdx(aten.add) = %d, want 0", got)
+	}
+}

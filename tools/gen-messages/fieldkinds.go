@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/dave/jennifer/jen"
 )
 
@@ -65,10 +67,11 @@ type kindInfo struct {
 	// index writes what Index fills in for the field regardless of its
 	// attributes; nil: nothing.
 	index func(g *jen.Group, x xf)
-	// indexIDs writes what Index fills in for a field marked indexed=, ids
-	// given their dense indexes by the Indexer method; nil: the kind cannot
-	// be indexed.
-	indexIDs func(g *jen.Group, x xf, fd *field, method string)
+	// indexedBy lists the indexed= attributes a field of the kind may
+	// have (keys of indexers); indexIDs writes what Index fills in for such
+	// a field, ids given their dense indexes by the Indexer method.
+	indexedBy []string
+	indexIDs  func(g *jen.Group, x xf, fd *field, method string)
 	// idxType is the Go type of the field's <Name>Idx.
 	idxType func() *jen.Statement
 
@@ -83,9 +86,9 @@ type kindInfo struct {
 var kinds = [numKinds]kindInfo{
 	kindInt: {
 		name: "int", goType: jen.Int64, method: "Int", scanned: true,
-		present:  func(x xf, _ *field) *jen.Statement { return x().Op("!=").Lit(0) },
-		reset:    func(x xf) jen.Code { return x().Op("=").Lit(0) },
-		indexIDs: indexOne, idxType: jen.Int32,
+		present:   func(x xf, _ *field) *jen.Statement { return x().Op("!=").Lit(0) },
+		reset:     func(x xf) jen.Code { return x().Op("=").Lit(0) },
+		indexedBy: []string{"borrow", "tensor"}, indexIDs: indexOne, idxType: jen.Int32,
 	},
 	kindBool: {
 		name: "bool", goType: jen.Bool, method: "Bool", scanned: true,
@@ -95,14 +98,15 @@ var kinds = [numKinds]kindInfo{
 	},
 	kindString: {
 		name: "string", goType: jen.String, method: "String", scanned: true,
-		present: func(x xf, _ *field) *jen.Statement { return x().Op("!=").Lit("") },
-		reset:   func(x xf) jen.Code { return x().Op("=").Lit("") },
+		present:   func(x xf, _ *field) *jen.Statement { return x().Op("!=").Lit("") },
+		reset:     func(x xf) jen.Code { return x().Op("=").Lit("") },
+		indexedBy: []string{"name"}, indexIDs: indexOne, idxType: jen.Int32,
 	},
 	kindInts: {
 		name: "ints", goType: func() *jen.Statement { return jen.Index().Int64() }, method: "Ints", reuse: true, scanned: true,
-		present:  nonEmpty,
-		reset:    truncate,
-		indexIDs: indexEach, idxType: func() *jen.Statement { return jen.Index().Int32() },
+		present:   nonEmpty,
+		reset:     truncate,
+		indexedBy: []string{"borrow", "tensor"}, indexIDs: indexEach, idxType: func() *jen.Statement { return jen.Index().Int32() },
 	},
 	kindStrings: {
 		name: "strings", goType: func() *jen.Statement { return jen.Index().String() }, method: "Strings", reuse: true, scanned: true,
@@ -210,6 +214,50 @@ var kinds = [numKinds]kindInfo{
 			).Block(jen.Return(values("FieldError").Call(jen.Lit(fd.json), jen.Err())))
 		},
 	},
+}
+
+// indexers maps each indexed= attribute of a field to the Indexer method
+// that gives its values their dense indexes, in the order the spec's
+// syntax lists them.
+var indexers = []struct {
+	attr, method string
+	unknown      bool // the method may return -1 for a value it does not know
+}{
+	{"borrow", "BorrowIdx", true},
+	{"tensor", "TensorIdx", true},
+	{"name", "NameIdx", false},
+}
+
+// indexerMethod returns the Indexer method of attribute attr, "" if there
+// is none.
+func indexerMethod(attr string) string {
+	for _, ix := range indexers {
+		if ix.attr == attr {
+			return ix.method
+		}
+	}
+	return ""
+}
+
+// indexerUnknown reports whether attribute attr's method may return -1.
+func indexerUnknown(attr string) bool {
+	for _, ix := range indexers {
+		if ix.attr == attr {
+			return ix.unknown
+		}
+	}
+	return false
+}
+
+// indexableBy returns the names of the kinds whose fields may be indexed=attr.
+func indexableBy(attr string) []string {
+	var names []string
+	for k := kindInvalid + 1; k < numKinds; k++ {
+		if slices.Contains(kinds[k].indexedBy, attr) {
+			names = append(names, kinds[k].name)
+		}
+	}
+	return names
 }
 
 // kindNamed returns the kind written name in a spec, false if there is none.

@@ -126,10 +126,14 @@ func TestSpecErrors(t *testing.T) {
 		{"message Kind simulated", "spec:1: message name Kind is reserved"},
 		{"message A accepted\n field x int", "spec:2: field in accepted message A"},
 		{"message A simulated\n field x float", `spec:2: field x: unknown kind "float"`},
-		{"message A simulated\n field x int maybe", "spec:2: want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`, not \"maybe\""},
+		{"message A simulated\n field x int maybe", "spec:2: want `field JSON_NAME KIND [optional] [indexed=borrow|tensor|name]`, not \"maybe\""},
 		{"message A simulated\n field x int\n field x bool", "spec:3: field x is already declared at line 2"},
-		{"message A simulated\n field x string indexed=tensor", "spec:2: field x: only int and ints fields can be indexed"},
-		{"message A simulated\n field x int indexed=stream", "spec:2: want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`, not \"indexed=stream\""},
+		{"message A simulated\n field x string indexed=tensor", "spec:2: field x: indexed=tensor needs a field of kind int or ints, not string"},
+		{"message A simulated\n field x int indexed=name", "spec:2: field x: indexed=name needs a field of kind string, not int"},
+		{"message A simulated\n field x strings indexed=name", "spec:2: field x: indexed=name needs a field of kind string, not strings"},
+		{"message A simulated\n field x string indexed=name indexed=name", "spec:2: want `field JSON_NAME KIND [optional] [indexed=borrow|tensor|name]`, not \"indexed=name\""},
+		{"message A simulated\n field x int indexed=stream", "spec:2: want `field JSON_NAME KIND [optional] [indexed=borrow|tensor|name]`, not \"indexed=stream\""},
+		{"message A simulated\n field fn string indexed=name\n field fn_idx int", "spec:3: field fn_idx: its Go name clashes with field fn (line 2)"},
 		{"message A simulated\n field x int indexed=borrow\n field x_idx int", "spec:3: field x_idx: its Go name clashes with field x (line 2)"},
 		{"message A simulated\n field a_b int\n field aB bool", "spec:3: field aB: its Go name clashes with field a_b (line 2)"},
 		{"message A simulated\n field out tensor?\n field has_out bool", "spec:3: field has_out: its Go name clashes with field out (line 2)"},
@@ -209,8 +213,13 @@ func TestKindTable(t *testing.T) {
 		if ki.method == "" && (ki.decodeJSON == nil || ki.writeJSON == nil || ki.encodeBinary == nil || ki.decodeBinary == nil) {
 			t.Errorf("kind %s: no codec method and not every codec written by hand", ki.name)
 		}
-		if (ki.indexIDs == nil) != (ki.idxType == nil) {
-			t.Errorf("kind %s: indexIDs and idxType go together", ki.name)
+		if (ki.indexIDs == nil) != (ki.idxType == nil) || (ki.indexIDs == nil) != (len(ki.indexedBy) == 0) {
+			t.Errorf("kind %s: indexedBy, indexIDs and idxType go together", ki.name)
+		}
+		for _, attr := range ki.indexedBy {
+			if indexerMethod(attr) == "" {
+				t.Errorf("kind %s: indexed=%s has no Indexer method", ki.name, attr)
+			}
 		}
 	}
 	if _, ok := kindNamed("float"); ok {

@@ -249,7 +249,11 @@ func renderMessages(sp *spec, f *jen.File) {
 					g.Id("Has" + fd.goName).Bool()
 				}
 				if fd.indexed != "" {
-					g.Comment(fmt.Sprintf("%sIdx is the dense %s index of %s (-1: unknown), given by Index;", fd.goName, fd.indexed, fd.goName))
+					unknown := ""
+					if indexerUnknown(fd.indexed) {
+						unknown = " (-1: unknown)"
+					}
+					g.Comment(fmt.Sprintf("%sIdx is the dense %s index of %s%s, given by Index;", fd.goName, fd.indexed, fd.goName, unknown))
 					g.Comment("it is not part of the record.")
 					g.Id(fd.goName + "Idx").Add(fd.info().idxType())
 				}
@@ -332,8 +336,8 @@ func hasIndexed(m *message) bool {
 }
 
 // renderIndex writes the Indexer interface and the Index methods, which
-// give a decoded message's stream refs, borrow ids and tensor ids their
-// dense indexes.
+// give a decoded message's stream refs, borrow ids, tensor ids and names
+// their dense indexes.
 func renderIndex(sp *spec, f *jen.File) {
 	f.Line()
 	f.Comment("Indexer gives the ids a message names their dense indexes, once, when the")
@@ -346,6 +350,8 @@ func renderIndex(sp *spec, f *jen.File) {
 		jen.Id("BorrowIdx").Params(jen.Id("id").Int64()).Int32(),
 		jen.Comment("TensorIdx returns the index of tensor id, or -1 if the id is unknown."),
 		jen.Id("TensorIdx").Params(jen.Id("id").Int64()).Int32(),
+		jen.Comment("NameIdx returns the index of name, giving it one if it has none."),
+		jen.Id("NameIdx").Params(jen.Id("name").String()).Int32(),
 	)
 	f.Line()
 	f.Comment("Index fills in the dense indexes of the message's stream refs (Stream.Idx)")
@@ -359,7 +365,6 @@ func renderIndex(sp *spec, f *jen.File) {
 			}
 		}),
 	)
-	method := map[string]string{"borrow": "BorrowIdx", "tensor": "TensorIdx"}
 	for _, msg := range simulated(sp) {
 		if !hasIndexed(msg) {
 			continue
@@ -373,7 +378,7 @@ func renderIndex(sp *spec, f *jen.File) {
 				case k.index != nil:
 					k.index(g, fd.sel())
 				case fd.indexed != "":
-					k.indexIDs(g, fd.sel(), fd, method[fd.indexed])
+					k.indexIDs(g, fd.sel(), fd, indexerMethod(fd.indexed))
 				}
 			}
 		})

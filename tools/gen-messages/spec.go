@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/token"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -57,7 +58,7 @@ type field struct {
 	goName   string // CamelCase
 	kind     fieldKind
 	optional bool
-	indexed  string // "borrow" or "tensor": the reader gives the ids dense indexes (GoNameIdx)
+	indexed  string // an attribute of indexers: the reader gives the values dense indexes (GoNameIdx)
 	line     int
 }
 
@@ -196,17 +197,17 @@ func parseSpec(name string, src []byte) (*spec, error) {
 				return nil, errf(line, "field in accepted message %s (accepted messages carry any fields)", curMsg.name)
 			}
 			if len(tok) < 3 || len(tok) > 5 {
-				return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`")
+				return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=%s]`", indexAttrs())
 			}
 			optional, indexed := false, ""
 			for _, t := range tok[3:] {
 				switch {
 				case t == "optional" && !optional:
 					optional = true
-				case (t == "indexed=borrow" || t == "indexed=tensor") && indexed == "":
+				case strings.HasPrefix(t, "indexed=") && indexerMethod(t[len("indexed="):]) != "" && indexed == "":
 					indexed = t[len("indexed="):]
 				default:
-					return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=borrow|tensor]`, not %q", t)
+					return nil, errf(line, "want `field JSON_NAME KIND [optional] [indexed=%s]`, not %q", indexAttrs(), t)
 				}
 			}
 			if !isJSONName(tok[1]) {
@@ -219,8 +220,8 @@ func parseSpec(name string, src []byte) (*spec, error) {
 			if !ok {
 				return nil, errf(line, "field %s: unknown kind %q", tok[1], tok[2])
 			}
-			if indexed != "" && kinds[kind].indexIDs == nil {
-				return nil, errf(line, "field %s: only int and ints fields can be indexed", tok[1])
+			if indexed != "" && !slices.Contains(kinds[kind].indexedBy, indexed) {
+				return nil, errf(line, "field %s: indexed=%s needs a field of kind %s, not %s", tok[1], indexed, strings.Join(indexableBy(indexed), " or "), tok[2])
 			}
 			f := &field{json: tok[1], goName: camel(tok[1]), kind: kind, optional: optional, indexed: indexed, line: line}
 			for _, g := range curMsg.fields {
@@ -323,6 +324,15 @@ func parseSpec(name string, src []byte) (*spec, error) {
 		}
 	}
 	return sp, nil
+}
+
+// indexAttrs lists the indexed= attributes as the spec's syntax shows them.
+func indexAttrs() string {
+	var attrs []string
+	for _, ix := range indexers {
+		attrs = append(attrs, ix.attr)
+	}
+	return strings.Join(attrs, "|")
 }
 
 func isExported(s string) bool {
