@@ -19,7 +19,7 @@ run() {
 run FuzzReader ./internal/history
 run FuzzBinary ./internal/history
 run FuzzScanner ./internal/jsonl
-run FuzzSlice ./internal/model
+run FuzzSlice ./internal/values
 run FuzzReplay ./internal/replay
 run FuzzDifferential ./internal/replay
 run FuzzReplayBigWorld ./internal/replay
