@@ -155,26 +155,23 @@ func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
 		next = f + 1
 		switch string(key) {
 		case "tensor":
-			if m.Has&values.HasTensor != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasTensor, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasTensor
 			if m.ID, err = s.Int(); err != nil {
 				return values.FieldError("tensor", err)
 			}
 		case "storage":
-			if m.Has&values.HasStorage != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasStorage, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasStorage
 			if m.Storage, err = s.Int(); err != nil {
 				return values.FieldError("storage", err)
 			}
 		case "nbytes":
-			if m.Has&values.HasNBytes != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasNBytes, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasNBytes
 			if m.NBytes, err = s.Int(); err != nil {
 				return values.FieldError("nbytes", err)
 			}
@@ -182,20 +179,18 @@ func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
 				return values.FieldError("nbytes", values.Errorf(values.ErrRange, "negative size %d", m.NBytes))
 			}
 		case "dtype":
-			if m.Has&values.HasDtype != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasDtype, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasDtype
 			d, err := s.Str()
 			if err != nil {
 				return values.FieldError("dtype", err)
 			}
 			m.Dtype = append(m.Dtype[:0], d...)
 		case "shape":
-			if m.Has&values.HasShape != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasShape, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasShape
 			if m.Shape, err = s.Ints(m.Shape); err != nil {
 				return values.FieldError("shape", err)
 			}
@@ -203,10 +198,9 @@ func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
 				return values.FieldError("shape", values.Errorf(values.ErrLimit, "%d dimensions, more than the limit of %d", len(m.Shape), values.MaxShapeDims))
 			}
 		case "device":
-			if m.Has&values.HasDevice != 0 {
-				return Duplicate(key, at)
+			if err := claim(&m.Has, values.HasDevice, key, at); err != nil {
+				return err
 			}
-			m.Has |= values.HasDevice
 			d, err := s.Str()
 			if err != nil {
 				return values.FieldError("device", err)
@@ -377,4 +371,14 @@ func (s *Scanner) CaptureExtras(mark Mark, names []string, ex *values.Extras) er
 		ex.Order = append(ex.Order, 0)
 		ex.Add(k, s.buf[start:s.pos:s.pos])
 	}
+}
+
+// claim records that a tensor object gave the field of bit, or reports the
+// key at at as given twice.
+func claim(has *uint8, bit uint8, key []byte, at int) error {
+	if *has&bit != 0 {
+		return Duplicate(key, at)
+	}
+	*has |= bit
+	return nil
 }
