@@ -28,26 +28,23 @@ func DecodeSlice(s *Scanner, sl *values.Slice) error {
 		next = f + 1
 		switch string(key) {
 		case "offset":
-			if seen&1 != 0 {
-				return Duplicate(key, at)
+			if err := claim(&seen, 1, key, at); err != nil {
+				return err
 			}
-			seen |= 1
 			if sl.Offset, err = s.Int(); err != nil {
 				return values.FieldError("offset", err)
 			}
 		case "sizes":
-			if seen&2 != 0 {
-				return Duplicate(key, at)
+			if err := claim(&seen, 2, key, at); err != nil {
+				return err
 			}
-			seen |= 2
 			if sl.Sizes, err = s.Ints(sl.Sizes); err != nil {
 				return values.FieldError("sizes", err)
 			}
 		case "strides":
-			if seen&4 != 0 {
-				return Duplicate(key, at)
+			if err := claim(&seen, 4, key, at); err != nil {
+				return err
 			}
-			seen |= 4
 			if sl.Strides, err = s.Ints(sl.Strides); err != nil {
 				return values.FieldError("strides", err)
 			}
@@ -373,8 +370,8 @@ func (s *Scanner) CaptureExtras(mark Mark, names []string, ex *values.Extras) er
 	}
 }
 
-// claim records that a tensor object gave the field of bit, or reports the
-// key at at as given twice.
+// claim records in *has that an object gave the field of bit, or reports
+// the key at at as given twice.
 func claim(has *uint8, bit uint8, key []byte, at int) error {
 	if *has&bit != 0 {
 		return Duplicate(key, at)
