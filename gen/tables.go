@@ -5,6 +5,7 @@ package gen
 import (
 	"math"
 	"slices"
+	"strconv"
 )
 
 // StreamID indexes a group's streams, in creation order.
@@ -28,11 +29,63 @@ type StorageRow int32
 // CollID indexes the rows of a CollTable.
 type CollID int32
 
+// TaskState is where a task is in its life.
+type TaskState uint8
+
+const (
+	// TaskStatePending: queued, not yet at the head of its stream or waiting for peers
+	TaskStatePending TaskState = iota
+	// TaskStateReady: at its stream's head, waiting for the stream's clock
+	TaskStateReady
+	// TaskStateExecuting: started; its end is known
+	TaskStateExecuting
+	// TaskStateExecuted: finished
+	TaskStateExecuted
+)
+
+var namesTaskState = [...]string{"Pending", "Ready", "Executing", "Executed"}
+
+// String returns the value's name as the spec declares it.
+func (v TaskState) String() string {
+	if int(v) < len(namesTaskState) {
+		return namesTaskState[v]
+	}
+	return "TaskState(" + strconv.Itoa(int(v)) + ")"
+}
+
+// TaskFlags are what kind of task a row is and where it is listed.
+type TaskFlags uint8
+
+const (
+	// TaskFlagsEvent: a wait on another stream's task
+	TaskFlagsEvent TaskFlags = 1 << iota
+	// TaskFlagsView: aten.view: ends when it starts
+	TaskFlagsView
+	// TaskFlagsQueued: entered a stream's queue
+	TaskFlagsQueued
+	// TaskFlagsListed: on its waited task's list of waiters
+	TaskFlagsListed
+)
+
+// TensorFlags are the state of a tensor row (every flag set marks a freed row).
+type TensorFlags uint8
+
+const (
+	// TensorFlagsPending: deleted by the controller; removed once unreferenced
+	TensorFlagsPending TensorFlags = 1 << iota
+	// TensorFlagsInStorage: counted among its storage's tensors (first use happened)
+	TensorFlagsInStorage
+	// TensorFlagsBorrowed: the result of a borrow: its storage is never counted
+	TensorFlagsBorrowed
+	// TensorFlagsCPU: held by the worker, not by a stream
+	TensorFlagsCPU
+)
+
 // TaskTable is the struct-of-arrays table Task: one slice per column, all of the
 // same length, indexed by TaskID. Freed rows are reused, last freed first.
 type TaskTable struct {
-	// State: PENDING, READY, EXECUTING or EXECUTED (sched.State*)
-	State []uint8
+	// State: where the task is in its life
+	State []TaskState
 	// StartNs: when the task starts, in simulated ns
 	StartNs []int64
 	// EndNs: when the task ends, in simulated ns
@@ -57,8 +110,8 @@ type TaskTable struct {
 	NextWaiter []TaskID
 	// Borrow: borrow this event returns, or -1
 	Borrow []BorrowRow
-	// Flags: TaskEvent, TaskView
-	Flags []uint8
+	// Flags: what kind of task, and where it is listed
+	Flags []TaskFlags
 	// IOOff: position of the task's tensors in its stream's io ring
 	IOOff []int64
 	// NIn: inputs (stored first at IOOff)
@@ -227,8 +280,8 @@ type TensorTable struct {
 	Refs []int32
 	// Owner: stream holding it (-1 for a CPU tensor, which the worker holds)
 	Owner []StreamID
-	// Flags: TensorPending, TensorInStorage, TensorBorrowed, TensorCPU; TensorFreed on a freed row
-	Flags []uint8
+	// Flags: the row's state; all flags on a freed row
+	Flags []TensorFlags
 
 	free []TensorRow
 }

@@ -76,7 +76,7 @@ func (e *Engine) waitsFor(at stuckAt) string {
 		var peerRank int64
 		for _, m := range e.colls.MembersOf(c) {
 			mg := e.gs[m.Group]
-			if mg.tasks.State[m.Task] >= stateExecuting {
+			if mg.tasks.State[m.Task] >= gen.TaskStateExecuting {
 				continue
 			}
 			r := e.part.Lowest(m.Group)
@@ -93,7 +93,7 @@ func (e *Engine) waitsFor(at stuckAt) string {
 			return "its peer " + e.describe(peer) + " to start" + e.behind(peer)
 		}
 	}
-	if w := tk.Wait[t]; w >= 0 && tk.State[w] != stateExecuted {
+	if w := tk.Wait[t]; w >= 0 && tk.State[w] != gen.TaskStateExecuted {
 		s := tk.Stream[w]
 		if s < 0 {
 			return fmt.Sprintf("%q (line %d), which was never queued", e.names.Name(tk.Name[w]), tk.Line[w])

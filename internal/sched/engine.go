@@ -270,32 +270,8 @@ type borrow struct {
 	holdsSrc bool
 }
 
-// Task states.
-const (
-	statePending uint8 = iota
-	stateReady
-	stateExecuting
-	stateExecuted
-)
-
-// Tensor flags.
-const (
-	tensorPending   uint8 = 1 << iota // deleted by the controller; removed once unreferenced
-	tensorInStorage                   // counted among its storage's tensors (first use happened)
-	tensorBorrowed                    // the result of a borrow: its storage is never counted
-	tensorCPU                         // held by the worker, not by a stream
-
-	// tensorFreed marks a recycled row (no live row has every flag).
-	tensorFreed uint8 = 0xff
-)
-
-// Task flags.
-const (
-	taskEvent  uint8 = 1 << iota // a wait on another stream's task
-	taskView                     // aten.view: ends when it starts
-	taskQueued                   // entered a stream's queue
-	taskListed                   // on its waited task's list of waiters
-)
+// tensorFreed marks a recycled tensor row: no live row has every flag.
+const tensorFreed = ^gen.TensorFlags(0)
 
 // New returns an engine for a world of opt.WorldSize workers.
 func New(opt Options) (*Engine, error) {

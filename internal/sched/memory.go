@@ -24,7 +24,7 @@ func (e *Engine) putTensor(g *group, s gen.StreamID, t *values.Tensor) gen.Tenso
 	row := e.newRow(g, t)
 	g.tensors.Owner[row] = s
 	if e.isBorrowed(t.Idx) {
-		g.tensors.Flags[row] = tensorBorrowed
+		g.tensors.Flags[row] = gen.TensorFlagsBorrowed
 	}
 	g.link(row)
 	return row
@@ -97,7 +97,7 @@ func (e *Engine) putCPU(gi groups.GroupID, t *values.Tensor) error {
 		return nil
 	}
 	row := e.newRow(g, t)
-	g.tensors.Flags[row] = tensorCPU
+	g.tensors.Flags[row] = gen.TensorFlagsCPU
 	g.tensors.Owner[row] = cpuOwner
 	g.link(row)
 	return nil
@@ -107,10 +107,10 @@ func (e *Engine) putCPU(gi groups.GroupID, t *values.Tensor) error {
 // creates it starts; the storage's first tensor allocates it.
 func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID) error {
 	tf := &g.tensors.Flags[row]
-	if *tf&(tensorInStorage|tensorCPU) != 0 {
+	if *tf&(gen.TensorFlagsInStorage|gen.TensorFlagsCPU) != 0 {
 		return nil
 	}
-	*tf |= tensorInStorage
+	*tf |= gen.TensorFlagsInStorage
 	si := g.tensors.StorageIdx[row]
 	if sr := gen.StorageRow(g.storageAt.get(si) - 1); sr >= 0 {
 		g.storages.Count[sr]++
@@ -121,7 +121,7 @@ func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID)
 	g.storages.Count[sr] = 1
 	bytes := g.tensors.NBytes[row]
 	g.storages.Bytes[sr] = bytes
-	if *tf&tensorBorrowed != 0 || bytes == 0 {
+	if *tf&gen.TensorFlagsBorrowed != 0 || bytes == 0 {
 		return nil
 	}
 	st := &g.streams[s]
@@ -146,7 +146,7 @@ func (e *Engine) unref(g *group, row gen.TensorRow, ns int64) error {
 
 // deleteTensor marks a row deleted by the controller at time ns.
 func (e *Engine) deleteTensor(g *group, row gen.TensorRow, ns int64) error {
-	g.tensors.Flags[row] |= tensorPending
+	g.tensors.Flags[row] |= gen.TensorFlagsPending
 	return e.maybeRemove(g, row, ns)
 }
 
@@ -154,10 +154,10 @@ func (e *Engine) deleteTensor(g *group, row gen.TensorRow, ns int64) error {
 // its storage when it was the last tensor of it.
 func (e *Engine) maybeRemove(g *group, row gen.TensorRow, ns int64) error {
 	f := g.tensors.Flags[row]
-	if g.tensors.Refs[row] > 0 || f&tensorPending == 0 {
+	if g.tensors.Refs[row] > 0 || f&gen.TensorFlagsPending == 0 {
 		return nil
 	}
-	if f&tensorCPU != 0 {
+	if f&gen.TensorFlagsCPU != 0 {
 		g.unlink(row)
 		e.freeRow(g, row)
 		return nil
@@ -270,7 +270,7 @@ func (e *Engine) forget(idx int32) {
 func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.StreamID) error {
 	f := g.tensors.Flags[row]
 	id := g.tensors.ID[row]
-	if f&tensorInStorage == 0 {
+	if f&gen.TensorFlagsInStorage == 0 {
 		return fmt.Errorf("%w: tensor %d removed before any task produced it", ErrMemory, id)
 	}
 	st := &g.streams[s]
@@ -287,7 +287,7 @@ func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.Str
 	g.storageAt.set(&g.pages, si, 0)
 	defer g.storages.Free(sr)
 	bytes := g.storages.Bytes[sr]
-	if f&tensorBorrowed != 0 || bytes == 0 {
+	if f&gen.TensorFlagsBorrowed != 0 || bytes == 0 {
 		return nil
 	}
 	switch alloc := g.storages.AllocStream[sr]; {

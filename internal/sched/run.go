@@ -43,7 +43,7 @@ func (g *group) newest(s gen.StreamID) gen.TaskID {
 func (e *Engine) newEvent(g *group, recordedOn gen.StreamID, recorded gen.TaskID) gen.TaskID {
 	tk := &g.tasks
 	t := tk.Alloc()
-	tk.State[t] = statePending
+	tk.State[t] = gen.TaskStatePending
 	tk.StartNs[t] = e.nowNs
 	tk.RuntimeNs[t] = e.opt.Model.WaitRuntimeNs()
 	tk.Stream[t] = -1
@@ -54,7 +54,7 @@ func (e *Engine) newEvent(g *group, recordedOn gen.StreamID, recorded gen.TaskID
 	tk.Wait[t] = recorded
 	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
-	tk.Flags[t] = taskEvent
+	tk.Flags[t] = gen.TaskFlagsEvent
 	tk.Holds[recorded]++
 	return t
 }
@@ -65,7 +65,7 @@ func (e *Engine) enqueue(gi groups.GroupID, s gen.StreamID, t gen.TaskID) {
 	st := &g.streams[s]
 	g.tasks.StartNs[t] = max(st.nowNs, g.tasks.StartNs[t])
 	g.tasks.Stream[t] = s
-	g.tasks.Flags[t] |= taskQueued
+	g.tasks.Flags[t] |= gen.TaskFlagsQueued
 	g.tasks.IOOff[t] = st.io.Tail()
 	st.queue.Push(t)
 	if st.queue.Len() == 1 {
@@ -116,7 +116,7 @@ outputs:
 	}
 	tk := &g.tasks
 	t := tk.Alloc()
-	tk.State[t] = statePending
+	tk.State[t] = gen.TaskStatePending
 	tk.StartNs[t] = max(st.nowNs, e.nowNs)
 	tk.RuntimeNs[t] = runtimeNs
 	tk.Stream[t] = s
@@ -127,9 +127,9 @@ outputs:
 	tk.Wait[t] = -1
 	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
 	tk.Borrow[t] = -1
-	tk.Flags[t] = taskQueued
+	tk.Flags[t] = gen.TaskFlagsQueued
 	if name == e.viewName {
-		tk.Flags[t] |= taskView
+		tk.Flags[t] |= gen.TaskFlagsView
 	}
 	tk.IOOff[t] = off
 	tk.NIn[t] = int32(len(ins))
@@ -355,13 +355,13 @@ func (e *Engine) advance(gi groups.GroupID, g *group, s gen.StreamID) error {
 			return nil
 		}
 		t := st.queue.Front()
-		if tk.State[t] == statePending {
+		if tk.State[t] == gen.TaskStatePending {
 			// The head's one dependency is the stream's last task, which
 			// has executed: it is READY and at once EXECUTING.
 			if st.last >= 0 {
 				tk.StartNs[t] = max(tk.StartNs[t], tk.EndNs[st.last])
 			}
-			tk.State[t] = stateExecuting
+			tk.State[t] = gen.TaskStateExecuting
 			start := tk.StartNs[t]
 			off := tk.IOOff[t] + int64(tk.NIn[t])
 			for i := int64(0); i < int64(tk.NOut[t]); i++ {
@@ -383,10 +383,10 @@ func (e *Engine) advance(gi groups.GroupID, g *group, s gen.StreamID) error {
 		if c := tk.Coll[t]; c >= 0 && !e.colls.Started(c) {
 			return nil // a peer has not started yet
 		}
-		if w := tk.Wait[t]; w >= 0 && tk.State[w] != stateExecuted {
+		if w := tk.Wait[t]; w >= 0 && tk.State[w] != gen.TaskStateExecuted {
 			// Woken when w executes: t joins w's list of waiters once.
-			if tk.Flags[t]&taskListed == 0 {
-				tk.Flags[t] |= taskListed
+			if tk.Flags[t]&gen.TaskFlagsListed == 0 {
+				tk.Flags[t] |= gen.TaskFlagsListed
 				tk.NextWaiter[t] = tk.Waiters[w]
 				tk.Waiters[w] = t
 			}
@@ -415,7 +415,7 @@ func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 	if w >= 0 {
 		end = max(end, tk.EndNs[w])
 	}
-	if tk.Flags[t]&taskView != 0 {
+	if tk.Flags[t]&gen.TaskFlagsView != 0 {
 		end = start
 	} else {
 		if start > math.MaxInt64-rt {
@@ -424,7 +424,7 @@ func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 		end = max(end, start+rt)
 	}
 	tk.EndNs[t] = end
-	tk.State[t] = stateExecuted
+	tk.State[t] = gen.TaskStateExecuted
 	st.queue.Pop(1)
 	old := st.last
 	st.last = t
@@ -434,7 +434,7 @@ func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 	}
 
 	n := int(tk.NIn[t] + tk.NOut[t])
-	if tk.Flags[t]&taskEvent != 0 {
+	if tk.Flags[t]&gen.TaskFlagsEvent != 0 {
 		if b := tk.Borrow[t]; b >= 0 {
 			if err := e.returnAtEvent(g, s, b, end); err != nil {
 				return err
@@ -511,8 +511,8 @@ func (g *group) release(t gen.TaskID) {
 	if tk.Holds[t] > 0 {
 		return
 	}
-	if tk.State[t] != stateExecuted {
-		if tk.Flags[t]&taskQueued != 0 {
+	if tk.State[t] != gen.TaskStateExecuted {
+		if tk.Flags[t]&gen.TaskFlagsQueued != 0 {
 			return // still queued: the stream will finish it
 		}
 		if w := tk.Wait[t]; w >= 0 { // an event that was never queued
@@ -571,8 +571,8 @@ func (e *Engine) split(from, to groups.GroupID) error {
 	}
 	tk := &e.gs[to].tasks
 	for t := range tk.Coll {
-		if c := tk.Coll[t]; c >= 0 && tk.State[t] != stateExecuted {
-			e.colls.Join(c, Member{Group: to, Task: gen.TaskID(t)}, tk.State[t] < stateExecuting, true)
+		if c := tk.Coll[t]; c >= 0 && tk.State[t] != gen.TaskStateExecuted {
+			e.colls.Join(c, Member{Group: to, Task: gen.TaskID(t)}, tk.State[t] < gen.TaskStateExecuting, true)
 		}
 	}
 	return nil

@@ -436,6 +436,9 @@ func renderTables(sp *spec, f *jen.File) {
 		f.Type().Id(id.name).Int32()
 		f.Line()
 	}
+	for _, e := range sp.enums {
+		renderEnum(e, f)
+	}
 	for _, t := range sp.tables {
 		tt := t.name + "Table"
 		f.Comment(fmt.Sprintf("%s is the struct-of-arrays table %s: one slice per column, all of the", tt, t.name))
@@ -527,4 +530,49 @@ func renderTables(sp *spec, f *jen.File) {
 		})
 		f.Line()
 	}
+}
+
+// renderEnum writes an enum's or a flag set's type and constants, and an
+// enum's String method.
+func renderEnum(e *enumType, f *jen.File) {
+	if e.doc != "" {
+		f.Comment(e.name + " " + e.doc)
+	} else {
+		f.Comment(e.name + " is the type " + e.name + ".")
+	}
+	f.Type().Id(e.name).Id(e.base)
+	f.Line()
+	f.Const().DefsFunc(func(g *jen.Group) {
+		for i, v := range e.values {
+			if v.doc != "" {
+				g.Comment(e.name + v.name + ": " + v.doc)
+			}
+			switch {
+			case i > 0:
+				g.Id(e.name + v.name)
+			case e.flags:
+				g.Id(e.name + v.name).Id(e.name).Op("=").Lit(1).Op("<<").Iota()
+			default:
+				g.Id(e.name + v.name).Id(e.name).Op("=").Iota()
+			}
+		}
+	})
+	f.Line()
+	if e.flags {
+		return
+	}
+	names := make([]jen.Code, len(e.values))
+	for i, v := range e.values {
+		names[i] = jen.Lit(v.name)
+	}
+	f.Var().Id("names" + e.name).Op("=").Index(jen.Op("...")).String().Values(names...)
+	f.Line()
+	f.Comment("String returns the value's name as the spec declares it.")
+	f.Func().Params(jen.Id("v").Id(e.name)).Id("String").Params().String().Block(
+		jen.If(jen.Int().Call(jen.Id("v")).Op("<").Len(jen.Id("names"+e.name))).Block(
+			jen.Return(jen.Id("names"+e.name).Index(jen.Id("v"))),
+		),
+		jen.Return(jen.Lit(e.name+"(").Op("+").Qual("strconv", "Itoa").Call(jen.Int().Call(jen.Id("v"))).Op("+").Lit(")")),
+	)
+	f.Line()
 }

@@ -17,7 +17,30 @@ type spec struct {
 	messages []*message
 	tables   []*table
 	ids      []*idType // every id type: declared alone, or by its table
+	enums    []*enumType
 }
+
+// enumType is a named integer type with its constants: an enumeration
+// (`enum NAME BASE doc...`, then `value NAME doc...` lines: 0, 1, 2, ...)
+// or a set of flags (`flags NAME BASE doc...`, then `flag NAME doc...`
+// lines: 1, 2, 4, ...). Each constant is named NAME+VALUE. Columns may have
+// the type.
+type enumType struct {
+	name   string
+	base   string
+	doc    string
+	flags  bool
+	values []enumValue
+	line   int
+}
+
+type enumValue struct {
+	name string
+	doc  string
+}
+
+// enumBits is the width of the integer types an enum or flags may have.
+var enumBits = map[string]int{"uint8": 8, "uint16": 16, "uint32": 32, "int8": 7, "int16": 15, "int32": 31}
 
 // idType is a typed int32 index: a table's row id, or an id declared alone
 // (`id NAME doc...`) for rows kept elsewhere (streams, names, groups).
@@ -108,6 +131,7 @@ func parseSpec(name string, src []byte) (*spec, error) {
 	var (
 		curMsg   *message
 		curTable *table
+		curEnum  *enumType
 		names    = map[string]int{} // Go names at package level -> line
 	)
 	declare := func(line int, goName string) error {
@@ -132,6 +156,9 @@ func parseSpec(name string, src []byte) (*spec, error) {
 		tok := strings.Fields(text)
 		if len(tok) == 0 {
 			continue
+		}
+		if tok[0] != "value" && tok[0] != "flag" {
+			curEnum = nil
 		}
 		switch tok[0] {
 		case "message":
@@ -296,8 +323,36 @@ func parseSpec(name string, src []byte) (*spec, error) {
 				}
 			}
 			curTable.columns = append(curTable.columns, col)
+		case "enum", "flags":
+			curMsg, curTable = nil, nil
+			if len(tok) < 3 || !isExported(tok[1]) {
+				return nil, errf(line, "want `%s NAME BASE [doc...]` with an exported Go identifier", tok[0])
+			}
+			if _, ok := enumBits[tok[2]]; !ok {
+				return nil, errf(line, "%s %s: base type %q is not a sized integer type", tok[0], tok[1], tok[2])
+			}
+			if err := declare(line, tok[1]); err != nil {
+				return nil, err
+			}
+			curEnum = &enumType{name: tok[1], base: tok[2], doc: strings.Join(tok[3:], " "), flags: tok[0] == "flags", line: line}
+			sp.enums = append(sp.enums, curEnum)
+		case "value", "flag":
+			if curEnum == nil || curEnum.flags != (tok[0] == "flag") {
+				return nil, errf(line, "%s outside %s", tok[0], map[bool]string{true: "flags", false: "an enum"}[tok[0] == "flag"])
+			}
+			if len(tok) < 2 || !isExported(tok[1]) {
+				return nil, errf(line, "want `%s NAME [doc...]` with an exported Go identifier", tok[0])
+			}
+			if err := declare(line, curEnum.name+tok[1]); err != nil {
+				return nil, err
+			}
+			n := len(curEnum.values) + 1
+			if (curEnum.flags && n > enumBits[curEnum.base]) || (!curEnum.flags && n > 1<<enumBits[curEnum.base]) {
+				return nil, errf(line, "%s %s: more values than %s holds", tok[0], tok[1], curEnum.base)
+			}
+			curEnum.values = append(curEnum.values, enumValue{name: tok[1], doc: strings.Join(tok[2:], " ")})
 		default:
-			return nil, errf(line, "unknown declaration %q (want message, field, id, table or column)", tok[0])
+			return nil, errf(line, "unknown declaration %q (want message, field, id, table, column, enum, value, flags or flag)", tok[0])
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -310,13 +365,19 @@ func parseSpec(name string, src []byte) (*spec, error) {
 	for _, id := range sp.ids {
 		ids[id.name] = true
 	}
+	for _, e := range sp.enums {
+		if len(e.values) == 0 {
+			return nil, errf(e.line, "%s has no values", e.name)
+		}
+		ids[e.name] = true
+	}
 	for _, t := range sp.tables {
 		if len(t.columns) == 0 {
 			return nil, errf(t.line, "table %s has no columns", t.name)
 		}
 		for _, c := range t.columns {
 			if !columnTypes[c.goType] && !ids[c.goType] {
-				return nil, errf(c.line, "column %s: unsupported type %q (a basic type or a declared id)", c.name, c.goType)
+				return nil, errf(c.line, "column %s: unsupported type %q (a basic type, a declared id, enum or flags)", c.name, c.goType)
 			}
 			if c.def != "" && (c.goType == "bool" || c.goType == "float32" || c.goType == "float64") {
 				return nil, errf(c.line, "column %s: a default needs an integer type", c.name)
