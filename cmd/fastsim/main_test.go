@@ -302,25 +302,23 @@ func bigHistory(t *testing.T, path string) {
 	}
 }
 
-// TestKillLeavesNoTrace kills a replay with SIGKILL while it writes its
-// trace: nothing may be left at the destination.
-func TestKillLeavesNoTrace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a large history")
-	}
-	dir := t.TempDir()
+// replayWritingTrace starts a replay of a large history with a trace to
+// dir/out.json and returns once the trace's temporary file exists, so a
+// signal sent then lands while the trace is being written.
+func replayWritingTrace(t *testing.T) (cmd *exec.Cmd, dir, dest string) {
+	t.Helper()
+	dir = t.TempDir()
 	hist := filepath.Join(dir, "big.hist")
 	bigHistory(t, hist)
-	dest := filepath.Join(dir, "out.json")
-	cmd := child("replay", "--trace", dest, hist)
+	dest = filepath.Join(dir, "out.json")
+	cmd = child("replay", "--trace", dest, hist)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*"))
-		if len(tmp) > 0 {
-			break // the trace is being written
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
+			return cmd, dir, dest
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
@@ -328,6 +326,15 @@ func TestKillLeavesNoTrace(t *testing.T) {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// TestKillLeavesNoTrace kills a replay with SIGKILL while it writes its
+// trace: nothing may be left at the destination.
+func TestKillLeavesNoTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a large history")
+	}
+	cmd, _, dest := replayWritingTrace(t)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if _, err := os.Stat(dest); err == nil {

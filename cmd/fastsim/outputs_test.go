@@ -94,25 +94,7 @@ func TestTermRemovesTemps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a large history")
 	}
-	dir := t.TempDir()
-	hist := filepath.Join(dir, "big.hist")
-	bigHistory(t, hist)
-	dest := filepath.Join(dir, "out.json")
-	cmd := child("replay", "--trace", dest, hist)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the trace never started")
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	cmd, dir, dest := replayWritingTrace(t)
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
 	tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*"))
@@ -282,25 +264,7 @@ func TestSecondInterruptRemovesTemps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a large history")
 	}
-	dir := t.TempDir()
-	hist := filepath.Join(dir, "big.hist")
-	bigHistory(t, hist)
-	dest := filepath.Join(dir, "out.json")
-	cmd := child("replay", "--trace", dest, hist)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the trace never started")
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	cmd, dir, dest := replayWritingTrace(t)
 	cmd.Process.Signal(os.Interrupt)
 	time.Sleep(20 * time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
