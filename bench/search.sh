@@ -67,6 +67,22 @@ print(" ".join("%.3f %.3f" % (statistics.median(ts[b]), min(ts[b])) for b in (be
 PY
 )"
 	local loadEnd=$(cut -d' ' -f1-3 /proc/loadavg)
+	# Where the work tree's CPU goes: one profile of a larger search of the
+	# same kind (32 layers, batch 64), shares of the samples under the
+	# engine, the registry's indexing of each record, the synthesis itself
+	# (EmitTrain less what it sends) and the garbage collector.
+	"$fs" search --workload toy --world 1024 --layers 32 --batch 64 --jobs 1 --quiet --cpuprofile "$bin/cpu.prof"
+	local shares
+	shares=$(go tool pprof -top -cum -nodecount 100000 "$fs" "$bin/cpu.prof" 2>/dev/null | awk '
+		/Total samples/ { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
+		function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v / 1000 } sub(/s$/, "", v); return v }
+		$NF ~ /sched\.\(\*Engine\)\.Command$/ { eng = secs($4) }
+		$NF ~ /replay\.\(\*Sim\)\.indexTyped$/ { idx = secs($4) }
+		$NF ~ /synth\.EmitTrain$/ { emit = secs($4) }
+		$NF ~ /synth\.\(\*out\)\.send$/ { send = secs($4) }
+		$NF ~ /runtime\.gcBgMarkWorker$/ { gc = secs($4) }
+		END { printf "engine %.0f%%, indexing records in the registry %.0f%%, synthesis %.0f%%, garbage collection %.0f%%", 100*eng/total, 100*idx/total, 100*(emit-send)/total, 100*gc/total }')
+	echo "where the CPU goes (after): $shares"
 	local rb ra ratio
 	rb=$(awk -v n="$layouts" -v s="$b" 'BEGIN{printf "%.1f", n/s}')
 	ra=$(awk -v n="$layouts" -v s="$a" 'BEGIN{printf "%.1f", n/s}')
@@ -83,9 +99,11 @@ PY
 		echo "Measured by \`bench/search.sh rate\` on $(date -u +%Y-%m-%d) at commit $(git rev-parse --short HEAD): $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(go version | cut -d' ' -f3)."
 		echo "One search: \`fastsim ${args[*]}\`, $layouts layouts of the toy workload (16 layers, hidden 1,024, seq 2,048, batch 32, 2 steps each) at world 1,024, replayed grouped with the reference's fixed runtimes, one layout at a time. CPU seconds (user + system) of the whole process, median of $runs runs (least in brackets), before and after taking turns; before: built from $before (each layout written as JSON text and parsed back), after: this tree (typed records from synthesis to the engine). Both rank the same layouts with the same figures (their CSV outputs are identical), and 3 shards merged give the unsharded CSV byte for byte. Load average: $load when the runs began, $loadEnd when they ended (the machine is shared with other builds; CPU time grows with its load)."
 		echo
-		echo "| search | layouts | before CPU s | after CPU s | before layouts/s | after layouts/s | after / before |"
+		echo "| search | layouts | before CPU s | after CPU s | before layouts per CPU s | after layouts per CPU s | after / before |"
 		echo "|---|---|---|---|---|---|---|"
 		echo "| toy, world 1,024, 16 layers, batch 32 | $layouts | $b ($bmin) | $a ($amin) | $rb | $ra | ${ratio}x |"
+		echo
+		echo "Where the CPU goes after (\`--cpuprofile\` of the same search with 32 layers and batch 64, shares of the samples): $shares."
 	)
 	python3 - "$section" <<'PY'
 import re, sys
