@@ -72,7 +72,7 @@ func newOut(dst io.Writer, h history.Header) (*out, error) {
 	return &out{sink: w, text: true, bw: bw, w: w}, nil
 }
 
-// msg makes m a message of kind k, with every field in its key order.
+// setKind makes m a message of kind k, with every field in its key order.
 func setKind(m *gen.Msg, k gen.MsgKind) {
 	m.Kind, m.TypeName = k, k.String()
 	m.Extra.Reset()
