@@ -64,11 +64,14 @@ func costModels(t *testing.T) map[string]sched.CostModel {
 // workloads and every kind of cost model. The typed path skips the text,
 // not a rule.
 func TestTypedEqualsJSON(t *testing.T) {
-	toy := Space{Workload: WorkloadToy, Layers: 4, Hidden: 1024, Seq: 512, Batch: 8, World: 8, GPUsPerHost: 4, MemoryBytes: 40e6, Steps: 2}
+	toy := Space{Workload: WorkloadToy, Layers: 2, Hidden: 1024, Seq: 512, Batch: 4, World: 4, GPUsPerHost: 2, MemoryBytes: 30e6, Steps: 2}
 	tr := transformerSpace()
 	tr.Schedules, tr.Recomputes, tr.SequenceParallels, tr.Zeros = "gpipe", "selective", "false,true", "0,3"
 	for name, model := range costModels(t) {
 		for _, s := range []Space{toy, tr} {
+			if testing.Short() && !s.toy() {
+				continue // the slow part; replay's TestTypedEqualsJSON covers the transformer's records
+			}
 			label := fmt.Sprintf("%q %s", s.Workload, name)
 			typed, n, err := Run(context.Background(), s, Options{Model: model, Jobs: 2})
 			if err != nil {
