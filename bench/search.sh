@@ -4,7 +4,8 @@
 # unpruned one over the same space (their best layouts must agree).
 #
 #   bench/search.sh          bounds of GPT-3 175B on 1,024 GPUs; the pruned
-#                            and unpruned search of a small GPT on 16 GPUs
+#                            and unpruned search of a small GPT on 16 GPUs;
+#                            then the search speed, as "rate" below
 #   FULL=1 bench/search.sh   also the whole GPT-3 175B search on 1,024
 #                            A100-80GB (batch 1,536): hours on 2 cores, each
 #                            layout a replay of about a million commands
@@ -23,7 +24,9 @@
 # layouts per CPU second = layouts / median. Both must rank the same
 # layouts with the same figures (their --csv outputs are compared), and
 # the work tree's search split into 3 shards and merged must give the
-# unsharded CSV byte for byte. Needs python3 (getrusage) and git.
+# unsharded CSV byte for byte. A --cpuprofile of a larger search of the
+# same kind says where the work tree's CPU goes. Needs python3
+# (getrusage), git and go tool pprof.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)
