@@ -88,6 +88,6 @@ section=$(
 )
 echo "$section"
 out=bench/RESULTS.md
-{ sed '/^## Engine speed/,$d' "$out"; echo "$section"; } >"$work/RESULTS.md"
+{ sed '/^## Engine speed/,$d' "$out"; echo "$section"; sed -n '/^## Search speed/,$p' "$out" | sed '1s/^/\n/'; } >"$work/RESULTS.md"
 mv "$work/RESULTS.md" "$out"
 echo "wrote $out"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fastsim/fastsim/internal/search"
+	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -36,7 +37,9 @@ const searchUsage = `Usage: fastsim search [flags]
 Searches the parallel layouts of a training job on --world GPUs. Each
 layout's training history is synthesized in memory and replayed with grouped
 workers and the cost model (--costs, --hardware), layouts in parallel
-(--jobs). The table ranks the layouts that fit --gpu-memory-gb first, then
+(--jobs); the records go from the synthesis to the engine as typed values,
+never written out as text. --cpuprofile writes a Go CPU profile of the
+search. The table ranks the layouts that fit --gpu-memory-gb first, then
 by step time (the highest tokens/s first).
 
 The job is a transformer (--model NAME|FILE, or a GPT built from --layers,
@@ -129,6 +132,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	mf := registerPricingFlags(fs)
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
+	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the search to `PATH`")
 	var out searchOut
 	out.register(fs)
 	positional, code := parseArgs(fs, searchUsage, args, -1, "")
@@ -263,6 +267,27 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if err := s.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
+	}
+	for _, d := range []struct{ flag, path string }{{"--json", out.json}, {"--csv", out.csv}, {"--cpuprofile", *cpuprofile}} {
+		if d.path == "" {
+			continue
+		}
+		if err := trace.CheckDest(d.path); err != nil {
+			fmt.Fprintf(stderr, "fastsim search: %s: %v\n", d.flag, err)
+			return exitError
+		}
+	}
+	if *cpuprofile != "" {
+		stopProfile, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "fastsim search: --cpuprofile: %v\n", err)
+			return exitError
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "fastsim search: --cpuprofile: %v\n", err)
+			}
+		}()
 	}
 	var stats search.Stats
 	began := time.Now()

@@ -84,3 +84,44 @@ func TestSearchPruneCLI(t *testing.T) {
 		t.Errorf("--schedule with --schedules: exit %d, want %d", code, exitInput)
 	}
 }
+
+// TestSearchToyCLI: the toy workload's search, whose layouts go to the
+// engine as typed records, merges from three shards into the same JSON
+// and CSV as the unsharded search; --cpuprofile writes a profile, and an
+// unwritable one is refused before the search runs.
+func TestSearchToyCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	base := []string{"search", "--workload", "toy", "--world", "16", "--layers", "4", "--hidden", "64", "--seq", "32", "--batch", "8",
+		"--gpus-per-host", "4", "--quiet"}
+	var out, errb bytes.Buffer
+	if code := run(append(base, "--json", p("whole.json"), "--csv", p("whole.csv"), "--cpuprofile", p("cpu.pprof")), &out, &errb); code != exitOK {
+		t.Fatalf("search: exit %d: %s", code, errb.String())
+	}
+	// A pprof profile is gzip-compressed protobuf.
+	if data, err := os.ReadFile(p("cpu.pprof")); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("--cpuprofile: not a profile (%v)", err)
+	}
+	files := []string{"search", "merge", "--quiet", "--json", p("merged.json"), "--csv", p("merged.csv")}
+	for k := 0; k < 3; k++ {
+		shard := p(fmt.Sprintf("shard-%d.json", k))
+		if code := run(append(base, "--shard", fmt.Sprintf("%d/3", k), "--json", shard), &out, &errb); code != exitOK {
+			t.Fatalf("shard %d: exit %d: %s", k, code, errb.String())
+		}
+		files = append(files, shard)
+	}
+	if code := run(files, &out, &errb); code != exitOK {
+		t.Fatalf("merge: exit %d: %s", code, errb.String())
+	}
+	for _, pair := range [][2]string{{"whole.json", "merged.json"}, {"whole.csv", "merged.csv"}} {
+		a, _ := os.ReadFile(p(pair[0]))
+		b, _ := os.ReadFile(p(pair[1]))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s and %s differ", pair[0], pair[1])
+		}
+	}
+	errb.Reset()
+	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitError || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
+		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, errb.String())
+	}
+}

@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -28,6 +27,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -290,11 +290,6 @@ func (s *Space) check(l Layout) error {
 	}
 	j := s.Job(l)
 	return j.Check()
-}
-
-// write streams layout l's history to w.
-func (s *Space) write(w io.Writer, l Layout) error {
-	return synth.WriteTrain(w, s.Train(l))
 }
 
 // Train is the toy micro-benchmark job of layout l in s.
@@ -600,47 +595,37 @@ func Settled(rs []Result) []Result {
 }
 
 // Evaluate synthesizes layout l's history and replays it grouped on one
-// goroutine. A transformer's records go from the workload to the engine as
-// typed values; the toy's stream through a pipe as text. Memory stays flat
-// either way.
+// goroutine. The records go from the workload (the transformer's or the
+// toy's) to the engine as typed values, with no text in between, one at a
+// time, so memory stays flat.
 func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl sched.Controller) (Result, error) {
 	if err := s.check(l); err != nil {
 		return Result{}, err
 	}
 	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: ctl, Stop: ctx.Done()}
-	if !s.toy() {
+	var h history.Header
+	var produce func(sink *replay.Sim) error
+	if s.toy() {
+		t := s.Train(l)
+		var err error
+		if h, err = synth.TrainHeader(t); err != nil {
+			return Result{}, err
+		}
+		produce = func(sink *replay.Sim) error { return synth.EmitTrain(sink, t) }
+	} else {
 		j := s.Job(l)
-		h, err := workload.HeaderOf(j)
-		if err != nil {
+		var err error
+		if h, err = workload.HeaderOf(j); err != nil {
 			return Result{}, err
 		}
-		res, err := replay.Typed(h, "layout", func(sink *replay.Sim) error { return workload.Emit(j, sink) }, opt)
-		if err == nil && res.Partial {
-			err = ctx.Err()
-		}
-		if err != nil {
-			return Result{}, err
-		}
-		return resultOf(s, l, res), nil
+		produce = func(sink *replay.Sim) error { return workload.Emit(j, sink) }
 	}
-	opt.Stop = nil
-	pr, pw := io.Pipe()
-	wrote := make(chan error, 1)
-	go func() {
-		err := s.write(pw, l)
-		pw.CloseWithError(err)
-		wrote <- err
-	}()
-	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
-	res, err := replay.Reader(pr, "layout", opt)
-	stop()
-	pr.CloseWithError(io.ErrClosedPipe) // unblocks the writer if the replay stopped early
-	werr := <-wrote
+	res, err := replay.Typed(h, "layout", produce, opt)
+	if err == nil && res.Partial {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return Result{}, err
-	}
-	if werr != nil {
-		return Result{}, werr
 	}
 	return resultOf(s, l, res), nil
 }

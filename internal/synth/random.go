@@ -1,7 +1,9 @@
 // Package synth writes synthetic command histories. It builds every
 // record as a typed message (gen.Msg) and writes it through history.Writer,
 // the generated JSON writer behind it, as the transformer workload does:
-// no line of JSON is formatted by hand.
+// no line of JSON is formatted by hand. The toy training job can also go
+// straight to a replay as typed records, with no text at all (EmitTrain),
+// as the layout search replays it.
 //
 // Random writes random valid histories: every command refers only to
 // tensors and streams that exist on every rank it is sent to, so a replay

@@ -69,41 +69,72 @@ func (c *Train) Commands() int64 {
 
 const bf16 = 2
 
-// trainer writes one history; all its state is counters, so memory stays
-// constant whatever the length.
+// trainer writes one history; all its state is counters and the
+// tensors alive, so memory stays constant whatever the length.
 type trainer struct {
 	c      Train
 	o      *out
 	ts     int64
 	next   int64 // next tensor id
 	borrow int64
-	stage  []values.Slice // each stage's ranks
-	params []int64        // per layer: the shard's tensor id
+	stage  []values.Slice  // each stage's ranks
+	params []values.Tensor // per layer: the parameter shard
+	shapes [][]int64       // the one-dimensional shapes made so far, shared by their tensors
 }
 
-// WriteTrain writes the training history c describes: per step and
-// microbatch, stage 0 receives a CPU batch and copies it to the GPU; every
-// layer all-gathers its parameter shard on stream "comm", borrows the full
-// parameter into "main", runs its matmuls and activation and drops the
-// borrow; activations go to the next stage with SendTensor. Backward runs
-// the stages in reverse with input- and weight-gradient matmuls, borrows the
-// weight gradient to "comm", reduce-scatters it into a gradient shard and
-// updates the parameter shard in place. Tensors are deleted when a real
-// program would free them; a step line ends each step. Sizes follow from
-// the shapes in bf16.
+// TrainHeader is the history header of the training job c describes.
+func TrainHeader(c Train) (history.Header, error) {
+	if err := c.Check(); err != nil {
+		return history.Header{}, err
+	}
+	return history.Header{Version: 1, WorldSize: c.World(), GPUsPerHost: int64(gpusPerHost(c))}, nil
+}
+
+func gpusPerHost(c Train) int {
+	if c.GPUsPerHost < 1 {
+		return 8
+	}
+	return c.GPUsPerHost
+}
+
+// WriteTrain writes the training history c describes as JSON lines: per
+// step and microbatch, stage 0 receives a CPU batch and copies it to the
+// GPU; every layer all-gathers its parameter shard on stream "comm",
+// borrows the full parameter into "main", runs its matmuls and activation
+// and drops the borrow; activations go to the next stage with SendTensor.
+// Backward runs the stages in reverse with input- and weight-gradient
+// matmuls, borrows the weight gradient to "comm", reduce-scatters it into
+// a gradient shard and updates the parameter shard in place. Tensors are
+// deleted when a real program would free them; a step line ends each step.
+// Sizes follow from the shapes in bf16.
 func WriteTrain(dst io.Writer, c Train) error {
+	h, err := TrainHeader(c)
+	if err != nil {
+		return err
+	}
+	o, err := newOut(dst, h)
+	if err != nil {
+		return err
+	}
+	return train(o, c)
+}
+
+// EmitTrain sends the records of the history WriteTrain writes (without
+// its header: TrainHeader) to sink as typed values, with no text: every
+// tensor carries its fields at every mention, trees are their leaves
+// only. It stops at the first error sink returns.
+func EmitTrain(sink Sink, c Train) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
-	if c.GPUsPerHost < 1 {
-		c.GPUsPerHost = 8
-	}
+	return train(&out{sink: sink}, c)
+}
+
+// train sends c's history to o.
+func train(o *out, c Train) error {
+	c.GPUsPerHost = gpusPerHost(c)
 	if c.CommandNs <= 0 {
 		c.CommandNs = 20_000
-	}
-	o, err := newOut(dst, history.Header{Version: 1, WorldSize: c.World(), GPUsPerHost: int64(c.GPUsPerHost)})
-	if err != nil {
-		return err
 	}
 	t := &trainer{c: c, o: o, next: 1}
 	per := int64(c.DP) * int64(c.TP)
@@ -111,7 +142,7 @@ func WriteTrain(dst io.Writer, c Train) error {
 		t.stage = append(t.stage, values.Slice{Offset: int64(p) * per, Sizes: []int64{int64(c.DP), int64(c.TP)}, Strides: []int64{int64(c.TP), 1}})
 	}
 	all := slice1(0, c.World(), 1)
-	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", []byte(`["pp","dp","tp"]`))
+	o.msg(gen.MsgCreateDeviceMesh).Extra.Add("names", meshNames)
 	t.cmd(all)
 	t.createStream(all, 1, "main", true)
 	t.createStream(all, 2, "comm", false)
@@ -119,22 +150,25 @@ func WriteTrain(dst io.Writer, c Train) error {
 	// Hidden x 4*Hidden, split over tp and sharded over dp.
 	perStage := c.Layers / c.PP
 	for l := 0; l < c.Layers; l++ {
-		id := t.id()
-		t.params = append(t.params, id)
-		t.call(t.stage[l/perStage], "torch.ops.aten.empty.memory_format", 2, nil, id, t.shardBytes())
+		w := t.tensor(t.shardBytes(), false)
+		t.params = append(t.params, w)
+		t.call(t.stage[l/perStage], "torch.ops.aten.empty.memory_format", 2, w)
 	}
 	b := int64(c.Batch / (c.DP * c.Micro)) // sequences per microbatch per replica
 	act := b * int64(c.Seq) * int64(c.Hidden) * bf16
 	wide := b * int64(c.Seq) * int64(4*c.Hidden/c.TP) * bf16
 	// Layer l's input and pre-activation, kept from forward for backward.
-	saved := make([][2]int64, c.Layers)
+	saved := make([][2]values.Tensor, c.Layers)
 	for step := 0; step < c.Steps; step++ {
 		for m := 0; m < c.Micro; m++ {
+			if o.err != nil {
+				return o.err // a replay that stopped takes no more records
+			}
 			x := t.input(b)
 			for p := 0; p < c.PP; p++ {
 				for l := p * perStage; l < (p+1)*perStage; l++ {
 					next, y := t.forward(p, l, x, act, wide)
-					saved[l] = [2]int64{x, y}
+					saved[l] = [2]values.Tensor{x, y}
 					x = next
 				}
 				if p+1 < c.PP {
@@ -143,8 +177,8 @@ func WriteTrain(dst io.Writer, c Train) error {
 			}
 			// Backward: the loss gradient, then the stages in reverse.
 			last := c.PP - 1
-			dx := t.id()
-			t.call(t.stage[last], "torch.ops.aten.nll_loss_backward.default", 1, []int64{x}, dx, act)
+			dx := t.tensor(act, false)
+			t.call(t.stage[last], "torch.ops.aten.nll_loss_backward.default", 1, dx, x)
 			t.del(t.stage[last], x)
 			for p := last; p >= 0; p-- {
 				for l := (p+1)*perStage - 1; l >= p*perStage; l-- {
@@ -160,6 +194,9 @@ func WriteTrain(dst io.Writer, c Train) error {
 	}
 	return o.close()
 }
+
+// meshNames names the mesh's dimensions (accepted, not simulated).
+var meshNames = []byte(`["pp","dp","tp"]`)
 
 func (t *trainer) id() int64 { v := t.next; t.next++; return v }
 
@@ -178,13 +215,26 @@ func (t *trainer) cmd(ranks ...values.Slice) {
 	t.o.send(t.ts, ranks...)
 }
 
-// bf16Tensor is a new tensor of its own storage, n bytes of bf16.
-func bf16Tensor(id, n int64, cpu bool) values.Tensor {
-	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: "bfloat16", Shape: []int64{n / bf16}, CPU: cpu}
+// tensor is a new tensor of its own storage, n bytes of bf16, with the
+// next id.
+func (t *trainer) tensor(n int64, cpu bool) values.Tensor {
+	id := t.id()
+	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: "bfloat16", Shape: t.shape(n / bf16), CPU: cpu}
 }
 
-// ref is a mention of a tensor written before.
-func ref(id int64) values.Tensor { return values.Tensor{ID: id, Idx: idx(id)} }
+// shape is the one-dimensional shape [n]: a job has a handful of tensor
+// sizes, so their shapes are made once and shared (nothing writes to a
+// tensor's shape; a registry copies it).
+func (t *trainer) shape(n int64) []int64 {
+	for _, s := range t.shapes {
+		if s[0] == n {
+			return s
+		}
+	}
+	s := []int64{n}
+	t.shapes = append(t.shapes, s)
+	return s
+}
 
 func (t *trainer) createStream(ranks values.Slice, r int64, name string, def bool) {
 	m := t.o.msg(gen.MsgCreateStream)
@@ -192,28 +242,30 @@ func (t *trainer) createStream(ranks values.Slice, r int64, name string, def boo
 	t.cmd(ranks)
 }
 
-// call runs fn on stream with args, making tensor out of n bytes.
-func (t *trainer) call(ranks values.Slice, fn string, stream int64, args []int64, out, n int64) {
-	refs := make([]values.Tensor, len(args))
-	for i, a := range args {
-		refs[i] = ref(a)
-	}
-	t.callTensors(ranks, fn, stream, refs, bf16Tensor(out, n, false), nil)
+// call runs fn on stream with args (mentioned by id in text), making
+// result (in full).
+func (t *trainer) call(ranks values.Slice, fn string, stream int64, result values.Tensor, args ...values.Tensor) {
+	t.callTensors(ranks, fn, stream, args, result, nil)
 }
 
-// callTensors runs fn on stream with tensor arguments (mentioned by id),
-// making result (in full), mutating mutates.
+// callTensors runs fn on stream with tensor arguments (mentioned by id in
+// text), making result (in full), mutating mutates.
 func (t *trainer) callTensors(ranks values.Slice, fn string, stream int64, args []values.Tensor, result values.Tensor, mutates []values.Tensor) {
-	m := t.o.msg(gen.MsgCallFunction)
-	argRaw, argLv := tensorTree(nil, nil, args, byID)
-	resRaw, resLv := tensorTree(nil, nil, []values.Tensor{result}, inFull)
+	o := t.o
+	m := o.msg(gen.MsgCallFunction)
+	var argT, resT values.Tree
+	o.argRaw, argT = o.tree(o.argRaw, o.argLv, args, byID)
+	o.argLv = argT.Leaves
+	o.resRaw, resT = o.tree(o.resRaw, o.resLv, []values.Tensor{result}, inFull)
+	o.resLv = resT.Leaves
+	o.mut = append(o.mut[:0], mutates...)
 	m.CallFunction = gen.CallFunction{
 		Ident:    result.ID,
 		Function: fn,
-		Args:     values.Tree{Raw: argRaw, Leaves: argLv},
-		Kwargs:   values.Tree{Raw: []byte("{}")},
-		Result:   values.Tree{Raw: resRaw, Leaves: resLv},
-		Mutates:  mutates,
+		Args:     argT,
+		Kwargs:   o.kwargs(),
+		Result:   resT,
+		Mutates:  o.mut,
 		Stream:   values.Stream{Ref: stream},
 	}
 	t.cmd(ranks)
@@ -222,9 +274,12 @@ func (t *trainer) callTensors(ranks values.Slice, fn string, stream int64, args 
 func byID(int) bool   { return false }
 func inFull(int) bool { return true }
 
-func (t *trainer) del(ranks values.Slice, ids ...int64) {
+func (t *trainer) del(ranks values.Slice, ts ...values.Tensor) {
 	m := t.o.msg(gen.MsgDeleteRefs)
-	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], ids...)
+	m.DeleteRefs.Refs = m.DeleteRefs.Refs[:0]
+	for i := range ts {
+		m.DeleteRefs.Refs = append(m.DeleteRefs.Refs, ts[i].ID)
+	}
 	t.cmd(ranks)
 }
 
@@ -241,54 +296,60 @@ func (t *trainer) borrowUse(k gen.MsgKind, ranks values.Slice, borrow int64) {
 	t.cmd(ranks)
 }
 
-func (t *trainer) borrowCreate(ranks values.Slice, result values.Tensor, borrow, src, from, to int64) {
+func (t *trainer) borrowCreate(ranks values.Slice, result values.Tensor, borrow int64, src values.Tensor, from, to int64) {
 	m := t.o.msg(gen.MsgBorrowCreate)
-	m.BorrowCreate = gen.BorrowCreate{Result: result, Borrow: borrow, Tensor: ref(src),
+	m.BorrowCreate = gen.BorrowCreate{Result: result, Borrow: borrow, Tensor: src,
 		FromStream: values.Stream{Ref: from}, ToStream: values.Stream{Ref: to}}
 	t.cmd(ranks)
 }
 
+// dimDP is the mesh dimension the toy's collectives reduce over.
+var dimDP = []string{"dp"}
+
 // reduce is a collective over dp on "comm".
-func (t *trainer) reduce(ranks values.Slice, result values.Tensor, local int64, reduction string, scatter bool) {
+func (t *trainer) reduce(ranks values.Slice, result, local values.Tensor, reduction string, scatter bool) {
 	m := t.o.msg(gen.MsgReduce)
-	m.Reduce = gen.Reduce{Result: result, LocalTensor: ref(local), Stream: values.Stream{Ref: 2},
-		Dims: []string{"dp"}, Reduction: reduction, Scatter: scatter}
+	m.Reduce = gen.Reduce{Result: result, LocalTensor: local, Stream: values.Stream{Ref: 2},
+		Dims: dimDP, Reduction: reduction, Scatter: scatter}
 	t.cmd(ranks)
 }
 
 // input: stage 0 receives a CPU batch of token ids and copies it to the GPU.
-func (t *trainer) input(b int64) int64 {
-	cpu := t.id()
+func (t *trainer) input(b int64) values.Tensor {
 	tokens := b * int64(t.c.Seq) * 8
-	m := t.o.msg(gen.MsgPipeRecv)
-	raw, lv := tensorTree(nil, nil, []values.Tensor{bf16Tensor(cpu, tokens, true)}, inFull)
-	m.PipeRecv = gen.PipeRecv{Ident: cpu, Result: values.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: values.Stream{Ref: 1}}
+	cpu := t.tensor(tokens, true)
+	o := t.o
+	m := o.msg(gen.MsgPipeRecv)
+	var res values.Tree
+	o.resRaw, res = o.tree(o.resRaw, o.resLv, []values.Tensor{cpu}, inFull)
+	o.resLv = res.Leaves
+	m.PipeRecv = gen.PipeRecv{Ident: cpu.ID, Result: res, Pipe: 1, Stream: values.Stream{Ref: 1}}
 	t.cmd(t.stage[0])
-	gpu := t.id()
-	t.call(t.stage[0], "torch.ops.aten._to_copy.default", 1, []int64{cpu}, gpu, tokens)
+	gpu := t.tensor(tokens, false)
+	t.call(t.stage[0], "torch.ops.aten._to_copy.default", 1, gpu, cpu)
 	t.del(t.stage[0], cpu)
-	x := t.id()
-	t.call(t.stage[0], "torch.ops.aten.embedding.default", 1, []int64{gpu}, x, b*int64(t.c.Seq)*int64(t.c.Hidden)*bf16)
+	x := t.tensor(b*int64(t.c.Seq)*int64(t.c.Hidden)*bf16, false)
+	t.call(t.stage[0], "torch.ops.aten.embedding.default", 1, x, gpu)
 	t.del(t.stage[0], gpu)
 	return x
 }
 
 // gather all-gathers layer l's shard on "comm" and borrows the full weight
 // into "main"; it returns the full weight, the borrowed one and the borrow.
-func (t *trainer) gather(p, l int) (full, borrowed, borrow int64) {
+func (t *trainer) gather(p, l int) (full, borrowed values.Tensor, borrow int64) {
 	s := t.stage[p]
-	full = t.id()
-	t.reduce(s, bf16Tensor(full, t.fullBytes(), false), t.params[l], "stack", false)
-	borrowed = t.id()
+	full = t.tensor(t.fullBytes(), false)
+	t.reduce(s, full, t.params[l], "stack", false)
+	borrowed = t.tensor(t.fullBytes(), false)
 	t.borrow++
 	borrow = t.borrow
-	t.borrowCreate(s, bf16Tensor(borrowed, t.fullBytes(), false), borrow, full, 2, 1)
+	t.borrowCreate(s, borrowed, borrow, full, 2, 1)
 	t.borrowUse(gen.MsgBorrowFirstUse, s, borrow)
 	return full, borrowed, borrow
 }
 
 // release ends a borrow of a full weight and frees it.
-func (t *trainer) release(p int, full, borrowed, borrow int64) {
+func (t *trainer) release(p int, full, borrowed values.Tensor, borrow int64) {
 	s := t.stage[p]
 	t.borrowUse(gen.MsgBorrowLastUse, s, borrow)
 	t.del(s, borrowed)
@@ -298,15 +359,15 @@ func (t *trainer) release(p int, full, borrowed, borrow int64) {
 
 // forward runs layer l on stage p: y = x W, a = gelu(y), x' = a W^T. It
 // returns x' and y; x and y are kept for backward.
-func (t *trainer) forward(p, l int, x, act, wide int64) (next, y int64) {
+func (t *trainer) forward(p, l int, x values.Tensor, act, wide int64) (next, y values.Tensor) {
 	s := t.stage[p]
 	full, w, borrow := t.gather(p, l)
-	y = t.id()
-	t.call(s, "torch.ops.aten.mm.default", 1, []int64{x, w}, y, wide)
-	a := t.id()
-	t.call(s, "torch.ops.aten.gelu.default", 1, []int64{y}, a, wide)
-	next = t.id()
-	t.call(s, "torch.ops.aten.mm.default", 1, []int64{a, w}, next, act)
+	y = t.tensor(wide, false)
+	t.call(s, "torch.ops.aten.mm.default", 1, y, x, w)
+	a := t.tensor(wide, false)
+	t.call(s, "torch.ops.aten.gelu.default", 1, a, y)
+	next = t.tensor(act, false)
+	t.call(s, "torch.ops.aten.mm.default", 1, next, a, w)
 	t.del(s, a)
 	t.release(p, full, w, borrow)
 	return next, y
@@ -315,47 +376,46 @@ func (t *trainer) forward(p, l int, x, act, wide int64) (next, y int64) {
 // backward runs layer l's backward on stage p from the output gradient dx:
 // input- and weight-gradient matmuls, the weight gradient borrowed to
 // "comm" and reduce-scattered into a shard, the shard applied in place.
-func (t *trainer) backward(p, l int, dOut int64, saved [2]int64, act, wide int64) int64 {
+func (t *trainer) backward(p, l int, dOut values.Tensor, saved [2]values.Tensor, act, wide int64) values.Tensor {
 	s := t.stage[p]
 	full, w, borrow := t.gather(p, l)
-	da := t.id()
-	t.call(s, "torch.ops.aten.mm.default", 1, []int64{dOut, w}, da, wide)
-	dy := t.id()
-	t.call(s, "torch.ops.aten.gelu_backward.default", 1, []int64{da, saved[1]}, dy, wide)
-	dx := t.id()
-	t.call(s, "torch.ops.aten.mm.default", 1, []int64{dy, w}, dx, act)
-	dw := t.id()
-	t.call(s, "torch.ops.aten.mm.default", 1, []int64{saved[0], dy}, dw, t.fullBytes())
+	da := t.tensor(wide, false)
+	t.call(s, "torch.ops.aten.mm.default", 1, da, dOut, w)
+	dy := t.tensor(wide, false)
+	t.call(s, "torch.ops.aten.gelu_backward.default", 1, dy, da, saved[1])
+	dx := t.tensor(act, false)
+	t.call(s, "torch.ops.aten.mm.default", 1, dx, dy, w)
+	dw := t.tensor(t.fullBytes(), false)
+	t.call(s, "torch.ops.aten.mm.default", 1, dw, saved[0], dy)
 	t.del(s, da, dy, dOut, saved[0], saved[1])
 	t.release(p, full, w, borrow)
 	// The weight gradient goes to "comm" to be reduce-scattered.
-	lent := t.id()
+	lent := t.tensor(t.fullBytes(), false)
 	t.borrow++
 	gb := t.borrow
-	t.borrowCreate(s, bf16Tensor(lent, t.fullBytes(), false), gb, dw, 1, 2)
+	t.borrowCreate(s, lent, gb, dw, 1, 2)
 	t.borrowUse(gen.MsgBorrowFirstUse, s, gb)
-	g := t.id()
-	t.reduce(s, bf16Tensor(g, t.shardBytes(), false), lent, "sum", true)
+	g := t.tensor(t.shardBytes(), false)
+	t.reduce(s, g, lent, "sum", true)
 	t.borrowUse(gen.MsgBorrowLastUse, s, gb)
 	t.del(s, lent)
 	t.borrowUse(gen.MsgBorrowDrop, s, gb)
 	t.del(s, dw)
 	// The optimizer: the shard updated in place (its result shares the
 	// shard's storage), then the gradient shard freed.
-	upd := t.id()
 	shard := t.params[l]
-	res := bf16Tensor(upd, t.shardBytes(), false)
-	res.Storage = shard
-	t.callTensors(s, "torch.ops.aten.add_.Tensor", 2, []values.Tensor{ref(shard), ref(g)}, res, []values.Tensor{ref(shard)})
+	upd := t.tensor(t.shardBytes(), false)
+	upd.Storage = shard.ID
+	t.callTensors(s, "torch.ops.aten.add_.Tensor", 2, []values.Tensor{shard, g}, upd, []values.Tensor{shard})
 	t.del(s, upd, g)
 	return dx
 }
 
 // send moves an activation (or its gradient) from stage a to stage b.
-func (t *trainer) send(a, b int, x, n int64) int64 {
-	out := t.id()
+func (t *trainer) send(a, b int, x values.Tensor, n int64) values.Tensor {
+	out := t.tensor(n, false)
 	m := t.o.msg(gen.MsgSendTensor)
-	m.SendTensor = gen.SendTensor{Result: bf16Tensor(out, n, false), Tensor: ref(x), FromRanks: t.stage[a], ToRanks: t.stage[b],
+	m.SendTensor = gen.SendTensor{Result: out, Tensor: x, FromRanks: t.stage[a], ToRanks: t.stage[b],
 		FromStream: values.Stream{Ref: 1}, ToStream: values.Stream{Ref: 1}}
 	t.cmd(t.stage[a], t.stage[b])
 	t.del(t.stage[a], x)

@@ -2,8 +2,12 @@ package synth
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/values"
 )
 
 // TestTrainSpellsEveryField: the typed messages come out as Monarch's
@@ -48,5 +52,38 @@ func TestTrainSpellsEveryField(t *testing.T) {
 	// The step line carries no ts of its own: it is the last command's.
 	if last := got[len(got)-2]; last != `{"step":0}` {
 		t.Errorf("last line %s, want {\"step\":0}", last)
+	}
+}
+
+// failAfter is a sink that takes n records, then fails every one.
+type failAfter struct{ n, got int }
+
+var errSink = errors.New("sink stopped")
+
+func (f *failAfter) Write(rec *history.Record, reg *values.Registry) error {
+	f.got++
+	if f.got > f.n {
+		return errSink
+	}
+	return nil
+}
+
+// TestEmitTrainStops: a sink that fails (a replay that stopped) ends the
+// synthesis within a microbatch, with the sink's error. One microbatch of
+// this job is 1 + 2 x 38 x 2 + 1 + 2 x 8 = about 170 records by Commands'
+// count; 20 steps of 4 microbatches would be about 13,600.
+func TestEmitTrainStops(t *testing.T) {
+	c := Train{PP: 2, DP: 2, TP: 1, Layers: 2, Hidden: 8, Seq: 4, Batch: 8, Micro: 4, Steps: 20}
+	all := &failAfter{n: 1 << 30}
+	if err := EmitTrain(all, c); err != nil {
+		t.Fatal(err)
+	}
+	f := &failAfter{n: 100}
+	if err := EmitTrain(f, c); !errors.Is(err, errSink) {
+		t.Fatalf("got %v, want the sink's error", err)
+	}
+	perMicro := all.got / (c.Steps * c.Micro)
+	if f.got > f.n+perMicro+1 || all.got < 10*f.got {
+		t.Errorf("a sink failing after %d records was sent %d (the whole history is %d, a microbatch about %d)", f.n, f.got, all.got, perMicro)
 	}
 }
