@@ -323,6 +323,11 @@ func (s *Sim) Run(r *history.Reader) error {
 			return nil
 		}
 		if err != nil {
+			// A held command's own error comes first.
+			if ferr := s.eng.Flush(); ferr != nil {
+				s.err = &history.Error{File: s.name, Line: heldLine(ferr, s.res.LastLine), Err: ferr}
+				return s.err
+			}
 			return err
 		}
 		if err := s.Feed(&s.rec, reg); err != nil {

@@ -381,6 +381,14 @@ func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *
 	return err
 }
 
+// Flush applies the Reduces held back to be applied together, now: a
+// reader calls it before it reports a fault found after them, which an
+// error of theirs precedes.
+func (e *Engine) Flush() error {
+	e.catchUp()
+	return e.flushErr
+}
+
 // catchUp applies the held Reduces before the engine's state is read; a
 // failure is kept for the next Command or Finish to return.
 func (e *Engine) catchUp() {
