@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -376,22 +375,7 @@ func TestInterrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bw := bufio.NewWriter(w)
-		half := len(lines) / 2
-		for _, l := range lines[:half] {
-			bw.WriteString(l)
-		}
-		bw.Flush()
-		time.Sleep(300 * time.Millisecond) // the child replays the first half
-		cmd.Process.Signal(os.Interrupt)
-		time.Sleep(100 * time.Millisecond)
-		for _, l := range lines[half:] {
-			if _, err := bw.WriteString(l); err != nil {
-				break // the child stopped reading
-			}
-		}
-		bw.Flush()
-		w.Close()
+		feedInterrupted(cmd, w, lines)
 		err = cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 			t.Fatalf("partial-trace=%v: %v, want exit %d; output %q", partial, err, exitInterrupted, out.String())

@@ -116,6 +116,31 @@ func TestTermRemovesTemps(t *testing.T) {
 	t.Log("the replay finished before SIGTERM landed")
 }
 
+// feedInterrupted writes the first half of lines to the child's input w,
+// interrupts the child, and writes the rest a little at a time, so that the
+// child, however loaded the machine, notices the interrupt before the
+// history ends; then it closes w.
+func feedInterrupted(cmd *exec.Cmd, w *os.File, lines []string) {
+	bw := bufio.NewWriter(w)
+	half := len(lines) / 2
+	for _, l := range lines[:half] {
+		bw.WriteString(l)
+	}
+	bw.Flush()
+	time.Sleep(300 * time.Millisecond) // the child replays the first half
+	cmd.Process.Signal(os.Interrupt)
+	for i := half; i < len(lines); i += 64 {
+		time.Sleep(10 * time.Millisecond)
+		for _, l := range lines[i:min(i+64, len(lines))] {
+			bw.WriteString(l)
+		}
+		if bw.Flush() != nil {
+			break // the child stopped reading
+		}
+	}
+	w.Close()
+}
+
 // interruptReplay replays a training history through a named pipe and
 // sends SIGINT halfway; it returns both outputs and the exit error.
 func interruptReplay(t *testing.T, dir string, args ...string) (stdout, stderr string, err error) {
@@ -139,22 +164,7 @@ func interruptReplay(t *testing.T, dir string, args ...string) (stdout, stderr s
 	if err != nil {
 		t.Fatal(err)
 	}
-	bw := bufio.NewWriter(w)
-	half := len(lines) / 2
-	for _, l := range lines[:half] {
-		bw.WriteString(l)
-	}
-	bw.Flush()
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(100 * time.Millisecond)
-	for _, l := range lines[half:] {
-		if _, err := bw.WriteString(l); err != nil {
-			break
-		}
-	}
-	bw.Flush()
-	w.Close()
+	feedInterrupted(cmd, w, lines)
 	err = cmd.Wait()
 	return out.String(), errb.String(), err
 }

@@ -246,7 +246,7 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 		if errors.Is(err, sched.ErrStopped) {
 			return s.stopped(line) // within the record: it counts as replayed in part
 		}
-		s.err = &history.Error{File: s.name, Line: line, Err: err}
+		s.err = &history.Error{File: s.name, Line: heldLine(err, line), Err: err}
 		return s.err
 	}
 	if s.opt.Progress != nil && s.res.Records&1023 == 0 {
@@ -323,6 +323,11 @@ func (s *Sim) Run(r *history.Reader) error {
 			return nil
 		}
 		if err != nil {
+			// A held command's own error comes first.
+			if ferr := s.eng.Flush(); ferr != nil {
+				s.err = &history.Error{File: s.name, Line: heldLine(ferr, s.res.LastLine), Err: ferr}
+				return s.err
+			}
 			return err
 		}
 		if err := s.Feed(&s.rec, reg); err != nil {
@@ -358,7 +363,21 @@ func (s *Sim) Finish() error {
 	if d, ok := err.(*sched.DeadlockError); ok {
 		return &history.Error{File: s.name, Line: d.Line, Err: d}
 	}
+	if ce, ok := err.(*sched.CommandError); ok {
+		return &history.Error{File: s.name, Line: heldLine(ce, s.res.LastLine), Err: ce}
+	}
 	return err
+}
+
+// heldLine is the line an engine error belongs to: its command's own when
+// the engine applied that command after reading later records (a held
+// Reduce), else line.
+func heldLine(err error, line int64) int64 {
+	var ce *sched.CommandError
+	if errors.As(err, &ce) && ce.Line != 0 {
+		return ce.Line
+	}
+	return line
 }
 
 // Report returns the report so far without closing a step.

@@ -1,6 +1,11 @@
 package sched
 
-import "github.com/fastsim/fastsim/gen"
+import (
+	"slices"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/values"
+)
 
 // CostModel prices the tasks of a command. The engine asks once per command,
 // not once per rank, so a model may do real work (look up a table, apply a
@@ -50,3 +55,35 @@ func (c Costs) SendRuntimeNs(_ *gen.SendTensor, cm Comm) int64 {
 
 // WaitRuntimeNs is the fixed event wait.
 func (c Costs) WaitRuntimeNs() int64 { return c.EventWaitNs }
+
+// SliceComm describes a collective over the ranks of slices ss, as the
+// engine describes a Reduce sent to them, for pricing it outside a
+// replay: the distinct ranks, whether they share a host, how many hosts
+// they occupy and the most ranks on one (rank r is on host
+// r/gpusPerHost; gpusPerHost <= 0: one host).
+func SliceComm(ss []values.Slice, gpusPerHost int64) Comm {
+	var rs []int64
+	for i := range ss {
+		rs = ss[i].AppendRanks(rs)
+	}
+	slices.Sort(rs)
+	rs = slices.Compact(rs)
+	c := Comm{GPUsPerHost: gpusPerHost, Ranks: int64(len(rs))}
+	host := func(r int64) int64 {
+		if gpusPerHost <= 0 {
+			return 0
+		}
+		return r / gpusPerHost
+	}
+	run := int64(0)
+	for i, r := range rs {
+		if i == 0 || host(r) != host(rs[i-1]) {
+			c.Hosts++
+			run = 0
+		}
+		run++
+		c.MaxPerHost = max(c.MaxPerHost, run)
+	}
+	c.SameHost = c.Hosts <= 1
+	return c
+}

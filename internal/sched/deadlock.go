@@ -34,6 +34,10 @@ type stuckAt struct {
 // created stream. Each group's lowest rank names it, so grouped and
 // ungrouped replays report the same task.
 func (e *Engine) Finish() error {
+	e.catchUp()
+	if e.flushErr != nil {
+		return e.flushErr
+	}
 	best := stuckAt{gi: -1}
 	var bestCmd, bestRank int64
 	for gi := range e.gs {

@@ -183,6 +183,9 @@ type Engine struct {
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int
 
+	pend     pendingReduces // a run of Reduces held back to apply together (batch.go)
+	flushErr error          // the run's failure, when applying it was not asked by a command
+
 	viewName  gen.NameID
 	fnPaths   []string                       // by CallFunction.FunctionIdx: the function path cached
 	fnNames   []gen.NameID                   // by CallFunction.FunctionIdx: its interned clean name + 1 (0: none)
@@ -353,15 +356,50 @@ func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *
 	} else {
 		m.EachTensor(e.boundFn)
 	}
+	if e.flushErr != nil {
+		return e.flushErr
+	}
+	if e.pend.n > 0 && !e.pend.extends(ts, m) {
+		if err := e.flush(); err != nil {
+			e.flushErr = err
+			return err
+		}
+	}
 	e.line = line
 	e.tsNs = ts
 	if e.cmdID%settleEvery == settleEvery-1 {
 		e.settle()
 	}
-	err := e.process(ts, ranks, m)
+	var err error
+	if e.batchable(m) {
+		e.hold(line, ts, ranks, m)
+	} else {
+		err = e.process(ts, ranks, m)
+	}
 	e.countRows()
 	e.recycle()
 	return err
+}
+
+// Flush applies the Reduces held back to be applied together, now: a
+// reader calls it before it reports a fault found after them, which an
+// error of theirs precedes.
+func (e *Engine) Flush() error {
+	e.catchUp()
+	return e.flushErr
+}
+
+// catchUp applies the held Reduces before the engine's state is read; a
+// failure is kept for the next Command or Finish to return.
+func (e *Engine) catchUp() {
+	if e.pend.n == 0 {
+		return
+	}
+	if err := e.flush(); err != nil && e.flushErr == nil {
+		e.flushErr = err
+	}
+	e.countRows()
+	e.recycle()
 }
 
 // bound makes room in the row counts for tensor t (reg nil).
@@ -373,6 +411,7 @@ const settleEvery = 4096
 
 // Step closes an iteration: it records and returns the report so far.
 func (e *Engine) Step() Report {
+	e.catchUp()
 	e.settle()
 	r := e.Report()
 	e.reports = append(e.reports, r)
@@ -398,13 +437,7 @@ func (e *Engine) Commands() int64 { return e.cmdID }
 
 // process runs one command sent to ranks: steps 1-4 of docs/SEMANTICS.md.
 func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
-	e.cmdID++
-	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
-		if m.Kind.Info().ControllerEvent {
-			e.controllerEvent(e.controllerName(m), e.nowNs, ts)
-		}
-		e.nowNs = ts
-	}
+	e.controllerStep(ts, m)
 	if !e.opt.Mode.streams() && m.Kind != gen.MsgCommandGroup {
 		return nil
 	}
@@ -416,6 +449,18 @@ func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
 		return e.wrap(m, err)
 	}
 	return nil
+}
+
+// controllerStep is step 1 of a command: it is numbered, and the
+// controller's clock moves to ts, with an event for the time it took.
+func (e *Engine) controllerStep(ts int64, m *gen.Msg) {
+	e.cmdID++
+	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
+		if m.Kind.Info().ControllerEvent {
+			e.controllerEvent(e.controllerName(m), e.nowNs, ts)
+		}
+		e.nowNs = ts
+	}
 }
 
 // resolve returns the groups receiving the current command, splitting the
@@ -519,7 +564,11 @@ func (e *Engine) wrap(m *gen.Msg, err error) error {
 type CommandError struct {
 	Command int64  // 1-based command number, sub-commands included
 	Type    string // message type (and function)
-	Err     error
+	// Line, when not 0, is the history line of the command: set when the
+	// error is found after later records were read (a held Reduce), so
+	// it belongs to that line, not the record being read.
+	Line int64
+	Err  error
 }
 
 func (c *CommandError) Error() string {

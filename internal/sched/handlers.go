@@ -59,10 +59,15 @@ func (e *Engine) Reduce(m *gen.Reduce) error {
 	if err != nil {
 		return err
 	}
+	return e.reduceOn(gs, m, e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false)))
+}
+
+// reduceOn queues Reduce m on groups gs as one collective with the given
+// runtime.
+func (e *Engine) reduceOn(gs []groups.GroupID, m *gen.Reduce, runtime int64) error {
 	id := e.names.ID(reduceLabel(ReduceCollective(m)))
 	e.inputs = append(e.inputs[:0], m.LocalTensor)
 	e.outs = append(e.outs[:0], m.Result)
-	runtime := e.opt.Model.ReduceRuntimeNs(m, e.comm(gs, e.cur, nil, false))
 	c := e.colls.Alloc()
 	tasks := slices.Grow(e.pairs[:0], len(gs))[:len(gs)]
 	if err := e.addTasks(gs, m.Stream, id, runtime, e.inputs, e.outs, c, tasks); err != nil {

@@ -13,6 +13,7 @@ import (
 // deviceGroup returns the group simulating rank, checking that events were
 // kept.
 func (e *Engine) deviceGroup(rank int64) (*group, error) {
+	e.catchUp()
 	if !e.opt.KeepEvents {
 		return nil, fmt.Errorf("%w: the engine was not asked to keep events", ErrOptions)
 	}
@@ -85,6 +86,7 @@ func (e *Engine) DevicePeak(rank int64) (int64, error) {
 // Devices returns the lowest rank of every simulated device that was given
 // a task (with grouped workers, of every group), in increasing order.
 func (e *Engine) Devices() []int64 {
+	e.catchUp()
 	var out []int64
 	for _, gi := range e.byLowestRank() {
 		if e.gs[gi].active {
@@ -97,5 +99,6 @@ func (e *Engine) Devices() []int64 {
 // DeviceRanks returns how many ranks the device of rank stands for: 1
 // ungrouped, its group's size grouped.
 func (e *Engine) DeviceRanks(rank int64) int64 {
+	e.catchUp()
 	return e.part.Size(e.part.GroupOf(rank))
 }

@@ -12,6 +12,7 @@ import (
 // peak of its memory so far (0 for a device given no task). The largest
 // peak is Report's PeakBytes.
 func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
+	e.catchUp()
 	for _, gi := range e.byLowestRank() {
 		fn(e.part.Lowest(gi), e.part.Size(gi), e.groupPeakBytes(e.gs[gi]))
 	}
@@ -19,12 +20,16 @@ func (e *Engine) DevicePeaks(fn func(lowestRank, ranks, peakBytes int64)) {
 
 // DeviceOf is the device that rank r's results are reported under: its
 // own rank ungrouped, the lowest rank of its group when grouped.
-func (e *Engine) DeviceOf(r int64) int64 { return e.part.Lowest(e.part.GroupOf(r)) }
+func (e *Engine) DeviceOf(r int64) int64 {
+	e.catchUp()
+	return e.part.Lowest(e.part.GroupOf(r))
+}
 
 // DeviceBytes is the memory peak of rank r's device so far and what the
 // device holds at the end of its events: with every transient tensor
 // freed, as at the end of a training step, what it keeps for good.
 func (e *Engine) DeviceBytes(r int64) (peakBytes, finalBytes int64) {
+	e.catchUp()
 	g := e.gs[e.part.GroupOf(r)]
 	if !g.active {
 		return 0, 0

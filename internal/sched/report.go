@@ -25,6 +25,7 @@ func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 
 // Report computes exec time and peak memory of everything so far.
 func (e *Engine) Report() Report {
+	e.catchUp()
 	r := Report{ExecNs: e.ctrlMaxNs, PeakDevice: -1}
 	for gi := range e.gs {
 		g := e.gs[gi]
@@ -69,6 +70,7 @@ func (e *Engine) WriteTrace(w *trace.Writer) error {
 // before that window, so the curve begins at the right level. Zero-length
 // spans are written as instant events (trace.Writer.Span).
 func (e *Engine) WriteTraceWindow(w *trace.Writer, firstCmd, lastCmd int64) error {
+	e.catchUp()
 	if !e.opt.KeepEvents {
 		return fmt.Errorf("%w: the engine was not asked to keep events", ErrOptions)
 	}

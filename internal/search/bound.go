@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -40,13 +41,20 @@ import (
 //     fill and drain: the first microbatch's forward passes the first p-1
 //     stages' first chunk (L/(pv) layers each) before the last stage can
 //     start, and the last backward passes them again after it ends. So
-//     T >= ℓ·(L/p)·m + ℓ·(L/(pv))·(p-1). Communication, the optimizer, the
-//     embedding and the head only add to it.
+//     T >= ℓ·(L/p)·m + ℓ·(L/(pv))·(p-1) + o·(L/p): after the drain, stage
+//     0 still runs its layers' optimizer step (o per layer) on the same
+//     stream. Other communication, the embedding and the head only add.
 //
-// ℓ is the runtime of the calls on the compute stream in the second step
+// ℓ is the runtime of the tasks on the compute stream in the second step
 // of a probe, differenced over layers and microbatches so the optimizer,
 // embedding and head cancel: ℓ = C(2,2) - C(1,2) - C(2,1) + C(1,1), C(L,m)
-// for L layers and m microbatches.
+// for L layers and m microbatches; and o = C(2,1) - C(1,1) - ℓ. The tasks
+// counted are the calls and the tensor-parallel collectives (Megatron-LM
+// runs them on the compute stream, not overlapped): a collective holds its
+// stream for at least its runtime, and a tensor-parallel peer set is the
+// same in the probe as in every layout of that size. o is counted only
+// without ZeRO: sharded, the optimizer's work shrinks with dp, and the
+// probe's dp is not the layout's.
 type Bound struct {
 	MemoryBytes int64
 	TimeNs      int64
@@ -69,7 +77,7 @@ type bounder struct {
 	s     Space
 	model sched.CostModel
 	mu    sync.Mutex
-	layer map[timeKey]int64
+	layer map[timeKey][2]int64 // ℓ and o
 	state map[stateKey]int64
 }
 
@@ -79,7 +87,7 @@ func Bounds(ctx context.Context, s Space, all []Layout, idx []int, model sched.C
 	if model == nil {
 		model = sched.DefaultCosts()
 	}
-	b := &bounder{s: s, model: model, layer: map[timeKey]int64{}, state: map[stateKey]int64{}}
+	b := &bounder{s: s, model: model, layer: map[timeKey][2]int64{}, state: map[stateKey]int64{}}
 	out := make([]Bound, len(idx))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(jobs, 1))
@@ -108,9 +116,15 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 	if j.DP == 1 {
 		z = 0 // nothing to shard
 	}
-	ell, err := b.layerNs(timeKey{tp: j.TP, mb: j.MicroBatch, zero: z, rec: j.Recompute, sp: j.SequenceParallel})
+	lo, err := b.layerNs(timeKey{tp: j.TP, mb: j.MicroBatch, zero: z, rec: j.Recompute, sp: j.SequenceParallel})
 	if err != nil {
 		return Bound{}, err
+	}
+	ell, opt := lo[0], lo[1]
+	if z > 0 {
+		// Sharded over dp, a layer's optimizer work shrinks as dp grows;
+		// the probe's (dp 2) is no lower bound for a larger dp.
+		opt = 0
 	}
 	state, err := b.stateBytes(stateKey{tp: j.TP, dp: j.DP, zero: z})
 	if err != nil {
@@ -128,7 +142,7 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 	act := keptBytes(&j)
 	return Bound{
 		MemoryBytes: L/p*state + inflight*(L/(p*v))*act,
-		TimeNs:      ell*(L/p)*m + ell*(L/(p*v))*(p-1),
+		TimeNs:      ell*(L/p)*m + ell*(L/(p*v))*(p-1) + opt*(L/p),
 	}, nil
 }
 
@@ -160,8 +174,8 @@ func keptBytes(j *workload.Job) int64 {
 	return kept
 }
 
-// layerNs is ℓ for k, probed once.
-func (b *bounder) layerNs(k timeKey) (int64, error) {
+// layerNs is ℓ and o for k, probed once.
+func (b *bounder) layerNs(k timeKey) ([2]int64, error) {
 	b.mu.Lock()
 	v, ok := b.layer[k]
 	b.mu.Unlock()
@@ -176,14 +190,15 @@ func (b *bounder) layerNs(k timeKey) (int64, error) {
 	for L := 1; L <= 2; L++ {
 		for m := 1; m <= 2; m++ {
 			j := b.probeJob(k.tp, dp, k.mb, m, L, k.zero, k.rec, k.sp)
-			pr := &probe{model: b.model, main: 2, stopAt: 2}
+			pr := &probe{model: b.model, main: 2, stopAt: 2, gpusPerHost: int64(j.GPUsPerHost)}
 			if err := workload.Emit(j, pr); err != nil && !errors.Is(err, errProbeDone) {
-				return 0, err
+				return [2]int64{}, err
 			}
 			c[L-1][m-1] = pr.mainNs
 		}
 	}
-	v = max(c[1][1]-c[0][1]-c[1][0]+c[0][0], 0)
+	ell := max(c[1][1]-c[0][1]-c[1][0]+c[0][0], 0)
+	v = [2]int64{ell, max(c[1][0]-c[0][0]-ell, 0)}
 	b.mu.Lock()
 	b.layer[k] = v
 	b.mu.Unlock()
@@ -226,6 +241,10 @@ func (b *bounder) probeJob(tp, dp, mb, m, L, zero int, rec workload.Recompute, s
 	}
 }
 
+// tpDims is how the workload names the mesh dimension of a
+// tensor-parallel collective (its mesh is pp x dp x tp).
+var tpDims = []string{"tp"}
+
 // errProbeDone stops a probe's emission once it has what it needs.
 var errProbeDone = errors.New("probe done")
 
@@ -241,13 +260,14 @@ const (
 // of the calls on stream main in step stopAt-1 (the second step), and the
 // bytes the setup allocates on rank 0 (stopAt < 0: stop after setup).
 type probe struct {
-	model      sched.CostModel
-	main       int64
-	stopAt     int
-	steps      int
-	mainNs     int64
-	stateBytes int64
-	pastSetup  bool
+	model       sched.CostModel
+	gpusPerHost int64
+	main        int64
+	stopAt      int
+	steps       int
+	mainNs      int64
+	stateBytes  int64
+	pastSetup   bool
 }
 
 // Write takes one record.
@@ -256,6 +276,17 @@ func (p *probe) Write(rec *history.Record, _ *values.Registry) error {
 		p.steps++
 		if p.steps == p.stopAt {
 			return errProbeDone
+		}
+		return nil
+	}
+	if rec.Msg.Kind == gen.MsgReduce {
+		// A tensor-parallel collective on the compute stream holds it for
+		// at least its runtime, which is the same in every layout of this
+		// tensor-parallel size: a peer set of tp ranks placed alike. Rank
+		// 0's peer set stands for all of them.
+		r := &rec.Msg.Reduce
+		if p.steps == p.stopAt-1 && p.pastSetup && r.Stream.Ref == p.main && slices.Equal(r.Dims, tpDims) && hasRank0(rec.Ranks) {
+			p.mainNs += p.model.ReduceRuntimeNs(r, sched.SliceComm(rec.Ranks, p.gpusPerHost))
 		}
 		return nil
 	}

@@ -1,25 +1,43 @@
 package values
 
-// idIndex maps int64 ids to dense int32 indexes. Ids are usually small and
-// dense (a controller counts them up), so they go in a slice indexed by id
-// while they stay below twice the number of indexes handed out (plus a
-// margin), which bounds its memory; others go in a map. It is used at
-// decode only: the engine sees the indexes, never the ids.
+// idIndex maps int64 ids to dense int32 indexes. A controller counts ids
+// up, and most of them die young: the live ids sit in a window just below
+// the newest. So ids from lo on go in a slice indexed by id-lo, at most
+// about twice as long as the indexes handed out (plus a margin), which
+// bounds its memory; when a new id falls past its end, the window slides
+// up and the few ids left below it (long-lived ones: a model's weights)
+// move to a map, as do negative ids and ids far beyond the window. A
+// window that only grew with the number of live indexes would leave a
+// long run's every new id to the map, whose probes for ids it no longer
+// holds dominated a replay's decode. It is used at decode only: the engine
+// sees the indexes, never the ids.
 type idIndex struct {
-	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
-	big   map[int64]int32 // ids that do not fit dense
+	lo    int64           // the id of dense[0]
+	dense []int32         // dense[id-lo] = index+1 (0: none)
+	big   map[int64]int32 // ids below lo, negative, or far beyond the window
+	// farMax is the largest id put in big while it was at or above lo,
+	// if any (hasFar): other ids at or above lo are never in big, so
+	// finding them skips the map.
+	farMax int64
+	hasFar bool
 }
 
 func (x *idIndex) reset() {
 	clear(x.dense)
 	clear(x.big)
+	x.lo, x.farMax, x.hasFar = 0, 0, false
 }
 
 // find returns the index of id.
 func (x *idIndex) find(id int64) (int32, bool) {
-	if uint64(id) < uint64(len(x.dense)) {
-		if i := x.dense[id]; i != 0 {
-			return i - 1, true
+	if id >= x.lo {
+		if d := uint64(id - x.lo); d < uint64(len(x.dense)) {
+			if i := x.dense[d]; i != 0 {
+				return i - 1, true
+			}
+		}
+		if !x.hasFar || id > x.farMax {
+			return 0, false
 		}
 	}
 	if len(x.big) == 0 {
@@ -29,23 +47,30 @@ func (x *idIndex) find(id int64) (int32, bool) {
 	return i, ok
 }
 
-// insert records that id has index i; n is how many indexes exist (it
-// bounds the dense part).
+// insert records that id, which has no index, has index i; n is how many
+// indexes exist (it bounds the window).
 func (x *idIndex) insert(id int64, i int32, n int) {
-	if id >= 0 && id < 2*int64(n)+4096 {
-		if id >= int64(len(x.dense)) {
-			m := max(int(id)+1, 2*len(x.dense), 1024)
-			if m <= cap(x.dense) {
-				x.dense = x.dense[:m]
-			} else {
-				x.dense = append(x.dense[:cap(x.dense)], make([]int32, m-cap(x.dense))...)
-			}
+	w := 2*int64(n) + 4096
+	if id >= x.lo {
+		d := id - x.lo
+		if d >= w && d < 4*w {
+			x.slide(id - w/2)
+			d = id - x.lo
 		}
-		if x.dense[id] == 0 {
-			if _, inMap := x.big[id]; !inMap {
-				x.dense[id] = i + 1
-				return
+		if d < w {
+			if d >= int64(len(x.dense)) {
+				m := max(int(d)+1, 2*len(x.dense), 1024)
+				if m <= cap(x.dense) {
+					x.dense = x.dense[:m]
+				} else {
+					x.dense = append(x.dense[:cap(x.dense)], make([]int32, m-cap(x.dense))...)
+				}
 			}
+			x.dense[d] = i + 1
+			return
+		}
+		if !x.hasFar || id > x.farMax {
+			x.farMax, x.hasFar = id, true
 		}
 	}
 	if x.big == nil {
@@ -54,10 +79,27 @@ func (x *idIndex) insert(id int64, i int32, n int) {
 	x.big[id] = i
 }
 
+// slide moves the window up to start at id lo, moving the ids below it to
+// the map.
+func (x *idIndex) slide(lo int64) {
+	k := min(lo-x.lo, int64(len(x.dense)))
+	for d, v := range x.dense[:k] {
+		if v != 0 {
+			if x.big == nil {
+				x.big = make(map[int64]int32)
+			}
+			x.big[x.lo+int64(d)] = v - 1
+		}
+	}
+	n := copy(x.dense, x.dense[k:])
+	clear(x.dense[n:])
+	x.lo = lo
+}
+
 // remove forgets id if it has index i.
 func (x *idIndex) remove(id int64, i int32) {
-	if uint64(id) < uint64(len(x.dense)) && x.dense[id] == i+1 {
-		x.dense[id] = 0
+	if id >= x.lo && uint64(id-x.lo) < uint64(len(x.dense)) && x.dense[id-x.lo] == i+1 {
+		x.dense[id-x.lo] = 0
 	} else if j, ok := x.big[id]; ok && j == i {
 		delete(x.big, id)
 	}
