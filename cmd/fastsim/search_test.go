@@ -19,24 +19,7 @@ func TestSearchShardsCLI(t *testing.T) {
 	if code := run(append(base, "--json", p("whole.json"), "--csv", p("whole.csv")), &out, &errb); code != exitOK {
 		t.Fatalf("search: exit %d: %s", code, errb.String())
 	}
-	files := []string{"search", "merge", "--quiet", "--json", p("merged.json"), "--csv", p("merged.csv")}
-	for k := 0; k < 3; k++ {
-		shard := p(fmt.Sprintf("shard-%d.json", k))
-		if code := run(append(base, "--jobs", "2", "--shard", fmt.Sprintf("%d/3", k), "--json", shard), &out, &errb); code != exitOK {
-			t.Fatalf("shard %d: exit %d: %s", k, code, errb.String())
-		}
-		files = append(files, shard)
-	}
-	if code := run(files, &out, &errb); code != exitOK {
-		t.Fatalf("merge: exit %d: %s", code, errb.String())
-	}
-	for _, pair := range [][2]string{{"whole.json", "merged.json"}, {"whole.csv", "merged.csv"}} {
-		a, _ := os.ReadFile(p(pair[0]))
-		b, _ := os.ReadFile(p(pair[1]))
-		if len(a) == 0 || !bytes.Equal(a, b) {
-			t.Errorf("%s and %s differ", pair[0], pair[1])
-		}
-	}
+	mergedEqualsWhole(t, p, append(base, "--jobs", "2"))
 	for _, args := range [][]string{
 		{"search"}, // no --world
 		{"search", "--world", "8", "--shard", "8/8"}, // K out of range
@@ -102,6 +85,19 @@ func TestSearchToyCLI(t *testing.T) {
 	if data, err := os.ReadFile(p("cpu.pprof")); err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
 		t.Errorf("--cpuprofile: not a profile (%v)", err)
 	}
+	mergedEqualsWhole(t, p, base)
+	errb.Reset()
+	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitError || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
+		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, errb.String())
+	}
+}
+
+// mergedEqualsWhole runs search base as three shards, merges them, and
+// checks that the merge wrote the same JSON and CSV as the unsharded
+// search already wrote to whole.json and whole.csv (p names the files).
+func mergedEqualsWhole(t *testing.T, p func(string) string, base []string) {
+	t.Helper()
+	var out, errb bytes.Buffer
 	files := []string{"search", "merge", "--quiet", "--json", p("merged.json"), "--csv", p("merged.csv")}
 	for k := 0; k < 3; k++ {
 		shard := p(fmt.Sprintf("shard-%d.json", k))
@@ -119,9 +115,5 @@ func TestSearchToyCLI(t *testing.T) {
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s and %s differ", pair[0], pair[1])
 		}
-	}
-	errb.Reset()
-	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitError || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
-		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, errb.String())
 	}
 }
