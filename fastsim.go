@@ -298,8 +298,9 @@ type Transformer struct {
 	SequenceParallel        bool
 	Zero                    int
 	FlashAttention          bool
-	// StageCollectives sends each collective to a whole stage at once, so
-	// a grouped replay simulates a stage once (see synth --help).
+	// StageCollectives sends each collective to a whole stage at once,
+	// so that even a traced grouped replay simulates a stage once, at the
+	// price of collectives that join the whole stage (see synth --help).
 	StageCollectives bool
 	Steps            int
 	GPUsPerHost      int   // 0: 8

@@ -72,11 +72,12 @@ type Job struct {
 	// StageCollectives sends each collective as one command to a whole
 	// stage instead of one per tensor-parallel or data-parallel group.
 	// The format gives a Reduce command one peer set, so the exact form
-	// (the default) addresses every group apart, and a grouped replay then
-	// simulates every rank of a stage apart; this form lets it simulate a
-	// stage once, at the price of collectives that join the whole stage
-	// (their dims still name the mesh dimension they reduce over, for a
-	// cost model that prices by it).
+	// (the default) addresses every group apart, as a run of commands at
+	// one time that a grouped replay applies together, keeping a stage
+	// one group, unless it keeps a trace; this form keeps a stage one
+	// group in a traced replay too, at the price of collectives that join
+	// the whole stage (their dims still name the mesh dimension they
+	// reduce over, for a cost model that prices by it).
 	StageCollectives bool
 	Steps            int
 	GPUsPerHost      int
