@@ -34,6 +34,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		if s.Host.NVLSGBps > 0 && (s.Sources["host.nvls_gbps"] == "" || s.Sources["host.nvls_latency_us"] == "") {
 			t.Errorf("%s: NVLS figures without sources", name)
 		}
+		if s.Host.NVLSChannels > 0 && (s.Sources["host.nvls_channels"] == "" || s.Sources["host.nvls_chunk_bytes"] == "") {
+			t.Errorf("%s: NVLS pipeline figures without sources", name)
+		}
 		if len(s.Host.CollectiveEfficiency) > 0 && s.Sources["host.collective_efficiency"] == "" {
 			t.Errorf("%s: collective efficiency curve without a source", name)
 		}
