@@ -49,21 +49,23 @@ import (
 // reduce (host.nvls_gbps > 0, Hopper) may take NCCL's NVLS algorithm
 // instead: latency host.nvls_latency_us plus 2(n-1)/n·S at the NVLS bus
 // bandwidth (tuning.cc at NVIDIA/nccl commit 5067397c; the preset's
-// sources derive the bandwidth from tuning.cc, search.cc and topo.h).
+// sources derive the bandwidth from tuning.cc, search.cc and topo.h),
+// plus the fill of NCCL's three-stage NVLS kernel, whose stage is one
+// loop of chunks of the size NCCL picks for the collective (nvlsAllReduce).
 // Across hosts NCCL's NVLS tree reduces within each host first, as the
 // hierarchical form above does.
 //
 // Measured efficiency: within one host, the NVLink bandwidth of a ring
-// all-reduce, reduce-scatter or all-gather (every protocol) and the NVLS
-// bandwidth are multiplied by host.collective_efficiency at the
-// collective's bytes. NCCL's model is 22-56% fast for 1-128 MiB on one
-// 8 × A100 host because each channel moves less than its nominal rate
-// there (bench/COLLECTIVES.md, "Medium sizes: what NCCL runs"), a factor
-// on bandwidth, not latency; NCCL corrects the same gap for trees with a
-// table (treeCorrectionFactor). Latencies are untouched, and nothing is
-// scaled across hosts (a different chunk size per rank, and the network
-// usually the bottleneck) or for point-to-point, all-to-all and broadcast
-// (other kernels).
+// all-reduce, reduce-scatter or all-gather (every protocol) is multiplied
+// by host.collective_efficiency at the collective's bytes, where a preset
+// carries one (the A100 presets: NCCL's model is 22-56% fast for 1-128
+// MiB on one Azure 8 × A100 VM, bench/COLLECTIVES.md, "Medium sizes:
+// what NCCL runs"), a factor on bandwidth, not latency; NCCL corrects a
+// similar gap for trees with a table (treeCorrectionFactor). Latencies
+// are untouched, and nothing is scaled across hosts (a different chunk
+// size per rank, and the network usually the bottleneck), for NVLS (its
+// medium sizes are the pipeline fill above) or for point-to-point,
+// all-to-all and broadcast (other kernels).
 
 // protocol indexes NCCL's protocols.
 type protocol int
@@ -205,13 +207,60 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		best = min(best, treeAllReduce(s, S, M, G, nv, net))
 	}
 	if c == AllReduce && M == 1 && p.Ranks > 1 && int(p.Ranks) == s.Host.GPUsPerHost && s.Host.NVLSGBps > 0 {
-		// NVLink SHARP (tuning.cc: latency hwLat[NVLINK][NVLS][Simple],
-		// algorithm bandwidth bus × n/(2(n-1)), Simple only). Its bus
-		// bandwidth is the host's figure for all its GPUs; a smaller
-		// group has fewer NVLS channels, so only the whole host is priced.
-		best = min(best, s.Host.NVLSLatencyUs*1e3+intraB/(s.Host.NVLSGBps*eff))
+		// NVLink SHARP. Its bus bandwidth is the host's figure for all
+		// its GPUs; a smaller group has fewer NVLS heads, so only the
+		// whole host is priced.
+		best = min(best, nvlsAllReduce(&s.Host, S, n))
 	}
 	return best
+}
+
+// nvlsStages is the depth of NCCL's single-host NVLS all-reduce pipeline:
+// each channel's warps are split into scatter, reduce and gather groups
+// (NVIDIA/nccl src/device/all_reduce.h, RunWorkElement for NCCL_ALGO_NVLS,
+// the oneNode branch), each looping over the channel's data one loop of
+// nHeads chunks at a time and handing it on through the NVLS buffers.
+const nvlsStages = 3
+
+// nvlsAllReduce prices an all-reduce of S bytes over the n GPUs of one
+// host by NCCL's NVLS algorithm: tuning.cc's latency
+// (hwLat[NVLINK][NVLS][Simple]) and bus bandwidth (2(n-1)/n·S at
+// host.nvls_gbps, Simple only), plus the fill of the kernel's pipeline,
+// which tuning.cc leaves out. A loop moves channels × heads chunks (heads
+// = n, one NVLS head per GPU), each stage of it taking that share of the
+// bandwidth term; the first loop's output is out after nvlsStages stage
+// times, each further loop one stage time later, so the fill adds
+// (nvlsStages-1) stage times of min(S, loop) bytes. The chunk is NCCL's
+// for the size (nvlsChunk), so medium sizes, which NCCL cuts into small
+// chunks, pay a small fill, and a collective of one loop or less pays
+// nvlsStages times its bandwidth term.
+func nvlsAllReduce(h *hardware.Host, S, n float64) float64 {
+	f := 2 * (n - 1) / n // bytes per rank per byte, as a ring's (tuning.cc: ratio nRanks/nsteps)
+	t := h.NVLSLatencyUs*1e3 + f*S/h.NVLSGBps
+	if h.NVLSChannels > 0 && h.NVLSChunkBytes > 0 {
+		ops := float64(h.NVLSChannels) * n // calcCollChunking's concurrentOps
+		loop := ops * nvlsChunk(S, ops, h.NVLSChunkBytes)
+		t += (nvlsStages - 1) * f * min(S, loop) / h.NVLSGBps
+	}
+	return t
+}
+
+// nvlsChunk is the chunk NCCL's calcCollChunking (src/enqueue.cc, v2.20.5
+// to v2.27.7) gives an NVLS all-reduce of S bytes with ops chunks in
+// flight (channels × heads), starting from the largest chunk: 64 KiB
+// below 64 loops of it, then 32 KiB below 8 loops, then 16 KiB below 2.
+func nvlsChunk(S, ops, largest float64) float64 {
+	c := largest
+	if S < 64*ops*c && c > 65536 {
+		c = 65536
+	}
+	if S < 8*ops*c && c > 32768 {
+		c = 32768
+	}
+	if S < 2*ops*c && c > 16384 {
+		c = 16384
+	}
+	return c
 }
 
 // treeAllReduce is NCCL's tree all-reduce: a chain within each host, a

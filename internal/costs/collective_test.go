@@ -11,9 +11,8 @@ import (
 
 // Hand-computed collectives on the h100-sxm preset: NVLink 450 GB/s ×
 // 0.8222 = 369.99 B/ns per rank, network 50 GB/s × 0.94 = 47 B/ns per
-// rank; NCCL latencies from tuning.cc (collective.go). Within a host the
-// NVLink and NVLS bandwidths are scaled by the preset's measured
-// efficiency at the size: 0.977 at 1 GiB, 0.770 at 64 MiB (its points).
+// rank; NCCL latencies from tuning.cc (collective.go). The preset carries
+// no measured efficiency curve; NVLS has 16 channels and 128 KiB chunks.
 func TestHardwareCollectiveByHand(t *testing.T) {
 	s := h100(t)
 	const GiB = 1 << 30
@@ -25,17 +24,21 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		want  int64
 	}{
 		// One host, all 8 GPUs, 1 GiB all-reduce, NVLS: 25 µs + 2·7/8·2^30
-		// = 1,879,048,192 B / (476 × 0.977 = 465.052 B/ns) = 4,040,512.0
-		// ns; total 4,065,512.0 -> 4,065,513. (Ring Simple: latency 8.4 +
-		// 14 steps × 3.4 = 56.0 µs + 1,879,048,192 / (369.99 × 0.977) =
-		// 5,198,204.6 ns = 5,254,204.6, slower; LL128 and LL slower still.)
-		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 4_065_513},
+		// = 1,879,048,192 B / 476 B/ns = 3,947,580.2 ns, plus the
+		// pipeline's fill: 2^30 is not below 64 loops of 128 KiB chunks
+		// (64 × 16 channels × 8 heads × 128 KiB = 2^30), so the chunk
+		// stays 128 KiB, a loop is 128 × 128 KiB = 16,777,216 B, and two
+		// more stage times of 7/4 × 16,777,216 / 476 = 61,680.9 ns add
+		// 123,361.9; total 4,095,942.1 -> 4,095,943. (Ring Simple: latency
+		// 8.4 + 14 steps × 3.4 = 56.0 µs + 1,879,048,192 / 369.99 =
+		// 5,078,645.9 ns = 5,134,645.9, slower; LL128 and LL slower still.)
+		{"all-reduce in a host", AllReduce, GiB, Placement{8, 1, 8}, 4_095_943},
 		// The same on 4 of the host's 8 GPUs: no NVLS (priced only for the
 		// whole host), ring Simple: 8.4 + 6 × 3.4 = 28.8 µs + 2·3/4·2^30 =
-		// 1,610,612,736 / (369.99 × 0.977) = 4,455,603.9 ns = 4,484,403.9
-		// -> 4,484,404.
-		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_484_404},
-		// Two hosts of 8 (no measured efficiency across hosts): the
+		// 1,610,612,736 / 369.99 = 4,353,125.0 ns = 4,381,925.0 ->
+		// 4,381,926.
+		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_381_926},
+		// Two hosts of 8: the
 		// ring's 30 steps, 2 across hosts: (8.4 + 28 ×
 		// 3.4 + 2 × 9.6) × 1.9 (plateau) = 233.32 µs; NVLink phase
 		// 5,078,645.9 ns, network phase 2·(1/2)·2^30/8 = 134,217,728 B / 47
@@ -47,10 +50,10 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		// 2,127,659.6 ns -> 2,145,660.
 		{"send across hosts", PointToPoint, 100_000_000, Placement{2, 2, 1}, 2_145_660},
 		// Reduce-scatter of 64 MiB in a host of 8, Simple: 8.4 + 7 × 3.4 =
-		// 32.2 µs + 7/8 · 67,108,864 / (369.99 × 0.770 = 284.8923) =
-		// 206,113.9 ns = 238,313.9 -> 238,314. (LL128: 23.3 µs + 224,036.8
-		// ns = 247,336.8; slower.)
-		{"reduce-scatter in a host", ReduceScatter, 64 << 20, Placement{8, 1, 8}, 238_314},
+		// 32.2 µs + 7/8 · 67,108,864 = 58,720,256 / 369.99 = 158,707.7 ns
+		// = 190,907.7 -> 190,908. (LL128: 23.3 µs + 58,720,256 / (369.99 ×
+		// 0.92 = 340.3908) = 172,508.4 ns = 195,808.4; slower.)
+		{"reduce-scatter in a host", ReduceScatter, 64 << 20, Placement{8, 1, 8}, 190_908},
 		// One rank: nothing to do.
 		{"one rank", AllReduce, GiB, Placement{1, 1, 1}, 0},
 	}
@@ -210,7 +213,7 @@ func TestReduceThroughHardwareModel(t *testing.T) {
 	}
 	r := gen.Reduce{Reduction: "sum", LocalTensor: tensorOf(1, "bfloat16", 1<<14, 1<<15), Result: tensorOf(2, "bfloat16", 1<<14, 1<<15)}
 	// 2^30 bytes over the 8 ranks of one host: NVLS, as by hand above.
-	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 4_065_513 {
+	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 4_095_943 {
 		t.Errorf("in a host: %d", got)
 	}
 	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8, Hosts: 2, MaxPerHost: 8}); got != 5_311_966 {
@@ -227,5 +230,50 @@ func TestReduceThroughHardwareModel(t *testing.T) {
 	}
 	if got, want := m2.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true}), m2.CollectiveNs(AllReduce, 1<<30, 8, true); got != want {
 		t.Errorf("comm override: %d, want %d", got, want)
+	}
+}
+
+// NCCL's NVLS chunk for a size (src/enqueue.cc calcCollChunking) and the
+// pipeline fill it sets, by hand on the h200 preset: 16 channels × 8
+// heads = 128 chunks in flight, largest chunk 128 KiB, bus 476 B/ns,
+// latency 25 µs, bytes moved 7/4·S.
+func TestNVLSPipelineByHand(t *testing.T) {
+	const MiB = 1 << 20
+	for _, c := range []struct{ S, want float64 }{
+		// 64 KiB below 64 × 128 × 128 KiB = 1 GiB, 32 KiB below
+		// 8 × 128 × 64 KiB = 64 MiB, 16 KiB below 2 × 128 × 32 KiB =
+		// 8 MiB; each threshold itself keeps the larger chunk.
+		{1 << 30, 131072}, {1<<30 - 1, 65536}, {64 * MiB, 65536}, {64*MiB - 1, 32768},
+		{8 * MiB, 32768}, {8*MiB - 1, 16384}, {1 * MiB, 16384},
+	} {
+		if got := nvlsChunk(c.S, 128, 131072); got != c.want {
+			t.Errorf("nvlsChunk(%g) = %g, want %g", c.S, got, c.want)
+		}
+	}
+	s, err := hardware.Preset("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what    string
+		S, want float64
+	}{
+		// 1 MiB: chunk 16 KiB, a loop of 128 × 16 KiB = 2 MiB holds it
+		// all, so the three stages each take the whole bandwidth term:
+		// 25,000 + 3 × 1,835,008 / 476 (3,855.06) = 36,565.18 ns.
+		{"1 MiB", MiB, 36565.18},
+		// 16 MiB: chunk 32 KiB, loop 4 MiB: 25,000 + 29,360,128 / 476
+		// (61,680.94) + 2 × 7,340,032 / 476 (15,420.24) = 117,521.41 ns.
+		{"16 MiB", 16 * MiB, 117521.41},
+	} {
+		if got := nvlsAllReduce(&s.Host, c.S, 8); math.Abs(got-c.want) > 0.01 {
+			t.Errorf("NVLS all-reduce of %s: %.2f ns, want %.2f", c.what, got, c.want)
+		}
+	}
+	// Without channels or chunk the fill is left out: tuning.cc's time.
+	h := s.Host
+	h.NVLSChannels = 0
+	if got, want := nvlsAllReduce(&h, MiB, 8), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
+		t.Errorf("no pipeline: %.2f ns, want %.2f", got, want)
 	}
 }

@@ -56,21 +56,29 @@ func TestCollectiveEfficiencyDerivation(t *testing.T) {
 			t.Errorf("point %d: preset [%g, %g], derived [%g, %.4f]", i, curve[i][0], curve[i][1], S, e)
 		}
 	}
-	// The curve is transferred unchanged to the presets of the same
-	// NVSwitch host (a100-40gb) and to Hopper (h100-sxm, h200), whose
-	// sweeps then check it; B200 has none.
-	for _, name := range []string{"a100-40gb", "h100-sxm", "h200"} {
+	// The curve is transferred unchanged to the preset of the same
+	// NVSwitch host (a100-40gb). Hopper presets carry none: their NVLS
+	// medium sizes are priced by the NVLS kernel's pipeline fill
+	// (nvlsAllReduce), and no Hopper ring sweep measures a curve.
+	s, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Host.CollectiveEfficiency) != len(curve) {
+		t.Fatalf("a100-40gb: curve of %d points, a100-80gb's has %d", len(s.Host.CollectiveEfficiency), len(curve))
+	}
+	for i := range curve {
+		if s.Host.CollectiveEfficiency[i] != curve[i] {
+			t.Errorf("a100-40gb point %d: %v, a100-80gb has %v", i, s.Host.CollectiveEfficiency[i], curve[i])
+		}
+	}
+	for _, name := range []string{"h100-sxm", "h200"} {
 		s, err := hardware.Preset(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Host.CollectiveEfficiency) != len(curve) {
-			t.Fatalf("%s: curve of %d points, a100-80gb's has %d", name, len(s.Host.CollectiveEfficiency), len(curve))
-		}
-		for i := range curve {
-			if s.Host.CollectiveEfficiency[i] != curve[i] {
-				t.Errorf("%s point %d: %v, a100-80gb has %v", name, i, s.Host.CollectiveEfficiency[i], curve[i])
-			}
+		if len(s.Host.CollectiveEfficiency) != 0 {
+			t.Errorf("%s carries a collective efficiency curve; no Hopper sweep is its source", name)
 		}
 	}
 }

@@ -85,9 +85,17 @@ type Host struct {
 	NVLSGBps float64 `json:"nvls_gbps,omitempty"`
 	// NVLSLatencyUs is an NVLS all-reduce's latency.
 	NVLSLatencyUs float64 `json:"nvls_latency_us,omitempty"`
+	// NVLSChannels is the number of channels (thread blocks) NCCL runs an
+	// NVLS all-reduce on, and NVLSChunkBytes its largest chunk; with
+	// them the pipeline of NCCL's NVLS kernel (scatter, reduce through
+	// the switch, gather) is priced: its fill depends on the chunk NCCL
+	// picks for the size. Zero: no pipeline fill.
+	NVLSChannels int `json:"nvls_channels,omitempty"`
+	// NVLSChunkBytes is NCCL's NVLS chunk size (NCCL_NVLS_CHUNKSIZE).
+	NVLSChunkBytes float64 `json:"nvls_chunk_bytes,omitempty"`
 	// CollectiveEfficiency (optional) is a measured factor on the NVLink
-	// bandwidth of a ring all-reduce, reduce-scatter or all-gather, or an
-	// NVLS all-reduce, within one host, as a function of the collective's
+	// bandwidth of a ring all-reduce, reduce-scatter or all-gather within
+	// one host, as a function of the collective's
 	// bytes (the full buffer): the share of NCCL's modelled bandwidth its
 	// kernels reach at that size. Like NCCL's own treeCorrectionFactor
 	// (src/graph/tuning.cc), which corrects trees at medium sizes, but
@@ -221,6 +229,12 @@ func (s *Spec) Check() error {
 	}
 	if v := s.Host.NVLSLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
 		return fmt.Errorf("%w: host.nvls_latency_us is %g, want 0..1e6", ErrSpec, v)
+	}
+	if v := s.Host.NVLSChannels; v < 0 || v > 1024 {
+		return fmt.Errorf("%w: host.nvls_channels is %d, want 0..1024", ErrSpec, v)
+	}
+	if v := s.Host.NVLSChunkBytes; v < 0 || v > 1<<30 || math.IsNaN(v) {
+		return fmt.Errorf("%w: host.nvls_chunk_bytes is %g, want 0..2^30", ErrSpec, v)
 	}
 	if t := s.GPU.GEMMTile; t != [2]int{} && (t[0] <= 0 || t[1] <= 0 || t[0] > 1<<16 || t[1] > 1<<16) {
 		return fmt.Errorf("%w: gpu.gemm_tile is %v, want two sizes in 1..65536", ErrSpec, t)

@@ -34,6 +34,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		if s.Host.NVLSGBps > 0 && (s.Sources["host.nvls_gbps"] == "" || s.Sources["host.nvls_latency_us"] == "") {
 			t.Errorf("%s: NVLS figures without sources", name)
 		}
+		if s.Host.NVLSChannels > 0 && (s.Sources["host.nvls_channels"] == "" || s.Sources["host.nvls_chunk_bytes"] == "") {
+			t.Errorf("%s: NVLS pipeline figures without sources", name)
+		}
 		if len(s.Host.CollectiveEfficiency) > 0 && s.Sources["host.collective_efficiency"] == "" {
 			t.Errorf("%s: collective efficiency curve without a source", name)
 		}
@@ -111,9 +114,9 @@ func TestParseErrors(t *testing.T) {
 		mutate(`"bf16": 989.4`, `"bf8": 989.4`),
 		mutate(`"nvls_gbps": 476`, `"nvls_gbps": -1`),
 		mutate(`"nvls_latency_us": 25`, `"nvls_latency_us": -25`),
-		// A collective efficiency above 1, and sizes out of order.
-		mutate("0.977", "1.5"),
-		mutate("1073741824.0", "1.0"),
+		// An NVLS channel count and chunk out of range.
+		mutate(`"nvls_channels": 16`, `"nvls_channels": -16`),
+		mutate(`"nvls_chunk_bytes": 131072`, `"nvls_chunk_bytes": -1`),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
 		// 0.9 at 2^28 grows 37x for 8x the size.
 		mutate("0.0971", "0.9"),
@@ -121,6 +124,18 @@ func TestParseErrors(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrSpec) {
 			t.Errorf("Parse accepted or misreported (%v): %.80s", err, bad)
+		}
+	}
+	// A collective efficiency above 1, and sizes out of order (the A100
+	// preset carries the curve).
+	a100, _ := PresetJSON("a100-80gb")
+	for _, m := range [][2]string{{"0.977", "1.5"}, {"1073741824.0", "1.0"}} {
+		bad := strings.Replace(string(a100), m[0], m[1], 1)
+		if bad == string(a100) {
+			t.Fatalf("%q not in the a100-80gb preset", m[0])
+		}
+		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrSpec) {
+			t.Errorf("Parse accepted or misreported (%v) %s -> %s", err, m[0], m[1])
 		}
 	}
 }
