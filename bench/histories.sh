@@ -1,0 +1,22 @@
+# Sourced by the bench scripts: the world-65,536 training histories of
+# bench/scale.sh (pp 8, dp 1024, tp 8, 32 layers, 4 microbatches), kept in
+# $work between runs.
+#
+# history NAME COMMANDS: $work/NAME.hist.zst with at least COMMANDS
+# commands (whole steps), synthesized by $now, and its binary form
+# $work/NAME.fhist.zst written by $now's convert (RECONVERT=1 rewrites it,
+# as after a change of the binary form).
+history() {
+	local name=$1 cmds=$2
+	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
+	if [ ! -f "$work/$name.hist.zst" ]; then
+		local per steps
+		per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
+		steps=$(((cmds + per - 1) / per))
+		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
+		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
+	fi
+	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ]; then
+		"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+	fi
+}

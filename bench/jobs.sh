@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Two cores against one, outside CI: the grouped replay of the
+# world-65,536 training history of 10M commands (bench/histories.sh), in
+# both forms, with --jobs 1 and --jobs 2, taking turns so that the load of
+# a shared machine falls on both alike. Wall seconds, medians of RUNS
+# (default 3); the ratio is --jobs 1 over --jobs 2 (above 1: two cores
+# help).
+#
+#   bench/jobs.sh                    the 10M history (kept in WORK)
+#   SIZE=1M bench/jobs.sh            the 1M one
+#   WORK=/big/dir bench/jobs.sh      where histories and the build go
+#                                    (default /tmp/fastsim-decode, shared
+#                                    with bench/decode.sh)
+# Needs the zstd command and /usr/bin/time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/tmp/fastsim-decode}
+size=${SIZE:-10M}
+runs=${RUNS:-3}
+mkdir -p "$work"
+now=$work/fastsim-now
+go build -o "$now" ./cmd/fastsim
+. bench/histories.sh
+case $size in
+1M) cmds=1000000 ;;
+10M) cmds=10000000 ;;
+*) echo "SIZE: want 1M or 10M, got $size" >&2; exit 2 ;;
+esac
+name=w65536-$size
+history "$name" "$cmds"
+
+# wall FILE JOBS: one grouped replay's wall and CPU seconds.
+wall() {
+	/usr/bin/time -f "%e %U %S" -o "$work/time" "$now" replay --report-only --group-workers --jobs "$2" "$1" >/dev/null
+	read -r e u s <"$work/time"
+	echo "$e $(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}')"
+}
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
+
+echo "Grouped replay of $name, --jobs 1 against --jobs 2: wall seconds (CPU seconds), medians of $runs; load average $(cut -d' ' -f1-3 /proc/loadavg)."
+echo
+echo "| form | --jobs 1 | --jobs 2 | jobs 1 / jobs 2 (wall) |"
+echo "|---|---|---|---|"
+for f in "$work/$name.hist.zst" "$work/$name.fhist.zst"; do
+	w1=() c1=() w2=() c2=()
+	for _ in $(seq "$runs"); do
+		read -r w c < <(wall "$f" 1); w1+=("$w"); c1+=("$c")
+		read -r w c < <(wall "$f" 2); w2+=("$w"); c2+=("$c")
+	done
+	a=$(median "${w1[@]}") b=$(median "${w2[@]}")
+	echo "| ${f##*/} | $a ($(median "${c1[@]}")) | $b ($(median "${c2[@]}")) | $(ratio "$a" "$b")x |"
+done
