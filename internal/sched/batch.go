@@ -211,9 +211,13 @@ func (e *Engine) runTogether() (bool, error) {
 		p.lowest = append(p.lowest, e.part.Lowest(g))
 		total += e.part.Size(g)
 	}
+	if cap(p.buf) == 0 {
+		p.buf = make([]int64, 0, 256) // EachRanks' chunks, kept between runs
+	}
 	ok := true
 	var count, met int64
 	var runtime int64
+	var first Comm
 	for i := 0; i < p.n && ok; i++ {
 		met = 0
 		lowMet := 0
@@ -245,10 +249,12 @@ func (e *Engine) runTogether() (bool, error) {
 		c := e.comm(nil, p.slicesOf(i), nil, false)
 		c.Ranks = count - n0
 		c.Hosts, c.MaxPerHost = e.placement(p.slicesOf(i))
-		rt := e.opt.Model.ReduceRuntimeNs(&p.msg.Reduce, c)
-		if i == 0 {
-			runtime = rt
-		} else if rt != runtime {
+		// A cost model prices a collective by its message and its Comm:
+		// peer sets placed alike (the usual case) are priced once.
+		switch {
+		case i == 0:
+			first, runtime = c, e.opt.Model.ReduceRuntimeNs(&p.msg.Reduce, c)
+		case c != first && e.opt.Model.ReduceRuntimeNs(&p.msg.Reduce, c) != runtime:
 			ok = false
 		}
 	}
