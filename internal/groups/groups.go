@@ -107,6 +107,10 @@ func New(world int64, grouped bool) (*Partition, error) {
 	return p, nil
 }
 
+// Epoch changes whenever a group splits: an answer about the groups
+// given in one epoch holds while it stays the same.
+func (p *Partition) Epoch() uint64 { return p.epoch }
+
 // Grouped reports whether ranks are grouped.
 func (p *Partition) Grouped() bool { return p.grouped }
 
