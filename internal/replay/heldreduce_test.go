@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/sched"
 )
 
@@ -278,5 +279,68 @@ func TestHeldReducesKeepStagesWhole(t *testing.T) {
 	// CallFunction 10 µs, Reduce 100 µs.
 	if got, want := res.Final.ExecNs, int64(217_000); got != want {
 		t.Errorf("exec time %d ns, want %d", got, want)
+	}
+}
+
+// TestHeldReducesPastRoaringEdge: a world of 65,544 ranks (8,193 groups of
+// 8, across the bitmaps' 65,536-rank container edge), a function on every
+// rank, then a tensor-parallel all-reduce sent as 8,193 Reduces of 8
+// contiguous ranks and a data-parallel one as 8 Reduces of 8,193 ranks
+// 8 apart. A grouped replay keeps one group and agrees with the ungrouped
+// one on every rank. By hand, default runtimes: the function, sent at
+// 3 µs, ends at 13 µs; the all-reduces (100 µs each) at 113 µs and
+// 213 µs. Each rank holds three 4,096-byte tensors at the end.
+func TestHeldReducesPastRoaringEdge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an ungrouped world of 65,544 ranks")
+	}
+	const world, tp = 65544, 8
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"fastsim":"history","version":1,"world_size":%d,"gpus_per_host":8}`+"\n", world)
+	all := fmt.Sprintf(`{"offset":0,"sizes":[%d],"strides":[1]}`, world)
+	tensor := func(id int) string {
+		return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":4096,"dtype":"float32","shape":[1024],"device":"cuda"}`, id, id)
+	}
+	reduce := func(ts int64, ranks string, result, local int) {
+		fmt.Fprintf(&b, `{"ts":%d,"ranks":[%s],"msg":{"type":"Reduce","result":%s,"local_tensor":{"tensor":%d},"stream":{"ref":1},"dims":["tp"],"reduction":"sum","scatter":false,"inplace":false,"out":null}}`+"\n", ts, ranks, tensor(result), local)
+	}
+	fmt.Fprintf(&b, `{"ts":1000,"ranks":[%s],"msg":{"type":"CreateDeviceMesh","names":["dp","tp"],"ranks":%s}}`+"\n", all, all)
+	fmt.Fprintf(&b, `{"ts":2000,"ranks":[%s],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`+"\n", all)
+	fmt.Fprintf(&b, `{"ts":3000,"ranks":[%s],"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":1}}}`+"\n", all, tensor(1))
+	for g := 0; g < world/tp; g++ {
+		reduce(4000, fmt.Sprintf(`{"offset":%d,"sizes":[%d],"strides":[1]}`, g*tp, tp), 2, 1)
+	}
+	for k := 0; k < tp; k++ {
+		reduce(5000, fmt.Sprintf(`{"offset":%d,"sizes":[%d],"strides":[%d]}`, k, world/tp, tp), 3, 2)
+	}
+	hist := b.Bytes()
+	g := bigReplayOutcome(t, hist, true)
+	compareBigOutcomes(t, bigReplayOutcome(t, hist, false), g)
+	if g.err != "" {
+		t.Fatal(g.err)
+	}
+	if g.final.ExecNs != 213_000 {
+		t.Errorf("exec time %d ns, want 213000", g.final.ExecNs)
+	}
+	for x, p := range g.peaks {
+		if p != 3*4096 {
+			t.Fatalf("rank %d: peak %d bytes, want %d", x, p, 3*4096)
+		}
+	}
+	sim, err := New(history.Header{WorldSize: world, GPUsPerHost: 8}, "big.hist", Options{Grouped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	r, err := history.NewReader(bytes.NewReader(hist), "big.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := sim.Run(r); err != nil {
+		t.Fatal(err)
+	}
+	if n := sim.Result().Groups; n != 1 {
+		t.Errorf("%d groups, want 1", n)
 	}
 }
