@@ -1,6 +1,7 @@
 package binform
 
 import (
+	"bytes"
 	"slices"
 	"unicode/utf8"
 
@@ -22,7 +23,7 @@ type Decoder struct {
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
-	emptyTree []bool // by blob: checked as a tree without tensors
+	treeOK    []bool // by blob: checked as a tree without tensors, or as a template
 	slices    []values.Slice
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
@@ -30,6 +31,10 @@ type Decoder struct {
 	sc        jsonl.Scanner // checks trees' raw JSON
 	tree      values.Tree
 	mentioned []int32 // registry rows the record refers to
+	chk       templateChecker
+	forms     []byte   // the leaf forms of the tree being read
+	raws      [][]byte // rendered tree texts of the record
+	nraw      int      // raws in use by the record
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -44,7 +49,7 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.strs = d.strs[:0]
 	clear(d.blobs)
 	d.blobs = d.blobs[:0]
-	d.emptyTree = d.emptyTree[:0]
+	d.treeOK = d.treeOK[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
@@ -59,6 +64,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
 	d.mentioned = d.mentioned[:0]
+	d.nraw = 0
 }
 
 // Err returns the first error of the record, nil if none.
@@ -271,7 +277,7 @@ func (d *Decoder) blob() ([]byte, int) {
 		b = append([]byte(nil), b...)
 		d.blobs = append(d.blobs, b)
 		d.blobBytes += len(b)
-		d.emptyTree = append(d.emptyTree, false)
+		d.treeOK = append(d.treeOK, false)
 		return b, len(d.blobs) - 1
 	}
 	return b, -1
@@ -401,21 +407,86 @@ func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
 
 // Tree reads a tree into t, reusing its leaves.
 func (d *Decoder) Tree(t *values.Tree) {
-	var at int
-	t.Raw, at = d.blob()
-	t.Leaves = d.Tensors(t.Leaves)
-	if d.err != nil {
+	t.Leaves = t.Leaves[:0]
+	n := d.Count("tree tensors", MaxRecordBytes, 2)
+	if n == 0 {
+		var at int
+		t.Raw, at = d.blob()
+		if d.err != nil {
+			return
+		}
+		// A tree without tensors ("[]", "{}", constants) is checked once:
+		// its check depends on its text alone, which the blob table keeps.
+		if at >= 0 && d.treeOK[at] {
+			return
+		}
+		d.checkTree(t)
+		if at >= 0 && d.err == nil {
+			d.treeOK[at] = true
+		}
 		return
 	}
-	// A tree without tensors ("[]", "{}", constants) is checked once: its
-	// check depends on its text alone, which the blob table keeps.
-	if at >= 0 && len(t.Leaves) == 0 && d.emptyTree[at] {
-		return
+	switch mode := d.Byte(); mode {
+	case treeText:
+		t.Raw, _ = d.blob()
+		for i := 0; i < n; i++ {
+			t.Leaves = append(t.Leaves, values.Tensor{})
+			d.Tensor(&t.Leaves[i])
+		}
+		if d.err == nil {
+			d.checkTree(t)
+		}
+	case treeTemplate:
+		tmpl, at := d.blob()
+		d.forms = d.forms[:0]
+		for i := 0; i < n; i++ {
+			t.Leaves = append(t.Leaves, values.Tensor{})
+			d.Tensor(&t.Leaves[i])
+			f := d.Byte()
+			if f > leafFull {
+				d.Failf(ErrCorrupt, "tree: tensor %d has form %d, not one of 0..%d", i, f, leafFull)
+			}
+			d.forms = append(d.forms, f)
+		}
+		if d.err != nil {
+			return
+		}
+		// A template is checked once: whichever tensors fill it, the
+		// text is then what a JSON-lines reader accepts (templateChecker).
+		if at < 0 || !d.treeOK[at] {
+			if err := d.chk.check(tmpl, n); err != nil {
+				d.Fail(err)
+				return
+			}
+			if at >= 0 {
+				d.treeOK[at] = true
+			}
+		}
+		t.Raw = d.render(tmpl, t.Leaves)
+	default:
+		if d.err == nil {
+			d.Failf(ErrCorrupt, "tree: form %d is neither text (%d) nor a template (%d)", mode, treeText, treeTemplate)
+		}
 	}
-	d.checkTree(t)
-	if at >= 0 && len(t.Leaves) == 0 && d.err == nil {
-		d.emptyTree[at] = true
+}
+
+// render writes the text of a template tree into a buffer of its own
+// (valid until the next record begins) and returns it.
+func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
+	if d.nraw == len(d.raws) {
+		d.raws = append(d.raws, nil)
 	}
+	b := d.raws[d.nraw][:0]
+	for k := range leaves {
+		i := bytes.IndexByte(tmpl, 0)
+		b = append(b, tmpl[:i]...)
+		b = appendLeaf(b, &leaves[k], d.forms[k])
+		tmpl = tmpl[i+1:]
+	}
+	b = append(b, tmpl...)
+	d.raws[d.nraw] = b
+	d.nraw++
+	return b[:len(b):len(b)]
 }
 
 // checkTree holds a tree to what a JSON-lines reader accepts and finds in

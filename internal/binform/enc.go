@@ -1,6 +1,7 @@
 package binform
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/fastsim/fastsim/internal/values"
@@ -20,6 +21,13 @@ type Encoder struct {
 	blobBytes int
 	seq       []uint8
 	defined   int // tensors defined so far (dense indexes 0..defined-1)
+
+	// trees
+	chk   templateChecker
+	spans [][2]int
+	tmpl  []byte
+	forms []byte
+	leaf  []byte
 }
 
 // NewEncoder returns an Encoder with empty tables.
@@ -158,11 +166,65 @@ func (e *Encoder) Tensors(ts []values.Tensor) {
 	}
 }
 
-// Tree appends a tree: its raw text (shared when it holds no tensor) and
-// its leaves.
+// Tree appends a tree: the number of its leaves, then its text (shared)
+// when it has none; else a template (shared) and each leaf's reference and
+// form when its tensor objects are written as jsonl.Writer writes them,
+// or its text and leaf references when they are not.
 func (e *Encoder) Tree(t *values.Tree) {
-	e.blob(t.Raw, len(t.Leaves) == 0)
-	e.Tensors(t.Leaves)
+	n := len(t.Leaves)
+	e.Uvarint(uint64(n))
+	if n == 0 {
+		e.blob(t.Raw, true)
+		return
+	}
+	if e.template(t) {
+		e.Byte(treeTemplate)
+		e.blob(e.tmpl, true)
+		for i := range t.Leaves {
+			e.Int(t.Leaves[i].ID)
+			e.Byte(e.forms[i])
+		}
+		return
+	}
+	e.Byte(treeText)
+	e.blob(t.Raw, false)
+	for i := range t.Leaves {
+		e.Int(t.Leaves[i].ID)
+	}
+}
+
+// template makes e.tmpl and e.forms from t and reports whether they are
+// usable: every tensor object of t's text is one of its leaves in a form
+// appendLeaf writes, and the template passes the check a reader makes.
+func (e *Encoder) template(t *values.Tree) bool {
+	var ok bool
+	e.spans, ok = leafSpans(&e.chk.sc, t.Raw, e.spans[:0])
+	if !ok || len(e.spans) != len(t.Leaves) {
+		return false
+	}
+	e.tmpl, e.forms = e.tmpl[:0], e.forms[:0]
+	at := 0
+	for i, sp := range e.spans {
+		obj := t.Raw[sp[0]:sp[1]]
+		f := byte(leafShort)
+		e.leaf = appendLeaf(e.leaf[:0], &t.Leaves[i], leafShort)
+		if !bytes.Equal(obj, e.leaf) {
+			f = leafFull
+			e.leaf = appendLeaf(e.leaf[:0], &t.Leaves[i], leafFull)
+			if !bytes.Equal(obj, e.leaf) {
+				return false
+			}
+		}
+		e.forms = append(e.forms, f)
+		e.tmpl = append(e.tmpl, t.Raw[at:sp[0]]...)
+		e.tmpl = append(e.tmpl, 0)
+		at = sp[1]
+	}
+	e.tmpl = append(e.tmpl, t.Raw[at:]...)
+	if _, known := e.blobs[string(e.tmpl)]; known {
+		return true // checked when it joined the table
+	}
+	return e.chk.check(e.tmpl, len(t.Leaves)) == nil
 }
 
 // Defined is the number of tensors defined in the stream so far.

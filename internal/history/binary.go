@@ -107,7 +107,11 @@ func (r *Reader) binHeader() error {
 		return r.fail(1, err)
 	}
 	if v != binform.Version {
-		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)", v, binform.Version))
+		hint := ""
+		if v < binform.Version {
+			hint = ": convert the history's JSON-lines form again"
+		}
+		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)%s", v, binform.Version, hint))
 	}
 	n, err := r.readUvarint("the header length")
 	if err != nil {
