@@ -33,6 +33,9 @@ type Decoder struct {
 	mentioned []int32 // registry rows the record refers to
 	chk       templateChecker
 	forms     []byte   // the leaf forms of the tree being read
+	slotRow   []int32  // by tensor slot: its registry row (-1: free)
+	rowSlot   []int32  // by registry row: its tensor's slot (-1: none)
+	freeSlots []int32
 	raws      [][]byte // rendered tree texts of the record
 	nraw      int      // raws in use by the record
 }
@@ -53,6 +56,7 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
+	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -370,23 +374,45 @@ func (d *Decoder) sliceNew(sl *values.Slice) {
 	}
 }
 
-// Tensor reads a tensor reference (the tensor's id, defined earlier in the
-// stream) into t.
+// Tensor reads a tensor reference (the slot of a tensor defined earlier in
+// the stream and not deleted since) into t.
 func (d *Decoder) Tensor(t *values.Tensor) {
-	id := d.Int()
-	if d.err != nil {
-		*t = values.Tensor{}
-		return
+	u := d.Uvarint()
+	if s := u - 1; s < uint64(len(d.slotRow)) {
+		if row := d.slotRow[s]; row >= 0 {
+			*t = d.reg.At(row)
+			d.mentioned = append(d.mentioned, row)
+			return
+		}
 	}
-	if v, ok := d.reg.Lookup(id); ok {
-		*t = v
-		d.mentioned = append(d.mentioned, v.Idx)
+	*t = values.Tensor{}
+	if d.err != nil {
 		return
 	}
 	// Never defined, or deleted since: in JSON lines this would be a first
 	// mention without its fields, which is an error.
-	d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
-	*t = values.Tensor{}
+	if u == 0 {
+		id := d.Int()
+		if d.err == nil {
+			d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
+		}
+		return
+	}
+	d.Failf(ErrCorrupt, "tensor slot %d is referred to but holds no tensor (never defined, or deleted since)", u-1)
+}
+
+// Deleted frees the slot of registry row row (-1 is ignored): the
+// tensor it holds is deleted after this record (a DeleteRefs names it).
+// Rows must be given in the order the DeleteRefs name their ids, as the
+// encoder frees slots.
+func (d *Decoder) Deleted(row int32) {
+	if row < 0 || int(row) >= len(d.rowSlot) {
+		return
+	}
+	if s := d.rowSlot[row]; s >= 0 && d.slotRow[s] == row {
+		d.slotRow[s], d.rowSlot[row] = -1, -1
+		d.freeSlots = append(d.freeSlots, s)
+	}
 }
 
 // Mentioned lists the registry rows of the tensors the record refers to,
@@ -542,10 +568,25 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	if d.err != nil {
 		return shape
 	}
-	if _, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu); err != nil {
+	t, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu)
+	if err != nil {
 		d.Fail(err)
 		return shape
 	}
+	// The tensor's slot, as the encoder gives it (Encoder.Define).
+	var s int32
+	if n := len(d.freeSlots); n > 0 {
+		s = d.freeSlots[n-1]
+		d.freeSlots = d.freeSlots[:n-1]
+	} else {
+		s = int32(len(d.slotRow))
+		d.slotRow = append(d.slotRow, -1)
+	}
+	d.slotRow[s] = t.Idx
+	for int(t.Idx) >= len(d.rowSlot) {
+		d.rowSlot = append(d.rowSlot, -1)
+	}
+	d.rowSlot[t.Idx] = s
 	return shape
 }
 

@@ -20,7 +20,11 @@ type Encoder struct {
 	blobCount int
 	blobBytes int
 	seq       []uint8
-	defined   int // tensors defined so far (dense indexes 0..defined-1)
+
+	// tensor slots (Define, Deleted)
+	live      map[int64]uint32 // id -> slot of the tensors alive
+	freeSlots []uint32
+	slots     uint32 // slots handed out
 
 	// trees
 	chk   templateChecker
@@ -32,7 +36,7 @@ type Encoder struct {
 
 // NewEncoder returns an Encoder with empty tables.
 func NewEncoder() *Encoder {
-	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32), slices: make(map[string]uint32)}
+	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32), slices: make(map[string]uint32), live: make(map[int64]uint32)}
 }
 
 // Reset empties the tables and Buf, for a new stream.
@@ -41,7 +45,9 @@ func (e *Encoder) Reset() {
 	clear(e.strs)
 	clear(e.blobs)
 	clear(e.slices)
-	e.strBytes, e.blobCount, e.blobBytes, e.defined = 0, 0, 0, 0
+	clear(e.live)
+	e.freeSlots, e.slots = e.freeSlots[:0], 0
+	e.strBytes, e.blobCount, e.blobBytes = 0, 0, 0
 }
 
 // Uvarint appends an unsigned varint.
@@ -154,15 +160,22 @@ func (e *Encoder) Slice(sl *values.Slice) {
 	e.Buf[at] = 0
 }
 
-// Tensor appends a tensor reference: its dense index. The tensor must have
-// been defined (see Define).
-func (e *Encoder) Tensor(t *values.Tensor) { e.Int(t.ID) }
+// Tensor appends a tensor reference: 1 + the slot of its tensor (see
+// Define), or 0 and its id when it has none (a reader refuses it).
+func (e *Encoder) Tensor(t *values.Tensor) {
+	if s, ok := e.live[t.ID]; ok {
+		e.Uvarint(uint64(s) + 1)
+		return
+	}
+	e.Uvarint(0)
+	e.Int(t.ID)
+}
 
 // Tensors appends a count and the tensor references.
 func (e *Encoder) Tensors(ts []values.Tensor) {
 	e.Uvarint(uint64(len(ts)))
 	for i := range ts {
-		e.Int(ts[i].ID)
+		e.Tensor(&ts[i])
 	}
 }
 
@@ -181,7 +194,7 @@ func (e *Encoder) Tree(t *values.Tree) {
 		e.Byte(treeTemplate)
 		e.blob(e.tmpl, true)
 		for i := range t.Leaves {
-			e.Int(t.Leaves[i].ID)
+			e.Tensor(&t.Leaves[i])
 			e.Byte(e.forms[i])
 		}
 		return
@@ -189,7 +202,7 @@ func (e *Encoder) Tree(t *values.Tree) {
 	e.Byte(treeText)
 	e.blob(t.Raw, false)
 	for i := range t.Leaves {
-		e.Int(t.Leaves[i].ID)
+		e.Tensor(&t.Leaves[i])
 	}
 }
 
@@ -227,11 +240,11 @@ func (e *Encoder) template(t *values.Tree) bool {
 	return e.chk.check(e.tmpl, len(t.Leaves)) == nil
 }
 
-// Defined is the number of tensors defined in the stream so far.
-func (e *Encoder) Defined() int { return e.defined }
-
-// Define appends the definition of the next tensor (dense index Defined()):
-// id, storage (as a difference from id), nbytes, dtype, device and shape.
+// Define appends the definition of a tensor first mentioned (id, storage
+// as a difference from id, nbytes, dtype, device and shape) and gives it a
+// slot: the most recently freed one (Deleted), else the next unused. A
+// reader gives it the same slot, so references name the slot and a reader
+// resolves them without looking the id up.
 func (e *Encoder) Define(t *values.Tensor) {
 	e.Int(t.ID)
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
@@ -245,7 +258,25 @@ func (e *Encoder) Define(t *values.Tensor) {
 	for _, d := range t.Shape {
 		e.Int(d)
 	}
-	e.defined++
+	var s uint32
+	if n := len(e.freeSlots); n > 0 {
+		s = e.freeSlots[n-1]
+		e.freeSlots = e.freeSlots[:n-1]
+	} else {
+		s = e.slots
+		e.slots++
+	}
+	e.live[t.ID] = s
+}
+
+// Deleted frees the slot of tensor id, after the record whose DeleteRefs
+// names it (in the order the DeleteRefs name them); unknown ids are
+// ignored.
+func (e *Encoder) Deleted(id int64) {
+	if s, ok := e.live[id]; ok {
+		delete(e.live, id)
+		e.freeSlots = append(e.freeSlots, s)
+	}
 }
 
 // Extras appends a message's extra fields and key order, for a message

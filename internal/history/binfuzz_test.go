@@ -175,9 +175,11 @@ func TestBinaryErrors(t *testing.T) {
 		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", values.ErrLimit},
 		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
 		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
-		// A reference to a tensor id never defined is an error, as a first
-		// mention without its fields is in JSON lines.
-		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), `field "msg": SendTensor: field "result": tensor 9 is referred to but not defined`, binform.ErrCorrupt},
+		// A reference to a tensor never defined is an error, as a first
+		// mention without its fields is in JSON lines: by slot (18 is slot
+		// 17, of none defined), or by id (0, then 18: zigzag for 9).
+		{"undefined tensor slot", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), `field "msg": SendTensor: field "result": tensor slot 17 is referred to but holds no tensor`, binform.ErrCorrupt},
+		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 0, 18), `field "msg": SendTensor: field "result": tensor 9 is referred to but not defined`, binform.ErrCorrupt},
 		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
 		// One bit flipped in the first record: the block's checksum says so
 		// before any record of it is decoded.

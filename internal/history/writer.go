@@ -203,6 +203,7 @@ func (w *Writer) writeBinary(rec *Record, reg *values.Registry) {
 			e.Slice(&rec.Ranks[i])
 		}
 		gen.EncodeMsgBinary(e, &rec.Msg)
+		deletedIn(&rec.Msg, e.Deleted)
 	}
 	if flags&binFlagExtras != 0 {
 		e.Uvarint(uint64(len(rec.Extra.Keys)))
