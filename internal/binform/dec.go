@@ -32,9 +32,9 @@ type Decoder struct {
 	tree      values.Tree
 	mentioned []int32 // registry rows the record refers to
 	chk       templateChecker
-	forms     []byte   // the leaf forms of the tree being read
-	slotRow   []int32  // by tensor slot: its registry row (-1: free)
-	rowSlot   []int32  // by registry row: its tensor's slot (-1: none)
+	forms     []byte  // the leaf forms of the tree being read
+	slotRow   []int32 // by tensor slot: its registry row (-1: free)
+	rowSlot   []int32 // by registry row: its tensor's slot (-1: none)
 	freeSlots []int32
 	raws      [][]byte // rendered tree texts of the record
 	nraw      int      // raws in use by the record
