@@ -3,16 +3,18 @@ package values
 // idIndex maps int64 ids to dense int32 indexes. Ids are usually small and
 // dense (a controller counts them up), so they go in a slice indexed by id
 // while they stay below twice the number of indexes handed out (plus a
-// margin), which bounds its memory; others go in a map. It is used at
-// decode only: the engine sees the indexes, never the ids.
+// margin), which bounds its memory; others (a long history's later ids,
+// which keep counting up while few are alive) go in an open-addressing
+// table. It is used at decode only: the engine sees the indexes, never the
+// ids.
 type idIndex struct {
-	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
-	big   map[int64]int32 // ids that do not fit dense
+	dense []int32 // dense[id] = index+1 for small non-negative ids (0: none)
+	big   idTable // ids that do not fit dense
 }
 
 func (x *idIndex) reset() {
 	clear(x.dense)
-	clear(x.big)
+	x.big.reset()
 }
 
 // find returns the index of id.
@@ -22,11 +24,10 @@ func (x *idIndex) find(id int64) (int32, bool) {
 			return i - 1, true
 		}
 	}
-	if len(x.big) == 0 {
+	if x.big.n == 0 {
 		return 0, false
 	}
-	i, ok := x.big[id]
-	return i, ok
+	return x.big.find(id)
 }
 
 // insert records that id has index i; n is how many indexes exist (it
@@ -42,24 +43,118 @@ func (x *idIndex) insert(id int64, i int32, n int) {
 			}
 		}
 		if x.dense[id] == 0 {
-			if _, inMap := x.big[id]; !inMap {
+			if _, inBig := x.big.find(id); !inBig {
 				x.dense[id] = i + 1
 				return
 			}
 		}
 	}
-	if x.big == nil {
-		x.big = make(map[int64]int32)
-	}
-	x.big[id] = i
+	x.big.set(id, i)
 }
 
 // remove forgets id if it has index i.
 func (x *idIndex) remove(id int64, i int32) {
 	if uint64(id) < uint64(len(x.dense)) && x.dense[id] == i+1 {
 		x.dense[id] = 0
-	} else if j, ok := x.big[id]; ok && j == i {
-		delete(x.big, id)
+	} else if j, ok := x.big.find(id); ok && j == i {
+		x.big.remove(id)
+	}
+}
+
+// idTable is a hash table from int64 ids to int32 indexes: open
+// addressing with linear probing, at most half full, and deletion by
+// shifting back the entries that follow (so no tombstones pile up in a
+// table that sees millions of ids come and go). Go's map costs a hash of
+// its own and a grouped lookup per access; the ids here need neither.
+type idTable struct {
+	keys []int64
+	vals []int32 // index+1 (0: empty slot)
+	n    int     // entries
+	mask uint64
+}
+
+func (t *idTable) reset() {
+	clear(t.vals)
+	t.n = 0
+}
+
+// slot is where the probe for id begins (Fibonacci hashing: ids counting
+// up spread over the table).
+func (t *idTable) slot(id int64) uint64 {
+	return (uint64(id) * 0x9e3779b97f4a7c15 >> 32) & t.mask
+}
+
+func (t *idTable) find(id int64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	for s := t.slot(id); ; s = (s + 1) & t.mask {
+		v := t.vals[s]
+		if v == 0 {
+			return 0, false
+		}
+		if t.keys[s] == id {
+			return v - 1, true
+		}
+	}
+}
+
+// set gives id index i, replacing any index it had.
+func (t *idTable) set(id int64, i int32) {
+	if 2*(t.n+1) > len(t.vals) {
+		t.grow()
+	}
+	for s := t.slot(id); ; s = (s + 1) & t.mask {
+		if t.vals[s] == 0 {
+			t.keys[s], t.vals[s] = id, i+1
+			t.n++
+			return
+		}
+		if t.keys[s] == id {
+			t.vals[s] = i + 1
+			return
+		}
+	}
+}
+
+func (t *idTable) grow() {
+	keys, vals := t.keys, t.vals
+	size := max(2*len(vals), 64)
+	t.keys, t.vals, t.mask, t.n = make([]int64, size), make([]int32, size), uint64(size-1), 0
+	for s, v := range vals {
+		if v != 0 {
+			t.set(keys[s], v-1)
+		}
+	}
+}
+
+// remove forgets id, then moves back the entries after it whose probe
+// would otherwise pass the emptied slot.
+func (t *idTable) remove(id int64) {
+	if t.n == 0 {
+		return
+	}
+	s := t.slot(id)
+	for {
+		if t.vals[s] == 0 {
+			return
+		}
+		if t.keys[s] == id {
+			break
+		}
+		s = (s + 1) & t.mask
+	}
+	t.vals[s] = 0
+	t.n--
+	for j := (s + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
+		home := t.slot(t.keys[j])
+		// Move entry j into the hole at s unless its home lies in (s, j]
+		// (cyclically): then its probe never passes s.
+		if (j-home)&t.mask >= (j-s)&t.mask {
+			t.keys[s], t.vals[s] = t.keys[j], t.vals[j]
+			t.vals[j] = 0
+			s = j
+		}
 	}
 }
 
