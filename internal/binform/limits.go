@@ -16,6 +16,9 @@ var Magic = []byte("\xf5FHIST")
 // writes trees holding tensors as shared templates (FORMAT.md).
 const Version = 3
 
+// ZstdWindowBytes is the zstd window a writer of the binary form asks for.
+const ZstdWindowBytes = 1 << 20
+
 // BlockBytes is the size past which a writer ends a block. A checksum per
 // 64 KiB costs 4 bytes in 65,536 (a checksum per record, of tens of bytes
 // each, made compressed files 1.7 times larger), and a reader holds one

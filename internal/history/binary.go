@@ -298,6 +298,9 @@ var recordKeys = []string{"ts", "ranks", "msg", "step"}
 // declared field at most once and every extra field.
 func (r *Reader) checkExtras(m *gen.Msg) error {
 	ex := &m.Extra
+	if len(ex.Order) == 0 && len(ex.Keys) == 0 && m.Kind != gen.MsgCommandGroup {
+		return nil // nothing to check: the usual message
+	}
 	names := gen.FieldNames(m.Kind)
 	if len(ex.Order) > 0 {
 		var seen uint64

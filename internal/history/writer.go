@@ -65,7 +65,17 @@ const writeFlushBytes = 256 << 10
 func NewWriter(dst io.Writer, f Form, h Header, raw []byte) (*Writer, error) {
 	w := &Writer{form: f, dst: dst}
 	if f == FormJSONZstd || f == FormBinary {
-		zw, err := zstd.NewWriter(dst, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		opts := []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault)}
+		if f == FormBinary {
+			// A reader allocates and clears the frame's whole window
+			// (8 MiB by default) before the first byte: that was most of
+			// the cost of reading a history of a few thousand records. The
+			// binary form repeats itself through its tables, not across
+			// megabytes, so a 1 MiB window costs little in size
+			// (internal/binform/FORMAT.md, "Framing").
+			opts = append(opts, zstd.WithWindowSize(binform.ZstdWindowBytes))
+		}
+		zw, err := zstd.NewWriter(dst, opts...)
 		if err != nil {
 			return nil, err
 		}
