@@ -3,6 +3,7 @@ package binform
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -28,16 +29,20 @@ type Decoder struct {
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 
-	sc        jsonl.Scanner // checks trees' raw JSON
-	tree      values.Tree
-	mentioned []int32 // registry rows the record refers to
-	chk       templateChecker
-	forms     []byte  // the leaf forms of the tree being read
-	slotRow   []int32 // by tensor slot: its registry row (-1: free)
-	rowSlot   []int32 // by registry row: its tensor's slot (-1: none)
-	freeSlots []int32
-	raws      [][]byte // rendered tree texts of the record
-	nraw      int      // raws in use by the record
+	sc         jsonl.Scanner // checks trees' raw JSON
+	tree       values.Tree
+	mentioned  []int32 // registry rows the record refers to
+	chk        templateChecker
+	forms      []byte  // the leaf forms of the tree being read
+	slotRow    []int32 // by tensor slot: its registry row (-1: free)
+	rowSlot    []int32 // by registry row: its tensor's slot (-1: none)
+	freeSlots  []int32
+	slotTail   [][]byte // by slot: its definition's text (appendTail)
+	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
+	tails      []tail
+	tailShapes []int64
+	raws       [][]byte // rendered tree texts of the record
+	nraw       int      // raws in use by the record
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -57,6 +62,8 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	clear(d.slotTail)
+	d.slotTail, d.blobTail, d.tails, d.tailShapes = d.slotTail[:0], d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -282,6 +289,7 @@ func (d *Decoder) blob() ([]byte, int) {
 		d.blobs = append(d.blobs, b)
 		d.blobBytes += len(b)
 		d.treeOK = append(d.treeOK, false)
+		d.blobTail = append(d.blobTail, -1)
 		return b, len(d.blobs) - 1
 	}
 	return b, -1
@@ -506,7 +514,17 @@ func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
 	for k := range leaves {
 		i := bytes.IndexByte(tmpl, 0)
 		b = append(b, tmpl[:i]...)
-		b = appendLeaf(b, &leaves[k], d.forms[k])
+		t := &leaves[k]
+		b = append(b, `{"tensor":`...)
+		b = strconv.AppendInt(b, t.ID, 10)
+		if d.forms[k] == leafFull {
+			// The definition's text is the end of the object in full.
+			b = append(b, `,"storage":`...)
+			b = strconv.AppendInt(b, t.Storage, 10)
+			b = append(b, d.slotTail[d.rowSlot[t.Idx]]...)
+		} else {
+			b = append(b, '}')
+		}
 		tmpl = tmpl[i+1:]
 	}
 	b = append(b, tmpl...)
@@ -552,21 +570,35 @@ func (d *Decoder) checkTree(t *values.Tree) {
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := d.Int()
 	storage := int64(uint64(id) + uint64(d.Int()))
-	nbytes := d.Nonneg("nbytes")
-	dtype := d.String()
-	v := d.Uvarint()
-	cpu := v&1 != 0
-	n := v >> 1
-	if n > values.MaxShapeDims {
-		d.Failf(values.ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, n, values.MaxShapeDims)
-		return shape
-	}
-	shape = shape[:0]
-	for k := uint64(0); k < n; k++ {
-		shape = append(shape, d.Int())
-	}
+	text, at := d.blob()
 	if d.err != nil {
 		return shape
+	}
+	var tl tail
+	if at >= 0 && d.blobTail[at] >= 0 {
+		tl = d.tails[d.blobTail[at]]
+	} else {
+		t, err := d.chk.parseTail(text)
+		if err != nil {
+			d.Failf(ErrCorrupt, "tensor %d: its definition: %v", id, err)
+			return shape
+		}
+		tl = tail{nbytes: t.NBytes, dtype: t.Dtype, shapeAt: int32(len(d.tailShapes)), shapeN: int32(len(t.Shape)), cpu: t.CPU}
+		if at >= 0 {
+			d.tailShapes = append(d.tailShapes, t.Shape...)
+			d.blobTail[at] = int32(len(d.tails))
+			d.tails = append(d.tails, tl)
+		} else {
+			// Not in the table (it is full): the shape is used at once.
+			shape = append(shape[:0], t.Shape...)
+		}
+	}
+	nbytes, dtype, cpu := tl.nbytes, tl.dtype, tl.cpu
+	if at >= 0 {
+		shape = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN : tl.shapeAt+tl.shapeN]
+	} else {
+		// The text aliases the record: the slot keeps a copy.
+		text = append([]byte(nil), text...)
 	}
 	t, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu)
 	if err != nil {
@@ -583,11 +615,15 @@ func (d *Decoder) Define(shape []int64) []int64 {
 		d.slotRow = append(d.slotRow, -1)
 	}
 	d.slotRow[s] = t.Idx
+	for int(s) >= len(d.slotTail) {
+		d.slotTail = append(d.slotTail, nil)
+	}
+	d.slotTail[s] = text
 	for int(t.Idx) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
 	}
 	d.rowSlot[t.Idx] = s
-	return shape
+	return shape[:0]
 }
 
 // Extras reads a message's key order and extra fields into ex (which the

@@ -241,23 +241,17 @@ func (e *Encoder) template(t *values.Tree) bool {
 }
 
 // Define appends the definition of a tensor first mentioned (id, storage
-// as a difference from id, nbytes, dtype, device and shape) and gives it a
+// as a difference from id, and the rest of its fields as the text that ends
+// its object in full: a shared blob, since tensors of one shape and dtype
+// are many) and gives it a
 // slot: the most recently freed one (Deleted), else the next unused. A
 // reader gives it the same slot, so references name the slot and a reader
 // resolves them without looking the id up.
 func (e *Encoder) Define(t *values.Tensor) {
 	e.Int(t.ID)
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
-	e.Uvarint(uint64(t.NBytes))
-	e.String(t.Dtype)
-	v := uint64(len(t.Shape)) << 1
-	if t.CPU {
-		v |= 1
-	}
-	e.Uvarint(v)
-	for _, d := range t.Shape {
-		e.Int(d)
-	}
+	e.leaf = appendTail(e.leaf[:0], t)
+	e.blob(e.leaf, true)
 	var s uint32
 	if n := len(e.freeSlots); n > 0 {
 		s = e.freeSlots[n-1]

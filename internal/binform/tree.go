@@ -32,19 +32,61 @@ func appendLeaf(b []byte, t *values.Tensor, f byte) []byte {
 	if f == leafFull {
 		b = append(b, `,"storage":`...)
 		b = strconv.AppendInt(b, t.Storage, 10)
-		b = append(b, `,"nbytes":`...)
-		b = strconv.AppendInt(b, t.NBytes, 10)
-		b = append(b, `,"dtype":`...)
-		b = jsonl.AppendString(b, t.Dtype)
-		b = append(b, `,"shape":`...)
-		b = jsonl.AppendInts(b, t.Shape)
-		if t.CPU {
-			b = append(b, `,"device":"cpu"`...)
-		} else {
-			b = append(b, `,"device":"cuda"`...)
-		}
+		return appendTail(b, t)
 	}
 	return append(b, '}')
+}
+
+// appendTail appends the end of tensor t's object in full, from its
+// "nbytes" on: what a definition carries as text (Encoder.Define).
+func appendTail(b []byte, t *values.Tensor) []byte {
+	b = append(b, `,"nbytes":`...)
+	b = strconv.AppendInt(b, t.NBytes, 10)
+	b = append(b, `,"dtype":`...)
+	b = jsonl.AppendString(b, t.Dtype)
+	b = append(b, `,"shape":`...)
+	b = jsonl.AppendInts(b, t.Shape)
+	if t.CPU {
+		b = append(b, `,"device":"cpu"}`...)
+	} else {
+		b = append(b, `,"device":"cuda"}`...)
+	}
+	return b
+}
+
+// tail is a definition's text, read: its fields, and the text, which
+// renders the tensor's object in full.
+type tail struct {
+	nbytes  int64
+	dtype   string
+	shapeAt int32 // in Decoder.tailShapes
+	shapeN  int32
+	cpu     bool
+}
+
+// parseTail reads a definition's text: the fields of a tensor object from
+// "nbytes" on, which must be written exactly as appendTail writes them.
+func (c *templateChecker) parseTail(text []byte) (values.Tensor, error) {
+	c.text = append(append(c.text[:0], `{"tensor":0,"storage":0`...), text...)
+	if c.reg == nil {
+		c.reg = values.NewRegistry()
+	}
+	c.reg.Reset()
+	if err := c.sc.Reset(c.text); err != nil {
+		return values.Tensor{}, err
+	}
+	var t values.Tensor
+	if err := jsonl.DecodeTensor(&c.sc, c.reg, &t); err != nil {
+		return values.Tensor{}, err
+	}
+	if err := c.sc.End(); err != nil {
+		return values.Tensor{}, err
+	}
+	c.leaf = appendTail(c.leaf[:0], &t)
+	if !bytes.Equal(c.leaf, text) {
+		return values.Tensor{}, values.Errorf(ErrCorrupt, "its fields are not written as a JSON-lines writer writes them")
+	}
+	return t, nil
 }
 
 // leafSpans appends to dst the byte ranges of the tensor objects in raw
@@ -146,6 +188,7 @@ type templateChecker struct {
 	reg  *values.Registry
 	tree values.Tree
 	text []byte
+	leaf []byte
 	one  values.Tensor
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -160,6 +161,7 @@ func TestBinaryErrors(t *testing.T) {
 		b = append(b, block...)
 		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
 	}
+	const tail0 = `,"nbytes":0,"dtype":"","shape":[],"device":"cuda"}`
 	tests := []struct {
 		name string
 		data []byte
@@ -186,9 +188,13 @@ func TestBinaryErrors(t *testing.T) {
 		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: block checksum", binform.ErrCorrupt},
 		// A block whose one record claims more bytes than the block holds.
 		{"record past its block", framedRaw(5, 1, 2), "fuzz.fhist:2: a record's length does not fit in its block", binform.ErrCorrupt},
-		// Tensor 1 defined (id 1, storage 1, 0 bytes, dtype "", no
-		// dimensions) by a BorrowDrop, which mentions no tensor.
-		{"defined, not mentioned", framed(1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 1, 2), "tensor 1 is defined by a record that does not mention it", binform.ErrCorrupt},
+		// Tensor 1 defined (id 1, storage 1, then its fields as text: a
+		// new blob of 50 bytes, 0 bytes, dtype "", no dimensions) by a
+		// BorrowDrop, which mentions no tensor.
+		{"defined, not mentioned", framed(slices.Concat([]byte{1, 0, 0, 1, 2, 0, 0, byte(len(tail0))}, []byte(tail0), []byte{0, byte(gen.MsgBorrowDrop) << 1, 1, 2})...), "tensor 1 is defined by a record that does not mention it", binform.ErrCorrupt},
+		// The same definition with its fields written otherwise than a
+		// JSON-lines writer writes them (a space).
+		{"definition not canonical", framed(slices.Concat([]byte{1, 0, 0, 1, 2, 0, 0, byte(len(tail0) + 1)}, []byte(" "+tail0), []byte{0, byte(gen.MsgBorrowDrop) << 1, 1, 2})...), "tensor 1: its definition: its fields are not written as a JSON-lines writer writes them", binform.ErrCorrupt},
 		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {
