@@ -39,8 +39,8 @@ type Decoder struct {
 	freeSlots  []int32
 	slotTail   [][]byte // by slot: its definition's text (appendTail)
 	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
-	tails      []tail
-	tailShapes []int64
+	tails      []tail   // definitions' texts read, by blobTail
+	tailShapes []int64  // their shapes, back to back
 	raws       [][]byte // rendered tree texts of the record
 	nraw       int      // raws in use by the record
 }
@@ -563,10 +563,12 @@ func (d *Decoder) checkTree(t *values.Tree) {
 	}
 }
 
-// Define reads the definition of a tensor first mentioned and adds it to
-// the registry; later references name it by its id, which the registry
-// resolves (so the decoder keeps no table of its own that would grow with
-// the history).
+// Define reads the definition of a tensor first mentioned, adds it to the
+// registry and gives it a slot, as Encoder.Define does; later references
+// name the slot. The slot tables are as large as the most tensors alive at
+// once, not as the history. A definition's text (the tensor's fields) is
+// read once per blob; shape is scratch for one that is not in the blob
+// table, returned for reuse.
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := d.Int()
 	storage := int64(uint64(id) + uint64(d.Int()))
@@ -575,8 +577,10 @@ func (d *Decoder) Define(shape []int64) []int64 {
 		return shape
 	}
 	var tl tail
+	var dims []int64 // the shape: in tailShapes, or in the caller's shape
 	if at >= 0 && d.blobTail[at] >= 0 {
 		tl = d.tails[d.blobTail[at]]
+		dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
 	} else {
 		t, err := d.chk.parseTail(text)
 		if err != nil {
@@ -588,19 +592,16 @@ func (d *Decoder) Define(shape []int64) []int64 {
 			d.tailShapes = append(d.tailShapes, t.Shape...)
 			d.blobTail[at] = int32(len(d.tails))
 			d.tails = append(d.tails, tl)
+			dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
 		} else {
-			// Not in the table (it is full): the shape is used at once.
+			// Not in the table (it is full): the shape is used at once,
+			// and the text, which aliases the record, is kept as a copy.
 			shape = append(shape[:0], t.Shape...)
+			dims = shape
+			text = append([]byte(nil), text...)
 		}
 	}
-	nbytes, dtype, cpu := tl.nbytes, tl.dtype, tl.cpu
-	if at >= 0 {
-		shape = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN : tl.shapeAt+tl.shapeN]
-	} else {
-		// The text aliases the record: the slot keeps a copy.
-		text = append([]byte(nil), text...)
-	}
-	t, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu)
+	t, err := d.reg.Define(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
 	if err != nil {
 		d.Fail(err)
 		return shape
@@ -623,7 +624,7 @@ func (d *Decoder) Define(shape []int64) []int64 {
 		d.rowSlot = append(d.rowSlot, -1)
 	}
 	d.rowSlot[t.Idx] = s
-	return shape[:0]
+	return shape
 }
 
 // Extras reads a message's key order and extra fields into ex (which the
