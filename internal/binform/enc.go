@@ -243,10 +243,9 @@ func (e *Encoder) template(t *values.Tree) bool {
 // Define appends the definition of a tensor first mentioned (id, storage
 // as a difference from id, and the rest of its fields as the text that ends
 // its object in full: a shared blob, since tensors of one shape and dtype
-// are many) and gives it a
-// slot: the most recently freed one (Deleted), else the next unused. A
-// reader gives it the same slot, so references name the slot and a reader
-// resolves them without looking the id up.
+// are many) and gives it a slot: the most recently freed one (Deleted),
+// else the next unused. A reader gives it the same slot, so references
+// name the slot and a reader resolves them without looking the id up.
 func (e *Encoder) Define(t *values.Tensor) {
 	e.Int(t.ID)
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
