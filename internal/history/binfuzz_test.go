@@ -21,7 +21,11 @@ import (
 // that the fuzzer mutates the records themselves (the reader accepts a bare
 // stream as well).
 func bareBinary(t testing.TB, src []byte) []byte {
-	z := convert(t, src, FormBinary)
+	return unzstd(t, convert(t, src, FormBinary))
+}
+
+// unzstd decompresses a zstd frame.
+func unzstd(t testing.TB, z []byte) []byte {
 	dec, err := zstd.NewReader(nil)
 	if err != nil {
 		t.Fatal(err)

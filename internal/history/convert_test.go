@@ -136,6 +136,14 @@ func roundTrip(t *testing.T, name string, src []byte) {
 	if got := dumpAll(t, bin1); got != want {
 		t.Fatalf("%s: binary decodes differently:\n%s", name, firstDiff(want, got))
 	}
+	// The uncompressed binary form is the same stream without its frame.
+	bare := convert(t, src, FormBinaryBare)
+	if !bytes.Equal(bare, unzstd(t, bin1)) {
+		t.Fatalf("%s: the uncompressed binary form is not the zstd one's stream", name)
+	}
+	if got := dumpAll(t, bare); got != want {
+		t.Fatalf("%s: uncompressed binary decodes differently:\n%s", name, firstDiff(want, got))
+	}
 	js := convert(t, bin1, FormJSON)
 	if got := dumpAll(t, js); got != want {
 		t.Fatalf("%s: JSON from binary decodes differently:\n%s", name, firstDiff(want, got))
