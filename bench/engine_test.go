@@ -31,7 +31,8 @@ func engineHistory(b *testing.B, mesh bool) []byte {
 	return buf.Bytes()
 }
 
-// binaryForm converts a JSON-lines history to the binary form.
+// binaryForm converts a JSON-lines history to the binary form,
+// uncompressed (.fhist) as the JSON-lines text it is compared with is.
 func binaryForm(b *testing.B, data []byte) []byte {
 	b.Helper()
 	r, err := history.NewReader(bytes.NewReader(data), "engine.hist")
@@ -41,7 +42,7 @@ func binaryForm(b *testing.B, data []byte) []byte {
 	defer r.Close()
 	r.KeepExtra = true
 	var out bytes.Buffer
-	w, err := history.NewWriter(&out, history.FormBinary, r.Header(), r.RawHeader())
+	w, err := history.NewWriter(&out, history.FormBinaryBare, r.Header(), r.RawHeader())
 	if err != nil {
 		b.Fatal(err)
 	}

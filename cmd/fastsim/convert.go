@@ -18,7 +18,9 @@ Converts the history IN to OUT without loss. IN's form is detected by its
 magic bytes (JSON lines, plain or zstd, or the binary form); OUT's form is
 chosen by its name:
 
-  NAME.fhist, NAME.fhist.zst   the binary form (zstd-compressed)
+  NAME.fhist.zst               the binary form, zstd-compressed
+  NAME.fhist                   the binary form, uncompressed (about 5x the
+                               bytes; read without decompressing)
   NAME.hist.zst                JSON lines in a zstd frame
   NAME.hist                    plain JSON lines
 

@@ -1,7 +1,9 @@
 package binform
 
 import (
+	"bytes"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -22,14 +24,25 @@ type Decoder struct {
 	strBytes  int
 	blobs     [][]byte
 	blobBytes int
-	emptyTree []bool // by blob: checked as a tree without tensors
+	treeOK    []bool // by blob: checked as a tree without tensors, or as a template
 	slices    []values.Slice
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 
-	sc        jsonl.Scanner // checks trees' raw JSON
-	tree      values.Tree
-	mentioned []int32 // registry rows the record refers to
+	sc         jsonl.Scanner // checks trees' raw JSON
+	tree       values.Tree
+	mentioned  []int32 // registry rows the record refers to
+	chk        templateChecker
+	forms      []byte  // the leaf forms of the tree being read
+	slotRow    []int32 // by tensor slot: its registry row (-1: free)
+	rowSlot    []int32 // by registry row: its tensor's slot (-1: none)
+	freeSlots  []int32
+	slotTail   [][]byte // by slot: its definition's text (appendTail)
+	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
+	tails      []tail   // definitions' texts read, by blobTail
+	tailShapes []int64  // their shapes, back to back
+	raws       [][]byte // rendered tree texts of the record
+	nraw       int      // raws in use by the record
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -44,10 +57,13 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.strs = d.strs[:0]
 	clear(d.blobs)
 	d.blobs = d.blobs[:0]
-	d.emptyTree = d.emptyTree[:0]
+	d.treeOK = d.treeOK[:0]
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
+	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	clear(d.slotTail)
+	d.slotTail, d.blobTail, d.tails, d.tailShapes = d.slotTail[:0], d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -59,6 +75,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
 	d.mentioned = d.mentioned[:0]
+	d.nraw = 0
 }
 
 // Err returns the first error of the record, nil if none.
@@ -271,7 +288,8 @@ func (d *Decoder) blob() ([]byte, int) {
 		b = append([]byte(nil), b...)
 		d.blobs = append(d.blobs, b)
 		d.blobBytes += len(b)
-		d.emptyTree = append(d.emptyTree, false)
+		d.treeOK = append(d.treeOK, false)
+		d.blobTail = append(d.blobTail, -1)
 		return b, len(d.blobs) - 1
 	}
 	return b, -1
@@ -364,23 +382,45 @@ func (d *Decoder) sliceNew(sl *values.Slice) {
 	}
 }
 
-// Tensor reads a tensor reference (the tensor's id, defined earlier in the
-// stream) into t.
+// Tensor reads a tensor reference (the slot of a tensor defined earlier in
+// the stream and not deleted since) into t.
 func (d *Decoder) Tensor(t *values.Tensor) {
-	id := d.Int()
-	if d.err != nil {
-		*t = values.Tensor{}
-		return
+	u := d.Uvarint()
+	if s := u - 1; s < uint64(len(d.slotRow)) {
+		if row := d.slotRow[s]; row >= 0 {
+			*t = d.reg.At(row)
+			d.mentioned = append(d.mentioned, row)
+			return
+		}
 	}
-	if v, ok := d.reg.Lookup(id); ok {
-		*t = v
-		d.mentioned = append(d.mentioned, v.Idx)
+	*t = values.Tensor{}
+	if d.err != nil {
 		return
 	}
 	// Never defined, or deleted since: in JSON lines this would be a first
 	// mention without its fields, which is an error.
-	d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
-	*t = values.Tensor{}
+	if u == 0 {
+		id := d.Int()
+		if d.err == nil {
+			d.Failf(ErrCorrupt, "tensor %d is referred to but not defined (or deleted since)", id)
+		}
+		return
+	}
+	d.Failf(ErrCorrupt, "tensor slot %d is referred to but holds no tensor (never defined, or deleted since)", u-1)
+}
+
+// Deleted frees the slot of registry row row (-1 is ignored): the
+// tensor it holds is deleted after this record (a DeleteRefs names it).
+// Rows must be given in the order the DeleteRefs name their ids, as the
+// encoder frees slots.
+func (d *Decoder) Deleted(row int32) {
+	if row < 0 || int(row) >= len(d.rowSlot) {
+		return
+	}
+	if s := d.rowSlot[row]; s >= 0 && d.slotRow[s] == row {
+		d.slotRow[s], d.rowSlot[row] = -1, -1
+		d.freeSlots = append(d.freeSlots, s)
+	}
 }
 
 // Mentioned lists the registry rows of the tensors the record refers to,
@@ -401,21 +441,96 @@ func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
 
 // Tree reads a tree into t, reusing its leaves.
 func (d *Decoder) Tree(t *values.Tree) {
-	var at int
-	t.Raw, at = d.blob()
-	t.Leaves = d.Tensors(t.Leaves)
-	if d.err != nil {
+	t.Leaves = t.Leaves[:0]
+	n := d.Count("tree tensors", MaxRecordBytes, 2)
+	if n == 0 {
+		var at int
+		t.Raw, at = d.blob()
+		if d.err != nil {
+			return
+		}
+		// A tree without tensors ("[]", "{}", constants) is checked once:
+		// its check depends on its text alone, which the blob table keeps.
+		if at >= 0 && d.treeOK[at] {
+			return
+		}
+		d.checkTree(t)
+		if at >= 0 && d.err == nil {
+			d.treeOK[at] = true
+		}
 		return
 	}
-	// A tree without tensors ("[]", "{}", constants) is checked once: its
-	// check depends on its text alone, which the blob table keeps.
-	if at >= 0 && len(t.Leaves) == 0 && d.emptyTree[at] {
-		return
+	switch mode := d.Byte(); mode {
+	case treeText:
+		t.Raw, _ = d.blob()
+		for i := 0; i < n; i++ {
+			t.Leaves = append(t.Leaves, values.Tensor{})
+			d.Tensor(&t.Leaves[i])
+		}
+		if d.err == nil {
+			d.checkTree(t)
+		}
+	case treeTemplate:
+		tmpl, at := d.blob()
+		d.forms = d.forms[:0]
+		for i := 0; i < n; i++ {
+			t.Leaves = append(t.Leaves, values.Tensor{})
+			d.Tensor(&t.Leaves[i])
+			f := d.Byte()
+			if f > leafFull {
+				d.Failf(ErrCorrupt, "tree: tensor %d has form %d, not one of 0..%d", i, f, leafFull)
+			}
+			d.forms = append(d.forms, f)
+		}
+		if d.err != nil {
+			return
+		}
+		// A template is checked once: whichever tensors fill it, the
+		// text is then what a JSON-lines reader accepts (templateChecker).
+		if at < 0 || !d.treeOK[at] {
+			if err := d.chk.check(tmpl, n); err != nil {
+				d.Fail(err)
+				return
+			}
+			if at >= 0 {
+				d.treeOK[at] = true
+			}
+		}
+		t.Raw = d.render(tmpl, t.Leaves)
+	default:
+		if d.err == nil {
+			d.Failf(ErrCorrupt, "tree: form %d is neither text (%d) nor a template (%d)", mode, treeText, treeTemplate)
+		}
 	}
-	d.checkTree(t)
-	if at >= 0 && len(t.Leaves) == 0 && d.err == nil {
-		d.emptyTree[at] = true
+}
+
+// render writes the text of a template tree into a buffer of its own
+// (valid until the next record begins) and returns it.
+func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
+	if d.nraw == len(d.raws) {
+		d.raws = append(d.raws, nil)
 	}
+	b := d.raws[d.nraw][:0]
+	for k := range leaves {
+		i := bytes.IndexByte(tmpl, 0)
+		b = append(b, tmpl[:i]...)
+		t := &leaves[k]
+		b = append(b, `{"tensor":`...)
+		b = strconv.AppendInt(b, t.ID, 10)
+		if d.forms[k] == leafFull {
+			// The definition's text is the end of the object in full.
+			b = append(b, `,"storage":`...)
+			b = strconv.AppendInt(b, t.Storage, 10)
+			b = append(b, d.slotTail[d.rowSlot[t.Idx]]...)
+		} else {
+			b = append(b, '}')
+		}
+		tmpl = tmpl[i+1:]
+	}
+	b = append(b, tmpl...)
+	d.raws[d.nraw] = b
+	d.nraw++
+	return b[:len(b):len(b)]
 }
 
 // checkTree holds a tree to what a JSON-lines reader accepts and finds in
@@ -448,33 +563,67 @@ func (d *Decoder) checkTree(t *values.Tree) {
 	}
 }
 
-// Define reads the definition of a tensor first mentioned and adds it to
-// the registry; later references name it by its id, which the registry
-// resolves (so the decoder keeps no table of its own that would grow with
-// the history).
+// Define reads the definition of a tensor first mentioned, adds it to the
+// registry and gives it a slot, as Encoder.Define does; later references
+// name the slot. The slot tables are as large as the most tensors alive at
+// once, not as the history. A definition's text (the tensor's fields) is
+// read once per blob; shape is scratch for one that is not in the blob
+// table, returned for reuse.
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := d.Int()
 	storage := int64(uint64(id) + uint64(d.Int()))
-	nbytes := d.Nonneg("nbytes")
-	dtype := d.String()
-	v := d.Uvarint()
-	cpu := v&1 != 0
-	n := v >> 1
-	if n > values.MaxShapeDims {
-		d.Failf(values.ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, n, values.MaxShapeDims)
-		return shape
-	}
-	shape = shape[:0]
-	for k := uint64(0); k < n; k++ {
-		shape = append(shape, d.Int())
-	}
+	text, at := d.blob()
 	if d.err != nil {
 		return shape
 	}
-	if _, err := d.reg.Define(id, storage, nbytes, dtype, shape, cpu); err != nil {
+	var tl tail
+	var dims []int64 // the shape: in tailShapes, or in the caller's shape
+	if at >= 0 && d.blobTail[at] >= 0 {
+		tl = d.tails[d.blobTail[at]]
+		dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
+	} else {
+		t, err := d.chk.parseTail(text)
+		if err != nil {
+			d.Failf(ErrCorrupt, "tensor %d: its definition: %v", id, err)
+			return shape
+		}
+		tl = tail{nbytes: t.NBytes, dtype: t.Dtype, shapeAt: int32(len(d.tailShapes)), shapeN: int32(len(t.Shape)), cpu: t.CPU}
+		if at >= 0 {
+			d.tailShapes = append(d.tailShapes, t.Shape...)
+			d.blobTail[at] = int32(len(d.tails))
+			d.tails = append(d.tails, tl)
+			dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
+		} else {
+			// Not in the table (it is full): the shape is used at once,
+			// and the text, which aliases the record, is kept as a copy.
+			shape = append(shape[:0], t.Shape...)
+			dims = shape
+			text = append([]byte(nil), text...)
+		}
+	}
+	t, err := d.reg.Define(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
+	if err != nil {
 		d.Fail(err)
 		return shape
 	}
+	// The tensor's slot, as the encoder gives it (Encoder.Define).
+	var s int32
+	if n := len(d.freeSlots); n > 0 {
+		s = d.freeSlots[n-1]
+		d.freeSlots = d.freeSlots[:n-1]
+	} else {
+		s = int32(len(d.slotRow))
+		d.slotRow = append(d.slotRow, -1)
+	}
+	d.slotRow[s] = t.Idx
+	for int(s) >= len(d.slotTail) {
+		d.slotTail = append(d.slotTail, nil)
+	}
+	d.slotTail[s] = text
+	for int(t.Idx) >= len(d.rowSlot) {
+		d.rowSlot = append(d.rowSlot, -1)
+	}
+	d.rowSlot[t.Idx] = s
 	return shape
 }
 

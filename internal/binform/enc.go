@@ -1,6 +1,7 @@
 package binform
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/fastsim/fastsim/internal/values"
@@ -19,12 +20,23 @@ type Encoder struct {
 	blobCount int
 	blobBytes int
 	seq       []uint8
-	defined   int // tensors defined so far (dense indexes 0..defined-1)
+
+	// tensor slots (Define, Deleted)
+	live      map[int64]uint32 // id -> slot of the tensors alive
+	freeSlots []uint32
+	slots     uint32 // slots handed out
+
+	// trees
+	chk   templateChecker
+	spans [][2]int
+	tmpl  []byte
+	forms []byte
+	leaf  []byte
 }
 
 // NewEncoder returns an Encoder with empty tables.
 func NewEncoder() *Encoder {
-	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32), slices: make(map[string]uint32)}
+	return &Encoder{strs: make(map[string]uint32), blobs: make(map[string]uint32), slices: make(map[string]uint32), live: make(map[int64]uint32)}
 }
 
 // Reset empties the tables and Buf, for a new stream.
@@ -33,7 +45,9 @@ func (e *Encoder) Reset() {
 	clear(e.strs)
 	clear(e.blobs)
 	clear(e.slices)
-	e.strBytes, e.blobCount, e.blobBytes, e.defined = 0, 0, 0, 0
+	clear(e.live)
+	e.freeSlots, e.slots = e.freeSlots[:0], 0
+	e.strBytes, e.blobCount, e.blobBytes = 0, 0, 0
 }
 
 // Uvarint appends an unsigned varint.
@@ -146,44 +160,116 @@ func (e *Encoder) Slice(sl *values.Slice) {
 	e.Buf[at] = 0
 }
 
-// Tensor appends a tensor reference: its dense index. The tensor must have
-// been defined (see Define).
-func (e *Encoder) Tensor(t *values.Tensor) { e.Int(t.ID) }
+// Tensor appends a tensor reference: 1 + the slot of its tensor (see
+// Define), or 0 and its id when it has none (a reader refuses it).
+func (e *Encoder) Tensor(t *values.Tensor) {
+	if s, ok := e.live[t.ID]; ok {
+		e.Uvarint(uint64(s) + 1)
+		return
+	}
+	e.Uvarint(0)
+	e.Int(t.ID)
+}
 
 // Tensors appends a count and the tensor references.
 func (e *Encoder) Tensors(ts []values.Tensor) {
 	e.Uvarint(uint64(len(ts)))
 	for i := range ts {
-		e.Int(ts[i].ID)
+		e.Tensor(&ts[i])
 	}
 }
 
-// Tree appends a tree: its raw text (shared when it holds no tensor) and
-// its leaves.
+// Tree appends a tree: the number of its leaves, then its text (shared)
+// when it has none; else a template (shared) and each leaf's reference and
+// form when its tensor objects are written as jsonl.Writer writes them,
+// or its text and leaf references when they are not.
 func (e *Encoder) Tree(t *values.Tree) {
-	e.blob(t.Raw, len(t.Leaves) == 0)
-	e.Tensors(t.Leaves)
+	n := len(t.Leaves)
+	e.Uvarint(uint64(n))
+	if n == 0 {
+		e.blob(t.Raw, true)
+		return
+	}
+	if e.template(t) {
+		e.Byte(treeTemplate)
+		e.blob(e.tmpl, true)
+		for i := range t.Leaves {
+			e.Tensor(&t.Leaves[i])
+			e.Byte(e.forms[i])
+		}
+		return
+	}
+	e.Byte(treeText)
+	e.blob(t.Raw, false)
+	for i := range t.Leaves {
+		e.Tensor(&t.Leaves[i])
+	}
 }
 
-// Defined is the number of tensors defined in the stream so far.
-func (e *Encoder) Defined() int { return e.defined }
+// template makes e.tmpl and e.forms from t and reports whether they are
+// usable: every tensor object of t's text is one of its leaves in a form
+// appendLeaf writes, and the template passes the check a reader makes.
+func (e *Encoder) template(t *values.Tree) bool {
+	var ok bool
+	e.spans, ok = leafSpans(&e.chk.sc, t.Raw, e.spans[:0])
+	if !ok || len(e.spans) != len(t.Leaves) {
+		return false
+	}
+	e.tmpl, e.forms = e.tmpl[:0], e.forms[:0]
+	at := 0
+	for i, sp := range e.spans {
+		obj := t.Raw[sp[0]:sp[1]]
+		f := byte(leafShort)
+		e.leaf = appendLeaf(e.leaf[:0], &t.Leaves[i], leafShort)
+		if !bytes.Equal(obj, e.leaf) {
+			f = leafFull
+			e.leaf = appendLeaf(e.leaf[:0], &t.Leaves[i], leafFull)
+			if !bytes.Equal(obj, e.leaf) {
+				return false
+			}
+		}
+		e.forms = append(e.forms, f)
+		e.tmpl = append(e.tmpl, t.Raw[at:sp[0]]...)
+		e.tmpl = append(e.tmpl, 0)
+		at = sp[1]
+	}
+	e.tmpl = append(e.tmpl, t.Raw[at:]...)
+	if _, known := e.blobs[string(e.tmpl)]; known {
+		return true // checked when it joined the table
+	}
+	return e.chk.check(e.tmpl, len(t.Leaves)) == nil
+}
 
-// Define appends the definition of the next tensor (dense index Defined()):
-// id, storage (as a difference from id), nbytes, dtype, device and shape.
+// Define appends the definition of a tensor first mentioned (id, storage
+// as a difference from id, and the rest of its fields as the text that ends
+// its object in full: a shared blob, since tensors of one shape and dtype
+// are many) and gives it a slot: the most recently freed one (Deleted),
+// else the next unused. A reader gives it the same slot, so references
+// name the slot and a reader resolves them without looking the id up.
 func (e *Encoder) Define(t *values.Tensor) {
 	e.Int(t.ID)
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
-	e.Uvarint(uint64(t.NBytes))
-	e.String(t.Dtype)
-	v := uint64(len(t.Shape)) << 1
-	if t.CPU {
-		v |= 1
+	e.leaf = appendTail(e.leaf[:0], t)
+	e.blob(e.leaf, true)
+	var s uint32
+	if n := len(e.freeSlots); n > 0 {
+		s = e.freeSlots[n-1]
+		e.freeSlots = e.freeSlots[:n-1]
+	} else {
+		s = e.slots
+		e.slots++
 	}
-	e.Uvarint(v)
-	for _, d := range t.Shape {
-		e.Int(d)
+	e.live[t.ID] = s
+}
+
+// Deleted frees the slot of tensor id, after the record whose DeleteRefs
+// names it (in the order the DeleteRefs name them); unknown ids are
+// ignored.
+func (e *Encoder) Deleted(id int64) {
+	if s, ok := e.live[id]; ok {
+		delete(e.live, id)
+		e.freeSlots = append(e.freeSlots, s)
 	}
-	e.defined++
 }
 
 // Extras appends a message's extra fields and key order, for a message

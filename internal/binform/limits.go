@@ -12,8 +12,12 @@ import (
 var Magic = []byte("\xf5FHIST")
 
 // Version is the version of the binary form this package reads and writes.
-// Version 2 gathers records in blocks, each with a checksum (FORMAT.md).
-const Version = 2
+// Version 2 gathered records in blocks, each with a checksum; version 3
+// writes trees holding tensors as shared templates (FORMAT.md).
+const Version = 3
+
+// ZstdWindowBytes is the zstd window a writer of the binary form asks for.
+const ZstdWindowBytes = 1 << 20
 
 // BlockBytes is the size past which a writer ends a block. A checksum per
 // 64 KiB costs 4 bytes in 65,536 (a checksum per record, of tens of bytes

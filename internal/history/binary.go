@@ -107,7 +107,11 @@ func (r *Reader) binHeader() error {
 		return r.fail(1, err)
 	}
 	if v != binform.Version {
-		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)", v, binform.Version))
+		hint := ""
+		if v < binform.Version {
+			hint = ": convert the history's JSON-lines form again"
+		}
+		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)%s", v, binform.Version, hint))
 	}
 	n, err := r.readUvarint("the header length")
 	if err != nil {
@@ -294,6 +298,9 @@ var recordKeys = []string{"ts", "ranks", "msg", "step"}
 // declared field at most once and every extra field.
 func (r *Reader) checkExtras(m *gen.Msg) error {
 	ex := &m.Extra
+	if len(ex.Order) == 0 && len(ex.Keys) == 0 && m.Kind != gen.MsgCommandGroup {
+		return nil // nothing to check: the usual message
+	}
 	names := gen.FieldNames(m.Kind)
 	if len(ex.Order) > 0 {
 		var seen uint64
@@ -349,4 +356,57 @@ func (r *Reader) checkFields(declared, keys []string, vals [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// deletedIn calls fn with each id a DeleteRefs in m names (in a
+// CommandGroup too), in the order DeleteRefs deletes them.
+func deletedIn(m *gen.Msg, fn func(id int64)) {
+	switch m.Kind {
+	case gen.MsgDeleteRefs:
+		for _, id := range m.DeleteRefs.Refs {
+			fn(id)
+		}
+	case gen.MsgCommandGroup:
+		deletedInMsgs(&m.CommandGroup.Commands, fn)
+	}
+}
+
+func deletedInMsgs(l *gen.Msgs, fn func(id int64)) {
+	for i := 0; i < l.Len(); i++ {
+		switch l.Kind(i) {
+		case gen.MsgDeleteRefs:
+			for _, id := range l.DeleteRefsAt(i).Refs {
+				fn(id)
+			}
+		case gen.MsgCommandGroup:
+			deletedInMsgs(&l.CommandGroupAt(i).Commands, fn)
+		}
+	}
+}
+
+// freeSlots frees the decoder's slots of the tensors the record's
+// DeleteRefs delete, in the order the encoder freed them (deletedIn); the
+// rows are those Index gave the ids, before the deletion.
+func (b *binReader) freeSlots(m *gen.Msg) {
+	switch m.Kind {
+	case gen.MsgDeleteRefs:
+		for _, row := range m.DeleteRefs.RefsIdx {
+			b.dec.Deleted(row)
+		}
+	case gen.MsgCommandGroup:
+		b.freeSlotsIn(&m.CommandGroup.Commands)
+	}
+}
+
+func (b *binReader) freeSlotsIn(l *gen.Msgs) {
+	for i := 0; i < l.Len(); i++ {
+		switch l.Kind(i) {
+		case gen.MsgDeleteRefs:
+			for _, row := range l.DeleteRefsAt(i).RefsIdx {
+				b.dec.Deleted(row)
+			}
+		case gen.MsgCommandGroup:
+			b.freeSlotsIn(&l.CommandGroupAt(i).Commands)
+		}
+	}
 }

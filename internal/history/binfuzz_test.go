@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,11 @@ import (
 // that the fuzzer mutates the records themselves (the reader accepts a bare
 // stream as well).
 func bareBinary(t testing.TB, src []byte) []byte {
-	z := convert(t, src, FormBinary)
+	return unzstd(t, convert(t, src, FormBinary))
+}
+
+// unzstd decompresses a zstd frame.
+func unzstd(t testing.TB, z []byte) []byte {
 	dec, err := zstd.NewReader(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +165,7 @@ func TestBinaryErrors(t *testing.T) {
 		b = append(b, block...)
 		return binary.LittleEndian.AppendUint32(b, binform.Checksum(block))
 	}
+	const tail0 = `,"nbytes":0,"dtype":"","shape":[],"device":"cuda"}`
 	tests := []struct {
 		name string
 		data []byte
@@ -175,18 +181,24 @@ func TestBinaryErrors(t *testing.T) {
 		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", values.ErrLimit},
 		{"bad kind", framed(9, 0, 0), "fuzz.fhist:2: record kind 9", binform.ErrCorrupt},
 		{"string index", framed(1, 0, 0, 0, 0, byte(gen.MsgUnknown)<<1, 5), "fuzz.fhist:2: field \"msg\": : string 4 out of range", binform.ErrIndex},
-		// A reference to a tensor id never defined is an error, as a first
-		// mention without its fields is in JSON lines.
-		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), `field "msg": SendTensor: field "result": tensor 9 is referred to but not defined`, binform.ErrCorrupt},
+		// A reference to a tensor never defined is an error, as a first
+		// mention without its fields is in JSON lines: by slot (18 is slot
+		// 17, of none defined), or by id (0, then 18: zigzag for 9).
+		{"undefined tensor slot", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 18), `field "msg": SendTensor: field "result": tensor slot 17 is referred to but holds no tensor`, binform.ErrCorrupt},
+		{"undefined tensor", framed(1, 0, 0, 0, 0, byte(gen.MsgSendTensor)<<1, 0x3f, 0, 18), `field "msg": SendTensor: field "result": tensor 9 is referred to but not defined`, binform.ErrCorrupt},
 		{"missing field", framed(1, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 0), `BorrowDrop: missing field "borrow"`, nil},
 		// One bit flipped in the first record: the block's checksum says so
 		// before any record of it is decoded.
 		{"bad checksum", mut(func(b []byte) []byte { b[hdrEnd+3] ^= 0x10; return b }), "fuzz.fhist:2: block checksum", binform.ErrCorrupt},
 		// A block whose one record claims more bytes than the block holds.
 		{"record past its block", framedRaw(5, 1, 2), "fuzz.fhist:2: a record's length does not fit in its block", binform.ErrCorrupt},
-		// Tensor 1 defined (id 1, storage 1, 0 bytes, dtype "", no
-		// dimensions) by a BorrowDrop, which mentions no tensor.
-		{"defined, not mentioned", framed(1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, byte(gen.MsgBorrowDrop)<<1, 1, 2), "tensor 1 is defined by a record that does not mention it", binform.ErrCorrupt},
+		// Tensor 1 defined (id 1, storage 1, then its fields as text: a
+		// new blob of 50 bytes, 0 bytes, dtype "", no dimensions) by a
+		// BorrowDrop, which mentions no tensor.
+		{"defined, not mentioned", framed(slices.Concat([]byte{1, 0, 0, 1, 2, 0, 0, byte(len(tail0))}, []byte(tail0), []byte{0, byte(gen.MsgBorrowDrop) << 1, 1, 2})...), "tensor 1 is defined by a record that does not mention it", binform.ErrCorrupt},
+		// The same definition with its fields written otherwise than a
+		// JSON-lines writer writes them (a space).
+		{"definition not canonical", framed(slices.Concat([]byte{1, 0, 0, 1, 2, 0, 0, byte(len(tail0) + 1)}, []byte(" "+tail0), []byte{0, byte(gen.MsgBorrowDrop) << 1, 1, 2})...), "tensor 1: its definition: its fields are not written as a JSON-lines writer writes them", binform.ErrCorrupt},
 		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
 	}
 	for _, tc := range tests {

@@ -136,6 +136,14 @@ func roundTrip(t *testing.T, name string, src []byte) {
 	if got := dumpAll(t, bin1); got != want {
 		t.Fatalf("%s: binary decodes differently:\n%s", name, firstDiff(want, got))
 	}
+	// The uncompressed binary form is the same stream without its frame.
+	bare := convert(t, src, FormBinaryBare)
+	if !bytes.Equal(bare, unzstd(t, bin1)) {
+		t.Fatalf("%s: the uncompressed binary form is not the zstd one's stream", name)
+	}
+	if got := dumpAll(t, bare); got != want {
+		t.Fatalf("%s: uncompressed binary decodes differently:\n%s", name, firstDiff(want, got))
+	}
 	js := convert(t, bin1, FormJSON)
 	if got := dumpAll(t, js); got != want {
 		t.Fatalf("%s: JSON from binary decodes differently:\n%s", name, firstDiff(want, got))
@@ -254,5 +262,28 @@ func TestRoundTripEmptyFields(t *testing.T) {
 	}
 	if got := string(convert(t, []byte(src), FormJSON)); got != src {
 		t.Errorf("JSON -> JSON:\n%s\nwant\n%s", got, src)
+	}
+}
+
+// TestRoundTripTreeForms: trees whose tensor objects are written as a
+// JSON-lines writer writes them (sent as templates) and otherwise (spaces,
+// a key order of their own, "cuda:0", an undeclared key: sent as text),
+// in one tree and across records, with tensors deleted and their ids and
+// slots used again, come back byte for byte from JSON -> binary -> JSON.
+func TestRoundTripTreeForms(t *testing.T) {
+	all := `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	src := `{"fastsim":"history","version":1,"world_size":2}` + "\n" +
+		`{"ts":1,` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}` + "\n" +
+		`{"ts":2,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"}],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":3,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[{"tensor":1},{"k":[{"tensor":1}]}],"kwargs":{"x":{"tensor":1}},"result":[{"tensor":2,"storage":1,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"},{"tensor":3, "storage":3,"nbytes":4,"dtype":"int64","shape":[],"device":"cpu"}],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":4,` + all + `,"msg":{"type":"CallFunction","function":"g","args":[{"storage":4,"tensor":4,"nbytes":2,"dtype":"bf16","shape":[1],"device":"cuda:0"},{"tensor":2,"note":1}],"result":[{"tensor":5,"storage":5,"nbytes":0,"dtype":"u\u00e9","shape":[0,3],"device":"cuda"}],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":5,` + all + `,"msg":{"type":"DeleteRefs","refs":[1,3,1,77]}}` + "\n" +
+		`{"ts":6,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[{"tensor":2}],"kwargs":{},"result":[{"tensor":1,"storage":6,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"},{"tensor":6,"storage":6,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"}],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":7,` + all + `,"msg":{"type":"CommandGroup","commands":[{"type":"DeleteRefs","refs":[6]},{"type":"CallFunction","function":"f","args":[{"tensor":1},{"tensor":5}],"result":[{"tensor":7,"storage":7,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"}],"stream":{"ref":1}}]}}` + "\n" +
+		`{"ts":8,` + all + `,"msg":{"type":"CallFunction","function":"f","args":[{"tensor":7},{"tensor":4},{"tensor":2}],"result":[{"tensor":8,"storage":8,"nbytes":8,"dtype":"float32","shape":[2],"device":"cuda"}],"stream":{"ref":1}}}` + "\n" +
+		`{"step":0}` + "\n"
+	roundTrip(t, "tree forms", []byte(src))
+	if got := string(convert(t, convert(t, []byte(src), FormBinary), FormJSON)); got != src {
+		t.Errorf("JSON -> binary -> JSON:\n%s\nwant\n%s", got, src)
 	}
 }

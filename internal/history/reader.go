@@ -453,6 +453,9 @@ func (r *Reader) Next(rec *Record) error {
 		// The ids the record names get their dense indexes before its
 		// deletions take effect: a DeleteRefs names tensors still known.
 		rec.Msg.Index(r.reg)
+		if r.bin.on {
+			r.bin.freeSlots(&rec.Msg)
+		}
 		DeleteRefs(r.reg, &rec.Msg)
 	}
 	return nil

@@ -19,18 +19,21 @@ type Form uint8
 
 // The forms of a history.
 const (
-	FormJSON     Form = iota + 1 // JSON lines, plain (.hist)
-	FormJSONZstd                 // JSON lines in a zstd frame (.hist.zst)
-	FormBinary                   // the binary form, in a zstd frame (.fhist, .fhist.zst)
+	FormJSON       Form = iota + 1 // JSON lines, plain (.hist)
+	FormJSONZstd                   // JSON lines in a zstd frame (.hist.zst)
+	FormBinary                     // the binary form, in a zstd frame (.fhist.zst)
+	FormBinaryBare                 // the binary form, uncompressed (.fhist): for local files, read without decompressing
 )
 
-// FormOf returns the form a file name asks for: .fhist and .fhist.zst are
-// binary, .hist.zst zstd JSON lines, .hist plain JSON lines; false for any
-// other name.
+// FormOf returns the form a file name asks for: .fhist.zst is the binary
+// form in zstd, .fhist the binary form uncompressed, .hist.zst zstd JSON
+// lines, .hist plain JSON lines; false for any other name.
 func FormOf(name string) (Form, bool) {
 	switch {
-	case strings.HasSuffix(name, ".fhist"), strings.HasSuffix(name, ".fhist.zst"):
+	case strings.HasSuffix(name, ".fhist.zst"):
 		return FormBinary, true
+	case strings.HasSuffix(name, ".fhist"):
+		return FormBinaryBare, true
 	case strings.HasSuffix(name, ".hist.zst"):
 		return FormJSONZstd, true
 	case strings.HasSuffix(name, ".hist"):
@@ -65,7 +68,17 @@ const writeFlushBytes = 256 << 10
 func NewWriter(dst io.Writer, f Form, h Header, raw []byte) (*Writer, error) {
 	w := &Writer{form: f, dst: dst}
 	if f == FormJSONZstd || f == FormBinary {
-		zw, err := zstd.NewWriter(dst, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		opts := []zstd.EOption{zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault)}
+		if f == FormBinary {
+			// A reader allocates and clears the frame's whole window
+			// (8 MiB by default) before the first byte: that was most of
+			// the cost of reading a history of a few thousand records. The
+			// binary form repeats itself through its tables, not across
+			// megabytes, so a 1 MiB window costs little in size
+			// (internal/binform/FORMAT.md, "Framing").
+			opts = append(opts, zstd.WithWindowSize(binform.ZstdWindowBytes))
+		}
+		zw, err := zstd.NewWriter(dst, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +90,7 @@ func NewWriter(dst io.Writer, f Form, h Header, raw []byte) (*Writer, error) {
 	switch f {
 	case FormJSON, FormJSONZstd:
 		w.out = append(append(w.out, raw...), '\n')
-	case FormBinary:
+	case FormBinary, FormBinaryBare:
 		w.enc = binform.NewEncoder()
 		w.out = append(w.out, binform.Magic...)
 		w.out = binary.AppendUvarint(w.out, binform.Version)
@@ -113,7 +126,7 @@ func (w *Writer) Write(rec *Record, reg *values.Registry) error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.form == FormBinary {
+	if w.form == FormBinary || w.form == FormBinaryBare {
 		w.writeBinary(rec, reg)
 	} else if err := w.writeJSON(rec, reg); err != nil {
 		return err
@@ -203,6 +216,7 @@ func (w *Writer) writeBinary(rec *Record, reg *values.Registry) {
 			e.Slice(&rec.Ranks[i])
 		}
 		gen.EncodeMsgBinary(e, &rec.Msg)
+		deletedIn(&rec.Msg, e.Deleted)
 	}
 	if flags&binFlagExtras != 0 {
 		e.Uvarint(uint64(len(rec.Extra.Keys)))
@@ -233,7 +247,7 @@ func (w *Writer) endBlock() {
 // Close writes the end of the history (the binary end marker), flushes and
 // closes the zstd frame. It does not close the destination.
 func (w *Writer) Close() error {
-	if w.form == FormBinary {
+	if w.form == FormBinary || w.form == FormBinaryBare {
 		w.endBlock()
 		w.out = append(w.out, 0)
 	}

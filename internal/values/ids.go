@@ -6,25 +6,24 @@ package values
 // about twice as long as the indexes handed out (plus a margin), which
 // bounds its memory; when a new id falls past its end, the window slides
 // up and the few ids left below it (long-lived ones: a model's weights)
-// move to a map, as do negative ids and ids far beyond the window. A
+// move to a hash table, as do negative ids and ids far beyond the window. A
 // window that only grew with the number of live indexes would leave a
-// long run's every new id to the map, whose probes for ids it no longer
-// holds dominated a replay's decode. It is used at decode only: the engine
+// long run's every new id to the table. It is used at decode only: the engine
 // sees the indexes, never the ids.
 type idIndex struct {
-	lo    int64           // the id of dense[0]
-	dense []int32         // dense[id-lo] = index+1 (0: none)
-	big   map[int64]int32 // ids below lo, negative, or far beyond the window
+	lo    int64   // the id of dense[0]
+	dense []int32 // dense[id-lo] = index+1 (0: none)
+	big   idTable // ids below lo, negative, or far beyond the window
 	// farMax is the largest id put in big while it was at or above lo,
 	// if any (hasFar): other ids at or above lo are never in big, so
-	// finding them skips the map.
+	// finding them skips the table.
 	farMax int64
 	hasFar bool
 }
 
 func (x *idIndex) reset() {
 	clear(x.dense)
-	clear(x.big)
+	x.big.reset()
 	x.lo, x.farMax, x.hasFar = 0, 0, false
 }
 
@@ -40,11 +39,7 @@ func (x *idIndex) find(id int64) (int32, bool) {
 			return 0, false
 		}
 	}
-	if len(x.big) == 0 {
-		return 0, false
-	}
-	i, ok := x.big[id]
-	return i, ok
+	return x.big.find(id)
 }
 
 // insert records that id, which has no index, has index i; n is how many
@@ -73,10 +68,7 @@ func (x *idIndex) insert(id int64, i int32, n int) {
 			x.farMax, x.hasFar = id, true
 		}
 	}
-	if x.big == nil {
-		x.big = make(map[int64]int32)
-	}
-	x.big[id] = i
+	x.big.set(id, i)
 }
 
 // slide moves the window up to start at id lo, moving the ids below it to
@@ -85,10 +77,7 @@ func (x *idIndex) slide(lo int64) {
 	k := min(lo-x.lo, int64(len(x.dense)))
 	for d, v := range x.dense[:k] {
 		if v != 0 {
-			if x.big == nil {
-				x.big = make(map[int64]int32)
-			}
-			x.big[x.lo+int64(d)] = v - 1
+			x.big.set(x.lo+int64(d), v-1)
 		}
 	}
 	n := copy(x.dense, x.dense[k:])
@@ -100,8 +89,105 @@ func (x *idIndex) slide(lo int64) {
 func (x *idIndex) remove(id int64, i int32) {
 	if id >= x.lo && uint64(id-x.lo) < uint64(len(x.dense)) && x.dense[id-x.lo] == i+1 {
 		x.dense[id-x.lo] = 0
-	} else if j, ok := x.big[id]; ok && j == i {
-		delete(x.big, id)
+	} else if j, ok := x.big.find(id); ok && j == i {
+		x.big.remove(id)
+	}
+}
+
+// idTable is a hash table from int64 ids to int32 indexes: open
+// addressing with linear probing, at most half full, and deletion by
+// shifting back the entries that follow (so no tombstones pile up in a
+// table that sees millions of ids come and go). Go's map costs a hash of
+// its own and a grouped lookup per access; the ids here need neither.
+type idTable struct {
+	keys []int64
+	vals []int32 // index+1 (0: empty slot)
+	n    int     // entries
+	mask uint64
+}
+
+func (t *idTable) reset() {
+	clear(t.vals)
+	t.n = 0
+}
+
+// slot is where the probe for id begins (Fibonacci hashing: ids counting
+// up spread over the table).
+func (t *idTable) slot(id int64) uint64 {
+	return (uint64(id) * 0x9e3779b97f4a7c15 >> 32) & t.mask
+}
+
+func (t *idTable) find(id int64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	for s := t.slot(id); ; s = (s + 1) & t.mask {
+		v := t.vals[s]
+		if v == 0 {
+			return 0, false
+		}
+		if t.keys[s] == id {
+			return v - 1, true
+		}
+	}
+}
+
+// set gives id index i, replacing any index it had.
+func (t *idTable) set(id int64, i int32) {
+	if 2*(t.n+1) > len(t.vals) {
+		t.grow()
+	}
+	for s := t.slot(id); ; s = (s + 1) & t.mask {
+		if t.vals[s] == 0 {
+			t.keys[s], t.vals[s] = id, i+1
+			t.n++
+			return
+		}
+		if t.keys[s] == id {
+			t.vals[s] = i + 1
+			return
+		}
+	}
+}
+
+func (t *idTable) grow() {
+	keys, vals := t.keys, t.vals
+	size := max(2*len(vals), 64)
+	t.keys, t.vals, t.mask, t.n = make([]int64, size), make([]int32, size), uint64(size-1), 0
+	for s, v := range vals {
+		if v != 0 {
+			t.set(keys[s], v-1)
+		}
+	}
+}
+
+// remove forgets id, then moves back the entries after it whose probe
+// would otherwise pass the emptied slot.
+func (t *idTable) remove(id int64) {
+	if t.n == 0 {
+		return
+	}
+	s := t.slot(id)
+	for {
+		if t.vals[s] == 0 {
+			return
+		}
+		if t.keys[s] == id {
+			break
+		}
+		s = (s + 1) & t.mask
+	}
+	t.vals[s] = 0
+	t.n--
+	for j := (s + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
+		home := t.slot(t.keys[j])
+		// Move entry j into the hole at s unless its home lies in (s, j]
+		// (cyclically): then its probe never passes s.
+		if (j-home)&t.mask >= (j-s)&t.mask {
+			t.keys[s], t.vals[s] = t.keys[j], t.vals[j]
+			t.vals[j] = 0
+			s = j
+		}
 	}
 }
 

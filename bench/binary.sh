@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Binary form against JSON lines, outside CI: how much less CPU the binary
+# history form (.fhist.zst in zstd and .fhist uncompressed, written by this
+# tree's convert) takes to decode than JSON lines (.hist.zst), on the
+# world-65,536 training job of bench/scale.sh (pp 8, dp 1024, tp 8, 32
+# layers), 10M commands by default.
+#
+# One run prints, in CPU seconds (user + system, from /usr/bin/time),
+# medians of RUNS runs (default 3) with the forms taking turns so that the
+# load of a shared machine falls on both alike:
+#   - --decode-only of each form, and the ratio;
+#   - a grouped replay (--report-only --group-workers) of each form, and
+#     the ratio of the whole processes;
+#   - the decoding inside that grouped replay: one more replay of each form
+#     with --cpuprofile, and the CPU seconds of its samples in the reader
+#     (history.(*Reader).Next) and the zstd decoder's goroutines, and the
+#     ratio (what the replay spends decoding, in each form);
+# then, from memory in one process, BenchmarkDecodeRecord (ns/record of
+# both forms) and the grouped world-1,024 engine benchmarks of
+# bench/engine_test.go (decode-only and replay CPU per record, both forms).
+#
+#   bench/binary.sh                  the 10M history (it takes minutes to
+#                                    synthesize; it is kept in WORK)
+#   SIZE=1M bench/binary.sh          the 1M history
+#   RECONVERT=1 bench/binary.sh      rewrite the binary form kept in WORK
+#   WORK=/big/dir bench/binary.sh    where histories and builds go
+#                                    (default /tmp/fastsim-decode, shared
+#                                    with bench/decode.sh)
+# Needs the zstd command, /usr/bin/time and go (go tool pprof).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=${WORK:-/tmp/fastsim-decode}
+size=${SIZE:-10M}
+runs=${RUNS:-3}
+mkdir -p "$work"
+now=$work/fastsim-binary
+go build -o "$now" ./cmd/fastsim
+
+case $size in
+1M) cmds=1000000 ;;
+10M) cmds=10000000 ;;
+*) echo "SIZE: want 1M or 10M, got $size" >&2; exit 2 ;;
+esac
+name=w65536-$size
+j=$work/$name.hist.zst
+f=$work/$name.fhist.zst
+x=$work/$name.fhist
+if [ ! -f "$j" ]; then
+	args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
+	per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
+	steps=$(((cmds + per - 1) / per))
+	"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$j.tmp"
+	mv "$j.tmp" "$j"
+fi
+# A binary form of another version is rewritten: this reader refuses it.
+if [ ! -f "$f" ] || [ "${RECONVERT:-0}" = 1 ] || ! "$now" replay --decode-only "$f" >/dev/null 2>&1; then
+	"$now" convert --quiet "$j" "$f"
+	rm -f "$x"
+fi
+[ -f "$x" ] || zstd -q -d -f "$f" -o "$x" # the same stream, uncompressed (.fhist)
+
+# cpu FILE ARGS...: one run's CPU seconds (user + system).
+cpu() {
+	/usr/bin/time -f "%U %S" -o "$work/time" "$now" replay "${@:2}" "$1" >/dev/null
+	awk '{printf "%.2f", $1 + $2}' "$work/time"
+}
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
+
+# forms ARGS...: RUNS runs of each form with ARGS, taking turns; prints the
+# medians of JSON lines, the binary form in zstd and uncompressed.
+forms() {
+	local js=() bs=() xs=()
+	for _ in $(seq "$runs"); do
+		js+=("$(cpu "$j" "$@")")
+		bs+=("$(cpu "$f" "$@")")
+		xs+=("$(cpu "$x" "$@")")
+	done
+	echo "$(median "${js[@]}") $(median "${bs[@]}") $(median "${xs[@]}")"
+}
+
+# decodeShare FILE: CPU seconds a grouped replay of FILE spends decoding,
+# from a CPU profile: the samples under history.(*Reader).Next plus those
+# of the zstd decoder's goroutines (they decompress ahead of the reader).
+decodeShare() {
+	local prof=$work/$(basename "$1").prof
+	"$now" replay --report-only --group-workers --cpuprofile "$prof" "$1" >/dev/null
+	go tool pprof -top -cum -unit=s "$now" "$prof" 2>/dev/null | awk '
+		/history\.\(\*Reader\)\.Next$/ {next_s = $4 + 0}
+		/zstd\.\(\*Decoder\)\.startStreamDecoder\.func[0-9]+$/ {z += $4 + 0}
+		/ of .* total/ {for (i = 1; i <= NF; i++) if ($i == "total") total = $(i-1) + 0}
+		END {printf "%.2f %.2f %.2f\n", next_s + z, next_s, total}'
+}
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+read -r jd bd xd < <(forms --decode-only)
+read -r jr br xr < <(forms --report-only --group-workers)
+read -r jds jnext jtot < <(decodeShare "$j")
+read -r bds bnext btot < <(decodeShare "$f")
+read -r xds xnext xtot < <(decodeShare "$x")
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+minus() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a-b}'; }
+
+echo "History $name: $(du -k "$j" | cut -f1) KiB as JSON lines (zstd), binary $(du -k "$f" | cut -f1) KiB in zstd, $(du -k "$x" | cut -f1) KiB uncompressed."
+echo "CPU seconds (user + system), medians of $runs runs, forms taking turns; load average $load0 before, $load1 after."
+echo
+echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) | JSON / .fhist.zst | JSON / .fhist |"
+echo "|---|---|---|---|---|---|"
+echo "| decode only (process) | $jd | $bd | $xd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x |"
+echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
+echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
+echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+echo
+
+# From memory, one process: ns/record of BenchmarkDecodeRecord, and the
+# grouped world-1,024 history of bench/engine.sh (decode only and replay,
+# CPU per record).
+echo "BenchmarkDecodeRecord (one step of the same job, from memory: JSON lines plain, the binary form in zstd; wall time), ns/record, median of 3:"
+go test -run '^$' -bench DecodeRecord -benchtime 2s -count 3 ./internal/replay |
+	awk '/ns\/record/ {for (i = 1; i < NF; i++) if ($(i+1) == "ns/record") v[$1] = v[$1] " " $i}
+	END {for (k in v) print k, v[k]}' | sort |
+	while read -r bname a b c; do echo "  $bname $(median "$a" "$b" "$c")"; done
+echo
+echo "Grouped world-1,024 random history of bench/engine.sh (synth --random 1 --world 1024 --whole-mesh --commands 5500), in one process (bench/engine_test.go: JSON lines plain, the binary form uncompressed), CPU per run and per command, medians of 3:"
+go test -run '^$' -bench 'EngineGroupedW1024' -benchtime 50x -count 3 ./bench |
+	awk '/^BenchmarkEngineGroupedW1024/ {
+		for (i = 1; i < NF; i++) { if ($(i+1) == "cpu-ns/op") t = $i; if ($(i+1) == "commands") n = $i }
+		name = $1; sub(/-[0-9]+$/, "", name); v[name] = v[name] " " t }
+	END {for (k in v) print k, n, v[k]}' | sort |
+	while read -r bname n a b c; do
+		m=$(median "$a" "$b" "$c")
+		echo "  $bname: $(awk -v m="$m" 'BEGIN{printf "%.2f", m/1e6}') ms a run, $(awk -v m="$m" -v n="$n" 'BEGIN{printf "%.0f", m/n}') ns per command ($n commands)"
+	done
