@@ -45,18 +45,8 @@ name=w65536-$size
 j=$work/$name.hist.zst
 f=$work/$name.fhist.zst
 x=$work/$name.fhist
-if [ ! -f "$j" ]; then
-	args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
-	per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
-	steps=$(((cmds + per - 1) / per))
-	"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$j.tmp"
-	mv "$j.tmp" "$j"
-fi
-# A binary form of another version is rewritten: this reader refuses it.
-if [ ! -f "$f" ] || [ "${RECONVERT:-0}" = 1 ] || ! "$now" replay --decode-only "$f" >/dev/null 2>&1; then
-	"$now" convert --quiet "$j" "$f"
-	rm -f "$x"
-fi
+. bench/histories.sh
+history "$name" "$cmds"
 [ -f "$x" ] || zstd -q -d -f "$f" -o "$x" # the same stream, uncompressed (.fhist)
 
 # cpu FILE ARGS...: one run's CPU seconds (user + system).

@@ -4,8 +4,8 @@
 #
 # history NAME COMMANDS: $work/NAME.hist.zst with at least COMMANDS
 # commands (whole steps), synthesized by $now, and its binary form
-# $work/NAME.fhist.zst written by $now's convert (RECONVERT=1 rewrites it,
-# as after a change of the binary form).
+# $work/NAME.fhist.zst written by $now's convert (rewritten when RECONVERT=1
+# or when $now refuses it: a binary form of another version).
 history() {
 	local name=$1 cmds=$2
 	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
@@ -16,7 +16,9 @@ history() {
 		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
 		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
 	fi
-	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ]; then
+	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ] ||
+		! "$now" replay --decode-only "$work/$name.fhist.zst" >/dev/null 2>&1; then
 		"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
+		rm -f "$work/$name.fhist"
 	fi
 }
