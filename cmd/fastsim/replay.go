@@ -99,6 +99,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
 	if f.decodeOnly {
+		if f.cpuprofile != "" {
+			stopProfile, err := startCPUProfile(f.cpuprofile)
+			if err != nil {
+				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+				return exitError
+			}
+			defer func() {
+				if err := stopProfile(); err != nil {
+					fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+				}
+			}()
+		}
 		return decodeOnlyCmd(path, stdout, stderr)
 	}
 	mode, err := sched.ParseMode(f.traceMode)

@@ -136,6 +136,9 @@ var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "dev
 
 // DecodeTensor decodes a TENSOR object and resolves it against reg.
 func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
+	if done, err := decodeTensorCompact(s, reg, t); done {
+		return err
+	}
 	m := reg.Mention()
 	if err := s.BeginObject(); err != nil {
 		return err
@@ -378,4 +381,88 @@ func claim(has *uint8, bit uint8, key []byte, at int) error {
 	}
 	*has |= bit
 	return nil
+}
+
+// The keys of a TENSOR object as a compact writer puts them, in order.
+const (
+	tensorLead    = `{"tensor":`
+	tensorStorage = `,"storage":`
+	tensorNBytes  = `,"nbytes":`
+	tensorDtype   = `,"dtype":"`
+	tensorShape   = `,"shape":`
+	tensorCUDA    = `,"device":"cuda"}`
+	tensorCPU     = `,"device":"cpu"}`
+)
+
+// decodeTensorCompact decodes the two forms a writer gives a TENSOR object,
+// the bare reference {"tensor":N} of a known tensor and the full first
+// mention with its fields in order, without whitespace, by matching their
+// text: no key is read or compared. Anything else (another order,
+// whitespace, an unknown id, escapes, large numbers, errors) returns false
+// with the scanner where it was, for DecodeTensor's general path, which
+// accepts or rejects it exactly as before. What it does decode goes
+// through the registry as the general path's would.
+func decodeTensorCompact(s *Scanner, reg *values.Registry, t *values.Tensor) (bool, error) {
+	b := s.buf
+	start := s.pos
+	// The general path nests one level for the object: the same limit.
+	if s.depth >= MaxDepth-1 || !hasAt(b, start, tensorLead) {
+		return false, nil
+	}
+	id, i, ok := uintAt(b, start+len(tensorLead))
+	if !ok || i >= len(b) {
+		return false, nil
+	}
+	if b[i] == '}' {
+		tt, found := reg.Lookup(id)
+		if !found {
+			return false, nil // the general path reports what is missing
+		}
+		*t = tt
+		s.pos = i + 1
+		return true, nil
+	}
+	if !hasAt(b, i, tensorStorage) {
+		return false, nil
+	}
+	storage, i, ok := uintAt(b, i+len(tensorStorage))
+	if !ok || !hasAt(b, i, tensorNBytes) {
+		return false, nil
+	}
+	nbytes, i, ok := uintAt(b, i+len(tensorNBytes))
+	if !ok || !hasAt(b, i, tensorDtype) {
+		return false, nil
+	}
+	i += len(tensorDtype)
+	j := plainRun(b, i)
+	if j >= len(b) || b[j] != '"' || !hasAt(b, j+1, tensorShape) {
+		return false, nil
+	}
+	dtype := b[i:j]
+	s.pos = j + 1 + len(tensorShape)
+	s.depth++ // where the general path reads the shape
+	m := reg.Mention()
+	shape, ok := s.intsFast(m.Shape)
+	s.depth--
+	m.Shape = shape
+	i = s.pos
+	if !ok || len(shape) > values.MaxShapeDims {
+		s.pos = start
+		return false, nil
+	}
+	switch {
+	case hasAt(b, i, tensorCUDA):
+		i += len(tensorCUDA)
+	case hasAt(b, i, tensorCPU):
+		i += len(tensorCPU)
+		m.CPU = true
+	default:
+		s.pos = start
+		return false, nil
+	}
+	m.Has = values.HasTensor | values.HasStorage | values.HasNBytes | values.HasDtype | values.HasShape | values.HasDevice
+	m.ID, m.Storage, m.NBytes = id, storage, nbytes
+	m.Dtype = append(m.Dtype[:0], dtype...)
+	s.pos = i
+	return true, reg.Resolve(m, s, t)
 }

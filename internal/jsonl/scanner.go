@@ -1013,3 +1013,92 @@ func hex4(b []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// uintAt reads the JSON integer of at most 18 digits, without sign, that
+// starts at b[i], and returns it and the offset after it; ok is false if
+// b[i] is not a digit. A leading zero ends the number ("0" only), so
+// whatever byte follows is the caller's to check: fast paths accept only
+// the separator they expect and leave anything else to the general path.
+func uintAt(b []byte, i int) (v int64, j int, ok bool) {
+	if i >= len(b) || b[i]-'0' > 9 {
+		return 0, i, false
+	}
+	u := uint64(b[i] - '0')
+	j = i + 1
+	if u != 0 {
+		for j < len(b) && j-i < 18 && b[j]-'0' <= 9 {
+			u = u*10 + uint64(b[j]-'0')
+			j++
+		}
+	}
+	return int64(u), j, true
+}
+
+// hasAt reports whether b continues with lit at offset i.
+func hasAt(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// typeKeyHash is checkKey's hash of "type".
+var typeKeyHash = func() uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range []byte("type") {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}()
+
+// ObjectType consumes the '{' of an object and finds the string value of
+// its "type" key. When "type" is the object's first key (first), the
+// scanner is left after its value, at the other members; otherwise it is
+// back after the '{', with no key read. A missing "type" is an ErrMissing.
+func (s *Scanner) ObjectType() (typ []byte, first bool, err error) {
+	const lead = `{"type":"`
+	b := s.buf
+	if i := s.pos; s.depth < MaxDepth && hasAt(b, i, lead) {
+		// Written compactly, the usual case: no key compared, no hash.
+		if j := plainRun(b, i+len(lead)); j < len(b) && b[j] == '"' {
+			s.pos = i
+			if err := s.pushObject(); err != nil {
+				return nil, false, err
+			}
+			s.more |= 1 << uint(s.depth-1)
+			s.keys = append(s.keys, "type"...)
+			s.keyEnd = append(s.keyEnd, int32(len(s.keys)))
+			s.keyHash = append(s.keyHash, typeKeyHash)
+			s.pos = j + 1
+			return b[i+len(lead) : j : j], true, nil
+		}
+	}
+	mark := s.Mark()
+	if err := s.BeginObject(); err != nil {
+		return nil, false, err
+	}
+	first = true
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, values.MissingError("type")
+		}
+		if string(key) == "type" {
+			if typ, err = s.Str(); err != nil {
+				return nil, false, values.FieldError("type", err)
+			}
+			break
+		}
+		first = false
+		if err := s.Skip(); err != nil {
+			return nil, false, err
+		}
+	}
+	if !first {
+		s.Rewind(mark)
+		if err := s.BeginObject(); err != nil {
+			return nil, false, err
+		}
+	}
+	return typ, first, nil
+}

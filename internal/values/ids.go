@@ -1,18 +1,24 @@
 package values
 
+import "math/bits"
+
 // idIndex maps int64 ids to dense int32 indexes. Ids are usually small and
 // dense (a controller counts them up), so they go in a slice indexed by id
 // while they stay below twice the number of indexes handed out (plus a
-// margin), which bounds its memory; others go in a map. It is used at
-// decode only: the engine sees the indexes, never the ids.
+// margin), which bounds its memory; others go in a hash table. In a long
+// history the ids keep counting up while deleted rows are reused, so most
+// ids end up in the table: it is an open-addressing one (linear probing,
+// deletion by backward shift) rather than a Go map, to spare the map's
+// hashing and group probing on every mention. It is used at decode only:
+// the engine sees the indexes, never the ids.
 type idIndex struct {
-	dense []int32         // dense[id] = index+1 for small non-negative ids (0: none)
-	big   map[int64]int32 // ids that do not fit dense
+	dense []int32 // dense[id] = index+1 for small non-negative ids (0: none)
+	big   idTable // ids that do not fit dense
 }
 
 func (x *idIndex) reset() {
 	clear(x.dense)
-	clear(x.big)
+	x.big.reset()
 }
 
 // find returns the index of id.
@@ -22,11 +28,10 @@ func (x *idIndex) find(id int64) (int32, bool) {
 			return i - 1, true
 		}
 	}
-	if len(x.big) == 0 {
+	if x.big.n == 0 {
 		return 0, false
 	}
-	i, ok := x.big[id]
-	return i, ok
+	return x.big.get(id)
 }
 
 // insert records that id has index i; n is how many indexes exist (it
@@ -42,25 +47,120 @@ func (x *idIndex) insert(id int64, i int32, n int) {
 			}
 		}
 		if x.dense[id] == 0 {
-			if _, inMap := x.big[id]; !inMap {
+			if _, inTable := x.big.get(id); !inTable {
 				x.dense[id] = i + 1
 				return
 			}
 		}
 	}
-	if x.big == nil {
-		x.big = make(map[int64]int32)
-	}
-	x.big[id] = i
+	x.big.put(id, i)
 }
 
 // remove forgets id if it has index i.
 func (x *idIndex) remove(id int64, i int32) {
 	if uint64(id) < uint64(len(x.dense)) && x.dense[id] == i+1 {
 		x.dense[id] = 0
-	} else if j, ok := x.big[id]; ok && j == i {
-		delete(x.big, id)
+	} else if j, ok := x.big.get(id); ok && j == i {
+		x.big.del(id)
 	}
+}
+
+// idTable is a hash table from int64 ids to int32 indexes: open
+// addressing with linear probing, at most half full, so a lookup reads one
+// or two neighbouring slots. Deletion shifts the entries that follow back
+// (Knuth, TAOCP vol. 3, 6.4, Algorithm R), so no tombstones accumulate
+// however many ids come and go.
+type idTable struct {
+	keys  []int64
+	vals  []int32 // index+1; 0: the slot is empty
+	n     int     // entries held
+	shift uint    // 64 - log2(len(keys))
+}
+
+func (t *idTable) reset() {
+	clear(t.vals)
+	t.n = 0
+}
+
+// slot is id's home slot: Fibonacci hashing (multiply by 2^64 / golden
+// ratio, keep the top bits), which spreads ids counted up one by one.
+func (t *idTable) slot(id int64) int {
+	return int((uint64(id) * 0x9e3779b97f4a7c15) >> t.shift)
+}
+
+func (t *idTable) get(id int64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	mask := len(t.keys) - 1
+	for i := t.slot(id); ; i = (i + 1) & mask {
+		v := t.vals[i]
+		if v == 0 {
+			return 0, false
+		}
+		if t.keys[i] == id {
+			return v - 1, true
+		}
+	}
+}
+
+func (t *idTable) put(id int64, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		t.grow()
+	}
+	mask := len(t.keys) - 1
+	for i := t.slot(id); ; i = (i + 1) & mask {
+		if t.vals[i] == 0 {
+			t.keys[i], t.vals[i] = id, v+1
+			t.n++
+			return
+		}
+		if t.keys[i] == id {
+			t.vals[i] = v + 1
+			return
+		}
+	}
+}
+
+// grow doubles the table (to 64 slots at first) and rehashes it.
+func (t *idTable) grow() {
+	keys, vals := t.keys, t.vals
+	size := max(2*len(keys), 64)
+	t.keys, t.vals = make([]int64, size), make([]int32, size)
+	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	t.n = 0
+	for i, v := range vals {
+		if v != 0 {
+			t.put(keys[i], v-1)
+		}
+	}
+}
+
+func (t *idTable) del(id int64) {
+	if t.n == 0 {
+		return
+	}
+	mask := len(t.keys) - 1
+	i := t.slot(id)
+	for ; ; i = (i + 1) & mask {
+		if t.vals[i] == 0 {
+			return
+		}
+		if t.keys[i] == id {
+			break
+		}
+	}
+	// Move back every later entry of the run whose home slot is not
+	// cyclically within (i, j]: it was placed past i because i was taken.
+	for j := (i + 1) & mask; t.vals[j] != 0; j = (j + 1) & mask {
+		home := t.slot(t.keys[j])
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			t.keys[i], t.vals[i] = t.keys[j], t.vals[j]
+			i = j
+		}
+	}
+	t.vals[i] = 0
+	t.n--
 }
 
 // pool hands out dense indexes for ids, reusing those released: the
