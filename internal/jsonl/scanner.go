@@ -100,6 +100,15 @@ func asciiText(line []byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	var bad uint64
+	// Four words at a time: independent loads, one loop test per 32 bytes.
+	for ; i+32 <= len(line); i += 32 {
+		p := line[i : i+32]
+		w0 := binary.LittleEndian.Uint64(p)
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		w3 := binary.LittleEndian.Uint64(p[24:])
+		bad |= w0 | (w0-ones)&^w0 | w1 | (w1-ones)&^w1 | w2 | (w2-ones)&^w2 | w3 | (w3-ones)&^w3
+	}
 	for ; i+8 <= len(line); i += 8 {
 		w := binary.LittleEndian.Uint64(line[i:])
 		bad |= w | (w-ones)&^w
@@ -434,14 +443,14 @@ type Fields struct {
 }
 
 // fieldLit is `,"name":` (the text between a value and the next field's
-// value, as written compactly) in up to three little-endian words with the
+// value, as written compactly) in three little-endian words with the
 // masks of their meaningful bytes, so that NextField compares it with the
-// line in three loads instead of a call to compare memory. Longer keys
-// compare text.
+// line in two or three loads instead of a call to compare memory. Keys
+// longer than that, and the end of a line, compare text.
 type fieldLit struct {
 	text string
 	w, m [3]uint64
-	long bool
+	n    int // bytes to load: 16, 24, or 0 for a key too long
 }
 
 // NewFields returns the key set names (field i is names[i]).
@@ -449,7 +458,12 @@ func NewFields(names ...string) *Fields {
 	f := &Fields{names: names}
 	for _, n := range names {
 		l := fieldLit{text: "," + strconv.Quote(n) + ":"}
-		l.long = len(l.text) > 24
+		switch {
+		case len(l.text) <= 16:
+			l.n = 16
+		case len(l.text) <= 24:
+			l.n = 24
+		}
 		for k := 0; k < len(l.text) && k < 24; k++ {
 			l.w[k/8] |= uint64(l.text[k]) << (8 * (k % 8))
 			l.m[k/8] |= 0xff << (8 * (k % 8))
@@ -460,13 +474,16 @@ func NewFields(names ...string) *Fields {
 }
 
 // match reports whether b continues at j with l's text, from its byte
-// from on (0: with the comma, 1: without).
+// from on (0: with the comma, 1: without, compared from b[j-1], which
+// must exist, with that byte masked out).
 func (l *fieldLit) match(b []byte, j, from int) bool {
-	if len(b)-j >= 24-from && !l.long {
-		p := b[j-from : j-from+24]
+	if k := j - from; l.n != 0 && len(b)-k >= l.n {
+		p := b[k : k+l.n]
 		x := (binary.LittleEndian.Uint64(p)^l.w[0])&(l.m[0]&^(1<<(8*from)-1)) |
-			(binary.LittleEndian.Uint64(p[8:])^l.w[1])&l.m[1] |
-			(binary.LittleEndian.Uint64(p[16:])^l.w[2])&l.m[2]
+			(binary.LittleEndian.Uint64(p[8:])^l.w[1])&l.m[1]
+		if l.n == 24 {
+			x |= (binary.LittleEndian.Uint64(p[16:]) ^ l.w[2]) & l.m[2]
+		}
 		return x == 0
 	}
 	t := l.text[from:]
@@ -697,15 +714,8 @@ func (s *Scanner) Int() (int64, error) {
 		j++
 	}
 	if j < len(b) && b[j] >= '0' && b[j] <= '9' {
-		u := uint64(b[j] - '0')
-		first := j
-		j++
-		if u != 0 {
-			for j < len(b) && j-first < 18 && b[j] >= '0' && b[j] <= '9' {
-				u = u*10 + uint64(b[j]-'0')
-				j++
-			}
-		}
+		var u uint64
+		u, j = digitRun(b, j)
 		if j >= len(b) || !numberByte[b[j]] {
 			s.pos = j
 			if neg {
@@ -806,15 +816,8 @@ func (s *Scanner) intsFast(dst []int64) ([]int64, bool) {
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			return dst, false
 		}
-		u := uint64(b[i] - '0')
-		first := i
-		i++
-		if u != 0 {
-			for i < len(b) && i-first < 18 && b[i] >= '0' && b[i] <= '9' {
-				u = u*10 + uint64(b[i]-'0')
-				i++
-			}
-		}
+		var u uint64
+		u, i = digitRun(b, i)
 		if i >= len(b) {
 			return dst, false
 		}
@@ -1057,16 +1060,60 @@ func uintAt(b []byte, i int) (v int64, j int, ok bool) {
 	if i >= len(b) || b[i]-'0' > 9 {
 		return 0, i, false
 	}
-	u := uint64(b[i] - '0')
-	j = i + 1
-	if u != 0 {
-		for j < len(b) && j-i < 18 && b[j]-'0' <= 9 {
-			u = u*10 + uint64(b[j]-'0')
-			j++
-		}
-	}
+	u, j := digitRun(b, i)
 	return int64(u), j, true
 }
+
+// digitRun reads the digits of a JSON integer that start at b[i], a digit:
+// "0" alone when it is '0' (JSON has no leading zeros), else at most 18
+// digits, so the value fits in 63 bits. It returns the value and the
+// offset after the digits; the caller checks what follows (a 19th digit
+// means a number too long for the fast paths).
+//
+// Eight bytes are read at a time: a byte is a digit when b-'0' is at most
+// 9, i.e. when neither b-'0' nor b-'0'+0x76 has its high bit set (a borrow
+// or carry runs only towards later bytes, past the first non-digit, so
+// the lowest flag is exact); n digits are shifted to the top of the word
+// (leading zeros) and combined in pairs, fours and eights by three
+// multiplications: the method of simdjson's scalar
+// parse_eight_digits_unrolled (src/fallback/numberparsing.h), which
+// credits Johnny Lee, "Fast numeric string to int"
+// (johnnylee-sde.github.io/Fast-numeric-string-to-int).
+func digitRun(b []byte, i int) (u uint64, j int) {
+	if b[i] == '0' {
+		return 0, i + 1
+	}
+	const zeros, adds, highs = 0x3030303030303030, 0x7676767676767676, 0x8080808080808080
+	j = i
+	for len(b)-j >= 8 {
+		d := binary.LittleEndian.Uint64(b[j:]) - zeros
+		n := 8
+		if m := (d + adds | d) & highs; m != 0 {
+			n = bits.TrailingZeros64(m) >> 3
+		}
+		n = min(n, 18-(j-i))
+		if n == 0 {
+			return u, j
+		}
+		v := d << (64 - 8*uint(n))
+		v = (v & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+		v = (v & 0x00ff00ff00ff00ff) * 6553601 >> 16
+		v = (v & 0x0000ffff0000ffff) * 42949672960001 >> 32
+		u = u*pow10[n] + v
+		j += n
+		if n < 8 {
+			return u, j
+		}
+	}
+	for j < len(b) && j-i < 18 && b[j]-'0' <= 9 {
+		u = u*10 + uint64(b[j]-'0')
+		j++
+	}
+	return u, j
+}
+
+// pow10[n] is 10^n, for n <= 8.
+var pow10 = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
 
 // hasAt reports whether b continues with lit at offset i.
 func hasAt(b []byte, i int, lit string) bool {
