@@ -46,6 +46,7 @@ type Scanner struct {
 	pos   int
 	depth int
 	more  uint64 // bit d: the container at depth d has had an element
+	high  bool   // a string held a byte >= 0x80 (see ResetUnchecked)
 
 	keyBuf []byte // unescaped keys
 
@@ -78,17 +79,40 @@ type Mark struct {
 // Reset starts scanning line. It fails if line is not valid UTF-8 or holds a
 // NUL byte. The interned strings are kept.
 func (s *Scanner) Reset(line []byte) error {
-	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
+	s.ResetUnchecked(line)
+	if err := CheckEncoding(line); err != nil {
+		s.buf = nil
+		return err
+	}
+	return nil
+}
+
+// ResetUnchecked starts scanning line like Reset but leaves its encoding
+// unchecked, which spares a pass over every byte. The scanner accepts
+// bytes of 0x80 and up only inside strings, and NonASCII reports whether
+// a string read since held one; so after a line is read to its end
+// without error and NonASCII is false, the line is ASCII without NUL
+// bytes, as Reset checks. Otherwise (an error, or NonASCII) the caller
+// calls CheckEncoding and reports its error first, as Reset would have.
+func (s *Scanner) ResetUnchecked(line []byte) {
+	s.buf, s.pos, s.depth, s.more, s.high = line, 0, 0, 0, false
 	s.truncKeys(0)
+}
+
+// NonASCII reports whether a string read since ResetUnchecked held a byte
+// of 0x80 or more.
+func (s *Scanner) NonASCII() bool { return s.high }
+
+// CheckEncoding returns the ErrEncoding that Reset returns for line (a
+// NUL byte, or text that is not valid UTF-8), or nil.
+func CheckEncoding(line []byte) error {
 	if asciiText(line) {
 		return nil
 	}
 	if i := bytes.IndexByte(line, 0); i >= 0 {
-		s.buf = nil
 		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
 	}
 	if !utf8.Valid(line) {
-		s.buf = nil
 		return errorf(ErrEncoding, "the line is not valid UTF-8")
 	}
 	return nil
@@ -406,16 +430,18 @@ func (s *Scanner) NextKeyAt() (key []byte, at int, ok bool, err error) {
 }
 
 // plainRun returns the offset of the first byte of b from i on that is a
-// quote, a backslash or a control character, or len(b): eight bytes at a
-// time (the bytes of a word that equal a given byte have their high bit
-// set by (w^c - 0x01..) &^ (w^c) & 0x80..; the lowest such flag is exact).
+// quote, a backslash, a control character or not ASCII (which the slow
+// paths read, noting it for NonASCII), or len(b): eight bytes at a time
+// (the bytes of a word that equal a given byte have their high bit set by
+// (w^c - 0x01..) &^ (w^c) & 0x80..; a byte of 0x80 or more has it set in
+// w; the lowest such flag is exact).
 func plainRun(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for i+8 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i:])
 		q := w ^ ('"' * ones)
 		e := w ^ ('\\' * ones)
-		m := (q-ones)&^q | (e-ones)&^e | (w-0x20*ones)&^w
+		m := (q-ones)&^q | (e-ones)&^e | (w-0x20*ones)&^w | w
 		if m &= highs; m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
@@ -427,10 +453,10 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
-// plainByte marks the bytes a string holds as they are: not a quote, a
+// plainByte marks the bytes plainRun passes: ASCII, not a quote, a
 // backslash or a control character.
 var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
@@ -924,6 +950,9 @@ func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
 			s.pos = i
 			return nil, s.syntax("control character in string")
 		}
+		if c >= 0x80 {
+			s.high = true
+		}
 		i++
 	}
 	if i >= len(b) {
@@ -942,6 +971,9 @@ func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
 			s.pos = i
 			return nil, s.syntax("control character in string")
 		case c != '\\':
+			if c >= 0x80 {
+				s.high = true
+			}
 			out = append(out, c)
 			i++
 			continue
@@ -1005,6 +1037,8 @@ func (s *Scanner) skipString() error {
 		case c < 0x20:
 			s.pos = i
 			return s.syntax("control character in string")
+		case c >= 0x80:
+			s.high = true
 		case c == '\\':
 			i++
 			if i >= len(b) {
@@ -1082,6 +1116,9 @@ func uintAt(b []byte, i int) (v int64, j int, ok bool) {
 func digitRun(b []byte, i int) (u uint64, j int) {
 	if b[i] == '0' {
 		return 0, i + 1
+	}
+	if i+1 >= len(b) || b[i+1]-'0' > 9 {
+		return uint64(b[i] - '0'), i + 1 // one digit: sizes, strides, refs
 	}
 	const zeros, adds, highs = 0x3030303030303030, 0x7676767676767676, 0x8080808080808080
 	j = i
