@@ -432,15 +432,16 @@ func claim(has *uint8, bit uint8, key []byte, at int) error {
 	return nil
 }
 
-// The keys of a TENSOR object as a compact writer puts them, in order.
-const (
-	tensorLead    = `{"tensor":`
-	tensorStorage = `,"storage":`
-	tensorNBytes  = `,"nbytes":`
-	tensorDtype   = `,"dtype":"`
-	tensorShape   = `,"shape":`
-	tensorCUDA    = `,"device":"cuda"}`
-	tensorCPU     = `,"device":"cpu"}`
+// The keys of a TENSOR object as a compact writer puts them, in order,
+// as words to compare (fieldLit.match).
+var (
+	tensorLead    = newLit(`{"tensor":`)
+	tensorStorage = newLit(`,"storage":`)
+	tensorNBytes  = newLit(`,"nbytes":`)
+	tensorDtype   = newLit(`,"dtype":"`)
+	tensorShape   = newLit(`,"shape":`)
+	tensorCUDA    = newLit(`,"device":"cuda"}`)
+	tensorCPU     = newLit(`,"device":"cpu"}`)
 )
 
 // decodeTensorCompact decodes the two forms a writer gives a TENSOR object,
@@ -455,10 +456,10 @@ func decodeTensorCompact(s *Scanner, reg *values.Registry, t *values.Tensor) (bo
 	b := s.buf
 	start := s.pos
 	// The general path nests one level for the object: the same limit.
-	if s.depth >= MaxDepth-1 || !hasAt(b, start, tensorLead) {
+	if s.depth >= MaxDepth-1 || !tensorLead.match(b, start, 0) {
 		return false, nil
 	}
-	id, i, ok := uintAt(b, start+len(tensorLead))
+	id, i, ok := uintAt(b, start+len(tensorLead.text))
 	if !ok || i >= len(b) {
 		return false, nil
 	}
@@ -471,24 +472,24 @@ func decodeTensorCompact(s *Scanner, reg *values.Registry, t *values.Tensor) (bo
 		s.pos = i + 1
 		return true, nil
 	}
-	if !hasAt(b, i, tensorStorage) {
+	if !tensorStorage.match(b, i, 0) {
 		return false, nil
 	}
-	storage, i, ok := uintAt(b, i+len(tensorStorage))
-	if !ok || !hasAt(b, i, tensorNBytes) {
+	storage, i, ok := uintAt(b, i+len(tensorStorage.text))
+	if !ok || !tensorNBytes.match(b, i, 0) {
 		return false, nil
 	}
-	nbytes, i, ok := uintAt(b, i+len(tensorNBytes))
-	if !ok || !hasAt(b, i, tensorDtype) {
+	nbytes, i, ok := uintAt(b, i+len(tensorNBytes.text))
+	if !ok || !tensorDtype.match(b, i, 0) {
 		return false, nil
 	}
-	i += len(tensorDtype)
+	i += len(tensorDtype.text)
 	j := plainRun(b, i)
-	if j >= len(b) || b[j] != '"' || !hasAt(b, j+1, tensorShape) {
+	if j >= len(b) || b[j] != '"' || !tensorShape.match(b, j+1, 0) {
 		return false, nil
 	}
 	dtype := b[i:j]
-	s.pos = j + 1 + len(tensorShape)
+	s.pos = j + 1 + len(tensorShape.text)
 	s.depth++ // where the general path reads the shape
 	m := reg.Mention()
 	shape, ok := s.intsFast(m.Shape)
@@ -500,10 +501,10 @@ func decodeTensorCompact(s *Scanner, reg *values.Registry, t *values.Tensor) (bo
 		return false, nil
 	}
 	switch {
-	case hasAt(b, i, tensorCUDA):
-		i += len(tensorCUDA)
-	case hasAt(b, i, tensorCPU):
-		i += len(tensorCPU)
+	case tensorCUDA.match(b, i, 0):
+		i += len(tensorCUDA.text)
+	case tensorCPU.match(b, i, 0):
+		i += len(tensorCPU.text)
 		m.CPU = true
 	default:
 		s.pos = start

@@ -483,20 +483,25 @@ type fieldLit struct {
 func NewFields(names ...string) *Fields {
 	f := &Fields{names: names}
 	for _, n := range names {
-		l := fieldLit{text: "," + strconv.Quote(n) + ":"}
-		switch {
-		case len(l.text) <= 16:
-			l.n = 16
-		case len(l.text) <= 24:
-			l.n = 24
-		}
-		for k := 0; k < len(l.text) && k < 24; k++ {
-			l.w[k/8] |= uint64(l.text[k]) << (8 * (k % 8))
-			l.m[k/8] |= 0xff << (8 * (k % 8))
-		}
-		f.lits = append(f.lits, l)
+		f.lits = append(f.lits, newLit(","+strconv.Quote(n)+":"))
 	}
 	return f
+}
+
+// newLit returns text as a fieldLit, for match.
+func newLit(text string) fieldLit {
+	l := fieldLit{text: text}
+	switch {
+	case len(text) <= 16:
+		l.n = 16
+	case len(text) <= 24:
+		l.n = 24
+	}
+	for k := 0; k < len(text) && k < 24; k++ {
+		l.w[k/8] |= uint64(text[k]) << (8 * (k % 8))
+		l.m[k/8] |= 0xff << (8 * (k % 8))
+	}
+	return l
 }
 
 // match reports whether b continues at j with l's text, from its byte
@@ -528,7 +533,15 @@ func (s *Scanner) NextField(f *Fields, hint int) (field int, key []byte, at int,
 		l := &f.lits[hint]
 		bit := uint64(1) << uint(s.depth-1)
 		if s.more&bit != 0 {
-			if l.match(b, i, 0) {
+			// match, inlined for the usual key of at most 16 bytes.
+			if l.n == 16 && len(b)-i >= 16 {
+				p := b[i : i+16]
+				if (binary.LittleEndian.Uint64(p)^l.w[0])&l.m[0]|(binary.LittleEndian.Uint64(p[8:])^l.w[1])&l.m[1] == 0 {
+					n := len(l.text)
+					s.pos = i + n
+					return hint, p[2 : n-2 : n-2], i + 1, true, nil
+				}
+			} else if l.match(b, i, 0) {
 				n := len(l.text)
 				s.pos = i + n
 				return hint, b[i+2 : i+n-2 : i+n-2], i + 1, true, nil
