@@ -635,21 +635,8 @@ func copySlices(dst, src []values.Slice) []values.Slice {
 		}
 		d := &dst[len(dst)-1]
 		d.Offset = src[i].Offset
-		d.Sizes = copyInts(d.Sizes, src[i].Sizes)
-		d.Strides = copyInts(d.Strides, src[i].Strides)
-	}
-	return dst
-}
-
-// copyInts copies src into dst[:0]: element by element for the few
-// dimensions of a slice, where a call to move memory costs more.
-func copyInts(dst, src []int64) []int64 {
-	if cap(dst) < len(src) {
-		return append(dst[:0], src...)
-	}
-	dst = dst[:len(src)]
-	for k, v := range src {
-		dst[k] = v
+		d.Sizes = append(d.Sizes[:0], src[i].Sizes...)
+		d.Strides = append(d.Strides[:0], src[i].Strides...)
 	}
 	return dst
 }
