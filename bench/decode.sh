@@ -5,8 +5,9 @@
 # dp 1024, tp 8, 32 layers), 1M and 10M commands.
 #
 # For each history it measures, medians of 3 runs (wall seconds):
-#   - JSON lines (.hist.zst) --decode-only, before and now: the per-record
-#     speedup of the JSON decoder;
+#   - JSON lines (.hist.zst) --decode-only, before and now, run alternately
+#     (so both see the same load): the per-record speedup of the JSON
+#     decoder;
 #   - the binary form (.fhist.zst, written by this tree's convert)
 #     --decode-only, against JSON lines now (bench/binary.sh measures the
 #     binary form against JSON lines alone, with the decoding inside a
@@ -14,7 +15,8 @@
 #   - grouped replays (--report-only --group-workers --jobs 1) of both forms;
 #   - the binary stream without its zstd frame, --decode-only (framing).
 # and prints the ratios. Then it runs the Go benchmark BenchmarkDecodeRecord
-# (ns/record and allocations of both forms, from memory).
+# (ns/record and allocations of both forms, from memory), and its JSON part
+# for a fixed number of passes in both trees, alternately, in CPU seconds.
 #
 #   bench/decode.sh               1M and 10M (the 10M history takes minutes
 #                                 to synthesize; it is kept in WORK)
@@ -76,6 +78,31 @@ median3() {
 	echo "$(printf '%s\n' "${w[@]}" | sort -n | sed -n 2p) $(printf '%s\n' "${c[@]}" | sort -n | sed -n 2p)"
 }
 
+# pair3 A -- B: runs the commands A and B alternately, three times each
+# (A B A B A B, so that both see the same load), and prints the median wall
+# and CPU seconds of each, "WALL_A CPU_A WALL_B CPU_B".
+pair3() {
+	local a=() b=() wa=() ca=() wb=() cb=()
+	while [ "$1" != -- ]; do a+=("$1"); shift; done
+	shift
+	b=("$@")
+	for _ in 1 2 3; do
+		read -r w c < <(median1 "${a[@]}")
+		wa+=("$w") ca+=("$c")
+		read -r w c < <(median1 "${b[@]}")
+		wb+=("$w") cb+=("$c")
+	done
+	med() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+	echo "$(med "${wa[@]}") $(med "${ca[@]}") $(med "${wb[@]}") $(med "${cb[@]}")"
+}
+
+# median1 CMD...: one run of CMD, "WALL CPU".
+median1() {
+	/usr/bin/time -f "%e %U %S" -o "$work/time" "$@" >/dev/null
+	read -r e u s <"$work/time"
+	echo "$e $(awk -v u="$u" -v s="$s" 'BEGIN{printf "%.2f", u+s}')"
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 
 echo "Wall seconds (CPU seconds, user + system, in parentheses), medians of 3; ratios of wall (CPU) times."
@@ -92,8 +119,7 @@ for size in $sizes; do
 	history "$name" "$cmds"
 	j=$work/$name.hist.zst
 	f=$work/$name.fhist.zst
-	read -r jbw jbc < <(median3 "$before" replay --decode-only "$j")
-	read -r jnw jnc < <(median3 "$now" replay --decode-only "$j")
+	read -r jbw jbc jnw jnc < <(pair3 "$before" replay --decode-only "$j" -- "$now" replay --decode-only "$j")
 	read -r bnw bnc < <(median3 "$now" replay --decode-only "$f")
 	read -r jrw jrc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$j")
 	read -r brw brc < <(median3 "$now" replay --report-only --group-workers --jobs 1 "$f")
@@ -110,8 +136,7 @@ done
 echo
 plain=$work/w65536-1M.hist
 [ -f "$plain" ] || zstd -q -d -f "$work/w65536-1M.hist.zst" -o "$plain"
-read -r pbw pbc < <(median3 "$before" replay --decode-only "$plain")
-read -r pnw pnc < <(median3 "$now" replay --decode-only "$plain")
+read -r pbw pbc pnw pnc < <(pair3 "$before" replay --decode-only "$plain" -- "$now" replay --decode-only "$plain")
 echo "Plain JSON lines (no zstd), w65536-1M, --decode-only: before $pbw s ($pbc s CPU), now $pnw s ($pnc s CPU): $(ratio "$pbw" "$pnw")x wall, $(ratio "$pbc" "$pnc")x CPU."
 
 # From memory, per record: BenchmarkDecodeRecord in both trees (the
@@ -131,3 +156,15 @@ echo
 echo "Per record, from memory (BenchmarkDecodeRecord, medians of 3, ns/record):"
 bench "$work/before-src" | sed 's/^/before /'
 bench . | sed 's/^/now    /'
+
+# The same from memory in CPU seconds, which a shared machine disturbs less
+# than wall time: each tree's BenchmarkDecodeRecord/json built once and run
+# for a fixed 300 passes over the history (about 1.5M records), before and
+# now alternately, medians of 3.
+(cd "$work/before-src" && go test -c -o "$work/before-replay.test" ./internal/replay)
+go test -c -o "$work/now-replay.test" ./internal/replay
+read -r _ mbc _ mnc < <(pair3 sh -c "cd '$work/before-src/internal/replay' && '$work/before-replay.test' -test.run '^\$' -test.bench DecodeRecord/json -test.benchtime 300x" -- \
+	sh -c "cd internal/replay && '$work/now-replay.test' -test.run '^\$' -test.bench DecodeRecord/json -test.benchtime 300x")
+echo
+echo "BenchmarkDecodeRecord/json, 300 passes, CPU seconds (medians of 3, alternated): before $mbc s, now $mnc s: $(ratio "$mbc" "$mnc")x."
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

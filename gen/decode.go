@@ -17,29 +17,9 @@ import (
 func DecodeMsg(s *jsonl.Scanner, reg *values.Registry, m *Msg) error {
 	m.Extra.Reset()
 	mark := s.Mark()
-	if err := s.BeginObject(); err != nil {
+	typ, _, err := s.ObjectType()
+	if err != nil {
 		return err
-	}
-	first := true
-	var typ []byte
-	for {
-		key, ok, err := s.NextKey()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return values.MissingError("type")
-		}
-		if string(key) == "type" {
-			if typ, err = s.Str(); err != nil {
-				return values.FieldError("type", err)
-			}
-			break
-		}
-		first = false
-		if err := s.Skip(); err != nil {
-			return err
-		}
 	}
 	m.Kind = KindOf(typ)
 	if m.Kind == MsgUnknown {
@@ -47,13 +27,6 @@ func DecodeMsg(s *jsonl.Scanner, reg *values.Registry, m *Msg) error {
 	} else {
 		m.TypeName = m.Kind.String()
 	}
-	if !first {
-		s.Rewind(mark)
-		if err := s.BeginObject(); err != nil {
-			return err
-		}
-	}
-	var err error
 	switch m.Kind {
 	case MsgCreateStream:
 		err = decodeCreateStream(s, reg, &m.CreateStream)

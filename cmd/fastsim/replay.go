@@ -71,7 +71,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
 	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings,\nand partial when interrupted")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
-	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay to `PATH`")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay (with --decode-only, of the decoding) to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
 	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
@@ -99,6 +99,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
 	if f.decodeOnly {
+		if f.cpuprofile != "" {
+			stopProfile, err := startCPUProfile(f.cpuprofile)
+			if err != nil {
+				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+				return exitError
+			}
+			defer func() {
+				if err := stopProfile(); err != nil {
+					fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+				}
+			}()
+		}
 		return decodeOnlyCmd(path, stdout, stderr)
 	}
 	mode, err := sched.ParseMode(f.traceMode)

@@ -497,9 +497,23 @@ func (r *Reader) record(line []byte, rec *Record) error {
 	rec.Extra.Reset()
 	s := &r.sc
 	s.KeepExtra = r.KeepExtra
-	if err := s.Reset(line); err != nil {
-		return err
+	// The line's encoding is checked only when it matters (see
+	// jsonl.Scanner.ResetUnchecked): a line read to its end that held only
+	// ASCII needs no second pass. Its error comes first, as if checked
+	// before reading.
+	s.ResetUnchecked(line)
+	err := r.recordFields(rec)
+	if err != nil || s.NonASCII() {
+		if encErr := jsonl.CheckEncoding(line); encErr != nil {
+			return encErr
+		}
 	}
+	return err
+}
+
+// recordFields reads the record that r.sc holds into rec.
+func (r *Reader) recordFields(rec *Record) error {
+	s := &r.sc
 	r.reg.SetLine(r.line)
 	if k := s.Kind(); k != jsonl.KindObject {
 		if err := s.Skip(); err != nil {

@@ -69,6 +69,17 @@ func TestErrors(t *testing.T) {
 		{"trailing garbage", hdr + rec(1, all, del) + `{"step":0} x` + "\n", "t.hist:3:", "want the end of the line", jsonl.ErrSyntax},
 		{"invalid utf8", hdr + "{\"step\":0,\"x\":\"\xff\"}\n", "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
 		{"nul", hdr + "{\"step\":0}\x00\n", "t.hist:2:", "NUL byte", jsonl.ErrEncoding},
+		// The encoding is checked after reading a line, whatever read it:
+		// bad bytes in a kept string, a skipped one, a tree's raw text, a
+		// key, after an error the line has, all give the encoding error.
+		{"invalid utf8 function", hdr + rec(1, all, "{\"type\":\"CallFunction\",\"function\":\"f\xc3\",\"stream\":{\"ref\":1}}"), "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"invalid utf8 kwargs", hdr + rec(1, all, "{\"type\":\"CallFunction\",\"function\":\"f\",\"kwargs\":{\"a\":[\"\xe2\x82\"]},\"stream\":{\"ref\":1}}"), "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"invalid utf8 key", hdr + "{\"step\":0,\"\xff\":1}\n", "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"invalid utf8 escaped", hdr + "{\"step\":0,\"x\":\"\\n\xff\"}\n", "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"invalid utf8 after error", hdr + "{\"step\":\"0\",\"x\":\"\xff\"}\n", "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"invalid utf8 outside string", hdr + "{\"step\":0}\xff\n", "t.hist:2:", "not valid UTF-8", jsonl.ErrEncoding},
+		{"nul in string", hdr + "{\"step\":0,\"x\":\"a\x00\"}\n", "t.hist:2:", "NUL byte at column 17", jsonl.ErrEncoding},
+		{"utf8 outside string", hdr + "{\"step\":0}\u00e9\n", "t.hist:2:", "want the end of the line", jsonl.ErrSyntax},
 		{"neither", hdr + `{"tb":[]}` + "\n", "t.hist:2:", "neither a command", ErrRecord},
 		{"record list", hdr + `[1,2]` + "\n", "t.hist:2:", "record is a list", ErrRecord},
 		{"step and msg", hdr + `{"step":1,"ranks":[],"msg":` + del + "}\n", "t.hist:2:", `both "step" and a command`, ErrRecord},
@@ -279,4 +290,19 @@ func (l *letters) Read(p []byte) (int, error) {
 	}
 	l.n -= len(p)
 	return len(p), nil
+}
+
+// TestNonASCIIStrings: valid UTF-8 in strings (a function name, a dtype,
+// a key and a value skipped in kwargs) is read as written; the encoding
+// check that follows such a line finds nothing to report.
+func TestNonASCIIStrings(t *testing.T) {
+	src := hdr + `{"ts":1,"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"msg":{"type":"CallFunction","function":"f·é","args":[],"kwargs":{"clé":"naïve ✓"},"result":[{"tensor":1,"storage":1,"nbytes":8,"dtype":"flöat","shape":[2],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}` + "\n"
+	recs, err := readAll(t, []byte(src), "t.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := recs[0].Msg.CallFunction
+	if cf.Function != "f·é" || cf.Result.Leaves[0].Dtype != "flöat" || string(cf.Kwargs.Raw) != `{"clé":"naïve ✓"}` {
+		t.Errorf("function %q, dtype %q, kwargs %s", cf.Function, cf.Result.Leaves[0].Dtype, cf.Kwargs.Raw)
+	}
 }

@@ -12,6 +12,9 @@ var sliceKeys = NewFields("offset", "sizes", "strides")
 // DecodeSlice decodes a SLICE object into sl, reusing its slices.
 func DecodeSlice(s *Scanner, sl *values.Slice) error {
 	sl.Reset()
+	if decodeSliceCompact(s, sl) {
+		return checkSlice(sl)
+	}
 	if err := s.BeginObject(); err != nil {
 		return err
 	}
@@ -65,6 +68,12 @@ func DecodeSlice(s *Scanner, sl *values.Slice) error {
 	case seen&4 == 0:
 		return values.MissingError("strides")
 	}
+	return checkSlice(sl)
+}
+
+// checkSlice checks what DecodeSlice read: dimensions within the limit, as
+// many strides as sizes, no negative size.
+func checkSlice(sl *values.Slice) error {
 	if len(sl.Sizes) > values.MaxSliceDims {
 		return values.Errorf(values.ErrLimit, "%d dimensions, more than the limit of %d", len(sl.Sizes), values.MaxSliceDims)
 	}
@@ -85,6 +94,16 @@ var streamKeys = NewFields("ref", "name")
 // DecodeStream decodes a STREAM object: "ref" (required) and "name".
 func DecodeStream(s *Scanner, st *values.Stream) error {
 	*st = values.Stream{}
+	// {"ref":N}, as a writer puts a stream it named before: read by its
+	// text. Anything else takes the general path.
+	const lead = `{"ref":`
+	if b, i := s.buf, s.pos; s.depth < MaxDepth && hasAt(b, i, lead) {
+		if ref, j, ok := uintAt(b, i+len(lead)); ok && j < len(b) && b[j] == '}' {
+			st.Ref = ref
+			s.pos = j + 1
+			return nil
+		}
+	}
 	if err := s.BeginObject(); err != nil {
 		return err
 	}
@@ -136,6 +155,9 @@ var tensorKeys = NewFields("tensor", "storage", "nbytes", "dtype", "shape", "dev
 
 // DecodeTensor decodes a TENSOR object and resolves it against reg.
 func DecodeTensor(s *Scanner, reg *values.Registry, t *values.Tensor) error {
+	if done, err := decodeTensorCompact(s, reg, t); done {
+		return err
+	}
 	m := reg.Mention()
 	if err := s.BeginObject(); err != nil {
 		return err
@@ -254,6 +276,47 @@ func DecodeTree(s *Scanner, reg *values.Registry, t *values.Tree) error {
 	return nil
 }
 
+// walkList walks the list at the scanner (its '['). Its elements are read
+// as compact tensors while they are ({"tensor":...} as DecodeTensor's fast
+// path takes them); from the first that is not, the general walk goes on
+// with the scanner in the state NextElem expects.
+func walkList(s *Scanner, reg *values.Registry, t *values.Tree) error {
+	if err := s.push(); err != nil {
+		return err
+	}
+	bit := uint64(1) << uint(s.depth-1)
+	b := s.buf
+	for {
+		i := s.pos
+		if s.more&bit != 0 {
+			if i >= len(b) || b[i] != ',' {
+				break
+			}
+			s.pos = i + 1
+		}
+		t.Leaves = append(t.Leaves, values.Tensor{})
+		done, err := decodeTensorCompact(s, reg, &t.Leaves[len(t.Leaves)-1])
+		if !done {
+			t.Leaves = t.Leaves[:len(t.Leaves)-1]
+			s.pos = i
+			break
+		}
+		if err != nil {
+			return err
+		}
+		s.more |= bit
+	}
+	for {
+		ok, err := s.NextElem()
+		if err != nil || !ok {
+			return err
+		}
+		if err := walkTree(s, reg, t); err != nil {
+			return err
+		}
+	}
+}
+
 func walkTree(s *Scanner, reg *values.Registry, t *values.Tree) error {
 	if s.depth < MaxDepth && (s.startsWith("[]") || s.startsWith("{}")) {
 		s.pos += 2 // empty: nothing to walk
@@ -286,18 +349,7 @@ func walkTree(s *Scanner, reg *values.Registry, t *values.Tree) error {
 			}
 		}
 	case KindArray:
-		if err := s.BeginArray(); err != nil {
-			return err
-		}
-		for {
-			ok, err := s.NextElem()
-			if err != nil || !ok {
-				return err
-			}
-			if err := walkTree(s, reg, t); err != nil {
-				return err
-			}
-		}
+		return walkList(s, reg, t)
 	default:
 		return s.Skip()
 	}
@@ -378,4 +430,126 @@ func claim(has *uint8, bit uint8, key []byte, at int) error {
 	}
 	*has |= bit
 	return nil
+}
+
+// The keys of a TENSOR object as a compact writer puts them, in order,
+// as words to compare (fieldLit.match).
+var (
+	tensorLead    = newLit(`{"tensor":`)
+	tensorStorage = newLit(`,"storage":`)
+	tensorNBytes  = newLit(`,"nbytes":`)
+	tensorDtype   = newLit(`,"dtype":"`)
+	tensorShape   = newLit(`,"shape":`)
+	tensorCUDA    = newLit(`,"device":"cuda"}`)
+	tensorCPU     = newLit(`,"device":"cpu"}`)
+)
+
+// decodeTensorCompact decodes the two forms a writer gives a TENSOR object,
+// the bare reference {"tensor":N} of a known tensor and the full first
+// mention with its fields in order, without whitespace, by matching their
+// text: no key is read or compared. Anything else (another order,
+// whitespace, an unknown id, escapes, large numbers, errors) returns false
+// with the scanner where it was, for DecodeTensor's general path, which
+// accepts or rejects it exactly as before. What it does decode goes
+// through the registry as the general path's would.
+func decodeTensorCompact(s *Scanner, reg *values.Registry, t *values.Tensor) (bool, error) {
+	b := s.buf
+	start := s.pos
+	// The general path nests one level for the object: the same limit.
+	if s.depth >= MaxDepth-1 || !tensorLead.match(b, start, 0) {
+		return false, nil
+	}
+	id, i, ok := uintAt(b, start+len(tensorLead.text))
+	if !ok || i >= len(b) {
+		return false, nil
+	}
+	if b[i] == '}' {
+		tt, found := reg.Lookup(id)
+		if !found {
+			return false, nil // the general path reports what is missing
+		}
+		*t = tt
+		s.pos = i + 1
+		return true, nil
+	}
+	if !tensorStorage.match(b, i, 0) {
+		return false, nil
+	}
+	storage, i, ok := uintAt(b, i+len(tensorStorage.text))
+	if !ok || !tensorNBytes.match(b, i, 0) {
+		return false, nil
+	}
+	nbytes, i, ok := uintAt(b, i+len(tensorNBytes.text))
+	if !ok || !tensorDtype.match(b, i, 0) {
+		return false, nil
+	}
+	i += len(tensorDtype.text)
+	j := plainRun(b, i)
+	if j >= len(b) || b[j] != '"' || !tensorShape.match(b, j+1, 0) {
+		return false, nil
+	}
+	dtype := b[i:j]
+	s.pos = j + 1 + len(tensorShape.text)
+	s.depth++ // where the general path reads the shape
+	m := reg.Mention()
+	shape, ok := s.intsFast(m.Shape)
+	s.depth--
+	m.Shape = shape
+	i = s.pos
+	if !ok || len(shape) > values.MaxShapeDims {
+		s.pos = start
+		return false, nil
+	}
+	switch {
+	case tensorCUDA.match(b, i, 0):
+		i += len(tensorCUDA.text)
+	case tensorCPU.match(b, i, 0):
+		i += len(tensorCPU.text)
+		m.CPU = true
+	default:
+		s.pos = start
+		return false, nil
+	}
+	m.Has = values.HasTensor | values.HasStorage | values.HasNBytes | values.HasDtype | values.HasShape | values.HasDevice
+	m.ID, m.Storage, m.NBytes = id, storage, nbytes
+	m.Dtype = append(m.Dtype[:0], dtype...)
+	s.pos = i
+	return true, reg.Resolve(m, s, t)
+}
+
+// decodeSliceCompact reads a SLICE object written compactly with its keys
+// in order, {"offset":N,"sizes":[...],"strides":[...]}, by its text, and
+// reports whether it did; otherwise the scanner is where it was (sl may
+// hold partial values: the general path resets them).
+func decodeSliceCompact(s *Scanner, sl *values.Slice) bool {
+	const (
+		lead    = `{"offset":`
+		sizes   = `,"sizes":`
+		strides = `,"strides":`
+	)
+	b := s.buf
+	start := s.pos
+	// The lists are read one level down, as the general path reads them.
+	if s.depth >= MaxDepth-1 || !hasAt(b, start, lead) {
+		return false
+	}
+	off, i, ok := uintAt(b, start+len(lead))
+	if !ok || !hasAt(b, i, sizes) {
+		return false
+	}
+	s.depth++
+	defer func() { s.depth-- }()
+	s.pos = i + len(sizes)
+	if sl.Sizes, ok = s.intsFast(sl.Sizes); !ok || !hasAt(b, s.pos, strides) {
+		s.pos = start
+		return false
+	}
+	s.pos += len(strides)
+	if sl.Strides, ok = s.intsFast(sl.Strides); !ok || s.pos >= len(b) || b[s.pos] != '}' {
+		s.pos = start
+		return false
+	}
+	s.pos++
+	sl.Offset = off
+	return true
 }

@@ -46,6 +46,7 @@ type Scanner struct {
 	pos   int
 	depth int
 	more  uint64 // bit d: the container at depth d has had an element
+	high  bool   // a string held a byte >= 0x80 (see ResetUnchecked)
 
 	keyBuf []byte // unescaped keys
 
@@ -78,17 +79,40 @@ type Mark struct {
 // Reset starts scanning line. It fails if line is not valid UTF-8 or holds a
 // NUL byte. The interned strings are kept.
 func (s *Scanner) Reset(line []byte) error {
-	s.buf, s.pos, s.depth, s.more = line, 0, 0, 0
+	s.ResetUnchecked(line)
+	if err := CheckEncoding(line); err != nil {
+		s.buf = nil
+		return err
+	}
+	return nil
+}
+
+// ResetUnchecked starts scanning line like Reset but leaves its encoding
+// unchecked, which spares a pass over every byte. The scanner accepts
+// bytes of 0x80 and up only inside strings, and NonASCII reports whether
+// a string read since held one; so after a line is read to its end
+// without error and NonASCII is false, the line is ASCII without NUL
+// bytes, as Reset checks. Otherwise (an error, or NonASCII) the caller
+// calls CheckEncoding and reports its error first, as Reset would have.
+func (s *Scanner) ResetUnchecked(line []byte) {
+	s.buf, s.pos, s.depth, s.more, s.high = line, 0, 0, 0, false
 	s.truncKeys(0)
+}
+
+// NonASCII reports whether a string read since ResetUnchecked held a byte
+// of 0x80 or more.
+func (s *Scanner) NonASCII() bool { return s.high }
+
+// CheckEncoding returns the ErrEncoding that Reset returns for line (a
+// NUL byte, or text that is not valid UTF-8), or nil.
+func CheckEncoding(line []byte) error {
 	if asciiText(line) {
 		return nil
 	}
 	if i := bytes.IndexByte(line, 0); i >= 0 {
-		s.buf = nil
 		return errorf(ErrEncoding, "NUL byte at column %d", i+1)
 	}
 	if !utf8.Valid(line) {
-		s.buf = nil
 		return errorf(ErrEncoding, "the line is not valid UTF-8")
 	}
 	return nil
@@ -100,6 +124,15 @@ func asciiText(line []byte) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	var bad uint64
+	// Four words at a time: independent loads, one loop test per 32 bytes.
+	for ; i+32 <= len(line); i += 32 {
+		p := line[i : i+32]
+		w0 := binary.LittleEndian.Uint64(p)
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		w3 := binary.LittleEndian.Uint64(p[24:])
+		bad |= w0 | (w0-ones)&^w0 | w1 | (w1-ones)&^w1 | w2 | (w2-ones)&^w2 | w3 | (w3-ones)&^w3
+	}
 	for ; i+8 <= len(line); i += 8 {
 		w := binary.LittleEndian.Uint64(line[i:])
 		bad |= w | (w-ones)&^w
@@ -397,16 +430,18 @@ func (s *Scanner) NextKeyAt() (key []byte, at int, ok bool, err error) {
 }
 
 // plainRun returns the offset of the first byte of b from i on that is a
-// quote, a backslash or a control character, or len(b): eight bytes at a
-// time (the bytes of a word that equal a given byte have their high bit
-// set by (w^c - 0x01..) &^ (w^c) & 0x80..; the lowest such flag is exact).
+// quote, a backslash, a control character or not ASCII (which the slow
+// paths read, noting it for NonASCII), or len(b): eight bytes at a time
+// (the bytes of a word that equal a given byte have their high bit set by
+// (w^c - 0x01..) &^ (w^c) & 0x80..; a byte of 0x80 or more has it set in
+// w; the lowest such flag is exact).
 func plainRun(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for i+8 <= len(b) {
 		w := binary.LittleEndian.Uint64(b[i:])
 		q := w ^ ('"' * ones)
 		e := w ^ ('\\' * ones)
-		m := (q-ones)&^q | (e-ones)&^e | (w-0x20*ones)&^w
+		m := (q-ones)&^q | (e-ones)&^e | (w-0x20*ones)&^w | w
 		if m &= highs; m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
@@ -418,10 +453,10 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
-// plainByte marks the bytes a string holds as they are: not a quote, a
+// plainByte marks the bytes plainRun passes: ASCII, not a quote, a
 // backslash or a control character.
 var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
+	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
 	return t
@@ -430,16 +465,60 @@ var plainByte = func() (t [256]bool) {
 // Fields is the set of keys an object type declares, for NextField.
 type Fields struct {
 	names []string
-	lits  []string // `"name":`, as a compact writer puts it
+	lits  []fieldLit // by field: `,"name":` as a compact writer puts it
+}
+
+// fieldLit is `,"name":` (the text between a value and the next field's
+// value, as written compactly) in three little-endian words with the
+// masks of their meaningful bytes, so that NextField compares it with the
+// line in two or three loads instead of a call to compare memory. Keys
+// longer than that, and the end of a line, compare text.
+type fieldLit struct {
+	text string
+	w, m [3]uint64
+	n    int // bytes to load: 16, 24, or 0 for a key too long
 }
 
 // NewFields returns the key set names (field i is names[i]).
 func NewFields(names ...string) *Fields {
 	f := &Fields{names: names}
 	for _, n := range names {
-		f.lits = append(f.lits, strconv.Quote(n)+":")
+		f.lits = append(f.lits, newLit(","+strconv.Quote(n)+":"))
 	}
 	return f
+}
+
+// newLit returns text as a fieldLit, for match.
+func newLit(text string) fieldLit {
+	l := fieldLit{text: text}
+	switch {
+	case len(text) <= 16:
+		l.n = 16
+	case len(text) <= 24:
+		l.n = 24
+	}
+	for k := 0; k < len(text) && k < 24; k++ {
+		l.w[k/8] |= uint64(text[k]) << (8 * (k % 8))
+		l.m[k/8] |= 0xff << (8 * (k % 8))
+	}
+	return l
+}
+
+// match reports whether b continues at j with l's text, from its byte
+// from on (0: with the comma, 1: without, compared from b[j-1], which
+// must exist, with that byte masked out).
+func (l *fieldLit) match(b []byte, j, from int) bool {
+	if k := j - from; l.n != 0 && len(b)-k >= l.n {
+		p := b[k : k+l.n]
+		x := (binary.LittleEndian.Uint64(p)^l.w[0])&(l.m[0]&^(1<<(8*from)-1)) |
+			(binary.LittleEndian.Uint64(p[8:])^l.w[1])&l.m[1]
+		if l.n == 24 {
+			x |= (binary.LittleEndian.Uint64(p[16:]) ^ l.w[2]) & l.m[2]
+		}
+		return x == 0
+	}
+	t := l.text[from:]
+	return len(b)-j >= len(t) && string(b[j:j+len(t)]) == t
 }
 
 // NextField is NextKeyAt for an object whose keys are f: it also returns
@@ -450,19 +529,30 @@ func NewFields(names ...string) *Fields {
 func (s *Scanner) NextField(f *Fields, hint int) (field int, key []byte, at int, ok bool, err error) {
 	b := s.buf
 	i := s.pos
-	if hint < len(f.lits) && i+1 < len(b) && s.more&(1<<uint(s.depth-1)) != 0 && b[i] == ',' {
-		lit := f.lits[hint]
-		if j := i + 1; len(b)-j >= len(lit) && string(b[j:j+len(lit)]) == lit {
-			s.pos = j + len(lit)
-			return hint, b[j+1 : j+len(lit)-2 : j+len(lit)-2], j, true, nil
-		}
-	}
-	if hint < len(f.lits) && i < len(b) && s.more&(1<<uint(s.depth-1)) == 0 && b[i] == '"' {
-		lit := f.lits[hint]
-		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
-			s.more |= 1 << uint(s.depth-1)
-			s.pos = i + len(lit)
-			return hint, b[i+1 : i+len(lit)-2 : i+len(lit)-2], i, true, nil
+	if hint < len(f.lits) && i < len(b) {
+		l := &f.lits[hint]
+		bit := uint64(1) << uint(s.depth-1)
+		if s.more&bit != 0 {
+			// match, inlined for the usual key of at most 16 bytes.
+			if l.n == 16 && len(b)-i >= 16 {
+				p := b[i : i+16]
+				if (binary.LittleEndian.Uint64(p)^l.w[0])&l.m[0]|(binary.LittleEndian.Uint64(p[8:])^l.w[1])&l.m[1] == 0 {
+					n := len(l.text)
+					s.pos = i + n
+					return hint, p[2 : n-2 : n-2], i + 1, true, nil
+				}
+			} else if l.match(b, i, 0) {
+				n := len(l.text)
+				s.pos = i + n
+				return hint, b[i+2 : i+n-2 : i+n-2], i + 1, true, nil
+			}
+		} else if b[i] == '"' && i > 0 && l.match(b, i, 1) {
+			// The first key: the text without its comma, compared from
+			// the byte before it (the '{'), masked out.
+			n := len(l.text) - 1
+			s.more |= bit
+			s.pos = i + n
+			return hint, b[i+1 : i+n-2 : i+n-2], i, true, nil
 		}
 	}
 	key, at, ok, err = s.NextKeyAt()
@@ -663,15 +753,8 @@ func (s *Scanner) Int() (int64, error) {
 		j++
 	}
 	if j < len(b) && b[j] >= '0' && b[j] <= '9' {
-		u := uint64(b[j] - '0')
-		first := j
-		j++
-		if u != 0 {
-			for j < len(b) && j-first < 18 && b[j] >= '0' && b[j] <= '9' {
-				u = u*10 + uint64(b[j]-'0')
-				j++
-			}
-		}
+		var u uint64
+		u, j = digitRun(b, j)
 		if j >= len(b) || !numberByte[b[j]] {
 			s.pos = j
 			if neg {
@@ -772,15 +855,8 @@ func (s *Scanner) intsFast(dst []int64) ([]int64, bool) {
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
 			return dst, false
 		}
-		u := uint64(b[i] - '0')
-		first := i
-		i++
-		if u != 0 {
-			for i < len(b) && i-first < 18 && b[i] >= '0' && b[i] <= '9' {
-				u = u*10 + uint64(b[i]-'0')
-				i++
-			}
-		}
+		var u uint64
+		u, i = digitRun(b, i)
 		if i >= len(b) {
 			return dst, false
 		}
@@ -887,6 +963,9 @@ func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
 			s.pos = i
 			return nil, s.syntax("control character in string")
 		}
+		if c >= 0x80 {
+			s.high = true
+		}
 		i++
 	}
 	if i >= len(b) {
@@ -905,6 +984,9 @@ func (s *Scanner) str(scratch *[]byte) ([]byte, error) {
 			s.pos = i
 			return nil, s.syntax("control character in string")
 		case c != '\\':
+			if c >= 0x80 {
+				s.high = true
+			}
 			out = append(out, c)
 			i++
 			continue
@@ -968,6 +1050,8 @@ func (s *Scanner) skipString() error {
 		case c < 0x20:
 			s.pos = i
 			return s.syntax("control character in string")
+		case c >= 0x80:
+			s.high = true
 		case c == '\\':
 			i++
 			if i >= len(b) {
@@ -1012,4 +1096,140 @@ func hex4(b []byte, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// uintAt reads the JSON integer of at most 18 digits, without sign, that
+// starts at b[i], and returns it and the offset after it; ok is false if
+// b[i] is not a digit. A leading zero ends the number ("0" only), so
+// whatever byte follows is the caller's to check: fast paths accept only
+// the separator they expect and leave anything else to the general path.
+func uintAt(b []byte, i int) (v int64, j int, ok bool) {
+	if i >= len(b) || b[i]-'0' > 9 {
+		return 0, i, false
+	}
+	u, j := digitRun(b, i)
+	return int64(u), j, true
+}
+
+// digitRun reads the digits of a JSON integer that start at b[i], a digit:
+// "0" alone when it is '0' (JSON has no leading zeros), else at most 18
+// digits, so the value fits in 63 bits. It returns the value and the
+// offset after the digits; the caller checks what follows (a 19th digit
+// means a number too long for the fast paths).
+//
+// Eight bytes are read at a time: a byte is a digit when b-'0' is at most
+// 9, i.e. when neither b-'0' nor b-'0'+0x76 has its high bit set (a borrow
+// or carry runs only towards later bytes, past the first non-digit, so
+// the lowest flag is exact); n digits are shifted to the top of the word
+// (leading zeros) and combined in pairs, fours and eights by three
+// multiplications: the method of simdjson's scalar
+// parse_eight_digits_unrolled (src/fallback/numberparsing.h), which
+// credits Johnny Lee, "Fast numeric string to int"
+// (johnnylee-sde.github.io/Fast-numeric-string-to-int).
+func digitRun(b []byte, i int) (u uint64, j int) {
+	if b[i] == '0' {
+		return 0, i + 1
+	}
+	if i+1 >= len(b) || b[i+1]-'0' > 9 {
+		return uint64(b[i] - '0'), i + 1 // one digit: sizes, strides, refs
+	}
+	const zeros, adds, highs = 0x3030303030303030, 0x7676767676767676, 0x8080808080808080
+	j = i
+	for len(b)-j >= 8 {
+		d := binary.LittleEndian.Uint64(b[j:]) - zeros
+		n := 8
+		if m := (d + adds | d) & highs; m != 0 {
+			n = bits.TrailingZeros64(m) >> 3
+		}
+		n = min(n, 18-(j-i))
+		if n == 0 {
+			return u, j
+		}
+		v := d << (64 - 8*uint(n))
+		v = (v & 0x0f0f0f0f0f0f0f0f) * 2561 >> 8
+		v = (v & 0x00ff00ff00ff00ff) * 6553601 >> 16
+		v = (v & 0x0000ffff0000ffff) * 42949672960001 >> 32
+		u = u*pow10[n] + v
+		j += n
+		if n < 8 {
+			return u, j
+		}
+	}
+	for j < len(b) && j-i < 18 && b[j]-'0' <= 9 {
+		u = u*10 + uint64(b[j]-'0')
+		j++
+	}
+	return u, j
+}
+
+// pow10[n] is 10^n, for n <= 8.
+var pow10 = [9]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
+
+// hasAt reports whether b continues with lit at offset i.
+func hasAt(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// typeKeyHash is checkKey's hash of "type".
+var typeKeyHash = func() uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range []byte("type") {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}()
+
+// ObjectType consumes the '{' of an object and finds the string value of
+// its "type" key. When "type" is the object's first key (first), the
+// scanner is left after its value, at the other members; otherwise it is
+// back after the '{', with no key read. A missing "type" is an ErrMissing.
+func (s *Scanner) ObjectType() (typ []byte, first bool, err error) {
+	const lead = `{"type":"`
+	b := s.buf
+	if i := s.pos; s.depth < MaxDepth && hasAt(b, i, lead) {
+		// Written compactly, the usual case: no key compared, no hash.
+		if j := plainRun(b, i+len(lead)); j < len(b) && b[j] == '"' {
+			s.pos = i
+			if err := s.pushObject(); err != nil {
+				return nil, false, err
+			}
+			s.more |= 1 << uint(s.depth-1)
+			s.keys = append(s.keys, "type"...)
+			s.keyEnd = append(s.keyEnd, int32(len(s.keys)))
+			s.keyHash = append(s.keyHash, typeKeyHash)
+			s.pos = j + 1
+			return b[i+len(lead) : j : j], true, nil
+		}
+	}
+	mark := s.Mark()
+	if err := s.BeginObject(); err != nil {
+		return nil, false, err
+	}
+	first = true
+	for {
+		key, ok, err := s.NextKey()
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, values.MissingError("type")
+		}
+		if string(key) == "type" {
+			if typ, err = s.Str(); err != nil {
+				return nil, false, values.FieldError("type", err)
+			}
+			break
+		}
+		first = false
+		if err := s.Skip(); err != nil {
+			return nil, false, err
+		}
+	}
+	if !first {
+		s.Rewind(mark)
+		if err := s.BeginObject(); err != nil {
+			return nil, false, err
+		}
+	}
+	return typ, first, nil
 }

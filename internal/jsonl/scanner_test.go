@@ -195,15 +195,17 @@ func hasDuplicateKey(data []byte) bool {
 }
 
 // TestPlainRun checks the word-at-a-time search against the byte loop it
-// replaces, for every stopping byte at every offset of a 20-byte string.
+// replaces, for every stopping byte at every offset of a 20-byte string:
+// it stops at a quote, a backslash, a control character or a byte that is
+// not ASCII.
 func TestPlainRun(t *testing.T) {
 	slow := func(b []byte, i int) int {
-		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
+		for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 && b[i] < 0x80 {
 			i++
 		}
 		return i
 	}
-	for _, stop := range []byte{'"', '\\', 0, 0x1f, '\n'} {
+	for _, stop := range []byte{'"', '\\', 0, 0x1f, '\n', 0x80, 0xc3, 0xff} {
 		for at := 0; at <= 20; at++ {
 			for _, fill := range []byte{'a', 0x20, 0x7f, 0x80, 0xff, '#', ']'} {
 				b := bytes.Repeat([]byte{fill}, 20)

@@ -35,33 +35,16 @@ func renderDecode(sp *spec, f *jen.File) {
 	f.Func().Id("DecodeMsg").Params(scannerParams(), jen.Id("m").Op("*").Id("Msg")).Error().Block(
 		jen.Id("m").Dot("Extra").Dot("Reset").Call(),
 		jen.Id("mark").Op(":=").Id("s").Dot("Mark").Call(),
-		jen.If(jen.Err().Op(":=").Id("s").Dot("BeginObject").Call(), errNil).Block(jen.Return(jen.Err())),
-		jen.Id("first").Op(":=").True(),
-		jen.Var().Id("typ").Index().Byte(),
-		jen.For().Block(
-			jen.List(jen.Id("key"), jen.Id("ok"), jen.Err()).Op(":=").Id("s").Dot("NextKey").Call(),
-			jen.If(errNil).Block(jen.Return(jen.Err())),
-			jen.If(jen.Op("!").Id("ok")).Block(jen.Return(values("MissingError").Call(jen.Lit("type")))),
-			jen.If(jen.String().Call(jen.Id("key")).Op("==").Lit("type")).Block(
-				jen.If(jen.List(jen.Id("typ"), jen.Err()).Op("=").Id("s").Dot("Str").Call(), errNil).Block(
-					jen.Return(values("FieldError").Call(jen.Lit("type"), jen.Err())),
-				),
-				jen.Break(),
-			),
-			jen.Id("first").Op("=").False(),
-			jen.If(jen.Err().Op(":=").Id("s").Dot("Skip").Call(), errNil).Block(jen.Return(jen.Err())),
-		),
+		// ObjectType reads "type" wherever it is, and takes the usual
+		// case (first, written compactly) without comparing keys.
+		jen.List(jen.Id("typ"), jen.Id("_"), jen.Err()).Op(":=").Id("s").Dot("ObjectType").Call(),
+		jen.If(errNil).Block(jen.Return(jen.Err())),
 		jen.Id("m").Dot("Kind").Op("=").Id("KindOf").Call(jen.Id("typ")),
 		jen.If(jen.Id("m").Dot("Kind").Op("==").Id("MsgUnknown")).Block(
 			jen.Id("m").Dot("TypeName").Op("=").Id("s").Dot("Intern").Call(jen.Id("typ")),
 		).Else().Block(
 			jen.Id("m").Dot("TypeName").Op("=").Id("m").Dot("Kind").Dot("String").Call(),
 		),
-		jen.If(jen.Op("!").Id("first")).Block(
-			jen.Id("s").Dot("Rewind").Call(jen.Id("mark")),
-			jen.If(jen.Err().Op(":=").Id("s").Dot("BeginObject").Call(), errNil).Block(jen.Return(jen.Err())),
-		),
-		jen.Var().Err().Error(),
 		jen.Switch(jen.Id("m").Dot("Kind")).BlockFunc(func(g *jen.Group) {
 			for _, m := range simulated(sp) {
 				g.Case(jen.Id("Msg" + m.name)).Block(
