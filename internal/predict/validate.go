@@ -70,7 +70,13 @@ func Validate(ctx context.Context, p *validation.Point) (Result, []Compared, err
 		// The published model states are Korthikanti et al.'s
 		// accounting: the transformer layers' parameters only.
 		"model_state_gib": r.LayerStateGiB,
-		"activation_gib":  r.ActivationGiB,
+		// The published activations are Korthikanti et al.'s
+		// formulas (their Eq. 2 or 6 per layer, summed over the first
+		// stage's layers and microbatches in flight): what the layers
+		// store for their backward passes, not the logits and
+		// temporaries also alive at the device's peak
+		// (Result.ActivationGiB, reported beside it).
+		"activation_gib": r.StoredActivationGiB,
 	}
 	var out []Compared
 	for _, q := range Quantities {

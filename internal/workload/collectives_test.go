@@ -69,12 +69,16 @@ func collectives(t *testing.T, j workload.Job) map[collKey]int {
 //	norm): 8 x 2 = 16.
 //	the tied embedding, one command per replica and shard (4) of 2 ranks
 //	(stage 0 and stage 1): 4.
+//	pipeline scatter/gather: each microbatch's activation (stage 0 to 1)
+//	and gradient (1 to 0) arrive as halves, all-gathered over the
+//	receiver's tensor-parallel group: 2 x 2 microbatches x 2 replicas = 8.
 func TestCollectives(t *testing.T) {
 	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
 	got := collectives(t, j)
 	want := map[collKey]int{
 		{"tp", "sum", false, 2}: 72 + 8,
 		{"tp", "max", false, 2}: 4,
+		{"tp", "stack", false, 2}: 8,
 		{"dp", "sum", false, 2}: 16,
 		{"pp", "sum", false, 2}: 4,
 	}
@@ -86,6 +90,12 @@ func TestCollectives(t *testing.T) {
 			t.Errorf("%+v: %d commands, want %d", k, got[k], n)
 		}
 	}
+	// Without scatter/gather the transfers are whole: no all-gathers.
+	j.NoScatterGather = true
+	if got = collectives(t, j); got[collKey{"tp", "stack", false, 2}] != 0 {
+		t.Errorf("no scatter/gather: %v", got)
+	}
+	j.NoScatterGather = false
 	// ZeRO 1: reduce-scatters into the optimizer's shards, and after the
 	// step all-gathers of the updated parameters (8 groups x 2 shards).
 	j.Zero = 1
@@ -117,5 +127,62 @@ func TestCollectives(t *testing.T) {
 	got = collectives(t, j)
 	if got[collKey{"tp", "sum", false, 4}] != 40 || got[collKey{"dp", "sum", false, 4}] != 8 || got[collKey{"pp", "sum", false, 8}] != 1 {
 		t.Errorf("stage collectives: %v", got)
+	}
+}
+
+// sends lists the element counts of one step's SendTensor commands.
+func sends(t *testing.T, j workload.Job) []int64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.NewReader(&b, "sends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []int64
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF || rec.IsStep {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Msg.Kind == gen.MsgSendTensor {
+			n := int64(1)
+			for _, d := range rec.Msg.SendTensor.Tensor.Shape {
+				n *= d
+			}
+			out = append(out, n)
+		}
+	}
+}
+
+// TestScatterGather: between two stages of t = 2 shards each transfer
+// moves s·b·h/t = 64·2·256/2 = 16,384 elements per shard (Narayanan et
+// al., SC'21, §4.1), 2 microbatches x (activation + gradient) = 4
+// transfers; without scatter/gather, or with sequence parallelism (whose
+// activations are [s/t, b, h] already), 4 of s·b·h/t elements as well
+// but sent whole: 32,768 and 16,384.
+func TestScatterGather(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 4, Schedule: workload.OneFOneB, Steps: 1}
+	for _, c := range []struct {
+		noSG, sp bool
+		want     int64
+	}{{false, false, 16384}, {true, false, 32768}, {false, true, 16384}} {
+		j.NoScatterGather, j.SequenceParallel = c.noSG, c.sp
+		got := sends(t, j)
+		if len(got) != 4 {
+			t.Fatalf("%+v: %d transfers, want 4", c, len(got))
+		}
+		for _, n := range got {
+			if n != c.want {
+				t.Errorf("%+v: a transfer of %d elements, want %d", c, n, c.want)
+			}
+		}
 	}
 }

@@ -61,6 +61,11 @@ type Job struct {
 	// all-reduce into a reduce-scatter and an all-gather (Korthikanti et
 	// al. 2022, §4.2.2).
 	SequenceParallel bool
+	// NoScatterGather sends each pipeline activation and gradient whole
+	// from every tensor-parallel shard, instead of Megatron-LM's default
+	// scatter/gather (1/t from each shard, all-gathered by the receiver;
+	// see generator.scatterGather).
+	NoScatterGather bool
 	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
 	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
 	// the gradients, 3 also the parameters (FSDP).

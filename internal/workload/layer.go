@@ -65,6 +65,30 @@ type saved struct {
 	core                      bool          // the attention core's tensors are held
 }
 
+// bytes is the memory the layer keeps for its backward: its saved
+// tensors' storages, each counted once (Q, K and V are views of one
+// buffer).
+func (sv *saved) bytes() int64 {
+	var seen [32]int64
+	n, total := 0, int64(0)
+	for _, t := range [...]values.Tensor{sv.x, sv.mu1, sv.rs1, sv.ln1, sv.qkv, sv.q, sv.k, sv.v, sv.p, sv.pd, sv.amask,
+		sv.o, sv.lse, sv.ctx, sv.m1, sv.x2, sv.mu2, sv.rs2, sv.ln2, sv.m2, sv.h1, sv.act, sv.gate, sv.up, sv.sg} {
+		if t.ID == 0 {
+			continue
+		}
+		dup := false
+		for _, s := range seen[:n] {
+			dup = dup || s == t.Storage
+		}
+		if !dup {
+			seen[n] = t.Storage
+			n++
+			total += t.NBytes
+		}
+	}
+	return total
+}
+
 // dims are a job's tensor dimensions on one rank.
 type dims struct {
 	s, b, h, t, sp, sb int64
@@ -233,6 +257,7 @@ func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (v
 		ctx = g.attentionCore(st, sv)
 		if g.j.Recompute == RecomputeSelective {
 			g.free(st, sv.p, sv.pd, sv.amask)
+			sv.p, sv.pd, sv.amask = values.Tensor{}, values.Tensor{}, values.Tensor{}
 			sv.core = false
 		}
 	}

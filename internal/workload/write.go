@@ -47,6 +47,11 @@ type stage struct {
 	cursor   int
 	out      [2][]*outSend // sends not given back, to the next stage (0) and the previous one (1)
 
+	// stored is what the stage's transformer layers keep for their
+	// backward passes now (saved.bytes over the microbatches in flight),
+	// storedMax the most of it in any step.
+	stored, storedMax int64
+
 	pendingGrad  []*layerW
 	bucketBorrow int64
 	// ZeRO 3: matrices gathered and in use, and the last ones used.
@@ -131,8 +136,26 @@ type Sink interface {
 // Emit sends job j's training history (as Write writes it) to sink,
 // without its header (HeaderOf).
 func Emit(j Job, sink Sink) error {
+	_, err := EmitStats(j, sink)
+	return err
+}
+
+// Stats is what writing a history learns about it.
+type Stats struct {
+	// StoredActivations is, per pipeline stage, the most bytes one rank's
+	// transformer layers keep at once for their backward passes: each
+	// layer's saved tensors (saved.bytes) times the microbatches in
+	// flight through it. It is what Korthikanti et al. 2022 count as
+	// activation memory (§4, Eq. 1-6: the layers' stored activations,
+	// summed over the layers of the first stage): not the output layer's
+	// logits, nor the temporaries of the forward and backward passes.
+	StoredActivations []int64
+}
+
+// EmitStats is Emit, and reports the history's Stats.
+func EmitStats(j Job, sink Sink) (Stats, error) {
 	if err := j.Check(); err != nil {
-		return err
+		return Stats{}, err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
@@ -145,15 +168,19 @@ func Emit(j Job, sink Sink) error {
 	g.setup()
 	for step := 0; step < j.Steps; step++ {
 		if err := g.runStep(); err != nil {
-			return err
+			return Stats{}, err
 		}
 		g.e.step(int64(step))
 		if g.e.callErr != nil {
-			return g.e.callErr
+			return Stats{}, g.e.callErr
 		}
 	}
 	g.e.flushDel()
-	return g.e.callErr
+	var st Stats
+	for _, s := range g.stages {
+		st.StoredActivations = append(st.StoredActivations, s.storedMax)
+	}
+	return st, g.e.callErr
 }
 
 func (g *generator) setup() {
@@ -413,7 +440,9 @@ func (g *generator) runAction(st *stage, a action) {
 		sv := make([]*saved, len(layers))
 		for i, w := range layers {
 			x, sv[i] = g.forward(st, w, x, g.j.Recompute != RecomputeFull)
+			st.stored += sv[i].bytes()
 		}
+		st.storedMax = max(st.storedMax, st.stored)
 		g.saved[vs][a.mb] = sv
 		if vs == last {
 			g.headForward(st, a.mb, x)
@@ -436,6 +465,7 @@ func (g *generator) runAction(st *stage, a action) {
 	sv := g.saved[vs][a.mb]
 	for i := len(layers) - 1; i >= 0; i-- {
 		layers[i].last = lastMB
+		st.stored -= sv[i].bytes()
 		dy = g.backward(st, layers[i], dy, sv[i])
 	}
 	g.saved[vs][a.mb] = nil
@@ -473,16 +503,44 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	*to = message{from: st, out: o, lent: lent, ok: true}
 }
 
+// scatterGather reports whether a pipeline transfer of n elements takes
+// the scatter/gather path: with tensor parallelism every shard of a stage
+// holds the same activation (or gradient), so each sends only its 1/t of
+// it and the receiving stage all-gathers the parts over its tensor-parallel
+// group, on NVLink, instead of each shard sending the whole over its
+// network link (Narayanan et al., SC'21, §4.1, "Scatter/gather
+// communication optimization"). Megatron-LM does this by default
+// (--no-scatter-gather-tensors-in-pipeline turns it off), except with
+// sequence parallelism, whose activations are already split, and when t
+// does not divide the tensor (megatron/p2p_communication.py, _communicate,
+// at commits 6985e58 of 2021 and 2755bcb of 2022).
+func (g *generator) scatterGather(n int64) bool {
+	return g.d.t > 1 && !g.j.SequenceParallel && !g.j.NoScatterGather && n%g.d.t == 0
+}
+
 // receive writes the transfer of a message into st's compute stream and
 // returns the received tensor.
 func (g *generator) receive(st *stage, msg *message) values.Tensor {
 	from := msg.from
-	r := g.e.tensor(bf16, msg.lent.Shape...)
 	// The loan's first use is written here, not at the send: the side
 	// stream then runs each wait right before its own transfer, never a
 	// later output's wait ahead of an earlier transfer.
 	g.e.borrowFirstUse(from.all, msg.out.borrow)
-	g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+	var r values.Tensor
+	if n := numel(msg.lent.Shape); g.scatterGather(n) {
+		// Each shard sends its 1/t of the flattened tensor (a view: no
+		// copy) and the receiving shards all-gather the whole.
+		part := g.e.alias(msg.lent, msg.lent.Dtype, n/g.d.t)
+		g.e.call(from.all, st.main, opView, []any{msg.lent, []int64{n / g.d.t}}, []any{part})
+		got := g.e.tensor(msg.lent.Dtype, n/g.d.t)
+		g.e.sendTensor(from.all, st.all, st.main, got, part)
+		g.e.del(from.all, part)
+		r = g.tpAllGather(st, got, msg.lent.Shape...)
+		g.free(st, got)
+	} else {
+		r = g.e.tensor(bf16, msg.lent.Shape...)
+		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+	}
 	g.e.borrowLastUse(from.all, msg.out.borrow)
 	g.e.del(from.all, msg.lent)
 	msg.out.consumed = true
