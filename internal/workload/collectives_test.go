@@ -76,11 +76,11 @@ func TestCollectives(t *testing.T) {
 	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
 	got := collectives(t, j)
 	want := map[collKey]int{
-		{"tp", "sum", false, 2}: 72 + 8,
-		{"tp", "max", false, 2}: 4,
+		{"tp", "sum", false, 2}:   72 + 8,
+		{"tp", "max", false, 2}:   4,
 		{"tp", "stack", false, 2}: 8,
-		{"dp", "sum", false, 2}: 16,
-		{"pp", "sum", false, 2}: 4,
+		{"dp", "sum", false, 2}:   16,
+		{"pp", "sum", false, 2}:   4,
 	}
 	if len(got) != len(want) {
 		t.Errorf("collectives %v, want %v", got, want)
