@@ -35,6 +35,29 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	l := p.Resolved()
 	j := workload.Job{Model: m, TP: l.TP, PP: l.PP, DP: l.DP, GlobalBatch: l.GlobalBatch, MicroBatch: l.MicroBatch,
 		SequenceParallel: l.SequenceParallel, Zero: l.ZeroStage}
+	// Data parallelism as the run did it: with the implementation its
+	// script names (validation.Chosen.DDP), else Megatron-LM's default of
+	// 2021-2022, --DDP-impl local (megatron/arguments.py at commits
+	// 6985e58 and 2755bcb), which all-reduces the gradients after the
+	// backward pass; PyTorch DDP overlaps it with the backward. The
+	// gradients go over the network in 16 bits when the run is fp16
+	// (Megatron-LM forces fp32 gradient reduction only for bf16; PyTorch
+	// DDP reduces the fp16 param.grad) and as the fp32 main gradients
+	// otherwise. The model's dtype stays bf16: fp16 has the same size and
+	// tensor-core peak on the GPUs modelled.
+	ddp, precision := "local", "bf16"
+	if c := p.Chosen; c != nil {
+		if c.DDP != "" {
+			ddp = c.DDP
+		}
+		if c.Precision != "" {
+			precision = c.Precision
+		}
+	}
+	if ddp == "local" && j.Zero == 0 { // ZeRO runs are DeepSpeed's, which overlaps
+		j.GradReduce = workload.GradAfterBackward
+	}
+	j.HalfGradReduce = precision == "fp16"
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
@@ -183,6 +184,65 @@ func TestScatterGather(t *testing.T) {
 			if n != c.want {
 				t.Errorf("%+v: a transfer of %d elements, want %d", c, n, c.want)
 			}
+		}
+	}
+}
+
+// TestGradAfterBackward: Megatron-LM's local DDP all-reduces the same 8
+// groups x 2 shards = 16 gradients as the overlapped form (see
+// TestCollectives), but on the compute stream (ref 2 for stage 0, 3 for
+// stage 1) instead of "comm" (ref 1), after every backward; each is fp32,
+// or bf16 with HalfGradReduce; each is first divided by dp in place.
+func TestGradAfterBackward(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1,
+		GradReduce: workload.GradAfterBackward}
+	for _, half := range []bool{false, true} {
+		j.HalfGradReduce = half
+		var b bytes.Buffer
+		if err := workload.Write(&b, j); err != nil {
+			t.Fatal(err)
+		}
+		r, err := history.NewReader(&b, "dp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, divs, lastBackward, firstReduce, i := 0, 0, -1, -1, 0
+		var rec history.Record
+		for {
+			err := r.Next(&rec)
+			if err == io.EOF || rec.IsStep {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			i++
+			switch {
+			case rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, "native_layer_norm_backward.default"):
+				lastBackward = i
+			case rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, "div_.Scalar"):
+				divs++
+			case rec.Msg.Kind == gen.MsgReduce && rec.Msg.Reduce.Dims[0] == "dp":
+				red := &rec.Msg.Reduce
+				n++
+				if firstReduce < 0 {
+					firstReduce = i
+				}
+				want := "float32"
+				if half {
+					want = "bfloat16"
+				}
+				if red.Stream.Ref == 1 || red.LocalTensor.Dtype != want {
+					t.Errorf("half=%v: a gradient all-reduce on stream %d of %s, want a compute stream and %s", half, red.Stream.Ref, red.LocalTensor.Dtype, want)
+				}
+			}
+		}
+		r.Close()
+		if n != 16 || divs != 8 {
+			t.Errorf("half=%v: %d gradient all-reduces and %d divisions, want 16 and 8", half, n, divs)
+		}
+		if firstReduce < lastBackward {
+			t.Errorf("half=%v: a gradient all-reduce (record %d) before the last backward (record %d)", half, firstReduce, lastBackward)
 		}
 	}
 }

@@ -42,6 +42,27 @@ const (
 	RecomputeFull
 )
 
+// GradReduce is when the data-parallel gradient all-reduce runs.
+type GradReduce uint8
+
+// The gradient reductions.
+const (
+	// GradOverlap all-reduces each parameter group's gradient on the
+	// communication stream as soon as the last microbatch's backward has
+	// made it, overlapped with the rest of the backward pass (PyTorch
+	// DDP's buckets, Megatron-LM's later --overlap-grad-reduce).
+	GradOverlap GradReduce = iota
+	// GradAfterBackward all-reduces every gradient after the last
+	// backward pass, on the compute stream, before the optimizer:
+	// Megatron-LM's own data parallelism (--DDP-impl local, its default
+	// in 2021-2022), whose train_step calls allreduce_gradients() once
+	// forward_backward_func returns, first dividing the gradients by the
+	// data-parallel size (megatron/training.py and
+	// megatron/model/distributed.py at commit 6985e58, Aug. 2021, and
+	// 2755bcb, June 2022).
+	GradAfterBackward
+)
+
 // Job is a training job: a model, its parallel layout and its batch.
 //
 // Ranks: rank = (stage*DP + replica)*TP + shard, tensor parallelism
@@ -66,6 +87,17 @@ type Job struct {
 	// scatter/gather (1/t from each shard, all-gathered by the receiver;
 	// see generator.scatterGather).
 	NoScatterGather bool
+	// GradReduce is when the data-parallel gradient all-reduce runs
+	// (ZeRO 0; ZeRO 1 to 3 always overlap it).
+	GradReduce GradReduce
+	// HalfGradReduce all-reduces the data-parallel gradients in 16 bits
+	// (the model's dtype) instead of as the fp32 main gradients: what an
+	// fp16 Megatron-LM run without --accumulate-allreduce-grads-in-fp32
+	// does (its gradients are the fp16 param.grad; megatron/arguments.py
+	// forces fp32 only for bf16, at commits 6985e58 and 2755bcb), and
+	// PyTorch DDP on fp16 parameters. Only the transfer is 16-bit: the
+	// memory model keeps its fp32 gradient buffer.
+	HalfGradReduce bool
 	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
 	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
 	// the gradients, 3 also the parameters (FSDP).
@@ -140,6 +172,10 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: unknown recomputation policy", ErrJob)
 	case j.Zero < 0 || j.Zero > 3:
 		return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrJob, j.Zero)
+	case j.GradReduce > GradAfterBackward:
+		return fmt.Errorf("%w: unknown gradient reduction", ErrJob)
+	case j.GradReduce == GradAfterBackward && j.Zero > 0 && j.DP > 1:
+		return fmt.Errorf("%w: the gradient reduction after the backward pass is Megatron-LM's local DDP, without ZeRO", ErrJob)
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}

@@ -40,6 +40,7 @@ const (
 	opAdam        = "torch.ops.aten._fused_adam_.default"
 	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
 	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
+	opDivInPlace  = "torch.ops.aten.div_.Scalar"
 )
 
 // dropP is the hidden and attention dropout of the GPT models (Radford et

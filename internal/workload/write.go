@@ -354,6 +354,11 @@ func (g *generator) runStep() error {
 			st.out[dir] = st.out[dir][:0]
 		}
 	}
+	if g.j.GradReduce == GradAfterBackward && g.zero() == 0 && g.j.DP > 1 {
+		for _, st := range g.stages {
+			g.reduceAfterBackward(st)
+		}
+	}
 	if g.tied {
 		g.syncEmbedding()
 	}
