@@ -58,6 +58,12 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 		j.GradReduce = workload.GradAfterBackward
 	}
 	j.HalfGradReduce = precision == "fp16"
+	// Megatron-LM fuses the weight gradients' accumulation into their
+	// GEMMs whenever gradients accumulate in fp32 (bf16 runs) since
+	// February 2022, before sequence parallelism and selective
+	// recomputation were added (April-May 2022; workload.Job's
+	// FuseGradAccumulation); the SC'21 runs (fp16, 2021) predate it.
+	j.FuseGradAccumulation = precision == "bf16"
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

@@ -98,6 +98,14 @@ type Job struct {
 	// PyTorch DDP on fp16 parameters. Only the transfer is 16-bit: the
 	// memory model keeps its fp32 gradient buffer.
 	HalfGradReduce bool
+	// FuseGradAccumulation has each linear layer's weight-gradient GEMM
+	// accumulate straight into the fp32 main gradient, with no 16-bit
+	// weight gradient and no separate addition: Megatron-LM's gradient
+	// accumulation fusion (--no-gradient-accumulation-fusion turns it
+	// off), added in February 2022 (commit 83b1e42) and on by default
+	// whenever gradients accumulate in fp32, as they do with bf16
+	// (megatron/arguments.py and megatron/mpu/layers.py at 2755bcb).
+	FuseGradAccumulation bool
 	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
 	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
 	// the gradients, 3 also the parameters (FSDP).

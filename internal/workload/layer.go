@@ -41,6 +41,7 @@ const (
 	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
 	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
 	opDivInPlace  = "torch.ops.aten.div_.Scalar"
+	opMMOut       = "torch.ops.aten.mm.out"
 )
 
 // dropP is the hidden and attention dropout of the GPT models (Radford et
@@ -366,14 +367,12 @@ func (g *generator) dropSaved(st *stage, sv *saved, withX bool) {
 // gradient. dy and x are [s*b, out] and [s*b, in].
 func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x values.Tensor) values.Tensor {
 	d := &g.d
-	in, out := x.Shape[1], dy.Shape[1]
+	in := x.Shape[1]
 	dx := g.e.tensor(bf16, d.sb, in)
 	g.op(st, opMM, []any{dy, WT}, dx)
 	xt := g.view(st, x, in, d.sb)
-	dw := g.e.tensor(bf16, in, out)
-	g.op(st, opMM, []any{xt, dy}, dw)
-	g.accumulate(st, w, slot, dw)
-	g.free(st, xt, dw)
+	g.weightGrad(st, w, slot, xt, dy)
+	g.free(st, xt)
 	return dx
 }
 

@@ -2,9 +2,12 @@ package workload_test
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim"
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/values"
 	"github.com/fastsim/fastsim/internal/workload"
@@ -279,5 +282,58 @@ func TestStageParams(t *testing.T) {
 	// projection and fc2 biases 2h = 4·64 + 224 + 128 = 608.
 	if want := int64(2 * (12*64*64/2 + 608)); l != want {
 		t.Errorf("t = 2: %d layer parameters per rank, want %d", l, want)
+	}
+}
+
+// TestFusedGradAccumulation: with Megatron-LM's gradient accumulation
+// fusion the weight gradients are written into the fp32 main gradient by
+// their GEMMs: stage 0's backward working set loses fc2's 16-bit weight
+// gradient (8h²/t bytes, see stage0Peak), and a step makes no
+// add_.Tensor for the layers' and the output layer's matrices: one per
+// microbatch is left on stage 0, the word embedding's (its gradient is
+// not a GEMM), where without fusion each layer adds 4 per microbatch.
+func TestFusedGradAccumulation(t *testing.T) {
+	for _, tp := range []int{1, 2} {
+		j := workload.Job{Model: tiny, TP: tp, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+			Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000, FuseGradAccumulation: true}
+		h, tt := int64(tiny.Hidden), int64(tp)
+		if got, want := replayPeaks(t, j, true)[0], stage0Peak(j)-8*h*h/tt; got != want {
+			t.Errorf("tp %d: stage 0 peak %d bytes, want %d (diff %d)", tp, got, want, got-want)
+		}
+		adds, fused := countCalls(t, j, "add_.Tensor"), countCalls(t, j, "mm.out")
+		m := int64(j.Micro())
+		// 4 layers x 4 matrices + the output layer, per microbatch and step.
+		if wantFused := 2 * m * (4*4 + 1); adds != 2*m || fused != wantFused {
+			t.Errorf("tp %d: %d add_ and %d fused GEMMs, want %d and %d", tp, adds, fused, 2*m, wantFused)
+		}
+	}
+}
+
+// countCalls counts the CallFunction commands of j's history whose
+// function ends in suffix.
+func countCalls(t *testing.T, j workload.Job, suffix string) int64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.NewReader(&b, "calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := int64(0)
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, suffix) {
+			n++
+		}
 	}
 }

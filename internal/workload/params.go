@@ -185,6 +185,38 @@ func (g *generator) release(st *stage, h *gathered) {
 // accumulate adds a weight gradient into the fp32 main gradient (ZeRO < 2)
 // or this microbatch's bucket (ZeRO >= 2).
 func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor) {
+	dst := g.gradTarget(st, w, slot)
+	r := g.e.alias(dst, f32, dst.Shape...)
+	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
+	g.free(st, r)
+}
+
+// weightGrad makes the weight gradient x^T dy of a linear layer's matrix
+// slot of group w and adds it into the main gradient. With
+// Job.FuseGradAccumulation the product is written into the fp32 main
+// gradient by the GEMM itself (Megatron-LM's gradient accumulation fusion,
+// fused_dense_cuda.wgrad_gemm_accum_fp32: a cuBLAS GEMM with beta = 1
+// into the fp32 buffer); otherwise it is a 16-bit product added in by a
+// second kernel. The fused GEMM's read of the fp32 buffer is not counted
+// (the GEMM is compute-bound).
+func (g *generator) weightGrad(st *stage, w *layerW, slot int, xt, dy values.Tensor) {
+	if !g.j.FuseGradAccumulation {
+		dw := g.e.tensor(bf16, xt.Shape[0], dy.Shape[1])
+		g.op(st, opMM, []any{xt, dy}, dw)
+		g.accumulate(st, w, slot, dw)
+		g.free(st, dw)
+		return
+	}
+	dst := g.gradTarget(st, w, slot)
+	r := g.e.alias(dst, f32, dst.Shape...)
+	g.e.call(st.all, st.main, opMMOut, []any{xt, dy}, []any{r}, dst)
+	g.free(st, r)
+}
+
+// gradTarget is where matrix slot of group w accumulates its gradient:
+// a view of the fp32 main gradient (ZeRO < 2) or of this microbatch's
+// bucket (ZeRO >= 2, made at its first use).
+func (g *generator) gradTarget(st *stage, w *layerW, slot int) values.Tensor {
 	if w.shared != nil {
 		w = w.shared
 	}
@@ -202,9 +234,7 @@ func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor)
 		}
 		dst = w.bv[slot]
 	}
-	r := g.e.alias(dst, f32, dst.Shape...)
-	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
-	g.free(st, r)
+	return dst
 }
 
 // layerDone starts group w's data-parallel gradient reduction on "comm"
