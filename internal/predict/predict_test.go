@@ -112,11 +112,10 @@ var misses = map[string]float64{
 }
 
 // maeBound is the step-time mean absolute error held today, above
-// maeTarget (see misses): 6.42% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-0.7, -2.8, +7.6, +5.0 and -16.0%),
-// with the A100 preset's measured collective efficiency curve. The
-// 145.6B row (-args -all-points) was not measured with that curve.
-const maeBound = 6.5
+// maeTarget (see misses): 6.15% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-2.2, -4.7, -2.8, -4.9 and -16.2%);
+// the four Korthikanti ones alone average 3.64%.
+const maeBound = 6.2
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 
@@ -145,7 +144,7 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []Compared
-	var rows, skipped []string
+	var rows, skipped, peakActs []string
 	for i := range pts {
 		p := &pts[i]
 		if p.Role != validation.RoleDevelopment {
@@ -155,9 +154,12 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 			skipped = append(skipped, p.ID)
 			continue
 		}
-		_, cs, err := Validate(context.Background(), p)
+		r, cs, err := Validate(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := p.Get("activation_gib", validation.KindAnalytical); ok {
+			peakActs = append(peakActs, fmt.Sprintf("%s %.2f GiB", p.ID, r.ActivationGiB))
 		}
 		for _, c := range cs {
 			t.Logf("%-24s %-16s %-10s published %10.4f predicted %10.4f error %+6.1f%%", c.Point, c.Quantity, c.Kind, c.Published, c.Predicted, c.ErrorPct)
@@ -190,7 +192,7 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 		if testing.Short() {
 			t.Fatal("-update-table needs the points of more than 8 GPUs: run without -short")
 		}
-		writeTable(t, all, rows, skipped)
+		writeTable(t, all, rows, skipped, peakActs)
 	}
 }
 
@@ -210,7 +212,7 @@ func stepMAE(cs []Compared) (float64, int) {
 }
 
 // writeTable replaces the predictions section of bench/VALIDATION.md.
-func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
+func writeTable(t *testing.T, all []Compared, rows, skipped, peakActs []string) {
 	const path = "../../bench/VALIDATION.md"
 	const begin, end = "<!-- predictions: begin -->", "<!-- predictions: end -->"
 	data, err := os.ReadFile(path)
@@ -237,6 +239,9 @@ func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
 	}
 	if mae, n := stepMAE(all); n > 0 {
 		fmt.Fprintf(&b, "- step time (TFLOP/s converted to the step time it implies): mean absolute error %.1f%% over %d values\n", mae, n)
+	}
+	if len(peakActs) > 0 {
+		fmt.Fprintf(&b, "- activation_gib compares what the layers store for the backward (Korthikanti et al.'s formulas count that); the device's whole peak minus its model state, which also holds the logits and the temporaries at the peak, is not compared: %s\n", strings.Join(peakActs, ", "))
 	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(&b, "- not run for this table (more than 1024 GPUs; `-args -all-points` runs them): %s\n", strings.Join(skipped, ", "))
