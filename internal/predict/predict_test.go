@@ -320,3 +320,29 @@ func TestGradReduceTiming(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingP2PTiming: a sender that waits for each transfer (as
+// Megatron-LM's synchronous exchange does) finishes a step no sooner than
+// one that goes on, and the replay does not deadlock, on four stages of
+// two shards, 1F1B and interleaved.
+func TestBlockingP2PTiming(t *testing.T) {
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := workload.Model{Name: "small", Layers: 8, Hidden: 1024, Heads: 16, Vocab: 51200, Seq: 1024, Bias: true, Tied: true, Dtype: "bfloat16"}
+	for _, sched := range []workload.Schedule{workload.OneFOneB, workload.Interleaved} {
+		step := func(blocking bool) float64 {
+			j := workload.Job{Model: m, TP: 2, PP: 4, DP: 1, GlobalBatch: 8, MicroBatch: 1, Schedule: sched, Chunks: 2,
+				GPUsPerHost: 2, BlockingP2P: blocking}
+			r, err := Run(context.Background(), j, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.StepTimeS
+		}
+		if free, blocked := step(false), step(true); !(blocked >= free) {
+			t.Errorf("schedule %d: step %.6f s with blocking sends, %.6f s without", sched, blocked, free)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	// recomputation were added (April-May 2022; workload.Job's
 	// FuseGradAccumulation); the SC'21 runs (fp16, 2021) predate it.
 	j.FuseGradAccumulation = precision == "bf16"
+	// Megatron-LM's pipeline exchange of 2021-2022 is synchronous
+	// (workload.Job's BlockingP2P).
+	j.BlockingP2P = true
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

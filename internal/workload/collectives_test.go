@@ -246,3 +246,60 @@ func TestGradAfterBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockingP2P: with Job.BlockingP2P every pipeline transfer's loan is
+// given back (the sender's compute stream waits for the transfer) right
+// after the transfer, before any other command but the deletes of what
+// it sent; without it, a loan is given back at the sender's next send.
+// Four stages, two shards (scatter/gather), 1F1B and interleaved.
+func TestBlockingP2P(t *testing.T) {
+	for _, sched := range []workload.Schedule{workload.OneFOneB, workload.Interleaved} {
+		for _, blocking := range []bool{false, true} {
+			j := workload.Job{Model: tiny, TP: 2, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: sched, Chunks: 2, Steps: 1,
+				BlockingP2P: blocking}
+			j.Model.Layers = 8
+			var b bytes.Buffer
+			if err := workload.Write(&b, j); err != nil {
+				t.Fatal(err)
+			}
+			r, err := history.NewReader(&b, "p2p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec history.Record
+			sent := map[int64]int{} // transfer loan -> record of its last use
+			pending, i, prompt, transfers := false, 0, 0, 0
+			for {
+				err := r.Next(&rec)
+				if err == io.EOF || rec.IsStep {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				i++
+				switch m := &rec.Msg; m.Kind {
+				case gen.MsgSendTensor:
+					pending = true
+				case gen.MsgBorrowLastUse:
+					if pending { // the transfer's loan ends after the receiver's all-gather
+						sent[m.BorrowLastUse.Borrow] = i
+						pending = false
+						transfers++
+					}
+				case gen.MsgBorrowDrop:
+					if at, ok := sent[m.BorrowDrop.Borrow]; ok && i-at <= 2 {
+						prompt++
+					}
+				}
+			}
+			r.Close()
+			if transfers == 0 {
+				t.Fatalf("schedule %d: no transfers", sched)
+			}
+			if want := map[bool]int{true: transfers, false: 0}[blocking]; prompt != want {
+				t.Errorf("schedule %d blocking %v: %d of %d transfers' loans given back right after them, want %d", sched, blocking, prompt, transfers, want)
+			}
+		}
+	}
+}

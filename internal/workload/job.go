@@ -87,6 +87,17 @@ type Job struct {
 	// scatter/gather (1/t from each shard, all-gathered by the receiver;
 	// see generator.scatterGather).
 	NoScatterGather bool
+	// BlockingP2P makes a pipeline send block the sender's compute
+	// stream until the receiver has taken the transfer, as Megatron-LM's
+	// point-to-point exchange does: _communicate waits for its batched
+	// isend/irecv and then calls torch.cuda.synchronize()
+	// (megatron/p2p_communication.py at 6985e58 and 2755bcb). Otherwise
+	// the sender goes on and waits for the transfer only at its next send
+	// in the same direction. The sender's wait is written when the
+	// receiver takes the transfer, so it falls after whatever the sender
+	// wrote before then (usually nothing: the schedule runs the receiver
+	// next).
+	BlockingP2P bool
 	// GradReduce is when the data-parallel gradient all-reduce runs
 	// (ZeRO 0; ZeRO 1 to 3 always overlap it).
 	GradReduce GradReduce

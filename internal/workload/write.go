@@ -62,6 +62,7 @@ type stage struct {
 // outSend is a send whose loan is not given back yet.
 type outSend struct {
 	consumed bool // the receiver has taken it
+	dropped  bool // its loan is given back already (Job.BlockingP2P)
 	borrow   int64
 }
 
@@ -349,7 +350,9 @@ func (g *generator) runStep() error {
 	for _, st := range g.stages {
 		for dir := range st.out {
 			for _, o := range st.out[dir] {
-				g.e.borrowDrop(st.all, o.borrow)
+				if !o.dropped {
+					g.e.borrowDrop(st.all, o.borrow)
+				}
 			}
 			st.out[dir] = st.out[dir][:0]
 		}
@@ -494,7 +497,9 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	keep := st.out[dir][:0]
 	for _, o := range st.out[dir] {
 		if o.consumed {
-			g.e.borrowDrop(st.all, o.borrow)
+			if !o.dropped {
+				g.e.borrowDrop(st.all, o.borrow)
+			}
 		} else {
 			keep = append(keep, o)
 		}
@@ -549,6 +554,12 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 	g.e.borrowLastUse(from.all, msg.out.borrow)
 	g.e.del(from.all, msg.lent)
 	msg.out.consumed = true
+	if g.j.BlockingP2P {
+		// The sender's compute stream waits for the transfer here,
+		// not at its next send.
+		g.e.borrowDrop(from.all, msg.out.borrow)
+		msg.out.dropped = true
+	}
 	*msg = message{}
 	return r
 }
