@@ -67,6 +67,8 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	// Megatron-LM's pipeline exchange of 2021-2022 is synchronous
 	// (workload.Job's BlockingP2P).
 	j.BlockingP2P = true
+	// Its loss runs in fp32 (neither run sets --fp16-lm-cross-entropy).
+	j.FP32CrossEntropy = true
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

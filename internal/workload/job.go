@@ -87,6 +87,13 @@ type Job struct {
 	// scatter/gather (1/t from each shard, all-gathered by the receiver;
 	// see generator.scatterGather).
 	NoScatterGather bool
+	// FP32CrossEntropy converts the logits to fp32 for the loss and its
+	// gradient back to 16 bits after it, as Megatron-LM does unless
+	// --fp16-lm-cross-entropy (fp16 only) is given:
+	// post_language_model_processing calls
+	// vocab_parallel_cross_entropy(output.float(), labels)
+	// (megatron/model/gpt_model.py at 2755bcb).
+	FP32CrossEntropy bool
 	// BlockingP2P makes a pipeline send block the sender's compute
 	// stream until the receiver has taken the transfer, as Megatron-LM's
 	// point-to-point exchange does: _communicate waits for its batched

@@ -337,3 +337,25 @@ func countCalls(t *testing.T, j workload.Job, suffix string) int64 {
 		}
 	}
 }
+
+// TestFP32CrossEntropy: with Job.FP32CrossEntropy the last stage converts
+// each microbatch's logits to fp32 and the logits' gradient back: two more
+// _to_copy calls per microbatch (4 microbatches, 2 steps: 16), and with a
+// vocabulary large enough that the loss makes the stage's peak (16,384:
+// 8 MB of fp32 logits a microbatch against about 1 MB of activations a
+// layer) the peak grows by at least the log-softmax output's extra 2
+// bytes an element of the s·b x V logits (64·2 x 16,384).
+func TestFP32CrossEntropy(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
+	j.Model.Vocab = 16384
+	copies, peak := countCalls(t, j, "_to_copy.default"), replayPeaks(t, j, true)[1]
+	j.FP32CrossEntropy = true
+	copies32, peak32 := countCalls(t, j, "_to_copy.default"), replayPeaks(t, j, true)[1]
+	if copies32-copies != 16 {
+		t.Errorf("%d more _to_copy calls, want 16", copies32-copies)
+	}
+	if min := int64(64 * 2 * 16384 * 2); peak32-peak < min {
+		t.Errorf("last stage's peak grows by %d bytes, want at least %d", peak32-peak, min)
+	}
+}

@@ -614,33 +614,49 @@ func (g *generator) headForward(st *stage, mb int, x values.Tensor) {
 	g.op(st, opMM, []any{in, WT[0]}, logits)
 	g.releaseWeights(st, st.head, WT)
 	g.free(st, in, extra)
+	ce := g.ceDtype()
+	if ce != bf16 {
+		wide := g.e.tensor(ce, d.sb, d.vt)
+		g.op(st, opToCopy, []any{logits}, wide)
+		g.free(st, logits)
+		logits = wide
+	}
 	cpu := g.e.cpuTensor(i64, d.sb)
 	g.e.pipeRecv(st.all, st.main, cpu)
 	h.tgt = g.e.tensor(i64, d.sb)
 	g.op(st, opToCopy, []any{cpu}, h.tgt)
 	g.e.del(st.all, cpu)
 	if d.t > 1 {
-		mx := g.e.tensor(bf16, d.sb)
+		mx := g.e.tensor(ce, d.sb)
 		g.op(st, opAmax, []any{logits, []int64{1}, false}, mx)
-		mxr := g.e.alias(mx, bf16, d.sb)
+		mxr := g.e.alias(mx, ce, d.sb)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, mxr, mx, "max", false)
 		se := g.e.tensor(f32, d.sb)
 		g.op(st, opLogSumExp, []any{logits, []int64{1}, false}, se)
 		ser := g.e.alias(se, f32, d.sb)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, ser, se, "sum", false)
 		t2 := g.view(st, h.tgt, d.sb, 1)
-		pl := g.e.tensor(bf16, d.sb, 1)
+		pl := g.e.tensor(ce, d.sb, 1)
 		g.op(st, opGather, []any{logits, 1, t2}, pl)
-		plr := g.e.alias(pl, bf16, d.sb, 1)
+		plr := g.e.alias(pl, ce, d.sb, 1)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, plr, pl, "sum", false)
 		g.free(st, mx, mxr, se, ser, t2, pl, plr)
 	}
-	h.lsm = g.e.tensor(bf16, d.sb, d.vt)
+	h.lsm = g.e.tensor(ce, d.sb, d.vt)
 	g.op(st, opLogSoftmax, []any{logits, 1, false}, h.lsm)
 	g.free(st, logits)
 	h.loss, h.tw = g.e.tensor(f32), g.e.tensor(f32)
 	g.op(st, opNLL, []any{h.lsm, h.tgt, nil, 1, -100}, h.loss, h.tw)
 	g.head[mb] = h
+}
+
+// ceDtype is the dtype the cross entropy runs in: fp32 with
+// Job.FP32CrossEntropy, else the logits' bf16.
+func (g *generator) ceDtype() string {
+	if g.j.FP32CrossEntropy {
+		return f32
+	}
+	return bf16
 }
 
 // headBackward is the loss's backward down to the last layer's output
@@ -650,12 +666,19 @@ func (g *generator) headBackward(st *stage, mb int) values.Tensor {
 	h := g.head[mb]
 	one := g.e.tensor(f32)
 	g.op(st, opOnesLike, []any{h.loss}, one)
-	dlsm := g.e.tensor(bf16, d.sb, d.vt)
+	ce := g.ceDtype()
+	dlsm := g.e.tensor(ce, d.sb, d.vt)
 	g.op(st, opNLLBw, []any{one, h.lsm, h.tgt, nil, 1, -100, h.tw}, dlsm)
 	g.free(st, one, h.loss, h.tw, h.tgt)
-	dlog := g.e.tensor(bf16, d.sb, d.vt)
-	g.op(st, opLogSmBw, []any{dlsm, h.lsm, 1, bf16}, dlog)
+	dlog := g.e.tensor(ce, d.sb, d.vt)
+	g.op(st, opLogSmBw, []any{dlsm, h.lsm, 1, ce}, dlog)
 	g.free(st, dlsm, h.lsm)
+	if ce != bf16 { // back to 16 bits for the output layer's GEMMs
+		narrow := g.e.tensor(bf16, d.sb, d.vt)
+		g.op(st, opToCopy, []any{dlog}, narrow)
+		g.free(st, dlog)
+		dlog = narrow
+	}
 	W := g.weights(st, st.head, false)
 	dln := g.e.tensor(bf16, d.sb, d.h)
 	g.op(st, opMM, []any{dlog, W[0]}, dln)
