@@ -49,6 +49,8 @@ func TestPredictBadFlags(t *testing.T) {
 		{"predict", "--model", "llama2-7b", "--layers", "4", "--world", "8"},                // model and shape
 		{"predict", "--model", "nosuch", "--world", "8"},                                    // unknown model
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "1", "--hardware", "x"}, // unknown hardware
+		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--grad-reduce", "later"},
+		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--zero", "1", "--grad-reduce", "after-backward"},
 	} {
 		code, stdout, stderr := runCLI(args...)
 		if code != exitInput || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -15,10 +15,15 @@ type tfFlags struct {
 	schedule, recompute     string
 	sp, flash, stageColl    bool
 	zero                    int
+	// Megatron-LM's mechanisms (synth and predict only).
+	gradReduce               string
+	halfGrad, fuseGrad, noSG bool
+	blockingP2P, fp32CE      bool
 }
 
 // tfOnly names the flags that only the transformer workload reads.
-var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "sequence-parallel", "zero", "flash-attention", "stage-collectives"}
+var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "sequence-parallel", "zero", "flash-attention", "stage-collectives",
+	"grad-reduce", "half-grad-reduce", "fuse-grad-accumulation", "no-scatter-gather", "blocking-p2p", "fp32-cross-entropy"}
 
 // toyOnly names the flags that only the toy micro-benchmark reads.
 var toyOnly = []string{"layers", "hidden", "seq", "batch", "micro"}
@@ -28,6 +33,12 @@ func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
 	if batch {
 		fs.IntVar(&f.microBatch, "micro-batch", 1, "transformer: sequences per microbatch (b)")
 		fs.IntVar(&f.globalBatch, "global-batch", 8, "transformer: sequences per step over all replicas (B); microbatches per replica = B/(b*dp)")
+		fs.StringVar(&f.gradReduce, "grad-reduce", "overlap", "transformer: when the data-parallel gradient all-reduce runs (ZeRO 0): `WHEN` overlap (each\ngroup's as soon as its gradient is complete, during the backward: PyTorch DDP) or after-backward\n(all of them after the last backward pass, before the optimizer: Megatron-LM's --DDP-impl local of 2021-2022)")
+		fs.BoolVar(&f.halfGrad, "half-grad-reduce", false, "transformer: all-reduce the data-parallel gradients in 16 bits, as an fp16 Megatron-LM run does\n(default: the fp32 main gradients, as with bf16)")
+		fs.BoolVar(&f.fuseGrad, "fuse-grad-accumulation", false, "transformer: weight-gradient GEMMs accumulate straight into the fp32 main gradient (Megatron-LM's\ngradient accumulation fusion, on by default for bf16 since 2022) instead of a 16-bit product added by a second kernel")
+		fs.BoolVar(&f.blockingP2P, "blocking-p2p", false, "transformer: a pipeline send blocks the sender's compute stream until the receiver takes it\n(Megatron-LM's synchronous exchange); without it the sender goes on")
+		fs.BoolVar(&f.fp32CE, "fp32-cross-entropy", false, "transformer: the loss in fp32 (the logits converted, their gradient converted back), as Megatron-LM\nruns it without --fp16-lm-cross-entropy")
+		fs.BoolVar(&f.noSG, "no-scatter-gather", false, "transformer: pipeline transfers whole from every tensor-parallel shard, instead of Megatron-LM's\nscatter/gather (each shard sends 1/t, the receiver all-gathers; not used with sequence parallelism)")
 	}
 	fs.StringVar(&f.schedule, "schedule", "1f1b", "transformer: pipeline schedule `S`: 1f1b, gpipe or interleaved:V (V model chunks per stage)")
 	fs.StringVar(&f.recompute, "recompute", "none", "transformer: activation recomputation `R`: none, selective (the attention core) or full (whole layers)")
@@ -85,6 +96,16 @@ func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, 
 		fmt.Fprintf(stderr, "fastsim %s: --recompute %v\n", cmd, err)
 		return j, false
 	}
+	switch f.gradReduce {
+	case "", "overlap":
+	case "after-backward":
+		j.GradReduce = workload.GradAfterBackward
+	default:
+		fmt.Fprintf(stderr, "fastsim %s: --grad-reduce %q: want overlap or after-backward\n", cmd, f.gradReduce)
+		return j, false
+	}
+	j.HalfGradReduce, j.FuseGradAccumulation, j.NoScatterGather, j.BlockingP2P = f.halfGrad, f.fuseGrad, f.noSG, f.blockingP2P
+	j.FP32CrossEntropy = f.fp32CE
 	if err := j.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 		return j, false

@@ -54,12 +54,19 @@ type Result struct {
 	// et al.'s accounting of 18 bytes over 12·L·h²/(t·p) parameters does
 	// (internal/validation/FORMULAS.md, section 2).
 	LayerStateGiB float64
-	HBMGiB        float64 // the GPU's memory
-	Fits          bool    // PeakGiB <= HBMGiB
-	Groups        int     // groups the grouped replay simulated
-	Commands      int64
-	Wall          time.Duration // how long the prediction took
-	UnknownOps    int64         // calls the hardware model priced by its default
+	// StoredActivationGiB is what the worst device's transformer layers
+	// keep at once for their backward passes (workload.Stats): the
+	// activations as Korthikanti et al. 2022 count them (Eq. 1-6 summed
+	// over the stage's layers and microbatches in flight), a part of
+	// ActivationGiB, which also holds the output layer's logits and the
+	// temporaries alive at the peak.
+	StoredActivationGiB float64
+	HBMGiB              float64 // the GPU's memory
+	Fits                bool    // PeakGiB <= HBMGiB
+	Groups              int     // groups the grouped replay simulated
+	Commands            int64
+	Wall                time.Duration // how long the prediction took
+	UnknownOps          int64         // calls the hardware model priced by its default
 }
 
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
@@ -84,7 +91,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, err := replayJob(ctx, j, model)
+	res, stats, err := replayJob(ctx, j, model)
 	if err != nil {
 		return Result{}, err
 	}
@@ -113,7 +120,11 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	r.MFU = r.TFLOPsPerGPU / peak
 	r.ModelStateGiB = float64(res.PeakDeviceFinalBytes) / GiB
 	r.ActivationGiB = r.PeakGiB - r.ModelStateGiB
-	if layers, other := workload.StageParams(j, int(r.PeakDevice/(int64(j.DP)*int64(j.TP)))); layers+other > 0 {
+	stage := int(r.PeakDevice / (int64(j.DP) * int64(j.TP)))
+	if stage < len(stats.StoredActivations) {
+		r.StoredActivationGiB = float64(stats.StoredActivations[stage]) / GiB
+	}
+	if layers, other := workload.StageParams(j, stage); layers+other > 0 {
 		r.LayerStateGiB = r.ModelStateGiB * float64(layers) / float64(layers+other)
 	}
 	r.Fits = r.PeakGiB <= r.HBMGiB
@@ -126,17 +137,21 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 
 // replayJob replays j's history as the workload produces it, typed, with
 // no text in between.
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, error) {
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
-		return nil, err
+		return nil, workload.Stats{}, err
 	}
-	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error { return workload.Emit(j, s) },
-		replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
+	var stats workload.Stats
+	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error {
+		var err error
+		stats, err = workload.EmitStats(j, s)
+		return err
+	}, replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
 	if err == nil && res.Partial {
 		err = ctx.Err()
 	}
-	return res, err
+	return res, stats, err
 }
 
 // ModelFLOPs is the model FLOPs of one training iteration of j: three

@@ -108,16 +108,16 @@ const maeTarget = 3.5
 // worse fails; one that meets its target must leave this list.
 // bench/VALIDATION.md ("What still misses") says why each misses.
 var misses = map[string]float64{
-	"korthikanti-22b-seqsel/activation_gib": 8.5,
-	"narayanan-7p5b/tflops_per_gpu":         19.5,
+	"narayanan-7p5b/tflops_per_gpu": 19.5,
 }
 
 // maeBound is the step-time mean absolute error held today, above
-// maeTarget (see misses): 6.42% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-0.7, -2.8, +7.6, +5.0 and -16.0%),
-// with the A100 preset's measured collective efficiency curve. The
-// 145.6B row (-args -all-points) was not measured with that curve.
-const maeBound = 6.5
+// maeTarget (see misses): 6.04% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-2.1, -4.6, -2.7, -4.7 and -16.1%);
+// the four Korthikanti ones alone average 3.53%. The 145.6B row
+// (-args -all-points) was measured once at +7.0% TFLOP/s (the step 6.5%
+// short), without the loss in fp32.
+const maeBound = 6.1
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 
@@ -146,7 +146,7 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var all []Compared
-	var rows, skipped []string
+	var rows, skipped, peakActs []string
 	for i := range pts {
 		p := &pts[i]
 		if p.Role != validation.RoleDevelopment {
@@ -156,9 +156,12 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 			skipped = append(skipped, p.ID)
 			continue
 		}
-		_, cs, err := Validate(context.Background(), p)
+		r, cs, err := Validate(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := p.Get("activation_gib", validation.KindAnalytical); ok {
+			peakActs = append(peakActs, fmt.Sprintf("%s %.2f GiB", p.ID, r.ActivationGiB))
 		}
 		for _, c := range cs {
 			t.Logf("%-24s %-16s %-10s published %10.4f predicted %10.4f error %+6.1f%%", c.Point, c.Quantity, c.Kind, c.Published, c.Predicted, c.ErrorPct)
@@ -191,7 +194,7 @@ func TestValidationDevelopmentPoints(t *testing.T) {
 		if testing.Short() {
 			t.Fatal("-update-table needs the points of more than 8 GPUs: run without -short")
 		}
-		writeTable(t, all, rows, skipped)
+		writeTable(t, all, rows, skipped, peakActs)
 	}
 }
 
@@ -211,7 +214,7 @@ func stepMAE(cs []Compared) (float64, int) {
 }
 
 // writeTable replaces the predictions section of bench/VALIDATION.md.
-func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
+func writeTable(t *testing.T, all []Compared, rows, skipped, peakActs []string) {
 	const path = "../../bench/VALIDATION.md"
 	const begin, end = "<!-- predictions: begin -->", "<!-- predictions: end -->"
 	data, err := os.ReadFile(path)
@@ -239,6 +242,9 @@ func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
 	if mae, n := stepMAE(all); n > 0 {
 		fmt.Fprintf(&b, "- step time (TFLOP/s converted to the step time it implies): mean absolute error %.1f%% over %d values\n", mae, n)
 	}
+	if len(peakActs) > 0 {
+		fmt.Fprintf(&b, "- activation_gib compares what the layers store for the backward (Korthikanti et al.'s formulas count that); the device's whole peak minus its model state, which also holds the logits and the temporaries at the peak, is not compared: %s\n", strings.Join(peakActs, ", "))
+	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(&b, "- not run for this table (more than 1024 GPUs; `-args -all-points` runs them): %s\n", strings.Join(skipped, ", "))
 	}
@@ -246,5 +252,99 @@ func writeTable(t *testing.T, all []Compared, rows, skipped []string) {
 	doc = doc[:i] + b.String() + doc[k+len(end):]
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestJobOfDataParallel: every validation point makes a valid job, and
+// each gets the data parallelism its run used: the SC'21 script's DDP and
+// fp16 (7.5B: PyTorch DDP, overlapped; 145.6B: Megatron-LM's local DDP,
+// after the backward), Megatron-LM's default local DDP in bf16 (fp32
+// gradients) for the others, and no reduction after the backward for
+// ZeRO runs.
+func TestJobOfDataParallel(t *testing.T) {
+	pts, err := validation.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		after, half bool
+	}{
+		"narayanan-7p5b":              {false, true},
+		"narayanan-145p6b":            {true, true},
+		"korthikanti-530b-seqsel-dp8": {true, false},
+	}
+	for i := range pts {
+		p := &pts[i]
+		j, err := JobOf(p)
+		if err != nil {
+			if len(p.Unpublished) > 0 && p.Chosen == nil {
+				continue // a layout not published whole (Narayanan et al. Table 2)
+			}
+			t.Errorf("%s: %v", p.ID, err)
+			continue
+		}
+		if w, ok := want[p.ID]; ok && ((j.GradReduce == workload.GradAfterBackward) != w.after || j.HalfGradReduce != w.half) {
+			t.Errorf("%s: gradient reduction %d, half %v; want after the backward %v, half %v", p.ID, j.GradReduce, j.HalfGradReduce, w.after, w.half)
+		}
+		if j.Zero > 0 && j.GradReduce == workload.GradAfterBackward {
+			t.Errorf("%s: ZeRO %d with the reduction after the backward", p.ID, j.Zero)
+		}
+	}
+}
+
+// TestGradReduceTiming: on two hosts (dp = 2 across the network), the
+// gradient all-reduce after the backward adds to the step what the
+// overlapped one hides, and all-reducing 16-bit gradients takes less than
+// fp32 ones, overlapped or not.
+func TestGradReduceTiming(t *testing.T) {
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := workload.Model{Name: "small", Layers: 4, Hidden: 1024, Heads: 16, Vocab: 51200, Seq: 1024, Bias: true, Tied: true, Dtype: "bfloat16"}
+	step := func(gr workload.GradReduce, half bool) float64 {
+		j := workload.Job{Model: m, TP: 1, PP: 1, DP: 2, GlobalBatch: 8, MicroBatch: 2, Schedule: workload.OneFOneB,
+			GPUsPerHost: 1, GradReduce: gr, HalfGradReduce: half}
+		r, err := Run(context.Background(), j, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StepTimeS
+	}
+	for _, half := range []bool{false, true} {
+		if o, a := step(workload.GradOverlap, half), step(workload.GradAfterBackward, half); !(o < a) {
+			t.Errorf("16 bits %v: step %.6f s overlapped, %.6f s after the backward", half, o, a)
+		}
+	}
+	for _, gr := range []workload.GradReduce{workload.GradOverlap, workload.GradAfterBackward} {
+		if h, f := step(gr, true), step(gr, false); !(h < f) {
+			t.Errorf("reduction %d: step %.6f s in 16 bits, %.6f s in fp32", gr, h, f)
+		}
+	}
+}
+
+// TestBlockingP2PTiming: a sender that waits for each transfer (as
+// Megatron-LM's synchronous exchange does) finishes a step no sooner than
+// one that goes on, and the replay does not deadlock, on four stages of
+// two shards, 1F1B and interleaved.
+func TestBlockingP2PTiming(t *testing.T) {
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := workload.Model{Name: "small", Layers: 8, Hidden: 1024, Heads: 16, Vocab: 51200, Seq: 1024, Bias: true, Tied: true, Dtype: "bfloat16"}
+	for _, sched := range []workload.Schedule{workload.OneFOneB, workload.Interleaved} {
+		step := func(blocking bool) float64 {
+			j := workload.Job{Model: m, TP: 2, PP: 4, DP: 1, GlobalBatch: 8, MicroBatch: 1, Schedule: sched, Chunks: 2,
+				GPUsPerHost: 2, BlockingP2P: blocking}
+			r, err := Run(context.Background(), j, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.StepTimeS
+		}
+		if free, blocked := step(false), step(true); !(blocked >= free) {
+			t.Errorf("schedule %d: step %.6f s with blocking sends, %.6f s without", sched, blocked, free)
+		}
 	}
 }

@@ -35,6 +35,40 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	l := p.Resolved()
 	j := workload.Job{Model: m, TP: l.TP, PP: l.PP, DP: l.DP, GlobalBatch: l.GlobalBatch, MicroBatch: l.MicroBatch,
 		SequenceParallel: l.SequenceParallel, Zero: l.ZeroStage}
+	// Data parallelism as the run did it: with the implementation its
+	// script names (validation.Chosen.DDP), else Megatron-LM's default of
+	// 2021-2022, --DDP-impl local (megatron/arguments.py at commits
+	// 6985e58 and 2755bcb), which all-reduces the gradients after the
+	// backward pass; PyTorch DDP overlaps it with the backward. The
+	// gradients go over the network in 16 bits when the run is fp16
+	// (Megatron-LM forces fp32 gradient reduction only for bf16; PyTorch
+	// DDP reduces the fp16 param.grad) and as the fp32 main gradients
+	// otherwise. The model's dtype stays bf16: fp16 has the same size and
+	// tensor-core peak on the GPUs modelled.
+	ddp, precision := "local", "bf16"
+	if c := p.Chosen; c != nil {
+		if c.DDP != "" {
+			ddp = c.DDP
+		}
+		if c.Precision != "" {
+			precision = c.Precision
+		}
+	}
+	if ddp == "local" && j.Zero == 0 { // ZeRO runs are DeepSpeed's, which overlaps
+		j.GradReduce = workload.GradAfterBackward
+	}
+	j.HalfGradReduce = precision == "fp16"
+	// Megatron-LM fuses the weight gradients' accumulation into their
+	// GEMMs whenever gradients accumulate in fp32 (bf16 runs) since
+	// February 2022, before sequence parallelism and selective
+	// recomputation were added (April-May 2022; workload.Job's
+	// FuseGradAccumulation); the SC'21 runs (fp16, 2021) predate it.
+	j.FuseGradAccumulation = precision == "bf16"
+	// Megatron-LM's pipeline exchange of 2021-2022 is synchronous
+	// (workload.Job's BlockingP2P).
+	j.BlockingP2P = true
+	// Its loss runs in fp32 (neither run sets --fp16-lm-cross-entropy).
+	j.FP32CrossEntropy = true
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)
@@ -70,7 +104,13 @@ func Validate(ctx context.Context, p *validation.Point) (Result, []Compared, err
 		// The published model states are Korthikanti et al.'s
 		// accounting: the transformer layers' parameters only.
 		"model_state_gib": r.LayerStateGiB,
-		"activation_gib":  r.ActivationGiB,
+		// The published activations are Korthikanti et al.'s
+		// formulas (their Eq. 2 or 6 per layer, summed over the first
+		// stage's layers and microbatches in flight): what the layers
+		// store for their backward passes, not the logits and
+		// temporaries also alive at the device's peak
+		// (Result.ActivationGiB, reported beside it).
+		"activation_gib": r.StoredActivationGiB,
 	}
 	var out []Compared
 	for _, q := range Quantities {

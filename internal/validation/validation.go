@@ -155,6 +155,17 @@ type Chosen struct {
 	MicroBatch int `json:"micro_batch,omitempty"`
 	// Schedule is "1f1b" or "interleaved:V" ("" : not chosen).
 	Schedule string `json:"schedule,omitempty"`
+	// DDP is the run's data-parallel implementation as its script names
+	// it: "torch" (PyTorch DDP) or "local" (Megatron-LM's own); "" when
+	// not chosen. No paper states it and it is not a layout field, so it
+	// needs no Unpublished entry; Source's quote must name it
+	// ("DDP=local").
+	DDP string `json:"ddp,omitempty"`
+	// Precision is the run's mixed precision, "fp16" or "bf16", as
+	// PrecisionSource (another file of the same scripts) gives it; ""
+	// when not chosen.
+	Precision       string     `json:"precision,omitempty"`
+	PrecisionSource *SourceRef `json:"precision_source,omitempty"`
 	// Rule says why these values.
 	Rule string `json:"rule"`
 	// Source is where the values are written.
@@ -478,8 +489,29 @@ func (p *Point) checkChosen(sources map[string]Source) error {
 	if c.Source.Location == "" || c.Source.Quote == "" {
 		return errors.New("chosen: source needs a location and a quote")
 	}
-	if c.MicroBatch == 0 && c.Schedule == "" {
+	if c.MicroBatch == 0 && c.Schedule == "" && c.DDP == "" && c.Precision == "" {
 		return errors.New("chosen: no value")
+	}
+	switch c.DDP {
+	case "", "torch", "local":
+	default:
+		return fmt.Errorf("chosen: ddp %q, want torch or local", c.DDP)
+	}
+	if c.DDP != "" && !strings.Contains(c.Source.Quote, "DDP="+c.DDP) {
+		return fmt.Errorf("chosen: ddp %q is not in the source's quote", c.DDP)
+	}
+	switch c.Precision {
+	case "":
+	case "fp16", "bf16":
+		ps := c.PrecisionSource
+		if ps == nil || ps.Location == "" || !strings.Contains(ps.Quote, "--"+c.Precision) {
+			return fmt.Errorf("chosen: precision %q needs a precision_source quoting --%s", c.Precision, c.Precision)
+		}
+		if _, ok := sources[ps.Ref]; !ok {
+			return fmt.Errorf("chosen: precision_source ref %q is not in sources", ps.Ref)
+		}
+	default:
+		return fmt.Errorf("chosen: precision %q, want fp16 or bf16", c.Precision)
 	}
 	if c.MicroBatch != 0 && !p.unpublished("micro_batch") {
 		return errors.New("chosen: micro_batch is published")

@@ -391,6 +391,15 @@ func TestChosenLayouts(t *testing.T) {
 			t.Errorf("%s: resolved %+v, published micro_batch %d", c.id, l, p.Layout.MicroBatch)
 		}
 	}
+	// The script's data parallelism: PyTorch DDP up to 18B, Megatron-LM's
+	// local DDP from 39B on; every row in fp16 (CONFIG.sh).
+	for id, ddp := range map[string]string{"narayanan-1p7b": "torch", "narayanan-7p5b": "torch", "narayanan-18p4b": "torch",
+		"narayanan-39p1b": "local", "narayanan-145p6b": "local", "narayanan-1008p0b": "local"} {
+		p := byID(t, ps, id)
+		if p.Chosen == nil || p.Chosen.DDP != ddp || p.Chosen.Precision != "fp16" {
+			t.Errorf("%s: chosen %+v, want ddp %s in fp16", id, p.Chosen, ddp)
+		}
+	}
 }
 
 // TestParseRejects: bad files fail with "NAME:LINE: ..." naming the point
@@ -422,6 +431,8 @@ func TestParseRejects(t *testing.T) {
 		{"unknown field", `"zero_stage": 0}`, `"zero_stage": 0, "zero": 1}`, `bad.json:1: invalid validation point: json: unknown field "zero"`},
 		{"syntax", `"a100-80gb",`, `"a100-80gb",,`, `bad.json:6: invalid validation point: invalid character`},
 		{"truncated", `"note": "n"}]}`, `"note": "n"}]`, `bad.json:9: invalid validation point: unexpected EOF`},
+		{"chosen ddp", `"hardware"`, `"chosen": {"ddp": "local", "rule": "r", "source": {"ref": "s", "location": "l", "quote": "DDP=torch"}}, "hardware"`, `chosen: ddp "local" is not in the source's quote`},
+		{"chosen precision", `"hardware"`, `"chosen": {"precision": "fp16", "rule": "r", "source": {"ref": "s", "location": "l", "quote": "q"}}, "hardware"`, `chosen: precision "fp16" needs a precision_source quoting --fp16`},
 		{"chosen published", `"hardware"`, `"chosen": {"micro_batch": 2, "rule": "r", "source": {"ref": "s", "location": "l", "quote": "q"}}, "hardware"`, `chosen: micro_batch is published`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

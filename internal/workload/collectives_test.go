@@ -3,6 +3,7 @@ package workload_test
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
@@ -69,14 +70,18 @@ func collectives(t *testing.T, j workload.Job) map[collKey]int {
 //	norm): 8 x 2 = 16.
 //	the tied embedding, one command per replica and shard (4) of 2 ranks
 //	(stage 0 and stage 1): 4.
+//	pipeline scatter/gather: each microbatch's activation (stage 0 to 1)
+//	and gradient (1 to 0) arrive as halves, all-gathered over the
+//	receiver's tensor-parallel group: 2 x 2 microbatches x 2 replicas = 8.
 func TestCollectives(t *testing.T) {
 	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
 	got := collectives(t, j)
 	want := map[collKey]int{
-		{"tp", "sum", false, 2}: 72 + 8,
-		{"tp", "max", false, 2}: 4,
-		{"dp", "sum", false, 2}: 16,
-		{"pp", "sum", false, 2}: 4,
+		{"tp", "sum", false, 2}:   72 + 8,
+		{"tp", "max", false, 2}:   4,
+		{"tp", "stack", false, 2}: 8,
+		{"dp", "sum", false, 2}:   16,
+		{"pp", "sum", false, 2}:   4,
 	}
 	if len(got) != len(want) {
 		t.Errorf("collectives %v, want %v", got, want)
@@ -86,6 +91,12 @@ func TestCollectives(t *testing.T) {
 			t.Errorf("%+v: %d commands, want %d", k, got[k], n)
 		}
 	}
+	// Without scatter/gather the transfers are whole: no all-gathers.
+	j.NoScatterGather = true
+	if got = collectives(t, j); got[collKey{"tp", "stack", false, 2}] != 0 {
+		t.Errorf("no scatter/gather: %v", got)
+	}
+	j.NoScatterGather = false
 	// ZeRO 1: reduce-scatters into the optimizer's shards, and after the
 	// step all-gathers of the updated parameters (8 groups x 2 shards).
 	j.Zero = 1
@@ -117,5 +128,178 @@ func TestCollectives(t *testing.T) {
 	got = collectives(t, j)
 	if got[collKey{"tp", "sum", false, 4}] != 40 || got[collKey{"dp", "sum", false, 4}] != 8 || got[collKey{"pp", "sum", false, 8}] != 1 {
 		t.Errorf("stage collectives: %v", got)
+	}
+}
+
+// sends lists the element counts of one step's SendTensor commands.
+func sends(t *testing.T, j workload.Job) []int64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.NewReader(&b, "sends")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []int64
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF || rec.IsStep {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Msg.Kind == gen.MsgSendTensor {
+			n := int64(1)
+			for _, d := range rec.Msg.SendTensor.Tensor.Shape {
+				n *= d
+			}
+			out = append(out, n)
+		}
+	}
+}
+
+// TestScatterGather: between two stages of t = 2 shards each transfer
+// moves s·b·h/t = 64·2·256/2 = 16,384 elements per shard (Narayanan et
+// al., SC'21, §4.1), 2 microbatches x (activation + gradient) = 4
+// transfers; without scatter/gather, or with sequence parallelism (whose
+// activations are [s/t, b, h] already), 4 of s·b·h/t elements as well
+// but sent whole: 32,768 and 16,384.
+func TestScatterGather(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 4, Schedule: workload.OneFOneB, Steps: 1}
+	for _, c := range []struct {
+		noSG, sp bool
+		want     int64
+	}{{false, false, 16384}, {true, false, 32768}, {false, true, 16384}} {
+		j.NoScatterGather, j.SequenceParallel = c.noSG, c.sp
+		got := sends(t, j)
+		if len(got) != 4 {
+			t.Fatalf("%+v: %d transfers, want 4", c, len(got))
+		}
+		for _, n := range got {
+			if n != c.want {
+				t.Errorf("%+v: a transfer of %d elements, want %d", c, n, c.want)
+			}
+		}
+	}
+}
+
+// TestGradAfterBackward: Megatron-LM's local DDP all-reduces the same 8
+// groups x 2 shards = 16 gradients as the overlapped form (see
+// TestCollectives), but on the compute stream (ref 2 for stage 0, 3 for
+// stage 1) instead of "comm" (ref 1), after every backward; each is fp32,
+// or bf16 with HalfGradReduce; each is first divided by dp in place.
+func TestGradAfterBackward(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 2, PP: 2, DP: 2, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1,
+		GradReduce: workload.GradAfterBackward}
+	for _, half := range []bool{false, true} {
+		j.HalfGradReduce = half
+		var b bytes.Buffer
+		if err := workload.Write(&b, j); err != nil {
+			t.Fatal(err)
+		}
+		r, err := history.NewReader(&b, "dp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, divs, lastBackward, firstReduce, i := 0, 0, -1, -1, 0
+		var rec history.Record
+		for {
+			err := r.Next(&rec)
+			if err == io.EOF || rec.IsStep {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			i++
+			switch {
+			case rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, "native_layer_norm_backward.default"):
+				lastBackward = i
+			case rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, "div_.Scalar"):
+				divs++
+			case rec.Msg.Kind == gen.MsgReduce && rec.Msg.Reduce.Dims[0] == "dp":
+				red := &rec.Msg.Reduce
+				n++
+				if firstReduce < 0 {
+					firstReduce = i
+				}
+				want := "float32"
+				if half {
+					want = "bfloat16"
+				}
+				if red.Stream.Ref == 1 || red.LocalTensor.Dtype != want {
+					t.Errorf("half=%v: a gradient all-reduce on stream %d of %s, want a compute stream and %s", half, red.Stream.Ref, red.LocalTensor.Dtype, want)
+				}
+			}
+		}
+		r.Close()
+		if n != 16 || divs != 8 {
+			t.Errorf("half=%v: %d gradient all-reduces and %d divisions, want 16 and 8", half, n, divs)
+		}
+		if firstReduce < lastBackward {
+			t.Errorf("half=%v: a gradient all-reduce (record %d) before the last backward (record %d)", half, firstReduce, lastBackward)
+		}
+	}
+}
+
+// TestBlockingP2P: with Job.BlockingP2P every pipeline transfer's loan is
+// given back (the sender's compute stream waits for the transfer) right
+// after the transfer, before any other command but the deletes of what
+// it sent; without it, a loan is given back at the sender's next send.
+// Four stages, two shards (scatter/gather), 1F1B and interleaved.
+func TestBlockingP2P(t *testing.T) {
+	for _, sched := range []workload.Schedule{workload.OneFOneB, workload.Interleaved} {
+		for _, blocking := range []bool{false, true} {
+			j := workload.Job{Model: tiny, TP: 2, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: sched, Chunks: 2, Steps: 1,
+				BlockingP2P: blocking}
+			j.Model.Layers = 8
+			var b bytes.Buffer
+			if err := workload.Write(&b, j); err != nil {
+				t.Fatal(err)
+			}
+			r, err := history.NewReader(&b, "p2p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rec history.Record
+			sent := map[int64]int{} // transfer loan -> record of its last use
+			pending, i, prompt, transfers := false, 0, 0, 0
+			for {
+				err := r.Next(&rec)
+				if err == io.EOF || rec.IsStep {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				i++
+				switch m := &rec.Msg; m.Kind {
+				case gen.MsgSendTensor:
+					pending = true
+				case gen.MsgBorrowLastUse:
+					if pending { // the transfer's loan ends after the receiver's all-gather
+						sent[m.BorrowLastUse.Borrow] = i
+						pending = false
+						transfers++
+					}
+				case gen.MsgBorrowDrop:
+					if at, ok := sent[m.BorrowDrop.Borrow]; ok && i-at <= 2 {
+						prompt++
+					}
+				}
+			}
+			r.Close()
+			if transfers == 0 {
+				t.Fatalf("schedule %d: no transfers", sched)
+			}
+			if want := map[bool]int{true: transfers, false: 0}[blocking]; prompt != want {
+				t.Errorf("schedule %d blocking %v: %d of %d transfers' loans given back right after them, want %d", sched, blocking, prompt, transfers, want)
+			}
+		}
 	}
 }

@@ -42,6 +42,27 @@ const (
 	RecomputeFull
 )
 
+// GradReduce is when the data-parallel gradient all-reduce runs.
+type GradReduce uint8
+
+// The gradient reductions.
+const (
+	// GradOverlap all-reduces each parameter group's gradient on the
+	// communication stream as soon as the last microbatch's backward has
+	// made it, overlapped with the rest of the backward pass (PyTorch
+	// DDP's buckets, Megatron-LM's later --overlap-grad-reduce).
+	GradOverlap GradReduce = iota
+	// GradAfterBackward all-reduces every gradient after the last
+	// backward pass, on the compute stream, before the optimizer:
+	// Megatron-LM's own data parallelism (--DDP-impl local, its default
+	// in 2021-2022), whose train_step calls allreduce_gradients() once
+	// forward_backward_func returns, first dividing the gradients by the
+	// data-parallel size (megatron/training.py and
+	// megatron/model/distributed.py at commit 6985e58, Aug. 2021, and
+	// 2755bcb, June 2022).
+	GradAfterBackward
+)
+
 // Job is a training job: a model, its parallel layout and its batch.
 //
 // Ranks: rank = (stage*DP + replica)*TP + shard, tensor parallelism
@@ -61,6 +82,48 @@ type Job struct {
 	// all-reduce into a reduce-scatter and an all-gather (Korthikanti et
 	// al. 2022, §4.2.2).
 	SequenceParallel bool
+	// NoScatterGather sends each pipeline activation and gradient whole
+	// from every tensor-parallel shard, instead of Megatron-LM's default
+	// scatter/gather (1/t from each shard, all-gathered by the receiver;
+	// see generator.scatterGather).
+	NoScatterGather bool
+	// FP32CrossEntropy converts the logits to fp32 for the loss and its
+	// gradient back to 16 bits after it, as Megatron-LM does unless
+	// --fp16-lm-cross-entropy (fp16 only) is given:
+	// post_language_model_processing calls
+	// vocab_parallel_cross_entropy(output.float(), labels)
+	// (megatron/model/gpt_model.py at 2755bcb).
+	FP32CrossEntropy bool
+	// BlockingP2P makes a pipeline send block the sender's compute
+	// stream until the receiver has taken the transfer, as Megatron-LM's
+	// point-to-point exchange does: _communicate waits for its batched
+	// isend/irecv and then calls torch.cuda.synchronize()
+	// (megatron/p2p_communication.py at 6985e58 and 2755bcb). Otherwise
+	// the sender goes on and waits for the transfer only at its next send
+	// in the same direction. The sender's wait is written when the
+	// receiver takes the transfer, so it falls after whatever the sender
+	// wrote before then (usually nothing: the schedule runs the receiver
+	// next).
+	BlockingP2P bool
+	// GradReduce is when the data-parallel gradient all-reduce runs
+	// (ZeRO 0; ZeRO 1 to 3 always overlap it).
+	GradReduce GradReduce
+	// HalfGradReduce all-reduces the data-parallel gradients in 16 bits
+	// (the model's dtype) instead of as the fp32 main gradients: what an
+	// fp16 Megatron-LM run without --accumulate-allreduce-grads-in-fp32
+	// does (its gradients are the fp16 param.grad; megatron/arguments.py
+	// forces fp32 only for bf16, at commits 6985e58 and 2755bcb), and
+	// PyTorch DDP on fp16 parameters. Only the transfer is 16-bit: the
+	// memory model keeps its fp32 gradient buffer.
+	HalfGradReduce bool
+	// FuseGradAccumulation has each linear layer's weight-gradient GEMM
+	// accumulate straight into the fp32 main gradient, with no 16-bit
+	// weight gradient and no separate addition: Megatron-LM's gradient
+	// accumulation fusion (--no-gradient-accumulation-fusion turns it
+	// off), added in February 2022 (commit 83b1e42) and on by default
+	// whenever gradients accumulate in fp32, as they do with bf16
+	// (megatron/arguments.py and megatron/mpu/layers.py at 2755bcb).
+	FuseGradAccumulation bool
 	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
 	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
 	// the gradients, 3 also the parameters (FSDP).
@@ -136,6 +199,10 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: unknown recomputation policy", ErrJob)
 	case j.Zero < 0 || j.Zero > 3:
 		return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrJob, j.Zero)
+	case j.GradReduce > GradAfterBackward:
+		return fmt.Errorf("%w: unknown gradient reduction", ErrJob)
+	case j.GradReduce == GradAfterBackward && j.Zero > 0 && j.DP > 1:
+		return fmt.Errorf("%w: the gradient reduction after the backward pass is Megatron-LM's local DDP, without ZeRO", ErrJob)
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}

@@ -40,6 +40,8 @@ const (
 	opAdam        = "torch.ops.aten._fused_adam_.default"
 	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
 	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
+	opDivInPlace  = "torch.ops.aten.div_.Scalar"
+	opMMOut       = "torch.ops.aten.mm.out"
 )
 
 // dropP is the hidden and attention dropout of the GPT models (Radford et
@@ -63,6 +65,30 @@ type saved struct {
 	h1, act                   values.Tensor // fc1 output and the activation (fc2 input)
 	gate, up, sg              values.Tensor // gated MLP: views of h1 and silu(gate)
 	core                      bool          // the attention core's tensors are held
+}
+
+// bytes is the memory the layer keeps for its backward: its saved
+// tensors' storages, each counted once (Q, K and V are views of one
+// buffer).
+func (sv *saved) bytes() int64 {
+	var seen [32]int64
+	n, total := 0, int64(0)
+	for _, t := range [...]values.Tensor{sv.x, sv.mu1, sv.rs1, sv.ln1, sv.qkv, sv.q, sv.k, sv.v, sv.p, sv.pd, sv.amask,
+		sv.o, sv.lse, sv.ctx, sv.m1, sv.x2, sv.mu2, sv.rs2, sv.ln2, sv.m2, sv.h1, sv.act, sv.gate, sv.up, sv.sg} {
+		if t.ID == 0 {
+			continue
+		}
+		dup := false
+		for _, s := range seen[:n] {
+			dup = dup || s == t.Storage
+		}
+		if !dup {
+			seen[n] = t.Storage
+			n++
+			total += t.NBytes
+		}
+	}
+	return total
 }
 
 // dims are a job's tensor dimensions on one rank.
@@ -233,6 +259,7 @@ func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (v
 		ctx = g.attentionCore(st, sv)
 		if g.j.Recompute == RecomputeSelective {
 			g.free(st, sv.p, sv.pd, sv.amask)
+			sv.p, sv.pd, sv.amask = values.Tensor{}, values.Tensor{}, values.Tensor{}
 			sv.core = false
 		}
 	}
@@ -340,14 +367,12 @@ func (g *generator) dropSaved(st *stage, sv *saved, withX bool) {
 // gradient. dy and x are [s*b, out] and [s*b, in].
 func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x values.Tensor) values.Tensor {
 	d := &g.d
-	in, out := x.Shape[1], dy.Shape[1]
+	in := x.Shape[1]
 	dx := g.e.tensor(bf16, d.sb, in)
 	g.op(st, opMM, []any{dy, WT}, dx)
 	xt := g.view(st, x, in, d.sb)
-	dw := g.e.tensor(bf16, in, out)
-	g.op(st, opMM, []any{xt, dy}, dw)
-	g.accumulate(st, w, slot, dw)
-	g.free(st, xt, dw)
+	g.weightGrad(st, w, slot, xt, dy)
+	g.free(st, xt)
 	return dx
 }
 

@@ -2,9 +2,14 @@ package workload_test
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim"
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/values"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -86,11 +91,42 @@ func stage0Peak(j workload.Job) int64 {
 		dp := int64(j.DP)
 		state = 6*params + 12*((emb+dp-1)/dp+L/p*((layerN+dp-1)/dp))
 	}
-	held := p
+	held, layer := storedPerLayer(j)
+	act := held * (L/p*layer + 8*s*b)
+	pipe := 2*sbh/tsp + 2*sbh/tsp
+	gathered := int64(0)
+	if j.SequenceParallel {
+		gathered = 2 * sbh
+	}
+	bw := 2*sbh/tsp - sbh/tsp + gathered + 8*sbh/t + 8*h*h/t
+	if j.Recompute == workload.RecomputeFull {
+		bw += 34*sbh + 5*a*s*s*b + 16*s*b - 2*sbh
+	}
+	return state + act + pipe + bw
+}
+
+// storedPerLayer is, for stage 0 of j (1F1B or GPipe), the microbatches
+// whose activations it holds at its first backward (p, or m with GPipe)
+// and what one layer keeps of one microbatch: Korthikanti et al. 2022's
+// Eq. 2 (tensor parallel: 10sbh + 24sbh/t + 5as²b/t), Eq. 4 (sequence
+// parallel: 34sbh/t + 5as²b/t), without the attention core when it is
+// recomputed (Eq. 6 with sequence parallelism), or the input alone with
+// full recomputation (2sbh/t_sp), plus the two norms' fp32 mean and
+// reciprocal deviation, 16 bytes a token (on s/t tokens with sequence
+// parallelism), which the paper leaves out.
+func storedPerLayer(j workload.Job) (held, layer int64) {
+	m := j.Model
+	s, b, h, a, t := int64(m.Seq), int64(j.MicroBatch), int64(m.Hidden), int64(m.Heads), int64(j.TP)
+	p := int64(j.PP)
+	tsp := int64(1)
+	if j.SequenceParallel {
+		tsp = t
+	}
+	sbh := s * b * h
+	held = p
 	if j.Schedule == workload.GPipe {
 		held = int64(j.Micro())
 	}
-	var layer int64
 	switch {
 	case j.Recompute == workload.RecomputeFull:
 		layer = 2 * sbh / tsp
@@ -103,17 +139,7 @@ func stage0Peak(j workload.Job) int64 {
 	default:
 		layer = 10*sbh + 24*sbh/t + 5*a*s*s*b/t + 16*s*b
 	}
-	act := held * (L/p*layer + 8*s*b)
-	pipe := 2*sbh/tsp + 2*sbh/tsp
-	gathered := int64(0)
-	if j.SequenceParallel {
-		gathered = 2 * sbh
-	}
-	bw := 2*sbh/tsp - sbh/tsp + gathered + 8*sbh/t + 8*h*h/t
-	if j.Recompute == workload.RecomputeFull {
-		bw += 34*sbh + 5*a*s*s*b + 16*s*b - 2*sbh
-	}
-	return state + act + pipe + bw
+	return held, layer
 }
 
 func TestStage0PeakMemory(t *testing.T) {
@@ -151,6 +177,53 @@ func TestStage0PeakMemory(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// discard is a sink that drops every record.
+type discard struct{}
+
+func (discard) Write(*history.Record, *values.Registry) error { return nil }
+
+// TestStoredActivations: what EmitStats reports stage 0's layers keep at
+// once is its L/p layers' Korthikanti et al. activations (storedPerLayer)
+// times the microbatches it holds; and with the interleaved schedule
+// (p = 4, v = 3, one layer a chunk, m = 8 microbatches) the
+// (p-1)·2 + (v-1)·p + 1 = 15 chunk-microbatches of its first backward,
+// which is Korthikanti et al.'s L·(1 + (p-1)/(p·v)) layer-microbatches:
+// 12·(1 + 3/12) = 15.
+func TestStoredActivations(t *testing.T) {
+	base := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1}
+	for _, edit := range []func(*workload.Job){
+		func(*workload.Job) {},
+		func(j *workload.Job) { j.Schedule = workload.GPipe },
+		func(j *workload.Job) { j.TP = 2 },
+		func(j *workload.Job) { j.TP = 2; j.SequenceParallel = true },
+		func(j *workload.Job) { j.TP = 2; j.SequenceParallel = true; j.Recompute = workload.RecomputeSelective },
+		func(j *workload.Job) { j.TP = 2; j.Recompute = workload.RecomputeSelective },
+		func(j *workload.Job) { j.Recompute = workload.RecomputeFull },
+	} {
+		j := base
+		edit(&j)
+		st, err := workload.EmitStats(j, discard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, layer := storedPerLayer(j)
+		if want := held * int64(j.Model.Layers/j.PP) * layer; st.StoredActivations[0] != want {
+			t.Errorf("tp %d sp %v recompute %d schedule %d: stage 0 stores %d bytes, want %d x %d layers x %d",
+				j.TP, j.SequenceParallel, j.Recompute, j.Schedule, st.StoredActivations[0], held, j.Model.Layers/j.PP, layer)
+		}
+	}
+	j := workload.Job{Model: tiny, TP: 1, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 16, Schedule: workload.Interleaved, Chunks: 3, Steps: 1}
+	j.Model.Layers = 12
+	st, err := workload.EmitStats(j, discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layer := storedPerLayer(j)
+	if want := 15 * layer; st.StoredActivations[0] != want {
+		t.Errorf("interleaved: stage 0 stores %d bytes, want 15 x %d", st.StoredActivations[0], layer)
 	}
 }
 
@@ -209,5 +282,80 @@ func TestStageParams(t *testing.T) {
 	// projection and fc2 biases 2h = 4·64 + 224 + 128 = 608.
 	if want := int64(2 * (12*64*64/2 + 608)); l != want {
 		t.Errorf("t = 2: %d layer parameters per rank, want %d", l, want)
+	}
+}
+
+// TestFusedGradAccumulation: with Megatron-LM's gradient accumulation
+// fusion the weight gradients are written into the fp32 main gradient by
+// their GEMMs: stage 0's backward working set loses fc2's 16-bit weight
+// gradient (8h²/t bytes, see stage0Peak), and a step makes no
+// add_.Tensor for the layers' and the output layer's matrices: one per
+// microbatch is left on stage 0, the word embedding's (its gradient is
+// not a GEMM), where without fusion each layer adds 4 per microbatch.
+func TestFusedGradAccumulation(t *testing.T) {
+	for _, tp := range []int{1, 2} {
+		j := workload.Job{Model: tiny, TP: tp, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+			Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000, FuseGradAccumulation: true}
+		h, tt := int64(tiny.Hidden), int64(tp)
+		if got, want := replayPeaks(t, j, true)[0], stage0Peak(j)-8*h*h/tt; got != want {
+			t.Errorf("tp %d: stage 0 peak %d bytes, want %d (diff %d)", tp, got, want, got-want)
+		}
+		adds, fused := countCalls(t, j, "add_.Tensor"), countCalls(t, j, "mm.out")
+		m := int64(j.Micro())
+		// 4 layers x 4 matrices + the output layer, per microbatch and step.
+		if wantFused := 2 * m * (4*4 + 1); adds != 2*m || fused != wantFused {
+			t.Errorf("tp %d: %d add_ and %d fused GEMMs, want %d and %d", tp, adds, fused, 2*m, wantFused)
+		}
+	}
+}
+
+// countCalls counts the CallFunction commands of j's history whose
+// function ends in suffix.
+func countCalls(t *testing.T, j workload.Job, suffix string) int64 {
+	t.Helper()
+	var b bytes.Buffer
+	if err := workload.Write(&b, j); err != nil {
+		t.Fatal(err)
+	}
+	r, err := history.NewReader(&b, "calls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := int64(0)
+	var rec history.Record
+	for {
+		err := r.Next(&rec)
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, suffix) {
+			n++
+		}
+	}
+}
+
+// TestFP32CrossEntropy: with Job.FP32CrossEntropy the last stage converts
+// each microbatch's logits to fp32 and the logits' gradient back: two more
+// _to_copy calls per microbatch (4 microbatches, 2 steps: 16), and with a
+// vocabulary large enough that the loss makes the stage's peak (16,384:
+// 8 MB of fp32 logits a microbatch against about 1 MB of activations a
+// layer) the peak grows by at least the log-softmax output's extra 2
+// bytes an element of the s·b x V logits (64·2 x 16,384).
+func TestFP32CrossEntropy(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
+	j.Model.Vocab = 16384
+	copies, peak := countCalls(t, j, "_to_copy.default"), replayPeaks(t, j, true)[1]
+	j.FP32CrossEntropy = true
+	copies32, peak32 := countCalls(t, j, "_to_copy.default"), replayPeaks(t, j, true)[1]
+	if copies32-copies != 16 {
+		t.Errorf("%d more _to_copy calls, want 16", copies32-copies)
+	}
+	if min := int64(64 * 2 * 16384 * 2); peak32-peak < min {
+		t.Errorf("last stage's peak grows by %d bytes, want at least %d", peak32-peak, min)
 	}
 }

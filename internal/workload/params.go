@@ -185,6 +185,38 @@ func (g *generator) release(st *stage, h *gathered) {
 // accumulate adds a weight gradient into the fp32 main gradient (ZeRO < 2)
 // or this microbatch's bucket (ZeRO >= 2).
 func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor) {
+	dst := g.gradTarget(st, w, slot)
+	r := g.e.alias(dst, f32, dst.Shape...)
+	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
+	g.free(st, r)
+}
+
+// weightGrad makes the weight gradient x^T dy of a linear layer's matrix
+// slot of group w and adds it into the main gradient. With
+// Job.FuseGradAccumulation the product is written into the fp32 main
+// gradient by the GEMM itself (Megatron-LM's gradient accumulation fusion,
+// fused_dense_cuda.wgrad_gemm_accum_fp32: a cuBLAS GEMM with beta = 1
+// into the fp32 buffer); otherwise it is a 16-bit product added in by a
+// second kernel. The fused GEMM's read of the fp32 buffer is not counted
+// (the GEMM is compute-bound).
+func (g *generator) weightGrad(st *stage, w *layerW, slot int, xt, dy values.Tensor) {
+	if !g.j.FuseGradAccumulation {
+		dw := g.e.tensor(bf16, xt.Shape[0], dy.Shape[1])
+		g.op(st, opMM, []any{xt, dy}, dw)
+		g.accumulate(st, w, slot, dw)
+		g.free(st, dw)
+		return
+	}
+	dst := g.gradTarget(st, w, slot)
+	r := g.e.alias(dst, f32, dst.Shape...)
+	g.e.call(st.all, st.main, opMMOut, []any{xt, dy}, []any{r}, dst)
+	g.free(st, r)
+}
+
+// gradTarget is where matrix slot of group w accumulates its gradient:
+// a view of the fp32 main gradient (ZeRO < 2) or of this microbatch's
+// bucket (ZeRO >= 2, made at its first use).
+func (g *generator) gradTarget(st *stage, w *layerW, slot int) values.Tensor {
 	if w.shared != nil {
 		w = w.shared
 	}
@@ -202,9 +234,7 @@ func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor)
 		}
 		dst = w.bv[slot]
 	}
-	r := g.e.alias(dst, f32, dst.Shape...)
-	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
-	g.free(st, r)
+	return dst
 }
 
 // layerDone starts group w's data-parallel gradient reduction on "comm"
@@ -220,6 +250,9 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 		return
 	}
 	z := g.zero()
+	if z == 0 && g.j.GradReduce == GradAfterBackward {
+		return // reduceAfterBackward, once every backward pass is done
+	}
 	if z < 2 {
 		if !w.last {
 			return
@@ -231,7 +264,16 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 		} else {
 			w.reduced = g.e.alias(w.grad, f32, w.shard)
 		}
-		g.e.reduceEach(st.dpGroups, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
+		src := lent
+		if z == 0 && g.j.HalfGradReduce { // 16-bit values over the network
+			src = g.e.alias(lent, bf16, w.n)
+			g.e.call(st.all, streamComm, opView, []any{lent, []int64{w.n}}, []any{src})
+			res := g.e.alias(lent, bf16, w.n)
+			g.e.reduceEach(st.dpGroups, dimDP, streamComm, res, src, "sum", false)
+			g.e.del(st.all, res, src)
+		} else {
+			g.e.reduceEach(st.dpGroups, dimDP, streamComm, w.reduced, lent, "sum", z == 1)
+		}
 		g.e.borrowLastUse(st.all, id)
 		g.e.del(st.all, lent)
 		w.borrow = id
@@ -257,6 +299,33 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	g.free(st, append(w.bv, w.bucket)...)
 	w.bucket, w.bv = values.Tensor{}, w.bv[:0]
 	st.bucketBorrow = id
+}
+
+// reduceAfterBackward all-reduces stage st's gradients over the
+// data-parallel replicas after its last backward pass, on the compute
+// stream (GradAfterBackward): each group's fp32 gradient is divided by the
+// data-parallel size in place, then all-reduced (as 16-bit values with
+// HalfGradReduce, as layerDone does too). Megatron-LM reduces its one contiguous buffer (or one
+// coalesced tensor per dtype) in one call; one call per group moves the
+// same bytes at the same bandwidth, a few NCCL latencies more.
+func (g *generator) reduceAfterBackward(st *stage) {
+	dp := float64(g.j.DP)
+	for _, w := range st.groups {
+		scaled := g.e.alias(w.grad, f32, w.n)
+		g.e.call(st.all, st.main, opDivInPlace, []any{w.grad, dp}, []any{scaled}, w.grad)
+		g.free(st, scaled)
+		local, res := w.grad, g.e.alias(w.grad, f32, w.n)
+		if g.j.HalfGradReduce {
+			local = g.e.alias(w.grad, bf16, w.n)
+			g.e.call(st.all, st.main, opView, []any{w.grad, []int64{w.n}}, []any{local})
+			res = g.e.alias(w.grad, bf16, w.n)
+		}
+		g.e.reduceEach(st.dpGroups, dimDP, st.main, res, local, "sum", false)
+		g.free(st, res)
+		if local.ID != w.grad.ID {
+			g.free(st, local)
+		}
+	}
 }
 
 // optimizerStep ends a step on stage st: it waits for the gradient

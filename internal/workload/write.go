@@ -47,6 +47,11 @@ type stage struct {
 	cursor   int
 	out      [2][]*outSend // sends not given back, to the next stage (0) and the previous one (1)
 
+	// stored is what the stage's transformer layers keep for their
+	// backward passes now (saved.bytes over the microbatches in flight),
+	// storedMax the most of it in any step.
+	stored, storedMax int64
+
 	pendingGrad  []*layerW
 	bucketBorrow int64
 	// ZeRO 3: matrices gathered and in use, and the last ones used.
@@ -57,6 +62,7 @@ type stage struct {
 // outSend is a send whose loan is not given back yet.
 type outSend struct {
 	consumed bool // the receiver has taken it
+	dropped  bool // its loan is given back already (Job.BlockingP2P)
 	borrow   int64
 }
 
@@ -131,8 +137,26 @@ type Sink interface {
 // Emit sends job j's training history (as Write writes it) to sink,
 // without its header (HeaderOf).
 func Emit(j Job, sink Sink) error {
+	_, err := EmitStats(j, sink)
+	return err
+}
+
+// Stats is what writing a history learns about it.
+type Stats struct {
+	// StoredActivations is, per pipeline stage, the most bytes one rank's
+	// transformer layers keep at once for their backward passes: each
+	// layer's saved tensors (saved.bytes) times the microbatches in
+	// flight through it. It is what Korthikanti et al. 2022 count as
+	// activation memory (§4, Eq. 1-6: the layers' stored activations,
+	// summed over the layers of the first stage): not the output layer's
+	// logits, nor the temporaries of the forward and backward passes.
+	StoredActivations []int64
+}
+
+// EmitStats is Emit, and reports the history's Stats.
+func EmitStats(j Job, sink Sink) (Stats, error) {
 	if err := j.Check(); err != nil {
-		return err
+		return Stats{}, err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
@@ -145,15 +169,19 @@ func Emit(j Job, sink Sink) error {
 	g.setup()
 	for step := 0; step < j.Steps; step++ {
 		if err := g.runStep(); err != nil {
-			return err
+			return Stats{}, err
 		}
 		g.e.step(int64(step))
 		if g.e.callErr != nil {
-			return g.e.callErr
+			return Stats{}, g.e.callErr
 		}
 	}
 	g.e.flushDel()
-	return g.e.callErr
+	var st Stats
+	for _, s := range g.stages {
+		st.StoredActivations = append(st.StoredActivations, s.storedMax)
+	}
+	return st, g.e.callErr
 }
 
 func (g *generator) setup() {
@@ -322,9 +350,16 @@ func (g *generator) runStep() error {
 	for _, st := range g.stages {
 		for dir := range st.out {
 			for _, o := range st.out[dir] {
-				g.e.borrowDrop(st.all, o.borrow)
+				if !o.dropped {
+					g.e.borrowDrop(st.all, o.borrow)
+				}
 			}
 			st.out[dir] = st.out[dir][:0]
+		}
+	}
+	if g.j.GradReduce == GradAfterBackward && g.zero() == 0 && g.j.DP > 1 {
+		for _, st := range g.stages {
+			g.reduceAfterBackward(st)
 		}
 	}
 	if g.tied {
@@ -413,7 +448,9 @@ func (g *generator) runAction(st *stage, a action) {
 		sv := make([]*saved, len(layers))
 		for i, w := range layers {
 			x, sv[i] = g.forward(st, w, x, g.j.Recompute != RecomputeFull)
+			st.stored += sv[i].bytes()
 		}
+		st.storedMax = max(st.storedMax, st.stored)
 		g.saved[vs][a.mb] = sv
 		if vs == last {
 			g.headForward(st, a.mb, x)
@@ -436,6 +473,7 @@ func (g *generator) runAction(st *stage, a action) {
 	sv := g.saved[vs][a.mb]
 	for i := len(layers) - 1; i >= 0; i-- {
 		layers[i].last = lastMB
+		st.stored -= sv[i].bytes()
 		dy = g.backward(st, layers[i], dy, sv[i])
 	}
 	g.saved[vs][a.mb] = nil
@@ -459,7 +497,9 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	keep := st.out[dir][:0]
 	for _, o := range st.out[dir] {
 		if o.consumed {
-			g.e.borrowDrop(st.all, o.borrow)
+			if !o.dropped {
+				g.e.borrowDrop(st.all, o.borrow)
+			}
 		} else {
 			keep = append(keep, o)
 		}
@@ -473,19 +513,53 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	*to = message{from: st, out: o, lent: lent, ok: true}
 }
 
+// scatterGather reports whether a pipeline transfer of n elements takes
+// the scatter/gather path: with tensor parallelism every shard of a stage
+// holds the same activation (or gradient), so each sends only its 1/t of
+// it and the receiving stage all-gathers the parts over its tensor-parallel
+// group, on NVLink, instead of each shard sending the whole over its
+// network link (Narayanan et al., SC'21, §4.1, "Scatter/gather
+// communication optimization"). Megatron-LM does this by default
+// (--no-scatter-gather-tensors-in-pipeline turns it off), except with
+// sequence parallelism, whose activations are already split, and when t
+// does not divide the tensor (megatron/p2p_communication.py, _communicate,
+// at commits 6985e58 of 2021 and 2755bcb of 2022).
+func (g *generator) scatterGather(n int64) bool {
+	return g.d.t > 1 && !g.j.SequenceParallel && !g.j.NoScatterGather && n%g.d.t == 0
+}
+
 // receive writes the transfer of a message into st's compute stream and
 // returns the received tensor.
 func (g *generator) receive(st *stage, msg *message) values.Tensor {
 	from := msg.from
-	r := g.e.tensor(bf16, msg.lent.Shape...)
 	// The loan's first use is written here, not at the send: the side
 	// stream then runs each wait right before its own transfer, never a
 	// later output's wait ahead of an earlier transfer.
 	g.e.borrowFirstUse(from.all, msg.out.borrow)
-	g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+	var r values.Tensor
+	if n := numel(msg.lent.Shape); g.scatterGather(n) {
+		// Each shard sends its 1/t of the flattened tensor (a view: no
+		// copy) and the receiving shards all-gather the whole.
+		part := g.e.alias(msg.lent, msg.lent.Dtype, n/g.d.t)
+		g.e.call(from.all, st.main, opView, []any{msg.lent, []int64{n / g.d.t}}, []any{part})
+		got := g.e.tensor(msg.lent.Dtype, n/g.d.t)
+		g.e.sendTensor(from.all, st.all, st.main, got, part)
+		g.e.del(from.all, part)
+		r = g.tpAllGather(st, got, msg.lent.Shape...)
+		g.free(st, got)
+	} else {
+		r = g.e.tensor(bf16, msg.lent.Shape...)
+		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+	}
 	g.e.borrowLastUse(from.all, msg.out.borrow)
 	g.e.del(from.all, msg.lent)
 	msg.out.consumed = true
+	if g.j.BlockingP2P {
+		// The sender's compute stream waits for the transfer here,
+		// not at its next send.
+		g.e.borrowDrop(from.all, msg.out.borrow)
+		msg.out.dropped = true
+	}
 	*msg = message{}
 	return r
 }
@@ -540,33 +614,49 @@ func (g *generator) headForward(st *stage, mb int, x values.Tensor) {
 	g.op(st, opMM, []any{in, WT[0]}, logits)
 	g.releaseWeights(st, st.head, WT)
 	g.free(st, in, extra)
+	ce := g.ceDtype()
+	if ce != bf16 {
+		wide := g.e.tensor(ce, d.sb, d.vt)
+		g.op(st, opToCopy, []any{logits}, wide)
+		g.free(st, logits)
+		logits = wide
+	}
 	cpu := g.e.cpuTensor(i64, d.sb)
 	g.e.pipeRecv(st.all, st.main, cpu)
 	h.tgt = g.e.tensor(i64, d.sb)
 	g.op(st, opToCopy, []any{cpu}, h.tgt)
 	g.e.del(st.all, cpu)
 	if d.t > 1 {
-		mx := g.e.tensor(bf16, d.sb)
+		mx := g.e.tensor(ce, d.sb)
 		g.op(st, opAmax, []any{logits, []int64{1}, false}, mx)
-		mxr := g.e.alias(mx, bf16, d.sb)
+		mxr := g.e.alias(mx, ce, d.sb)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, mxr, mx, "max", false)
 		se := g.e.tensor(f32, d.sb)
 		g.op(st, opLogSumExp, []any{logits, []int64{1}, false}, se)
 		ser := g.e.alias(se, f32, d.sb)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, ser, se, "sum", false)
 		t2 := g.view(st, h.tgt, d.sb, 1)
-		pl := g.e.tensor(bf16, d.sb, 1)
+		pl := g.e.tensor(ce, d.sb, 1)
 		g.op(st, opGather, []any{logits, 1, t2}, pl)
-		plr := g.e.alias(pl, bf16, d.sb, 1)
+		plr := g.e.alias(pl, ce, d.sb, 1)
 		g.e.reduceEach(st.tpGroups, dimTP, st.main, plr, pl, "sum", false)
 		g.free(st, mx, mxr, se, ser, t2, pl, plr)
 	}
-	h.lsm = g.e.tensor(bf16, d.sb, d.vt)
+	h.lsm = g.e.tensor(ce, d.sb, d.vt)
 	g.op(st, opLogSoftmax, []any{logits, 1, false}, h.lsm)
 	g.free(st, logits)
 	h.loss, h.tw = g.e.tensor(f32), g.e.tensor(f32)
 	g.op(st, opNLL, []any{h.lsm, h.tgt, nil, 1, -100}, h.loss, h.tw)
 	g.head[mb] = h
+}
+
+// ceDtype is the dtype the cross entropy runs in: fp32 with
+// Job.FP32CrossEntropy, else the logits' bf16.
+func (g *generator) ceDtype() string {
+	if g.j.FP32CrossEntropy {
+		return f32
+	}
+	return bf16
 }
 
 // headBackward is the loss's backward down to the last layer's output
@@ -576,22 +666,27 @@ func (g *generator) headBackward(st *stage, mb int) values.Tensor {
 	h := g.head[mb]
 	one := g.e.tensor(f32)
 	g.op(st, opOnesLike, []any{h.loss}, one)
-	dlsm := g.e.tensor(bf16, d.sb, d.vt)
+	ce := g.ceDtype()
+	dlsm := g.e.tensor(ce, d.sb, d.vt)
 	g.op(st, opNLLBw, []any{one, h.lsm, h.tgt, nil, 1, -100, h.tw}, dlsm)
 	g.free(st, one, h.loss, h.tw, h.tgt)
-	dlog := g.e.tensor(bf16, d.sb, d.vt)
-	g.op(st, opLogSmBw, []any{dlsm, h.lsm, 1, bf16}, dlog)
+	dlog := g.e.tensor(ce, d.sb, d.vt)
+	g.op(st, opLogSmBw, []any{dlsm, h.lsm, 1, ce}, dlog)
 	g.free(st, dlsm, h.lsm)
+	if ce != bf16 { // back to 16 bits for the output layer's GEMMs
+		narrow := g.e.tensor(bf16, d.sb, d.vt)
+		g.op(st, opToCopy, []any{dlog}, narrow)
+		g.free(st, dlog)
+		dlog = narrow
+	}
 	W := g.weights(st, st.head, false)
 	dln := g.e.tensor(bf16, d.sb, d.h)
 	g.op(st, opMM, []any{dlog, W[0]}, dln)
 	g.releaseWeights(st, st.head, W)
 	in, extra := g.gatherSeq(st, h.ln)
 	dlt := g.view(st, dlog, d.vt, d.sb)
-	dw := g.e.tensor(bf16, d.vt, d.h)
-	g.op(st, opMM, []any{dlt, in}, dw)
-	g.accumulate(st, st.head, 0, dw)
-	g.free(st, dlt, dlog, dw, in, extra, h.ln)
+	g.weightGrad(st, st.head, 0, dlt, in)
+	g.free(st, dlt, dlog, in, extra, h.ln)
 	dlr := g.columnGradOut(st, dln)
 	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.e.call(st.all, st.main, opLayerNormBw, []any{dlr, h.x, []int64{d.h}, h.mu, h.rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
