@@ -45,24 +45,8 @@ before=$work/fastsim-before-$before_commit
 now=$work/fastsim-now
 go build -o "$now" ./cmd/fastsim
 
-# history NAME COMMANDS: $work/NAME.hist.zst as bench/scale.sh makes it,
-# and its binary form written by this tree (kept between runs: set
-# RECONVERT=1, or delete it, after changing the binary form).
-history() {
-	local name=$1 cmds=$2
-	local args=(--pp 8 --dp 1024 --tp 8 --layers 32 --micro 4 --batch 4096 --hidden 4096 --seq 2048)
-	if [ ! -f "$work/$name.hist.zst" ]; then
-		local per steps
-		per=$("$now" synth "${args[@]}" --steps 1 - | wc -l)
-		steps=$(((cmds + per - 1) / per))
-		"$now" synth "${args[@]}" --steps "$steps" - | zstd -q -f -T2 -o "$work/$name.hist.zst.tmp"
-		mv "$work/$name.hist.zst.tmp" "$work/$name.hist.zst"
-	fi
-	# A binary form of another version is rewritten: this reader refuses it.
-	if [ ! -f "$work/$name.fhist.zst" ] || [ "${RECONVERT:-0}" = 1 ] || ! "$now" replay --decode-only "$work/$name.fhist.zst" >/dev/null 2>&1; then
-		"$now" convert --quiet "$work/$name.hist.zst" "$work/$name.fhist.zst"
-	fi
-}
+# history NAME COMMANDS: the histories of bench/histories.sh.
+. bench/histories.sh
 
 # median3 CMD...: runs CMD three times and prints the median wall seconds
 # and the median CPU seconds (user + system), "WALL CPU". On a machine
