@@ -35,21 +35,29 @@ git worktree add --detach "$work/before-src" "$before" >/dev/null 2>&1
 
 "$work/after" synth --random 1 --world 64 --commands 1800 "$work/w64.hist"
 "$work/after" synth --random 1 --world 1024 --whole-mesh --commands 5500 "$work/w1024.hist"
-for h in w64 w1024; do "$work/after" convert "$work/$h.hist" "$work/$h.fhist"; done
+# Each build reads the binary form it writes (the form has a version).
+for h in w64 w1024; do
+	"$work/after" convert "$work/$h.hist" "$work/$h.fhist"
+	"$work/before" convert "$work/$h.hist" "$work/$h.before.fhist"
+	cp "$work/$h.hist" "$work/$h.before.hist"
+done
 
-# cpu N FLAGS FILE: runs BEFORE and AFTER's replay of FILE N times each,
-# taking turns (so that the load of a shared machine falls on both alike),
-# and prints the median and least CPU seconds of each: before-median
-# before-min after-median after-min.
+# cpu N FLAGS FILE: runs BEFORE's replay of FILE's before-form (the same
+# history, written by BEFORE: FILE with ".before" before its extension)
+# and AFTER's of FILE, N times each, taking turns (so that the load of a
+# shared machine falls on both alike), and prints the median and least
+# CPU seconds of each: before-median before-min after-median after-min.
 cpu() {
 	python3 - "$1" "$work/before" "$work/after" "${@:2}" <<'PY'
-import resource, statistics, subprocess, sys
+import os, resource, statistics, subprocess, sys
 n, before, after, args = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+root, ext = os.path.splitext(args[-1])
+files = {before: root + ".before" + ext, after: args[-1]}
 ts = {before: [], after: []}
 for _ in range(n):
     for b in (before, after):
         a = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([b, "replay", "--report-only"] + [x for x in args if x], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([b, "replay", "--report-only"] + [x for x in args[:-1] if x] + [files[b]], check=True, stdout=subprocess.DEVNULL)
         e = resource.getrusage(resource.RUSAGE_CHILDREN)
         ts[b].append(e.ru_utime - a.ru_utime + e.ru_stime - a.ru_stime)
 print(" ".join("%.4f %.4f" % (statistics.median(ts[b]), min(ts[b])) for b in (before, after)))
