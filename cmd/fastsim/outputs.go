@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 
@@ -25,6 +27,22 @@ func startCPUProfile(path string) (stop func() error, err error) {
 		pprof.StopCPUProfile()
 		return o.Commit()
 	}, nil
+}
+
+// profileCPU starts a CPU profile to path for command cmd ("fastsim
+// replay"); a failure is reported on stderr and ok is false. The profile
+// is written when stop is called, which reports its own failure.
+func profileCPU(path, cmd string, stderr io.Writer) (stop func(), ok bool) {
+	stopProfile, err := startCPUProfile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --cpuprofile: %v\n", cmd, err)
+		return nil, false
+	}
+	return func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintf(stderr, "%s: --cpuprofile: %v\n", cmd, err)
+		}
+	}, true
 }
 
 // writeHeapProfile writes a heap profile to path as an output.

@@ -100,16 +100,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	defer watch.Stop()
 	if f.decodeOnly {
 		if f.cpuprofile != "" {
-			stopProfile, err := startCPUProfile(f.cpuprofile)
-			if err != nil {
-				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+			stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
+			if !ok {
 				return exitError
 			}
-			defer func() {
-				if err := stopProfile(); err != nil {
-					fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
-				}
-			}()
+			defer stop()
 		}
 		return decodeOnlyCmd(path, stdout, stderr)
 	}
@@ -188,16 +183,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		opt.Inspect = f.extra.inspect(&notes)
 	}
 	if f.cpuprofile != "" {
-		stopProfile, err := startCPUProfile(f.cpuprofile)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
+		stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
+		if !ok {
 			return exitError
 		}
-		defer func() {
-			if err := stopProfile(); err != nil {
-				fmt.Fprintf(stderr, "fastsim replay: --cpuprofile: %v\n", err)
-			}
-		}()
+		defer stop()
 	}
 
 	// The first Ctrl-C stops the replay at the next record and reports what

@@ -278,16 +278,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *cpuprofile != "" {
-		stopProfile, err := startCPUProfile(*cpuprofile)
-		if err != nil {
-			fmt.Fprintf(stderr, "fastsim search: --cpuprofile: %v\n", err)
+		stop, ok := profileCPU(*cpuprofile, "fastsim search", stderr)
+		if !ok {
 			return exitError
 		}
-		defer func() {
-			if err := stopProfile(); err != nil {
-				fmt.Fprintf(stderr, "fastsim search: --cpuprofile: %v\n", err)
-			}
-		}()
+		defer stop()
 	}
 	var stats search.Stats
 	began := time.Now()
