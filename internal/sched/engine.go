@@ -359,7 +359,9 @@ func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *
 	if e.flushErr != nil {
 		return e.flushErr
 	}
-	if e.pend.n > 0 && !e.pend.extends(ts, m) {
+	// Disjoint non-empty peer sets are at most one per rank: a longer run
+	// cannot go together, and holding it would grow with the history.
+	if e.pend.n > 0 && (!e.pend.extends(ts, m) || int64(e.pend.n) >= e.opt.WorldSize) {
 		if err := e.flush(); err != nil {
 			e.flushErr = err
 			return err
