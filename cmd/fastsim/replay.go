@@ -117,6 +117,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)
 		return exitInput
 	}
+	f.jobs = min(f.jobs, runtime.GOMAXPROCS(0)) // more goroutines than cores only wait for one
 	model, cm, _, ctl, err := mf.pricing()
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(err))
