@@ -1,8 +1,6 @@
 package workload_test
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -22,27 +20,10 @@ type collKey struct {
 // kind and group size.
 func collectives(t *testing.T, j workload.Job) map[collKey]int {
 	t.Helper()
-	var b bytes.Buffer
-	if err := workload.Write(&b, j); err != nil {
-		t.Fatal(err)
-	}
-	r, err := history.NewReader(&b, "coll")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	out := map[collKey]int{}
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF || rec.IsStep {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, j, true, func(rec *history.Record) {
 		if rec.Msg.Kind != gen.MsgReduce {
-			continue
+			return
 		}
 		red := &rec.Msg.Reduce
 		n := int64(0)
@@ -50,7 +31,8 @@ func collectives(t *testing.T, j workload.Job) map[collKey]int {
 			n += rec.Ranks[i].Len()
 		}
 		out[collKey{red.Dims[0], red.Reduction, red.Scatter, n}]++
-	}
+	})
+	return out
 }
 
 // TestCollectives counts one step's collectives by hand for tp=2, pp=2,
@@ -134,25 +116,8 @@ func TestCollectives(t *testing.T) {
 // sends lists the element counts of one step's SendTensor commands.
 func sends(t *testing.T, j workload.Job) []int64 {
 	t.Helper()
-	var b bytes.Buffer
-	if err := workload.Write(&b, j); err != nil {
-		t.Fatal(err)
-	}
-	r, err := history.NewReader(&b, "sends")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var out []int64
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF || rec.IsStep {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, j, true, func(rec *history.Record) {
 		if rec.Msg.Kind == gen.MsgSendTensor {
 			n := int64(1)
 			for _, d := range rec.Msg.SendTensor.Tensor.Shape {
@@ -160,7 +125,8 @@ func sends(t *testing.T, j workload.Job) []int64 {
 			}
 			out = append(out, n)
 		}
-	}
+	})
+	return out
 }
 
 // TestScatterGather: between two stages of t = 2 shards each transfer
@@ -198,24 +164,8 @@ func TestGradAfterBackward(t *testing.T) {
 		GradReduce: workload.GradAfterBackward}
 	for _, half := range []bool{false, true} {
 		j.HalfGradReduce = half
-		var b bytes.Buffer
-		if err := workload.Write(&b, j); err != nil {
-			t.Fatal(err)
-		}
-		r, err := history.NewReader(&b, "dp")
-		if err != nil {
-			t.Fatal(err)
-		}
 		n, divs, lastBackward, firstReduce, i := 0, 0, -1, -1, 0
-		var rec history.Record
-		for {
-			err := r.Next(&rec)
-			if err == io.EOF || rec.IsStep {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachRecord(t, j, true, func(rec *history.Record) {
 			i++
 			switch {
 			case rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, "native_layer_norm_backward.default"):
@@ -236,8 +186,7 @@ func TestGradAfterBackward(t *testing.T) {
 					t.Errorf("half=%v: a gradient all-reduce on stream %d of %s, want a compute stream and %s", half, red.Stream.Ref, red.LocalTensor.Dtype, want)
 				}
 			}
-		}
-		r.Close()
+		})
 		if n != 16 || divs != 8 {
 			t.Errorf("half=%v: %d gradient all-reduces and %d divisions, want 16 and 8", half, n, divs)
 		}
@@ -258,25 +207,9 @@ func TestBlockingP2P(t *testing.T) {
 			j := workload.Job{Model: tiny, TP: 2, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: sched, Chunks: 2, Steps: 1,
 				BlockingP2P: blocking}
 			j.Model.Layers = 8
-			var b bytes.Buffer
-			if err := workload.Write(&b, j); err != nil {
-				t.Fatal(err)
-			}
-			r, err := history.NewReader(&b, "p2p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var rec history.Record
 			sent := map[int64]int{} // transfer loan -> record of its last use
 			pending, i, prompt, transfers := false, 0, 0, 0
-			for {
-				err := r.Next(&rec)
-				if err == io.EOF || rec.IsStep {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			eachRecord(t, j, true, func(rec *history.Record) {
 				i++
 				switch m := &rec.Msg; m.Kind {
 				case gen.MsgSendTensor:
@@ -292,8 +225,7 @@ func TestBlockingP2P(t *testing.T) {
 						prompt++
 					}
 				}
-			}
-			r.Close()
+			})
 			if transfers == 0 {
 				t.Fatalf("schedule %d: no transfers", sched)
 			}

@@ -1,8 +1,6 @@
 package workload_test
 
 import (
-	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -16,28 +14,10 @@ import (
 // and each aten.bmm (per batch), times the ranks the command runs on.
 func iterationFLOPs(t *testing.T, j workload.Job) int64 {
 	t.Helper()
-	var b bytes.Buffer
-	if err := workload.Write(&b, j); err != nil {
-		t.Fatal(err)
-	}
-	r, err := history.NewReader(&b, "flops")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var rec history.Record
 	var total int64
-	for {
-		if err := r.Next(&rec); err == io.EOF {
-			t.Fatal("no step line")
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if rec.IsStep {
-			return total
-		}
+	stepped := eachRecord(t, j, true, func(rec *history.Record) {
 		if rec.Msg.Kind != gen.MsgCallFunction {
-			continue
+			return
 		}
 		c := &rec.Msg.CallFunction
 		var flops int64
@@ -55,12 +35,16 @@ func iterationFLOPs(t *testing.T, j workload.Job) int64 {
 			}
 			flops = 2 * a[0] * a[1] * a[2] * w[2]
 		default:
-			continue
+			return
 		}
 		for i := range rec.Ranks {
 			total += flops * rec.Ranks[i].Len()
 		}
+	})
+	if !stepped {
+		t.Fatal("no step line")
 	}
+	return total
 }
 
 func preset(t *testing.T, name string) workload.Model {

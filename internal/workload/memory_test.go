@@ -2,7 +2,6 @@ package workload_test
 
 import (
 	"bytes"
-	"io"
 	"strings"
 	"testing"
 
@@ -313,29 +312,13 @@ func TestFusedGradAccumulation(t *testing.T) {
 // function ends in suffix.
 func countCalls(t *testing.T, j workload.Job, suffix string) int64 {
 	t.Helper()
-	var b bytes.Buffer
-	if err := workload.Write(&b, j); err != nil {
-		t.Fatal(err)
-	}
-	r, err := history.NewReader(&b, "calls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	n := int64(0)
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, j, false, func(rec *history.Record) {
 		if rec.Msg.Kind == gen.MsgCallFunction && strings.HasSuffix(rec.Msg.CallFunction.Function, suffix) {
 			n++
 		}
-	}
+	})
+	return n
 }
 
 // TestFP32CrossEntropy: with Job.FP32CrossEntropy the last stage converts
