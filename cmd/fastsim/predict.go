@@ -87,6 +87,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	pp := fs.Int("pp", 1, "pipeline stages (p)")
 	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
+	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the prediction to `PATH`")
 	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
@@ -122,6 +123,22 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		if j, ok = tf.job(stderr, "predict", *tp, *pp, dp, 2, spec.Host.GPUsPerHost, -1); !ok {
 			return exitInput
 		}
+	}
+	for _, d := range []struct{ flag, path string }{{"--json", *jsonPath}, {"--cpuprofile", *cpuprofile}} {
+		if d.path == "" {
+			continue
+		}
+		if err := trace.CheckDest(d.path); err != nil {
+			fmt.Fprintf(stderr, "fastsim predict: %s: %v\n", d.flag, err)
+			return exitError
+		}
+	}
+	if *cpuprofile != "" {
+		stop, ok := profileCPU(*cpuprofile, "fastsim predict", stderr)
+		if !ok {
+			return exitError
+		}
+		defer stop()
 	}
 	r, err := predict.Run(context.Background(), j, spec)
 	if err != nil {

@@ -153,9 +153,21 @@ func (e *Engine) settleMemory(g *group) {
 		g.memPeak = max(g.memPeak, running)
 		g.memBase = running
 	})
-	g.allocBytes = 0
+	// allocBytes is the sum of the unsettled allocations: subtract the
+	// ones just settled, which costs what was settled. Recounting the
+	// unsettled ones instead would cost, at every settlement, every event
+	// an idle stream holds back: quadratic over a long step. Only a
+	// saturated bound, which no longer knows its sum, is recounted.
+	recount := g.allocBytes == math.MaxInt64
 	for s, p := range e.memPos {
 		st := &g.streams[s]
+		if !recount {
+			for _, ev := range st.mem[st.base:p] {
+				if ev.delta > 0 {
+					g.allocBytes -= ev.delta
+				}
+			}
+		}
 		if e.opt.KeepEvents {
 			st.base = p
 		} else if p > 0 {
@@ -172,9 +184,15 @@ func (e *Engine) settleMemory(g *group) {
 			}
 			st.sorted -= p
 		}
-		for _, ev := range st.mem[st.base:] {
-			if ev.delta > 0 {
-				g.allocBytes = satAdd(g.allocBytes, ev.delta)
+	}
+	if recount {
+		g.allocBytes = 0
+		for s := range g.streams {
+			st := &g.streams[s]
+			for _, ev := range st.mem[st.base:] {
+				if ev.delta > 0 {
+					g.allocBytes = satAdd(g.allocBytes, ev.delta)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -83,5 +84,70 @@ func TestInterruptInsideCommandGroup(t *testing.T) {
 	// The group itself is command 1; 10 sub-commands ran before the stop.
 	if !errors.Is(err, ErrStopped) || e.Commands() != 11 {
 		t.Fatalf("error %v after %d commands, want ErrStopped after 11", err, e.Commands())
+	}
+}
+
+// allocBytes is kept by subtraction as events settle; it must equal a
+// recount of the unsettled allocations after every settlement. Here a
+// second stream stays idle at 0 ns, so nothing on it settles while the
+// main stream allocates and frees; settling after every command, with
+// events kept and not, checks the subtraction at each step, and sizes of
+// 2^61 bytes take the sum through saturation (4 of them pass the int64
+// maximum) and back to an exact recount once they settle.
+func TestAllocBoundEqualsRecount(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		recs := []string{on(0, 0, 1, mkStream(1, "main")), on(0, 0, 1, mkStream(2, "idle"))}
+		for i := 1; i <= 40; i++ {
+			nbytes := 1000 * i
+			if i%10 < 5 {
+				nbytes = 1 << 61
+			}
+			recs = append(recs, on(100*i, 0, 1, call("f", 1, "", strings.Replace(tensor(i, i, 4), `"nbytes":4`, fmt.Sprintf(`"nbytes":%d`, nbytes), 1))))
+			if i%3 != 0 {
+				recs = append(recs, on(100*i+50, 0, 1, fmt.Sprintf(`{"type":"DeleteRefs","refs":[%d]}`, i)))
+			}
+			if i%7 == 0 {
+				recs = append(recs, on(100*i+60, 0, 1, call("g", 2, "", tensor(1000+i, 1000+i, 8))))
+			}
+		}
+		r, err := history.NewReader(strings.NewReader(h(1, recs...)), "test.hist")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(Options{WorldSize: 1, Mode: Everything, KeepEvents: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec history.Record
+		for n := 0; ; n++ {
+			if err := r.Next(&rec); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			err := e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry())
+			if errors.Is(err, ErrOverflow) {
+				// Four live storages of 2^61 bytes pass the maximum; the
+				// history is cut there and checked up to it.
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.settle()
+			for _, g := range e.gs {
+				var want int64
+				for s := range g.streams {
+					for _, ev := range g.streams[s].mem[g.streams[s].base:] {
+						if ev.delta > 0 {
+							want = satAdd(want, ev.delta)
+						}
+					}
+				}
+				if g.allocBytes != want {
+					t.Fatalf("keep %v, after command %d: allocBytes %d, recount %d", keep, n, g.allocBytes, want)
+				}
+			}
+		}
 	}
 }
