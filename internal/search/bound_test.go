@@ -227,6 +227,17 @@ func TestBoundsBelowReplayCostsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctl, err := sched.ParseController("monarch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boundsBelowEveryReplay(t, s, model, ctl)
+}
+
+// boundsBelowEveryReplay bounds every layout of s and replays each,
+// failing where a bound is above what the replay reports.
+func boundsBelowEveryReplay(t *testing.T, s Space, model *costs.Model, ctl sched.Controller) {
+	t.Helper()
 	all, err := Enumerate(s)
 	if err != nil {
 		t.Fatal(err)
@@ -236,10 +247,6 @@ func TestBoundsBelowReplayCostsFile(t *testing.T) {
 		idx[i] = i
 	}
 	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := sched.ParseController("monarch")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,26 +305,5 @@ func TestBoundsBelowReplayFlash(t *testing.T) {
 	s := prunedSpace()
 	s.FlashAttention = true
 	s.Recomputes = "none,selective,full"
-	model := a100(t)
-	all, err := Enumerate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
-	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range all {
-		r, err := Evaluate(context.Background(), s, l, model, sched.ControllerNone)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b := bounds[i]; b.TimeNs > r.StepTimeNs || b.MemoryBytes > r.PeakBytes {
-			t.Errorf("layout %+v: bounds %+v over the replay's step %d ns, peak %d bytes", l, b, r.StepTimeNs, r.PeakBytes)
-		}
-	}
+	boundsBelowEveryReplay(t, s, a100(t), sched.ControllerNone)
 }
