@@ -16,17 +16,7 @@ func TestFromTraceGzip(t *testing.T) {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c1, d1, err := FromTrace(strings.NewReader(smallTrace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, d2, err := FromTrace(&compressed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c1, c2) || !reflect.DeepEqual(d1, d2) {
-		t.Error("gzip trace reads differently from the plain one")
-	}
+	readsAsPlain(t, &compressed, "gzip")
 }
 
 // TestFromTraceInstants: a thread-scoped instant event is a controller

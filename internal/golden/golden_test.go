@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -169,17 +170,7 @@ func TestFromTraceZstd(t *testing.T) {
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c1, d1, err := FromTrace(strings.NewReader(smallTrace))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2, d2, err := FromTrace(&compressed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(c1, c2) || !reflect.DeepEqual(d1, d2) {
-		t.Error("zstd trace reads differently from the plain one")
-	}
+	readsAsPlain(t, &compressed, "zstd")
 }
 
 func TestFromTraceArrayForm(t *testing.T) {
@@ -358,5 +349,22 @@ func TestFromTraceMatchesExpected(t *testing.T) {
 		if diffs := Compare(want, &got); len(diffs) != 0 {
 			t.Errorf("%s: %v", path, diffs)
 		}
+	}
+}
+
+// readsAsPlain checks that a compressed copy of smallTrace reads as the
+// plain text does.
+func readsAsPlain(t *testing.T, compressed io.Reader, form string) {
+	t.Helper()
+	c1, d1, err := FromTrace(strings.NewReader(smallTrace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, d2, err := FromTrace(compressed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c1, c2) || !reflect.DeepEqual(d1, d2) {
+		t.Errorf("%s trace reads differently from the plain one", form)
 	}
 }
