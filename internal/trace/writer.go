@@ -122,14 +122,7 @@ func (w *Writer) Complete(pid, tid int64, name string, startNs, endNs, command i
 	b = AppendMicros(b, startNs)
 	b = append(b, `,"dur":`...)
 	b = AppendMicros(b, endNs-startNs)
-	b = append(b, `,"pid":`...)
-	b = strconv.AppendInt(b, pid, 10)
-	b = append(b, `,"tid":`...)
-	b = strconv.AppendInt(b, tid, 10)
-	b = append(b, `,"args":{"command":`...)
-	b = strconv.AppendInt(b, command, 10)
-	b = append(b, `}}`...)
-	w.buf = b
+	w.buf = appendWhere(b, pid, tid, command)
 	w.end()
 }
 
@@ -151,15 +144,20 @@ func (w *Writer) Instant(pid, tid int64, name string, tsNs, command int64) {
 	b = AppendString(b, name)
 	b = append(b, `,"cat":"compute","ph":"i","s":"t","ts":`...)
 	b = AppendMicros(b, tsNs)
+	w.buf = appendWhere(b, pid, tid, command)
+	w.end()
+}
+
+// appendWhere ends an event of thread tid of process pid with its
+// command index: ,"pid":P,"tid":T,"args":{"command":C}}.
+func appendWhere(b []byte, pid, tid, command int64) []byte {
 	b = append(b, `,"pid":`...)
 	b = strconv.AppendInt(b, pid, 10)
 	b = append(b, `,"tid":`...)
 	b = strconv.AppendInt(b, tid, 10)
 	b = append(b, `,"args":{"command":`...)
 	b = strconv.AppendInt(b, command, 10)
-	b = append(b, `}}`...)
-	w.buf = b
-	w.end()
+	return append(b, `}}`...)
 }
 
 // Span writes the span [startNs, endNs] as a complete event, or as an
