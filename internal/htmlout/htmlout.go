@@ -9,11 +9,11 @@ package htmlout
 import (
 	"cmp"
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/replay"
@@ -65,8 +65,8 @@ type page struct {
 	Steps             []step
 	StepsCut          int
 	MemoryDevices     []int64
-	Memory, Busy, Ops template.HTML
-	Mix               template.HTML
+	Memory, Busy, Ops svgText
+	Mix               svgText
 	Operations        []operation
 	BusyDevice        int64
 	Kinds             []kind
@@ -115,7 +115,7 @@ func Write(w io.Writer, in Input) error {
 	if pg.Mix, err = mixPlot(pg.Kinds); err != nil {
 		return err
 	}
-	return pageTemplate().Execute(w, &pg)
+	return writePage(w, &pg)
 }
 
 // memoryDevices is the peak device, then the others with the highest peaks.
@@ -141,7 +141,7 @@ func memoryDevices(eng *sched.Engine, devices []int64, peak int64) []int64 {
 // memoryPlot draws each device's running memory as a step line. A device
 // with more events than maxPoints is drawn by its highest value in each of
 // maxPoints time intervals, so peaks stay visible.
-func memoryPlot(eng *sched.Engine, devices []int64) (template.HTML, error) {
+func memoryPlot(eng *sched.Engine, devices []int64) (svgText, error) {
 	var ss []series
 	for i, d := range devices {
 		pts := []point{{X: 0, Y: 0}}
@@ -184,7 +184,7 @@ func envelope(pts []point, n int) []point {
 }
 
 // busyPlot draws how long each stream of the device was busy.
-func busyPlot(eng *sched.Engine, rank int64) (template.HTML, error) {
+func busyPlot(eng *sched.Engine, rank int64) (svgText, error) {
 	var names []string
 	var busy []float64
 	err := eng.DeviceEvents(rank, func(stream int, streamName, _ string, startNs, endNs int64) {
@@ -235,7 +235,7 @@ func operations(eng *sched.Engine, devices []int64) []operation {
 	return out
 }
 
-func opsPlot(ops []operation) (template.HTML, error) {
+func opsPlot(ops []operation) (svgText, error) {
 	const title, xName = "Most expensive operations (all devices)", "total (s)"
 	if len(ops) == 0 {
 		return hbarPlot(title, xName, nil, nil, 1, 3.5), nil
@@ -252,7 +252,7 @@ func opsPlot(ops []operation) (template.HTML, error) {
 	return hbarPlot(title, xName, names, v, 1, 1+0.28*float64(len(v))), nil
 }
 
-func mixPlot(kinds []kind) (template.HTML, error) {
+func mixPlot(kinds []kind) (svgText, error) {
 	const title, xName = "Command mix (records by type)", "records"
 	if len(kinds) == 0 {
 		return hbarPlot(title, xName, nil, nil, 2, 3), nil
@@ -266,18 +266,74 @@ func mixPlot(kinds []kind) (template.HTML, error) {
 	return hbarPlot(title, xName, names, v, 2, 1+0.28*float64(len(v))), nil
 }
 
-// pageTemplate is parsed on first use, not when the package initializes:
-// most runs of the program write no page.
-var pageTemplate = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("page").Parse(pageText))
-})
+// writePage writes the page. It is written directly rather than through
+// html/template, whose package (with text/template, regexp and net/url
+// behind it) would initialize in every run of the program; every text that
+// comes from the history (its name, operation and warning texts) goes
+// through html.EscapeString, as the template escaped it.
+func writePage(w io.Writer, pg *page) error {
+	var b strings.Builder
+	esc := html.EscapeString
+	f6 := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	b.WriteString(pageHead)
+	b.WriteString("<title>fastsim: " + esc(pg.Title) + "</title>\n")
+	b.WriteString(pageStyle)
+	b.WriteString("<h1>fastsim replay of " + esc(pg.Title) + "</h1>\n<h2>Summary</h2>\n<table>\n")
+	b.WriteString(`<tr><th class="name">simulated time</th><td>` + f6(pg.ExecS) + " s</td></tr>\n")
+	b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")
+	b.WriteString(`<tr><th class="name">commands replayed</th><td>` + i64(pg.Commands) + "</td></tr>\n")
+	b.WriteString(`<tr><th class="name">workers</th><td>` + i64(pg.World) + " (" + strconv.Itoa(pg.Groups) + " simulated)</td></tr>\n")
+	b.WriteString(`<tr><th class="name">cost model</th><td>` + esc(pg.Costs) + "</td></tr>\n")
+	if pg.Warnings != 0 {
+		b.WriteString(`<tr><th class="name">warnings</th><td>` + i64(pg.Warnings) + " (first: " + esc(pg.FirstWarning) + ")</td></tr>")
+	}
+	b.WriteString("\n</table>\n<h2>Steps</h2>\n")
+	if len(pg.Steps) > 0 {
+		b.WriteString("<table>\n<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>\n")
+		for _, st := range pg.Steps {
+			b.WriteString("<tr><td>" + strconv.Itoa(st.Index) + "</td><td>" + f6(st.Seconds) + "</td><td>" + f6(st.EndS) + "</td><td>" + f6(st.PeakMB) + "</td></tr>\n")
+		}
+		b.WriteString("</table>\n")
+		if pg.StepsCut != 0 {
+			b.WriteString(`<p class="note">... and ` + strconv.Itoa(pg.StepsCut) + " more steps (--summary-json lists them all).</p>")
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString(`<p class="note">The history has no step marks.</p>`)
+	}
+	b.WriteString("\n<h2>Memory over time</h2>\n<div class=\"plot\">" + string(pg.Memory) + "</div>\n<p class=\"note\">Devices ")
+	for i, d := range pg.MemoryDevices {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(i64(d))
+	}
+	b.WriteString(": the one that peaks first, then those with the highest peaks.</p>\n")
+	b.WriteString("<h2>Busy time per stream</h2>\n<div class=\"plot\">" + string(pg.Busy) + "</div>\n")
+	b.WriteString("<h2>Most expensive operations</h2>\n<div class=\"plot\">" + string(pg.Ops) + "</div>\n")
+	b.WriteString("<table>\n<tr><th class=\"name\">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>\n")
+	for _, o := range pg.Operations {
+		b.WriteString(`<tr><td class="name">` + esc(o.Name) + "</td><td>" + i64(o.Tasks) + "</td><td>" + f6(o.TotalS) + "</td><td>" + strconv.FormatFloat(o.MeanS, 'f', 9, 64) + "</td></tr>\n")
+	}
+	b.WriteString("</table>\n<p class=\"note\">Totals are over every device, rank by rank.</p>\n")
+	b.WriteString("<h2>Command mix</h2>\n<div class=\"plot\">" + string(pg.Mix) + "</div>\n")
+	b.WriteString("<table>\n<tr><th class=\"name\">message</th><th>records</th></tr>\n")
+	for _, k := range pg.Kinds {
+		b.WriteString(`<tr><td class="name">` + esc(k.Name) + "</td><td>" + i64(k.Count) + "</td></tr>\n")
+	}
+	b.WriteString("</table>\n<p class=\"note\">Written by fastsim; simulated times, not measurements.</p>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
 
-const pageText = `<!DOCTYPE html>
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>fastsim: {{.Title}}</title>
-<style>
+`
+
+const pageStyle = `<style>
 body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
@@ -290,42 +346,4 @@ td.name, th.name { text-align: left; font-family: monospace; }
 </style>
 </head>
 <body>
-<h1>fastsim replay of {{.Title}}</h1>
-<h2>Summary</h2>
-<table>
-<tr><th class="name">simulated time</th><td>{{printf "%.6f" .ExecS}} s</td></tr>
-<tr><th class="name">peak memory</th><td>{{printf "%.6f" .PeakMB}} MB on device {{.PeakDevice}}</td></tr>
-<tr><th class="name">commands replayed</th><td>{{.Commands}}</td></tr>
-<tr><th class="name">workers</th><td>{{.World}} ({{.Groups}} simulated)</td></tr>
-<tr><th class="name">cost model</th><td>{{.Costs}}</td></tr>
-{{if .Warnings}}<tr><th class="name">warnings</th><td>{{.Warnings}} (first: {{.FirstWarning}})</td></tr>{{end}}
-</table>
-<h2>Steps</h2>
-{{if .Steps}}<table>
-<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>
-{{range .Steps}}<tr><td>{{.Index}}</td><td>{{printf "%.6f" .Seconds}}</td><td>{{printf "%.6f" .EndS}}</td><td>{{printf "%.6f" .PeakMB}}</td></tr>
-{{end}}</table>
-{{if .StepsCut}}<p class="note">... and {{.StepsCut}} more steps (--summary-json lists them all).</p>{{end}}
-{{else}}<p class="note">The history has no step marks.</p>{{end}}
-<h2>Memory over time</h2>
-<div class="plot">{{.Memory}}</div>
-<p class="note">Devices {{range $i, $d := .MemoryDevices}}{{if $i}}, {{end}}{{$d}}{{end}}: the one that peaks first, then those with the highest peaks.</p>
-<h2>Busy time per stream</h2>
-<div class="plot">{{.Busy}}</div>
-<h2>Most expensive operations</h2>
-<div class="plot">{{.Ops}}</div>
-<table>
-<tr><th class="name">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>
-{{range .Operations}}<tr><td class="name">{{.Name}}</td><td>{{.Tasks}}</td><td>{{printf "%.6f" .TotalS}}</td><td>{{printf "%.9f" .MeanS}}</td></tr>
-{{end}}</table>
-<p class="note">Totals are over every device, rank by rank.</p>
-<h2>Command mix</h2>
-<div class="plot">{{.Mix}}</div>
-<table>
-<tr><th class="name">message</th><th>records</th></tr>
-{{range .Kinds}}<tr><td class="name">{{.Name}}</td><td>{{.Count}}</td></tr>
-{{end}}</table>
-<p class="note">Written by fastsim; simulated times, not measurements.</p>
-</body>
-</html>
 `

@@ -2,7 +2,6 @@ package htmlout
 
 import (
 	"html"
-	"html/template"
 	"math"
 	"strconv"
 	"strings"
@@ -103,10 +102,14 @@ func (c *canvas) text(x, y float64, s, anchor string, px int, rotate bool) {
 	c.b.WriteString(`>` + html.EscapeString(s) + "</text>\n")
 }
 
-// html ends the SVG; the text is made of numbers and escaped names.
-func (c *canvas) html() template.HTML {
+// svgText is a plot's SVG, ready to be put in the page as it is: it is
+// made of numbers and escaped names.
+type svgText string
+
+// html ends the SVG.
+func (c *canvas) html() svgText {
 	c.b.WriteString("</svg>")
-	return template.HTML(c.b.String())
+	return svgText(c.b.String())
 }
 
 // axis is a linear scale from [lo, hi] onto pixels [p0, p1].
@@ -210,7 +213,7 @@ type series struct {
 
 // stepPlot draws each series as a step line (a value holds until the next
 // point's time), with a legend in the top left corner.
-func stepPlot(title, xName, yName string, ss []series, wIn, hIn float64) template.HTML {
+func stepPlot(title, xName, yName string, ss []series, wIn, hIn float64) svgText {
 	c := newCanvas(wIn, hIn)
 	xlo, xhi, yhi := math.Inf(1), math.Inf(-1), 0.0
 	for _, s := range ss {
@@ -252,7 +255,7 @@ func stepPlot(title, xName, yName string, ss []series, wIn, hIn float64) templat
 }
 
 // barPlot draws one vertical bar per value, named under it.
-func barPlot(title, yName string, names []string, vals []float64, wIn, hIn float64) template.HTML {
+func barPlot(title, yName string, names []string, vals []float64, wIn, hIn float64) svgText {
 	c := newCanvas(wIn, hIn)
 	x0, x1 := float64(9*charPx+2*fontPx+2*padPx), c.w-padPx
 	y0, y1 := float64(2*padPx+titlePx), c.h-(tickPx+2*fontPx+padPx)
@@ -281,7 +284,7 @@ func barPlot(title, yName string, names []string, vals []float64, wIn, hIn float
 // hbarPlot draws one horizontal bar per value, the first at the top, named
 // at its left, so long names stay readable (they may reach into the page's
 // margin: see the style sheet).
-func hbarPlot(title, xName string, names []string, vals []float64, col int, hIn float64) template.HTML {
+func hbarPlot(title, xName string, names []string, vals []float64, col int, hIn float64) svgText {
 	c := newCanvas(9, hIn)
 	widest := 0
 	for _, n := range names {
