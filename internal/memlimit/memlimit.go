@@ -15,6 +15,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -33,7 +34,13 @@ const DefaultShare = 0.75
 // Machine returns the memory granted to the process: the smaller of the
 // physical memory (/proc/meminfo MemTotal) and the cgroup v2 limit
 // (/sys/fs/cgroup/memory.max), in bytes, or 0 when neither can be read.
-func Machine() int64 {
+// The files are read once per process (the replay's help text and its
+// limit both ask).
+func Machine() int64 { return machine() }
+
+var machine = sync.OnceValue(readMachine)
+
+func readMachine() int64 {
 	total := int64(0)
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
