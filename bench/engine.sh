@@ -12,7 +12,11 @@
 # is the reference's time on the same kind of history over it (the least
 # of the runs is given too: on a shared machine it is the steadiest). The Go
 # benchmarks BenchmarkEngine* (bench/engine_test.go) give the same replays'
-# CPU time inside one process, without the process start.
+# CPU time inside one process, without the process start. Two floors show
+# how much of a process's time is not the replay's: AFTER's replay of a
+# history with a header and no command (world 1,024, grouped: the process
+# start, package init, flags and report), and a Go program that only
+# prints a line (what any Go process costs on this machine).
 #
 # The reference figures are measurements cited here, not re-run (the
 # reference does not run on this machine): 63.3 s of CPU for (a) ungrouped;
@@ -63,6 +67,20 @@ for _ in range(n):
 print(" ".join("%.4f %.4f" % (statistics.median(ts[b]), min(ts[b])) for b in (before, after)))
 PY
 }
+# floor N CMD...: the median and least CPU seconds of N runs of CMD.
+floor() {
+	python3 - "$@" <<'PY'
+import resource, statistics, subprocess, sys
+n, cmd = int(sys.argv[1]), sys.argv[2:]
+ts = []
+for _ in range(n):
+    a = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    e = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ts.append(e.ru_utime - a.ru_utime + e.ru_stime - a.ru_stime)
+print("%.4f %.4f" % (statistics.median(ts), min(ts)))
+PY
+}
 commands() { "$work/after" replay --report-only "$@" | sed -n 's/^commands replayed *\([0-9]*\) on .*/\1/p'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.0f", a/b}'; }
 
@@ -77,6 +95,13 @@ for spec in "w64|ungrouped|63.3|" "w1024|grouped|8.7|--group-workers"; do
 		rows+=("| $h random$([ "$h" = w1024 ] && echo ', whole mesh') | $form | $mode | $n | $b ($bmin) | $a ($amin) | $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.2f", b/a}') | $ref | $(ratio "$ref" "$b")x | $(ratio "$ref" "$a")x ($(ratio "$ref" "$amin")x) |")
 	done
 done
+echo '{"fastsim":"history","version":1,"world_size":1024}' >"$work/empty.hist"
+mkdir "$work/hello"
+printf 'package main\n\nimport "os"\n\nfunc main() { os.Stdout.WriteString("hello\\n") }\n' >"$work/hello/main.go"
+printf 'module hello\n\ngo 1.26\n' >"$work/hello/go.mod"
+(cd "$work/hello" && go build -o "$work/hello-go" .)
+read -r empty emptymin <<<"$(floor $((runs * 4)) "$work/after" replay --report-only --group-workers "$work/empty.hist")"
+read -r hello hellomin <<<"$(floor $((runs * 4)) "$work/hello-go")"
 bench=$(go test -run '^$' -bench 'Engine' -benchtime 20x ./bench | awk '/^BenchmarkEngine/ {for (i = 1; i <= NF; i++) if ($(i+1) == "cpu-ns/op") printf "- `%s`: %.1f ms of CPU a run in one process\n", $1, $i / 1e6}')
 
 section=$(
@@ -89,6 +114,8 @@ section=$(
 	echo "| history | form | mode | commands | before s | after s | before / after (medians) | reference s | reference / before | reference / after |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
 	printf '%s\n' "${rows[@]}"
+	echo
+	echo "Floors (median of $((runs * 4)) runs, least in brackets): after's replay of a history with a header and no command (world 1,024, \`--report-only --group-workers\`: process start, package init, flags, report): $empty s ($emptymin); a Go program that only prints a line: $hello s ($hellomin)."
 	echo
 	echo "In one process (\`go test -run '^\$' -bench Engine -benchtime 20x ./bench\`, after; no process start, same histories made in memory; DecodeOnly: decoding alone, so a replay less its DecodeOnly is the engine's share):"
 	echo

@@ -1,26 +1,19 @@
 // Package htmlout writes a replay as one self-contained HTML page: the
 // summary, the per-step table, memory over time for the device that peaks
 // and a few others, per-stream busy time, the most expensive operations and
-// the command mix. Plots are drawn with gonum/plot as SVG and embedded in
-// the page, so it needs nothing from the network to be viewed: no scripts,
-// no style sheets, no fonts or images from elsewhere.
+// the command mix. Plots are drawn as SVG (svg.go) and embedded in the
+// page, so it needs nothing from the network to be viewed: no scripts, no
+// style sheets, no fonts or images from elsewhere.
 package htmlout
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
-	"html/template"
+	"html"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/replay"
@@ -72,8 +65,8 @@ type page struct {
 	Steps             []step
 	StepsCut          int
 	MemoryDevices     []int64
-	Memory, Busy, Ops template.HTML
-	Mix               template.HTML
+	Memory, Busy, Ops svgText
+	Mix               svgText
 	Operations        []operation
 	BusyDevice        int64
 	Kinds             []kind
@@ -122,7 +115,7 @@ func Write(w io.Writer, in Input) error {
 	if pg.Mix, err = mixPlot(pg.Kinds); err != nil {
 		return err
 	}
-	return pageTemplate.Execute(w, &pg)
+	return writePage(w, &pg)
 }
 
 // memoryDevices is the peak device, then the others with the highest peaks.
@@ -145,64 +138,31 @@ func memoryDevices(eng *sched.Engine, devices []int64, peak int64) []int64 {
 	return out
 }
 
-// svg renders p as inline SVG (without the XML prolog). Fonts are not
-// embedded (they would add half a megabyte per plot): the viewer's fonts may
-// be wider than those gonum/plot laid the labels out with, so the page lets
-// plots overflow into a margin (see the style sheet).
-func svg(p *plot.Plot, wIn, hIn float64) (template.HTML, error) {
-	c := vgsvg.NewWith(vgsvg.UseWH(vg.Length(wIn)*vg.Inch, vg.Length(hIn)*vg.Inch))
-	p.Draw(draw.New(c))
-	var b bytes.Buffer
-	if _, err := c.WriteTo(&b); err != nil {
-		return "", err
-	}
-	s := b.String()
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:]
-	}
-	return template.HTML(s), nil // produced by gonum/plot from numbers and escaped names
-}
-
 // memoryPlot draws each device's running memory as a step line. A device
 // with more events than maxPoints is drawn by its highest value in each of
 // maxPoints time intervals, so peaks stay visible.
-func memoryPlot(eng *sched.Engine, devices []int64) (template.HTML, error) {
-	p := plot.New()
-	p.Title.Text = "Memory over time"
-	p.X.Label.Text = "simulated time (ms)"
-	p.Y.Label.Text = "allocated (MB)"
-	p.Legend.Top = true
-	p.Legend.Left = true
+func memoryPlot(eng *sched.Engine, devices []int64) (svgText, error) {
+	var ss []series
 	for i, d := range devices {
-		var pts plotter.XYs
-		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		pts := []point{{X: 0, Y: 0}}
 		err := eng.DeviceMemory(d, func(_ int, _ string, ns, _, running int64) {
-			pts = append(pts, plotter.XY{X: float64(ns) / 1e6, Y: float64(running) / 1e6})
+			pts = append(pts, point{X: float64(ns) / 1e6, Y: float64(running) / 1e6})
 		})
 		if err != nil {
 			return "", err
 		}
-		pts = envelope(pts, maxPoints)
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return "", err
-		}
-		l.StepStyle = plotter.PostStep
-		l.Color = plotutil.Color(i)
-		l.Width = vg.Points(1.2)
-		p.Add(l)
 		label := fmt.Sprintf("device %d", d)
 		if i == 0 {
 			label += " (peak)"
 		}
-		p.Legend.Add(label, l)
+		ss = append(ss, series{label, envelope(pts, maxPoints)})
 	}
-	return svg(p, 9, 4)
+	return stepPlot("Memory over time", "simulated time (ms)", "allocated (MB)", ss, 9, 4), nil
 }
 
 // envelope reduces pts (in time order) to at most n points: the highest
 // value in each of n equal time intervals, at the interval's first point.
-func envelope(pts plotter.XYs, n int) plotter.XYs {
+func envelope(pts []point, n int) []point {
 	if len(pts) <= n {
 		return pts
 	}
@@ -211,7 +171,7 @@ func envelope(pts plotter.XYs, n int) plotter.XYs {
 	if width <= 0 {
 		return pts[:n]
 	}
-	out := make(plotter.XYs, 0, n+1)
+	out := make([]point, 0, n+1)
 	for _, pt := range pts {
 		b := int((pt.X - lo) / width)
 		if len(out) > 0 && int((out[len(out)-1].X-lo)/width) == b {
@@ -224,9 +184,9 @@ func envelope(pts plotter.XYs, n int) plotter.XYs {
 }
 
 // busyPlot draws how long each stream of the device was busy.
-func busyPlot(eng *sched.Engine, rank int64) (template.HTML, error) {
+func busyPlot(eng *sched.Engine, rank int64) (svgText, error) {
 	var names []string
-	var busy plotter.Values
+	var busy []float64
 	err := eng.DeviceEvents(rank, func(stream int, streamName, _ string, startNs, endNs int64) {
 		for len(names) <= stream {
 			names = append(names, "")
@@ -238,20 +198,7 @@ func busyPlot(eng *sched.Engine, rank int64) (template.HTML, error) {
 	if err != nil {
 		return "", err
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Busy time per stream, device %d", rank)
-	p.Y.Label.Text = "busy (ms)"
-	if len(busy) == 0 {
-		return svg(p, 6, 3)
-	}
-	bars, err := plotter.NewBarChart(busy, vg.Points(28))
-	if err != nil {
-		return "", err
-	}
-	bars.Color = plotutil.Color(0)
-	p.Add(bars)
-	p.NominalX(names...)
-	return svg(p, 6, 3)
+	return barPlot(fmt.Sprintf("Busy time per stream, device %d", rank), "busy (ms)", names, busy, 6, 3), nil
 }
 
 // operations sums every stream event by name over all devices, rank by
@@ -288,14 +235,12 @@ func operations(eng *sched.Engine, devices []int64) []operation {
 	return out
 }
 
-func opsPlot(ops []operation) (template.HTML, error) {
-	p := plot.New()
-	p.Title.Text = "Most expensive operations (all devices)"
-	p.X.Label.Text = "total (s)"
+func opsPlot(ops []operation) (svgText, error) {
+	const title, xName = "Most expensive operations (all devices)", "total (s)"
 	if len(ops) == 0 {
-		return svg(p, 9, 3.5)
+		return hbarPlot(title, xName, nil, nil, 1, 3.5), nil
 	}
-	var v plotter.Values
+	var v []float64
 	var names []string
 	for i, o := range ops {
 		if i == 10 {
@@ -304,53 +249,91 @@ func opsPlot(ops []operation) (template.HTML, error) {
 		v = append(v, o.TotalS)
 		names = append(names, o.Name)
 	}
-	return hbars(p, v, names, 1)
+	return hbarPlot(title, xName, names, v, 1, 1+0.28*float64(len(v))), nil
 }
 
-// hbars draws v as horizontal bars named by names, the first at the top,
-// so long names stay readable.
-func hbars(p *plot.Plot, v plotter.Values, names []string, color int) (template.HTML, error) {
-	rv := make(plotter.Values, len(v))
-	rn := make([]string, len(names))
-	for i := range v {
-		// Trailing spaces move each label left by a quarter of its width:
-		// room for a viewer's font wider than gonum/plot's (the spaces
-		// themselves do not show).
-		rv[len(v)-1-i], rn[len(v)-1-i] = v[i], names[i]+strings.Repeat(" ", len(names[i])/4+1)
-	}
-	bars, err := plotter.NewBarChart(rv, vg.Points(12))
-	if err != nil {
-		return "", err
-	}
-	bars.Horizontal = true
-	bars.Color = plotutil.Color(color)
-	p.Add(bars)
-	p.NominalY(rn...)
-	return svg(p, 9, 1+0.28*float64(len(v)))
-}
-
-func mixPlot(kinds []kind) (template.HTML, error) {
-	p := plot.New()
-	p.Title.Text = "Command mix (records by type)"
-	p.X.Label.Text = "records"
+func mixPlot(kinds []kind) (svgText, error) {
+	const title, xName = "Command mix (records by type)", "records"
 	if len(kinds) == 0 {
-		return svg(p, 9, 3)
+		return hbarPlot(title, xName, nil, nil, 2, 3), nil
 	}
-	var v plotter.Values
+	var v []float64
 	var names []string
 	for _, k := range kinds {
 		v = append(v, float64(k.Count))
 		names = append(names, k.Name)
 	}
-	return hbars(p, v, names, 2)
+	return hbarPlot(title, xName, names, v, 2, 1+0.28*float64(len(v))), nil
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// writePage writes the page. It is written directly rather than through
+// html/template, whose package (with text/template, regexp and net/url
+// behind it) would initialize in every run of the program; every text that
+// comes from the history (its name, operation and warning texts) goes
+// through html.EscapeString, as the template escaped it.
+func writePage(w io.Writer, pg *page) error {
+	var b strings.Builder
+	esc := html.EscapeString
+	f6 := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	b.WriteString(pageHead)
+	b.WriteString("<title>fastsim: " + esc(pg.Title) + "</title>\n")
+	b.WriteString(pageStyle)
+	b.WriteString("<h1>fastsim replay of " + esc(pg.Title) + "</h1>\n<h2>Summary</h2>\n<table>\n")
+	b.WriteString(`<tr><th class="name">simulated time</th><td>` + f6(pg.ExecS) + " s</td></tr>\n")
+	b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")
+	b.WriteString(`<tr><th class="name">commands replayed</th><td>` + i64(pg.Commands) + "</td></tr>\n")
+	b.WriteString(`<tr><th class="name">workers</th><td>` + i64(pg.World) + " (" + strconv.Itoa(pg.Groups) + " simulated)</td></tr>\n")
+	b.WriteString(`<tr><th class="name">cost model</th><td>` + esc(pg.Costs) + "</td></tr>\n")
+	if pg.Warnings != 0 {
+		b.WriteString(`<tr><th class="name">warnings</th><td>` + i64(pg.Warnings) + " (first: " + esc(pg.FirstWarning) + ")</td></tr>")
+	}
+	b.WriteString("\n</table>\n<h2>Steps</h2>\n")
+	if len(pg.Steps) > 0 {
+		b.WriteString("<table>\n<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>\n")
+		for _, st := range pg.Steps {
+			b.WriteString("<tr><td>" + strconv.Itoa(st.Index) + "</td><td>" + f6(st.Seconds) + "</td><td>" + f6(st.EndS) + "</td><td>" + f6(st.PeakMB) + "</td></tr>\n")
+		}
+		b.WriteString("</table>\n")
+		if pg.StepsCut != 0 {
+			b.WriteString(`<p class="note">... and ` + strconv.Itoa(pg.StepsCut) + " more steps (--summary-json lists them all).</p>")
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString(`<p class="note">The history has no step marks.</p>`)
+	}
+	b.WriteString("\n<h2>Memory over time</h2>\n<div class=\"plot\">" + string(pg.Memory) + "</div>\n<p class=\"note\">Devices ")
+	for i, d := range pg.MemoryDevices {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(i64(d))
+	}
+	b.WriteString(": the one that peaks first, then those with the highest peaks.</p>\n")
+	b.WriteString("<h2>Busy time per stream</h2>\n<div class=\"plot\">" + string(pg.Busy) + "</div>\n")
+	b.WriteString("<h2>Most expensive operations</h2>\n<div class=\"plot\">" + string(pg.Ops) + "</div>\n")
+	b.WriteString("<table>\n<tr><th class=\"name\">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>\n")
+	for _, o := range pg.Operations {
+		b.WriteString(`<tr><td class="name">` + esc(o.Name) + "</td><td>" + i64(o.Tasks) + "</td><td>" + f6(o.TotalS) + "</td><td>" + strconv.FormatFloat(o.MeanS, 'f', 9, 64) + "</td></tr>\n")
+	}
+	b.WriteString("</table>\n<p class=\"note\">Totals are over every device, rank by rank.</p>\n")
+	b.WriteString("<h2>Command mix</h2>\n<div class=\"plot\">" + string(pg.Mix) + "</div>\n")
+	b.WriteString("<table>\n<tr><th class=\"name\">message</th><th>records</th></tr>\n")
+	for _, k := range pg.Kinds {
+		b.WriteString(`<tr><td class="name">` + esc(k.Name) + "</td><td>" + i64(k.Count) + "</td></tr>\n")
+	}
+	b.WriteString("</table>\n<p class=\"note\">Written by fastsim; simulated times, not measurements.</p>\n</body>\n</html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<title>fastsim: {{.Title}}</title>
-<style>
+`
+
+const pageStyle = `<style>
 body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
@@ -358,47 +341,9 @@ th { background: #f2f2f2; }
 td.name, th.name { text-align: left; font-family: monospace; }
 .plot { margin-left: 8em; }
 .plot svg { overflow: visible; }
-.plot svg text { font-family: "Liberation Serif", "Times New Roman", Tinos, "Nimbus Roman", "Nimbus Roman No9 L", serif !important; }
+.plot svg text { font-family: sans-serif; }
 .note { color: #666; font-size: 90%; }
 </style>
 </head>
 <body>
-<h1>fastsim replay of {{.Title}}</h1>
-<h2>Summary</h2>
-<table>
-<tr><th class="name">simulated time</th><td>{{printf "%.6f" .ExecS}} s</td></tr>
-<tr><th class="name">peak memory</th><td>{{printf "%.6f" .PeakMB}} MB on device {{.PeakDevice}}</td></tr>
-<tr><th class="name">commands replayed</th><td>{{.Commands}}</td></tr>
-<tr><th class="name">workers</th><td>{{.World}} ({{.Groups}} simulated)</td></tr>
-<tr><th class="name">cost model</th><td>{{.Costs}}</td></tr>
-{{if .Warnings}}<tr><th class="name">warnings</th><td>{{.Warnings}} (first: {{.FirstWarning}})</td></tr>{{end}}
-</table>
-<h2>Steps</h2>
-{{if .Steps}}<table>
-<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>
-{{range .Steps}}<tr><td>{{.Index}}</td><td>{{printf "%.6f" .Seconds}}</td><td>{{printf "%.6f" .EndS}}</td><td>{{printf "%.6f" .PeakMB}}</td></tr>
-{{end}}</table>
-{{if .StepsCut}}<p class="note">... and {{.StepsCut}} more steps (--summary-json lists them all).</p>{{end}}
-{{else}}<p class="note">The history has no step marks.</p>{{end}}
-<h2>Memory over time</h2>
-<div class="plot">{{.Memory}}</div>
-<p class="note">Devices {{range $i, $d := .MemoryDevices}}{{if $i}}, {{end}}{{$d}}{{end}}: the one that peaks first, then those with the highest peaks.</p>
-<h2>Busy time per stream</h2>
-<div class="plot">{{.Busy}}</div>
-<h2>Most expensive operations</h2>
-<div class="plot">{{.Ops}}</div>
-<table>
-<tr><th class="name">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>
-{{range .Operations}}<tr><td class="name">{{.Name}}</td><td>{{.Tasks}}</td><td>{{printf "%.6f" .TotalS}}</td><td>{{printf "%.9f" .MeanS}}</td></tr>
-{{end}}</table>
-<p class="note">Totals are over every device, rank by rank.</p>
-<h2>Command mix</h2>
-<div class="plot">{{.Mix}}</div>
-<table>
-<tr><th class="name">message</th><th>records</th></tr>
-{{range .Kinds}}<tr><td class="name">{{.Name}}</td><td>{{.Count}}</td></tr>
-{{end}}</table>
-<p class="note">Written by fastsim; simulated times, not measurements.</p>
-</body>
-</html>
-`))
+`

@@ -2,6 +2,7 @@ package htmlout
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,5 +140,40 @@ func TestBrowserRenders(t *testing.T) {
 	if keep := os.Getenv("FASTSIM_KEEP_SCREENSHOT"); keep != "" {
 		b, _ := os.ReadFile(shot)
 		os.WriteFile(keep, b, 0o644)
+	}
+}
+
+// TestTicks checks the axis ticks by hand. 0 to 12.3 in about 6 intervals:
+// a raw step of 2.05 rounds up to 5 (1, 2, 5 times a power of ten), so
+// ticks 0, 5, 10, 15 with no decimals. 0 to 0.0169: raw 0.0028 rounds up to
+// 0.005, ticks 0 to 0.02, three decimals.
+func TestTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi   float64
+		want     []float64
+		from, to float64
+		dec      int
+	}{
+		{0, 12.3, []float64{0, 5, 10, 15}, 0, 15, 0},
+		{0, 0.0169, []float64{0, 0.005, 0.01, 0.015, 0.02}, 0, 0.02, 3},
+	} {
+		got, from, to, dec := ticks(c.lo, c.hi, numTicks)
+		if len(got) != len(c.want) || from != c.from || math.Abs(to-c.to) > 1e-12 || dec != c.dec {
+			t.Errorf("ticks(%v, %v) = %v, %v, %v, %d; want %v, %v, %v, %d", c.lo, c.hi, got, from, to, dec, c.want, c.from, c.to, c.dec)
+			continue
+		}
+		for i := range got {
+			if math.Abs(got[i]-c.want[i]) > 1e-12 {
+				t.Errorf("ticks(%v, %v)[%d] = %v, want %v", c.lo, c.hi, i, got[i], c.want[i])
+			}
+		}
+	}
+}
+
+// TestPlotEscapes checks that a name is escaped in the SVG text.
+func TestPlotEscapes(t *testing.T) {
+	s := string(hbarPlot("t", "x", []string{`a<b&"c"`}, []float64{1}, 0, 2))
+	if strings.Contains(s, `a<b`) || !strings.Contains(s, `a&lt;b&amp;&#34;c&#34;`) {
+		t.Errorf("the name is not escaped: %s", s)
 	}
 }

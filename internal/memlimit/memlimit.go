@@ -6,7 +6,6 @@
 package memlimit
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -31,23 +31,16 @@ var ErrLimit = errors.New("memory limit")
 const DefaultShare = 0.75
 
 // Machine returns the memory granted to the process: the smaller of the
-// physical memory (/proc/meminfo MemTotal) and the cgroup v2 limit
-// (/sys/fs/cgroup/memory.max), in bytes, or 0 when neither can be read.
-func Machine() int64 {
-	total := int64(0)
-	if f, err := os.Open("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				if err == nil && kb > 0 && kb < math.MaxInt64/1024 {
-					total = kb * 1024
-				}
-				break
-			}
-		}
-		f.Close()
-	}
+// physical memory (the kernel's total RAM, as /proc/meminfo's MemTotal
+// gives it) and the cgroup v2 limit (/sys/fs/cgroup/memory.max), in bytes,
+// or 0 when neither can be read. They are read once per process (the
+// replay's help text and its limit both ask).
+func Machine() int64 { return machine() }
+
+var machine = sync.OnceValue(readMachine)
+
+func readMachine() int64 {
+	total := physical()
 	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
 		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 && (total == 0 || v < total) {
 			total = v

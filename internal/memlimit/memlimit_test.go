@@ -1,7 +1,10 @@
 package memlimit
 
 import (
+	"os"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,5 +48,24 @@ func TestWatcher(t *testing.T) {
 	var nilW *Watcher
 	if nilW.Over() || nilW.Limit() != 0 {
 		t.Fatal("a nil Watcher watches nothing")
+	}
+}
+
+// TestPhysicalIsMemTotal checks the machine's RAM against what
+// /proc/meminfo prints as MemTotal, where there is one: the same kernel
+// figure, read two ways.
+func TestPhysicalIsMemTotal(t *testing.T) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Skip("no /proc/meminfo")
+	}
+	var kb int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	if got := physical(); got != kb*1024 {
+		t.Errorf("physical() = %d bytes, /proc/meminfo MemTotal = %d kB = %d bytes", got, kb, kb*1024)
 	}
 }
