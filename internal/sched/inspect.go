@@ -37,7 +37,10 @@ func (e *Engine) DeviceMemory(rank int64, fn func(stream int, streamName string,
 	for s := range g.streams {
 		g.sortMemory(gen.StreamID(s))
 	}
-	running := g.memBase
+	// Kept events are never dropped as they settle, so the walk starts
+	// from nothing, not from the settled total (memBase), which already
+	// counts the events it is about to add again.
+	var running int64
 	for {
 		best := -1
 		var bestNs int64
