@@ -24,6 +24,10 @@ import (
 // 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
 // peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
 // per rank). The two phases are pipelined, so the slower sets the time.
+// Reduce-scatter and all-gather across hosts are NCCL's ring instead, the
+// only algorithm NCCL has for them there: each channel's ring leaves a
+// host through one NIC, so the host's NICs together carry what one rank
+// sends, (n-1)/n·S, and a host's bus bandwidth is at most its NICs'.
 // A host's NICs are shared by its GPUs: each rank has
 // network.nic_gbps_per_gpu × nic_efficiency, whatever else runs.
 //
@@ -162,6 +166,18 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	case ReduceScatter, AllGather:
 		intraB, interB = (G-1)/G*S, (M-1)/M*S/G
 		steps, interSteps = n-1, M-1
+		if M > 1 {
+			// NCCL runs these only as rings (no tree: RunWorkElement
+			// has RING and, within one host, NVLS for them in
+			// src/collectives/device/all_gather.h and
+			// reduce_scatter.h, v2.17.1 to v2.18.5; tuning.cc turns
+			// NVLS off across hosts). Each channel's ring runs
+			// through the G GPUs of a host and leaves it through
+			// one NIC, so a host's NICs together carry what one
+			// rank sends, (n-1)/n·S, a 1/G share each, and a rank
+			// sends over NVLink in G-1 of every G channels.
+			intraB, interB = (G-1)/G*(n-1)/n*S, (n-1)/n*S/G
+		}
 	case AllToAll:
 		// Each rank keeps 1/n, sends (G-1)/n of S to its own host and
 		// (n-G)/n over the network, all at once.

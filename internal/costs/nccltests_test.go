@@ -29,6 +29,11 @@ type ncclTable struct {
 	Why           string       `json:"why"`
 	Source        string       `json:"source"`
 	Points        [][2]float64 `json:"points"` // bytes, published bus bandwidth in GB/s
+	// TimesUs are bytes and the published time in µs, for a source that
+	// gives times rather than bus bandwidths; loadNCCLTables turns each
+	// into a point by nccl-tests' definition (bytes / time x the
+	// collective's factor, doc/PERFORMANCE.md).
+	TimesUs [][2]float64 `json:"times_us"`
 	// HostOverheadUs is time the benchmark's timed region holds besides
 	// the collective (the host issuing the call after the timer started);
 	// it is added to fastsim's time, its source in the table's "harness".
@@ -60,6 +65,16 @@ func loadNCCLTables(t *testing.T) []ncclTable {
 	}
 	if len(f.Tables) == 0 {
 		t.Fatal("no tables")
+	}
+	for i := range f.Tables {
+		tb := &f.Tables[i]
+		c := collectiveNamed(t, tb.Collective)
+		for _, pt := range tb.TimesUs {
+			if pt[1] <= 0 {
+				t.Fatalf("%s: time %v not positive", tb.Name, pt)
+			}
+			tb.Points = append(tb.Points, [2]float64{pt[0], BusBandwidthGBps(c, pt[0], pt[1]*1e3, tb.Ranks)})
+		}
 	}
 	return f.Tables
 }
