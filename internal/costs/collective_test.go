@@ -178,6 +178,26 @@ func TestBusBandwidthAgainstNCCLTests(t *testing.T) {
 	if got := modelBusBW(&ring, 16<<30, Placement{8, 1, 8}); math.Abs(got/367.61-1) > 0.15 {
 		t.Errorf("8 H200 ring, 16 GiB: model %.1f GB/s, published 367.61", got)
 	}
+	// OCI BM.GPU4.8 (8 A100-SXM4-40GB, 16 × 100 Gb/s RoCE per host, 25
+	// GB/s per GPU as DGX A100), NCCL 2.26.5, all_reduce_perf at 10 GiB,
+	// out-of-place: 232.20 GB/s on one host, 191.76 on two
+	// (oracle-japan/ocitutorials,
+	// content/hpc/benchmark/run-nccltests-ubuntu/index.md, commit
+	// 4011426). Two hosts are NCCL's ring, at most the hosts' NIC total
+	// (8 × 23.5 = 188 GB/s; "Model change: rings across hosts" in
+	// bench/COLLECTIVES.md).
+	a40, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p   Placement
+		pub float64
+	}{{Placement{8, 1, 8}, 232.20}, {Placement{16, 2, 8}, 191.76}} {
+		if got := modelBusBW(a40, 10<<30, c.p); math.Abs(got/c.pub-1) > 0.15 {
+			t.Errorf("%d A100 on %d hosts, 10 GiB: model %.1f GB/s, published %.2f", c.p.Ranks, c.p.Hosts, got, c.pub)
+		}
+	}
 }
 
 // Spreading the same 64 ranks over more hosts (8 per host down to 1)
