@@ -132,6 +132,24 @@ func TestNCCLTestsPublished(t *testing.T) {
 	// Checked points and those within 15%, by size band (1-8 MiB,
 	// 16-128 MiB, 256 MiB-1 GiB).
 	var bandChecked, bandWithin [3]int
+	// The same, by the GPU of the table's preset and by collective, in
+	// order of first appearance (bench/COLLECTIVES.md prints both).
+	type tally struct {
+		key             string
+		checked, within int
+	}
+	var byGPU, byColl []tally
+	count := func(ts *[]tally, key string, ok bool) {
+		i := slices.IndexFunc(*ts, func(t tally) bool { return t.key == key })
+		if i < 0 {
+			*ts = append(*ts, tally{key: key})
+			i = len(*ts) - 1
+		}
+		(*ts)[i].checked++
+		if ok {
+			(*ts)[i].within++
+		}
+	}
 	band := func(bytes float64) int {
 		switch {
 		case bytes <= 8<<20:
@@ -199,6 +217,9 @@ func TestNCCLTestsPublished(t *testing.T) {
 				checked++
 				tabChecked++
 				bandChecked[band(bytes)]++
+				gpu, _, _ := strings.Cut(tb.Preset, "-")
+				count(&byGPU, gpu, math.Abs(rel) <= maxBusBWError)
+				count(&byColl, tb.Collective, math.Abs(rel) <= maxBusBWError)
 				if math.Abs(rel) <= maxBusBWError {
 					within++
 					tabWithin++
@@ -221,6 +242,20 @@ func TestNCCLTestsPublished(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "\n%d points checked, %d within 15%% (1-8 MiB: %d of %d; 16-128 MiB: %d of %d; 256 MiB-1 GiB: %d of %d); %d more are the source of a preset's efficiency curve, not checks\n",
 		checked, within, bandWithin[0], bandChecked[0], bandWithin[1], bandChecked[1], bandWithin[2], bandChecked[2], source)
+	for _, g := range []struct {
+		name string
+		ts   []tally
+	}{{"by GPU", byGPU}, {"by collective", byColl}} {
+		fmt.Fprintf(&b, "%s:", g.name)
+		for i, t := range g.ts {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "%s %s %d of %d", sep, t.key, t.within, t.checked)
+		}
+		fmt.Fprintln(&b)
+	}
 	t.Log(b.String())
 }
 
