@@ -24,6 +24,16 @@ import (
 // 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
 // peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
 // per rank). The two phases are pipelined, so the slower sets the time.
+// That form is what NCCL's NVLS tree does on Hopper hosts (NVLS within
+// each host, a tree across) and what its tree does over two hosts; it is
+// kept for an all-reduce over whole NVLS hosts, and over two hosts where
+// NCCL's model prefers the tree (twoHostTreeFirst). Otherwise NCCL runs a
+// ring through all n ranks, the only algorithm it has for reduce-scatter
+// and all-gather across hosts and its choice for large all-reduces: each
+// channel's ring leaves a host through one NIC, so the host's NICs
+// together carry what one rank sends (2(n-1)/n·S for an all-reduce,
+// (n-1)/n·S for the others), and a host's bus bandwidth is at most its
+// NICs'.
 // A host's NICs are shared by its GPUs: each rank has
 // network.nic_gbps_per_gpu × nic_efficiency, whatever else runs.
 //
@@ -155,13 +165,41 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	// ranks on M hosts takes 2(n-1) steps for an all-reduce, 2(M-1) of
 	// them across hosts; n-1 and M-1 for reduce-scatter and all-gather).
 	var intraB, interB, steps, interSteps float64
+	// An all-reduce across hosts may also be priced in the hierarchical
+	// form (hier), with these bytes.
+	var hierIntra, hierInter float64
+	hier := false
 	switch c {
 	case AllReduce:
 		intraB, interB = 2*(G-1)/G*S, 2*(M-1)/M*S/G
 		steps, interSteps = 2*(n-1), 2*(M-1)
+		nvlsTree := s.Host.NVLSGBps > 0 && int(p.MaxPerHost) == s.Host.GPUsPerHost
+		if M > 1 && !nvlsTree {
+			// Without NVLS NCCL's ring runs through every rank: as
+			// for reduce-scatter below, a host's NICs carry what one
+			// rank sends, 2(n-1)/n·S. The hierarchical form stays as
+			// the price of the tree where NCCL's model picks it over
+			// two hosts (twoHostTreeFirst); across more hosts its
+			// model gives the ring the larger bandwidth.
+			hierIntra, hierInter = intraB, interB
+			hier = M == 2 && twoHostTreeFirst(&s.Network, n)
+			intraB, interB = (G-1)/G*2*(n-1)/n*S, 2*(n-1)/n*S/G
+		}
 	case ReduceScatter, AllGather:
 		intraB, interB = (G-1)/G*S, (M-1)/M*S/G
 		steps, interSteps = n-1, M-1
+		if M > 1 {
+			// NCCL runs these only as rings (no tree: RunWorkElement
+			// has RING and, within one host, NVLS for them in
+			// src/collectives/device/all_gather.h and
+			// reduce_scatter.h, v2.17.1 to v2.18.5; tuning.cc turns
+			// NVLS off across hosts). Each channel's ring runs
+			// through the G GPUs of a host and leaves it through
+			// one NIC, so a host's NICs together carry what one
+			// rank sends, (n-1)/n·S, a 1/G share each, and a rank
+			// sends over NVLink in G-1 of every G channels.
+			intraB, interB = (G-1)/G*(n-1)/n*S, (n-1)/n*S/G
+		}
 	case AllToAll:
 		// Each rank keeps 1/n, sends (G-1)/n of S to its own host and
 		// (n-G)/n over the network, all at once.
@@ -202,6 +240,9 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		}
 		t := lat*1e3 + max(intraB/(nv*eff*f), interB/(net*f))
 		best = min(best, t)
+		if hier {
+			best = min(best, lat*1e3+max(hierIntra/(nv*eff*f), hierInter/(net*f)))
+		}
 	}
 	if c == AllReduce && M > 1 {
 		best = min(best, treeAllReduce(s, S, M, G, nv, net))
@@ -213,6 +254,32 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		best = min(best, nvlsAllReduce(&s.Host, S, n))
 	}
 	return best
+}
+
+// twoHostTreeFirst reports whether NCCL's tuning model gives its tree a
+// larger all-reduce bandwidth than its ring over two hosts of n ranks in
+// all, so that NCCL runs the tree for large messages. Over at most two
+// hosts tuning.cc prices both from their graphs' intra-host speed
+// (src/graph/tuning.cc: "bw = nNodes <= 2 ... ? graphs[a]->bwIntra :
+// graphs[a]->bwInter"); the ring's is its network speed per channel b,
+// while the graph search may raise a tree's up to twice that
+// (src/graph/search.cc: "See if we can increase bwIntra for trees (2 nodes
+// or collnet)", while bwIntra < bwInter*2). The tree's bus bandwidth per
+// channel is then min(0.92 × 2b, perChMaxTreeBw) and its algorithm
+// bandwidth half of it; the ring's algorithm bandwidth is b·n/(2(n-1))
+// (ratio nRanks/nsteps). b is taken as the network's rate per GPU, a
+// channel's NIC where each GPU has one. So a fast NIC per channel (HDR's
+// 25 GB/s on A100: ring 13.3, tree 11.8 per channel) keeps the ring,
+// a slow one (EFA's 6.25 per A100 on p4de: ring 3.3, tree 5.75) takes
+// the tree.
+func twoHostTreeFirst(nw *hardware.Network, n float64) bool {
+	if nw.TreeMaxGBpsPerChannel <= 0 || n < 2 {
+		return false
+	}
+	b := nw.NICGBpsPerGPU
+	tree := 0.5 * min(0.92*2*b, nw.TreeMaxGBpsPerChannel)
+	ring := b * n / (2 * (n - 1))
+	return tree > ring
 }
 
 // nvlsStages is the depth of NCCL's single-host NVLS all-reduce pipeline:

@@ -178,6 +178,26 @@ func TestBusBandwidthAgainstNCCLTests(t *testing.T) {
 	if got := modelBusBW(&ring, 16<<30, Placement{8, 1, 8}); math.Abs(got/367.61-1) > 0.15 {
 		t.Errorf("8 H200 ring, 16 GiB: model %.1f GB/s, published 367.61", got)
 	}
+	// OCI BM.GPU4.8 (8 A100-SXM4-40GB, 16 × 100 Gb/s RoCE per host, 25
+	// GB/s per GPU as DGX A100), NCCL 2.26.5, all_reduce_perf at 10 GiB,
+	// out-of-place: 232.20 GB/s on one host, 191.76 on two
+	// (oracle-japan/ocitutorials,
+	// content/hpc/benchmark/run-nccltests-ubuntu/index.md, commit
+	// 4011426). Two hosts are NCCL's ring, at most the hosts' NIC total
+	// (8 × 23.5 = 188 GB/s; "Model change: rings across hosts" in
+	// bench/COLLECTIVES.md).
+	a40, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		p   Placement
+		pub float64
+	}{{Placement{8, 1, 8}, 232.20}, {Placement{16, 2, 8}, 191.76}} {
+		if got := modelBusBW(a40, 10<<30, c.p); math.Abs(got/c.pub-1) > 0.15 {
+			t.Errorf("%d A100 on %d hosts, 10 GiB: model %.1f GB/s, published %.2f", c.p.Ranks, c.p.Hosts, got, c.pub)
+		}
+	}
 }
 
 // Spreading the same 64 ranks over more hosts (8 per host down to 1)
@@ -275,5 +295,48 @@ func TestNVLSPipelineByHand(t *testing.T) {
 	h.NVLSChannels = 0
 	if got, want := nvlsAllReduce(&h, MiB, 8), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
 		t.Errorf("no pipeline: %.2f ns, want %.2f", got, want)
+	}
+}
+
+// Across hosts without NVLS, NCCL runs a ring through all the ranks, whose
+// host NICs carry what one rank sends; over two hosts its tuning model
+// prefers the tree only where a channel's NIC is slow (twoHostTreeFirst).
+// By hand, 2 hosts × 8 A100 (a100-80gb: NVLink 300 × 0.7833 = 234.99
+// GB/s, NIC 25 × 0.94 = 23.5 GB/s per GPU), 1 GiB:
+//
+//   - all-reduce, ring Simple: the NIC term 2·15/16·2^30/8 B =
+//     251,658,240 B at 23.5 GB/s = 10,708,861.3 ns exceeds the NVLink
+//     term (7/8·2·15/16·2^30 / 234.99 = 7,496,522 ns); latency (8.4 +
+//     28 × 3.4 + 2 × 9.6) × 1.9 = 233.32 µs; 10,942,181.3 -> 10,942,182
+//     ns (bus bandwidth 183.99 GB/s). The tree is not preferred: per
+//     channel 0.5 × min(0.92 × 2 × 25, 23.6) = 11.8 against the ring's
+//     25 × 16/30 = 13.33;
+//   - all-gather, ring Simple: 15/16·2^30/8 = 125,829,120 B at 23.5 =
+//     5,354,430.6 ns, latency 8.4 + 14 × 3.4 + 9.6 = 65.6 µs: 5,420,031
+//     ns (185.72 GB/s);
+//   - with p4de's EFA (6.25 GB/s per GPU, 5.875 at 0.94) the tree is
+//     preferred (0.5 × min(11.5, 23.6) = 5.75 against 3.33), and the
+//     all-reduce takes the hierarchical form: each GPU sends 2^30/8 B
+//     over the network, 134,217,728 / 5.875 = 22,845,570.7 ns, plus the
+//     same 233.32 µs: 23,078,890.7 -> 23,078,891 ns.
+func TestRingAcrossHostsByHand(t *testing.T) {
+	s, err := hardware.Preset("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := Placement{Ranks: 16, Hosts: 2, MaxPerHost: 8}
+	if got := HardwareCollectiveNs(s, AllReduce, 1<<30, two); got != 10_942_182 {
+		t.Errorf("all-reduce: %d ns, want 10,942,182", got)
+	}
+	if got := HardwareCollectiveNs(s, AllGather, 1<<30, two); got != 5_420_031 {
+		t.Errorf("all-gather: %d ns, want 5,420,031", got)
+	}
+	efa := *s
+	efa.Network.NICGBpsPerGPU = 6.25
+	if got := HardwareCollectiveNs(&efa, AllReduce, 1<<30, two); got != 23_078_891 {
+		t.Errorf("all-reduce, EFA: %d ns, want 23,078,891", got)
+	}
+	if twoHostTreeFirst(&s.Network, 16) || !twoHostTreeFirst(&efa.Network, 16) {
+		t.Error("tree preference: want the ring on HDR, the tree on EFA")
 	}
 }

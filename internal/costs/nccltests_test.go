@@ -29,6 +29,11 @@ type ncclTable struct {
 	Why           string       `json:"why"`
 	Source        string       `json:"source"`
 	Points        [][2]float64 `json:"points"` // bytes, published bus bandwidth in GB/s
+	// TimesUs are bytes and the published time in µs, for a source that
+	// gives times rather than bus bandwidths; loadNCCLTables turns each
+	// into a point by nccl-tests' definition (bytes / time x the
+	// collective's factor, doc/PERFORMANCE.md).
+	TimesUs [][2]float64 `json:"times_us"`
 	// HostOverheadUs is time the benchmark's timed region holds besides
 	// the collective (the host issuing the call after the timer started);
 	// it is added to fastsim's time, its source in the table's "harness".
@@ -60,6 +65,16 @@ func loadNCCLTables(t *testing.T) []ncclTable {
 	}
 	if len(f.Tables) == 0 {
 		t.Fatal("no tables")
+	}
+	for i := range f.Tables {
+		tb := &f.Tables[i]
+		c := collectiveNamed(t, tb.Collective)
+		for _, pt := range tb.TimesUs {
+			if pt[1] <= 0 {
+				t.Fatalf("%s: time %v not positive", tb.Name, pt)
+			}
+			tb.Points = append(tb.Points, [2]float64{pt[0], BusBandwidthGBps(c, pt[0], pt[1]*1e3, tb.Ranks)})
+		}
 	}
 	return f.Tables
 }
@@ -117,6 +132,24 @@ func TestNCCLTestsPublished(t *testing.T) {
 	// Checked points and those within 15%, by size band (1-8 MiB,
 	// 16-128 MiB, 256 MiB-1 GiB).
 	var bandChecked, bandWithin [3]int
+	// The same, by the GPU of the table's preset and by collective, in
+	// order of first appearance (bench/COLLECTIVES.md prints both).
+	type tally struct {
+		key             string
+		checked, within int
+	}
+	var byGPU, byColl []tally
+	count := func(ts *[]tally, key string, ok bool) {
+		i := slices.IndexFunc(*ts, func(t tally) bool { return t.key == key })
+		if i < 0 {
+			*ts = append(*ts, tally{key: key})
+			i = len(*ts) - 1
+		}
+		(*ts)[i].checked++
+		if ok {
+			(*ts)[i].within++
+		}
+	}
 	band := func(bytes float64) int {
 		switch {
 		case bytes <= 8<<20:
@@ -184,6 +217,9 @@ func TestNCCLTestsPublished(t *testing.T) {
 				checked++
 				tabChecked++
 				bandChecked[band(bytes)]++
+				gpu, _, _ := strings.Cut(tb.Preset, "-")
+				count(&byGPU, gpu, math.Abs(rel) <= maxBusBWError)
+				count(&byColl, tb.Collective, math.Abs(rel) <= maxBusBWError)
 				if math.Abs(rel) <= maxBusBWError {
 					within++
 					tabWithin++
@@ -206,6 +242,20 @@ func TestNCCLTestsPublished(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "\n%d points checked, %d within 15%% (1-8 MiB: %d of %d; 16-128 MiB: %d of %d; 256 MiB-1 GiB: %d of %d); %d more are the source of a preset's efficiency curve, not checks\n",
 		checked, within, bandWithin[0], bandChecked[0], bandWithin[1], bandChecked[1], bandWithin[2], bandChecked[2], source)
+	for _, g := range []struct {
+		name string
+		ts   []tally
+	}{{"by GPU", byGPU}, {"by collective", byColl}} {
+		fmt.Fprintf(&b, "%s:", g.name)
+		for i, t := range g.ts {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "%s %s %d of %d", sep, t.key, t.within, t.checked)
+		}
+		fmt.Fprintln(&b)
+	}
 	t.Log(b.String())
 }
 

@@ -114,6 +114,12 @@ type Network struct {
 	// StepLatencyUs is the latency of one step across the network, per
 	// NCCL protocol.
 	StepLatencyUs Protocols `json:"step_latency_us"`
+	// TreeMaxGBpsPerChannel is the most bus bandwidth NCCL's tuning model
+	// grants one channel of a tree all-reduce over two hosts
+	// (perChMaxTreeBws in src/graph/tuning.cc, N2 column, by GPU
+	// generation). It decides whether NCCL's model prefers the tree to
+	// the ring on two hosts; 0: the ring.
+	TreeMaxGBpsPerChannel float64 `json:"tree_max_gbps_per_channel,omitempty"`
 }
 
 // Protocols holds one value per NCCL protocol.
@@ -229,6 +235,9 @@ func (s *Spec) Check() error {
 	}
 	if v := s.Host.NVLSLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
 		return fmt.Errorf("%w: host.nvls_latency_us is %g, want 0..1e6", ErrSpec, v)
+	}
+	if v := s.Network.TreeMaxGBpsPerChannel; v < 0 || v > 1e6 || math.IsNaN(v) {
+		return fmt.Errorf("%w: network.tree_max_gbps_per_channel is %g, want 0..1e6", ErrSpec, v)
 	}
 	if v := s.Host.NVLSChannels; v < 0 || v > 1024 {
 		return fmt.Errorf("%w: host.nvls_channels is %d, want 0..1024", ErrSpec, v)

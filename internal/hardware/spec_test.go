@@ -37,6 +37,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		if s.Host.NVLSChannels > 0 && (s.Sources["host.nvls_channels"] == "" || s.Sources["host.nvls_chunk_bytes"] == "") {
 			t.Errorf("%s: NVLS pipeline figures without sources", name)
 		}
+		if s.Network.TreeMaxGBpsPerChannel > 0 && s.Sources["network.tree_max_gbps_per_channel"] == "" {
+			t.Errorf("%s: tree bandwidth cap without a source", name)
+		}
 		if len(s.Host.CollectiveEfficiency) > 0 && s.Sources["host.collective_efficiency"] == "" {
 			t.Errorf("%s: collective efficiency curve without a source", name)
 		}
