@@ -108,16 +108,16 @@ const maeTarget = 3.5
 // worse fails; one that meets its target must leave this list.
 // bench/VALIDATION.md ("What still misses") says why each misses.
 var misses = map[string]float64{
-	"narayanan-7p5b/tflops_per_gpu": 19.5,
+	"narayanan-7p5b/tflops_per_gpu": 17.5,
 }
 
 // maeBound is the step-time mean absolute error held today, above
-// maeTarget (see misses): 6.04% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-2.1, -4.6, -2.7, -4.7 and -16.1%);
-// the four Korthikanti ones alone average 3.53%. The 145.6B row
-// (-args -all-points) was measured once at +7.0% TFLOP/s (the step 6.5%
-// short), without the loss in fp32.
-const maeBound = 6.1
+// maeTarget (see misses): 5.16% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-1.1, -3.9, -1.9, -4.2 and -14.8%);
+// the four Korthikanti ones alone average 2.75%. With -args -all-points
+// the 145.6B row (+6.2% TFLOP/s, the step 5.8% short) makes it 5.26% over
+// six values, which the bound also holds.
+const maeBound = 5.3
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 

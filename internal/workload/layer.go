@@ -27,6 +27,8 @@ const (
 	opEmbeddingBw = "torch.ops.aten.embedding_dense_backward.default"
 	opLogSoftmax  = "torch.ops.aten._log_softmax.default"
 	opAmax        = "torch.ops.aten.amax.default"
+	opSumDim      = "torch.ops.aten.sum.dim_IntList"
+	opClone       = "torch.ops.aten.clone.default"
 	opLogSumExp   = "torch.ops.aten.logsumexp.default"
 	opGather      = "torch.ops.aten.gather.default"
 	opLogSmBw     = "torch.ops.aten._log_softmax_backward_data.default"
@@ -234,6 +236,53 @@ func (g *generator) dropout(st *stage, x values.Tensor) (out, mask values.Tensor
 	return out, mask
 }
 
+// qkvBias adds the QKV projection's bias to its product in a kernel of
+// its own, as Megatron-LM's column-parallel linear does when the bias is
+// not handed on to a fusion (the QKV projection; fc1's goes to the bias-GeLU
+// fusion, the row-parallel ones' to bias-dropout-add): at 6985e58 (2021)
+// ColumnParallelLinear calls F.linear on the 3-d [s, b, h] input, which in
+// the PyTorch of that time (1.8, NGC 20.12) is matmul followed by
+// output.add_(bias) for inputs of more than two dimensions
+// (aten/src/ATen/native/Linear.cpp); at 2755bcb (2022)
+// LinearWithGradAccumulationAndAsyncCommunication.forward is
+// torch.matmul(...) then output = output + bias. Models without biases
+// skip it, and so do ZeRO-3 jobs, whose parameters are DeepSpeed's shards.
+func (g *generator) qkvBias(st *stage, w *layerW, qkv values.Tensor) {
+	if !g.j.Model.Bias {
+		return
+	}
+	if w.small.ID == 0 { // ZeRO 3 (DeepSpeed's, not Megatron-LM's model code)
+		return
+	}
+	b := g.view(st, w.small, g.d.qkvW)
+	g.e.call(st.all, st.main, opAddInPlace, []any{qkv, b}, []any{qkv}, qkv)
+	g.free(st, b)
+}
+
+// biasGrad is a bias's gradient, the sum of the output gradient dy over
+// its rows, in a reduction kernel of its own: Megatron-LM's
+// column-parallel linear computes grad_output.sum(dim=0) for the QKV
+// bias (2755bcb; at 6985e58 autograd's reduction of F.linear's broadcast
+// bias), fc1's bias gradient is the bias-GeLU backward's output summed to
+// the bias's shape (GeLUFunction.backward returns it twice), and the
+// row-parallel biases, added by bias-dropout-add as bias.expand_as(residual),
+// get the sum of that expansion's gradient (megatron/model/transformer.py,
+// megatron/model/fused_bias_gelu.py, megatron/mpu/layers.py at 6985e58 and
+// 2755bcb). Models without biases skip it.
+func (g *generator) biasGrad(st *stage, dy values.Tensor) {
+	if !g.j.Model.Bias {
+		return
+	}
+	n := dy.Shape[len(dy.Shape)-1]
+	dims := make([]int64, len(dy.Shape)-1)
+	for i := range dims {
+		dims[i] = int64(i)
+	}
+	db := g.e.tensor(bf16, n)
+	g.op(st, opSumDim, []any{dy, dims, false}, db)
+	g.free(st, db)
+}
+
 // forward runs one transformer layer on x [sp, b, h]: norm, QKV
 // projection (column-parallel), attention, output projection
 // (row-parallel), dropout and residual; norm, fc1 (column-parallel),
@@ -249,6 +298,7 @@ func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (v
 	sv.qkv = g.e.tensor(bf16, d.sb, d.qkvW)
 	g.op(st, opMM, []any{in, W[0]}, sv.qkv)
 	g.free(st, in, extra)
+	g.qkvBias(st, w, sv.qkv)
 	sv.q = g.view(st, sv.qkv, d.b, d.at, d.s, d.hd)
 	sv.k = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
 	sv.v = g.view(st, sv.qkv, d.b, d.gt, d.s, d.hd)
@@ -263,7 +313,17 @@ func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (v
 			sv.core = false
 		}
 	}
-	sv.ctx = g.view(st, ctx, d.sb, d.h/d.t)
+	if d.flash {
+		sv.ctx = g.view(st, ctx, d.sb, d.h/d.t)
+	} else {
+		// Megatron-LM's explicit attention returns its context
+		// [b·heads, s, hd] as [s, b, h/t] through
+		// permute(2, 0, 1, 3).contiguous(): a copy
+		// (megatron/model/transformer.py ParallelAttention.forward at
+		// 6985e58, CoreAttention.forward at 2755bcb).
+		sv.ctx = g.e.tensor(bf16, d.sb, d.h/d.t)
+		g.op(st, opClone, []any{ctx}, sv.ctx)
+	}
 	g.free(st, ctx)
 	po := g.e.tensor(bf16, d.sb, d.h)
 	g.op(st, opMM, []any{sv.ctx, W[1]}, po)
@@ -393,6 +453,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 		g.op(st, opDropoutBw, []any{dy, sv.m2, 1 / (1 - dropP)}, dd2)
 		g.free(st, sv.m2)
 	}
+	g.biasGrad(st, dd2)
 	dflat, extra := g.gatherSeq(st, dd2)
 	actIn := sv.act
 	da := g.linearBackward(st, w, 3, WT[3], dflat, actIn)
@@ -416,6 +477,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 		g.op(st, opGeluBw, []any{da, sv.h1, "tanh"}, dh1)
 	}
 	g.free(st, da, sv.h1)
+	g.biasGrad(st, dh1)
 	in, extra := g.gatherSeq(st, sv.ln2)
 	dl2 := g.linearBackward(st, w, 2, WT[2], dh1, in)
 	g.free(st, dh1, in, extra, sv.ln2)
@@ -433,6 +495,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 		g.op(st, opDropoutBw, []any{dmid, sv.m1, 1 / (1 - dropP)}, dd1)
 		g.free(st, sv.m1)
 	}
+	g.biasGrad(st, dd1)
 	dflat, extra = g.gatherSeq(st, dd1)
 	dctx := g.linearBackward(st, w, 1, WT[1], dflat, sv.ctx)
 	g.free(st, dflat, extra, sv.ctx)
@@ -441,6 +504,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	}
 	dqkv := g.coreBackward(st, sv, dctx)
 	g.free(st, dctx)
+	g.biasGrad(st, dqkv)
 	in, extra = g.gatherSeq(st, sv.ln1)
 	dl1 := g.linearBackward(st, w, 0, WT[0], dqkv, in)
 	g.free(st, dqkv, in, extra, sv.ln1, sv.qkv, sv.q, sv.k, sv.v)
@@ -495,8 +559,11 @@ func (g *generator) coreBackward(st *stage, sv *saved, dctx values.Tensor) value
 	dpd := g.e.tensor(bf16, bh, d.s, d.s)
 	g.op(st, opBMM, []any{dc, vt}, dpd)
 	pdt := g.view(st, sv.pd, bh, d.s, d.s)
-	buf := g.e.tensor(bf16, d.sb, d.qkvW)
-	dv := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	// Q, K and V are split from the QKV output (torch.split in
+	// split_tensor_along_last_dim, Megatron-LM 6985e58 and 2755bcb), so
+	// their three gradients are made apart and concatenated by the split's
+	// backward: a copy of the QKV gradient.
+	dv := g.e.tensor(bf16, bh, d.s, d.hd)
 	g.op(st, opBMM, []any{pdt, dc}, dv)
 	g.free(st, vt, pdt, dc, sv.pd)
 	dp := dpd
@@ -509,14 +576,15 @@ func (g *generator) coreBackward(st *stage, sv *saved, dctx values.Tensor) value
 	g.op(st, opSoftmaxBw, []any{dp, sv.p, -1, bf16}, ds)
 	g.free(st, dp, sv.p)
 	k3 := g.view(st, sv.k, bh, d.s, d.hd)
-	dq := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	dq := g.e.tensor(bf16, bh, d.s, d.hd)
 	g.op(st, opBMM, []any{ds, k3}, dq)
 	dst := g.view(st, ds, bh, d.s, d.s)
 	q3 := g.view(st, sv.q, bh, d.s, d.hd)
-	dk := g.e.alias(buf, bf16, bh, d.s, d.hd)
+	dk := g.e.tensor(bf16, bh, d.s, d.hd)
 	g.op(st, opBMM, []any{dst, q3}, dk)
 	g.free(st, k3, dst, q3, ds)
-	out := g.view(st, dv, d.sb, d.qkvW)
+	out := g.e.tensor(bf16, d.sb, d.qkvW)
+	g.op(st, opCat, []any{tlist{dq, dk, dv}, -1}, out)
 	g.free(st, dq, dk, dv)
 	return out
 }

@@ -290,7 +290,9 @@ func TestStageParams(t *testing.T) {
 // gradient (8h²/t bytes, see stage0Peak), and a step makes no
 // add_.Tensor for the layers' and the output layer's matrices: one per
 // microbatch is left on stage 0, the word embedding's (its gradient is
-// not a GEMM), where without fusion each layer adds 4 per microbatch.
+// not a GEMM), where without fusion each layer adds 4 per microbatch;
+// besides those, each layer's forward adds the QKV bias in place, once
+// per microbatch.
 func TestFusedGradAccumulation(t *testing.T) {
 	for _, tp := range []int{1, 2} {
 		j := workload.Job{Model: tiny, TP: tp, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
@@ -301,9 +303,11 @@ func TestFusedGradAccumulation(t *testing.T) {
 		}
 		adds, fused := countCalls(t, j, "add_.Tensor"), countCalls(t, j, "mm.out")
 		m := int64(j.Micro())
-		// 4 layers x 4 matrices + the output layer, per microbatch and step.
-		if wantFused := 2 * m * (4*4 + 1); adds != 2*m || fused != wantFused {
-			t.Errorf("tp %d: %d add_ and %d fused GEMMs, want %d and %d", tp, adds, fused, 2*m, wantFused)
+		// 4 layers x 4 matrices + the output layer, per microbatch and step;
+		// add_: the embedding's and 4 layers' QKV bias adds.
+		wantAdds := 2 * m * (1 + 4)
+		if wantFused := 2 * m * (4*4 + 1); adds != wantAdds || fused != wantFused {
+			t.Errorf("tp %d: %d add_ and %d fused GEMMs, want %d and %d", tp, adds, fused, wantAdds, wantFused)
 		}
 	}
 }
@@ -341,4 +345,38 @@ func TestFP32CrossEntropy(t *testing.T) {
 	if min := int64(64 * 2 * 16384 * 2); peak32-peak < min {
 		t.Errorf("last stage's peak grows by %d bytes, want at least %d", peak32-peak, min)
 	}
+}
+
+// TestBiasAndLayoutKernels counts the kernels Megatron-LM's layer runs
+// besides its GEMMs and fusions (layer.go qkvBias, biasGrad, and the
+// explicit attention's context copy and QKV-gradient cat). tiny has 4
+// layers; 4 microbatches a step, 2 steps: 32 layer-microbatches. Each
+// runs one QKV bias add_ and one context copy per forward (two forwards
+// with full recomputation), and in its backward four bias-gradient sums
+// (QKV, projection, fc1, fc2) and one cat of dQ, dK and dV. Without
+// biases there are no sums, and the add_ calls left are the word
+// embedding's gradient accumulations (one per microbatch on stage 0: 8);
+// flash attention has no context copy and no cat.
+func TestBiasAndLayoutKernels(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000, FuseGradAccumulation: true}
+	const lm = 32
+	check := func(name string, j workload.Job, sums, clones, cats, adds int64) {
+		t.Helper()
+		got := [4]int64{countCalls(t, j, "sum.dim_IntList"), countCalls(t, j, "clone.default"),
+			countCalls(t, j, "cat.default"), countCalls(t, j, "add_.Tensor")}
+		if want := [4]int64{sums, clones, cats, adds}; got != want {
+			t.Errorf("%s: sums, clones, cats, add_ = %v, want %v", name, got, want)
+		}
+	}
+	check("biases", j, 4*lm, lm, lm, lm+8)
+	full := j
+	full.Recompute = workload.RecomputeFull
+	check("full recomputation", full, 4*lm, 2*lm, lm, 2*lm+8)
+	nb := j
+	nb.Model.Bias = false
+	check("no biases", nb, 0, lm, lm, 8)
+	fl := j
+	fl.FlashAttention = true
+	check("flash attention", fl, 4*lm, 0, 0, lm+8)
 }
