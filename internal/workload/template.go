@@ -1,0 +1,579 @@
+package workload
+
+import (
+	"strconv"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/values"
+)
+
+// A transformer layer's forward (or backward) on one stage writes the same
+// commands every time, but for its tensor ids: the ids it makes are the
+// next ones in order, and the ids it is given (its input, its weights,
+// what the forward kept) are the only others it names. So the generator
+// records one layer's commands once per stage, pass and recomputation
+// policy, with each id coded as "the k-th id made here" or "the id (or
+// storage) of input k", and writes every later layer of that kind by
+// decoding the recording with the new ids: no argument lists, no JSON
+// built from values, no string formatting but the ids' own digits. The
+// records written are exactly those the generator would write (a test
+// compares the two streams record by record).
+//
+// A recording is used only where it is exact: the inputs must agree with
+// the recorded ones in everything but their ids (sizes, dtypes, shapes,
+// devices, which of them share ids or storages, which were mentioned
+// before), and the layer must write only calls, collectives and
+// deletions, and begin with a command (not a deletion that could join
+// pending ones). Otherwise the layer is generated as before.
+
+// code is a tensor id in a recording: >= 0 the code-th id made by the
+// layer, codeInput-2k the id of input k, codeInput-2k-1 its storage id;
+// codeZero is no tensor (id 0).
+type code int64
+
+const (
+	codeZero  code = -1
+	codeInput code = -2
+)
+
+// tplTensor is a tensor in a recording: an input (whole, as given) or one
+// the layer made (its ids coded, the rest as written).
+type tplTensor struct {
+	input   int // the input it is (isInput)
+	id, st  code
+	nbytes  int64
+	dtype   string
+	shape   []int64
+	cpu     bool
+	isInput bool
+}
+
+// tplRaw is a JSON tree as written, with the places of its ids.
+type tplRaw struct {
+	text  []byte
+	holes []tplHole
+}
+
+// tplHole is an id written in a tree's text: text[at:at+n] is its digits.
+type tplHole struct {
+	at, n int
+	id    code
+}
+
+// tplRec is one recorded command.
+type tplRec struct {
+	kind  gen.MsgKind
+	name  string
+	dts   int64 // ts after the layer's first command minus ts before it
+	ranks []values.Slice
+
+	// CallFunction
+	fn           string
+	ident        code
+	args, res    tplRaw
+	argLv, resLv []tplTensor
+	mutates      []tplTensor
+	stream       values.Stream
+	kwargsRaw    []byte
+	// Reduce
+	reduction     string
+	dims          []string
+	scatter, inpl bool
+	result, local tplTensor
+	// DeleteRefs
+	refs []code
+}
+
+// template is one recorded layer pass.
+type template struct {
+	never bool // the pass cannot be recorded exactly: always generate it
+
+	ins      []values.Tensor // the inputs as recorded
+	insSig   []int32         // which inputs share ids and storages (sig)
+	seenIn   []bool          // inputs mentioned before the pass
+	seenOut  []int           // inputs mentioned by its end
+	made     int64           // ids made
+	madeSeen []int64         // ids made (as codes) mentioned by its end
+	dts      int64           // ts at the end minus ts before
+	recs     []tplRec
+	delRefs  []code // deletions pending at the end
+	delRanks values.Slice
+	outs     []tplTensor // the pass's results (layer output, saved tensors)
+	core     bool        // saved.core of a forward
+}
+
+// tplKey names a recording: a stage's forward (with keep) or backward.
+type tplKey struct {
+	stage int
+	fwd   bool
+	keep  bool
+}
+
+// recording is a pass being recorded by the emitter.
+type recording struct {
+	t        *template
+	next0    int64
+	borrow0  int64
+	ts0      int64
+	started  bool // a command has been written
+	argHoles []rawHoleAt
+	resHoles []rawHoleAt
+	holes    *[]rawHoleAt
+}
+
+// rawHoleAt is an id the emitter wrote into a tree's text.
+type rawHoleAt struct {
+	at, n int
+	id    int64
+}
+
+// sig describes which of ts share ids and storages: for each tensor, the
+// first one with the same id, and the first whose id or storage is its
+// storage (coded as 2j or 2j+1), so that two input lists with equal
+// signatures code every id alike.
+func sig(dst []int32, ts []values.Tensor) []int32 {
+	dst = dst[:0]
+	for k := range ts {
+		first := int32(k)
+		for j := 0; j < k; j++ {
+			if ts[j].ID == ts[k].ID {
+				first = int32(j)
+				break
+			}
+		}
+		st := int32(-1)
+		for j := 0; j <= k && st < 0; j++ {
+			switch {
+			case ts[j].ID == ts[k].Storage:
+				st = int32(2 * j)
+			case ts[j].Storage == ts[k].Storage:
+				st = int32(2*j + 1)
+			}
+		}
+		dst = append(dst, first, st)
+	}
+	return dst
+}
+
+// sameFields reports whether a and b agree in everything but their ids.
+func sameFields(a, b *values.Tensor) bool {
+	if a.NBytes != b.NBytes || a.Dtype != b.Dtype || a.CPU != b.CPU || len(a.Shape) != len(b.Shape) || (a.ID == 0) != (b.ID == 0) {
+		return false
+	}
+	for i := range a.Shape {
+		if a.Shape[i] != b.Shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// templatesOn reports whether layer passes may be recorded and replayed:
+// with ZeRO 2 and 3 a pass gathers weights or fills gradient buckets,
+// state of its own that a recording does not carry.
+func (g *generator) templatesOn() bool {
+	return !g.noTemplates && !g.tplBusy && g.zero() < 2
+}
+
+// matches reports whether the recording can be replayed with inputs ins.
+func (t *template) matches(e *emitter, ins []values.Tensor, scratch *[]int32) bool {
+	if t.never || len(ins) != len(t.ins) || e.sameTs {
+		return false
+	}
+	for k := range ins {
+		if !sameFields(&ins[k], &t.ins[k]) {
+			return false
+		}
+		if ins[k].ID != 0 && e.isSeen(ins[k].ID) != t.seenIn[k] {
+			return false
+		}
+	}
+	*scratch = sig(*scratch, ins)
+	for i, v := range *scratch {
+		if v != t.insSig[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isSeen reports whether tensor id has been mentioned.
+func (e *emitter) isSeen(id int64) bool {
+	w := id >> 6
+	return w < int64(len(e.seen)) && e.seen[w]&(uint64(1)<<(id&63)) != 0
+}
+
+// startRecording begins recording a pass with inputs ins.
+func (e *emitter) startRecording(ins []values.Tensor) *recording {
+	e.flushDel()
+	t := &template{ins: append([]values.Tensor(nil), ins...)}
+	t.insSig = sig(nil, ins)
+	for k := range ins {
+		t.seenIn = append(t.seenIn, ins[k].ID != 0 && e.isSeen(ins[k].ID))
+	}
+	if e.sameTs || len(e.extra) > 0 {
+		t.never = true
+	}
+	r := &recording{t: t, next0: e.next, borrow0: e.borrow, ts0: e.ts}
+	r.holes = &r.argHoles
+	e.recd = r
+	return r
+}
+
+// codeOf codes id in the recording, or reports that it cannot.
+func (r *recording) codeOf(id int64) (code, bool) {
+	if id == 0 {
+		return codeZero, true
+	}
+	if id >= r.next0 {
+		return code(id - r.next0), true
+	}
+	for k := range r.t.ins {
+		if r.t.ins[k].ID == id {
+			return codeInput - code(2*k), true
+		}
+	}
+	for k := range r.t.ins {
+		if r.t.ins[k].Storage == id {
+			return codeInput - code(2*k+1), true
+		}
+	}
+	return 0, false
+}
+
+// tensor codes a tensor mention.
+func (r *recording) tensor(x *values.Tensor) tplTensor {
+	for k := range r.t.ins {
+		in := &r.t.ins[k]
+		if in.ID == x.ID && x.ID != 0 {
+			if in.Storage != x.Storage || !sameFields(in, x) {
+				r.t.never = true
+			}
+			return tplTensor{input: k, isInput: true}
+		}
+	}
+	id, ok1 := r.codeOf(x.ID)
+	st, ok2 := r.codeOf(x.Storage)
+	if !ok1 || !ok2 || (x.ID != 0 && x.ID < r.next0) {
+		r.t.never = true
+	}
+	return tplTensor{id: id, st: st, nbytes: x.NBytes, dtype: x.Dtype, shape: x.Shape, cpu: x.CPU}
+}
+
+func (r *recording) tensors(xs []values.Tensor) []tplTensor {
+	out := make([]tplTensor, len(xs))
+	for i := range xs {
+		out[i] = r.tensor(&xs[i])
+	}
+	return out
+}
+
+func (r *recording) raw(text []byte, holes []rawHoleAt) tplRaw {
+	out := tplRaw{text: append([]byte(nil), text...)}
+	for _, h := range holes {
+		c, ok := r.codeOf(h.id)
+		if !ok {
+			r.t.never = true
+		}
+		out.holes = append(out.holes, tplHole{at: h.at, n: h.n, id: c})
+	}
+	return out
+}
+
+// capture records the command the emitter is writing.
+func (r *recording) capture(e *emitter) {
+	t := r.t
+	rec := &e.rec
+	m := &rec.Msg
+	tr := tplRec{kind: m.Kind, name: m.TypeName, dts: rec.Ts - r.ts0, ranks: append([]values.Slice(nil), rec.Ranks...)}
+	switch m.Kind {
+	case gen.MsgCallFunction:
+		c := &m.CallFunction
+		tr.fn, tr.stream = c.Function, c.Stream
+		var ok bool
+		if tr.ident, ok = r.codeOf(c.Ident); !ok {
+			t.never = true
+		}
+		tr.args = r.raw(c.Args.Raw, r.argHoles)
+		tr.res = r.raw(c.Result.Raw, r.resHoles)
+		tr.argLv, tr.resLv, tr.mutates = r.tensors(c.Args.Leaves), r.tensors(c.Result.Leaves), r.tensors(c.Mutates)
+		if len(c.Kwargs.Leaves) > 0 {
+			t.never = true
+		}
+		tr.kwargsRaw = c.Kwargs.Raw
+	case gen.MsgReduce:
+		x := &m.Reduce
+		if x.HasOut {
+			t.never = true
+		}
+		tr.result, tr.local = r.tensor(&x.Result), r.tensor(&x.LocalTensor)
+		tr.stream, tr.dims, tr.reduction, tr.scatter, tr.inpl = x.Stream, x.Dims, x.Reduction, x.Scatter, x.Inplace
+	case gen.MsgDeleteRefs:
+		for _, id := range m.DeleteRefs.Refs {
+			c, ok := r.codeOf(id)
+			if !ok {
+				t.never = true
+			}
+			tr.refs = append(tr.refs, c)
+		}
+	default:
+		t.never = true
+	}
+	if len(m.Extra.Keys) > 0 || len(m.Extra.Order) > 0 || len(rec.Extra.Keys) > 0 {
+		t.never = true
+	}
+	t.recs = append(t.recs, tr)
+	r.started = true
+}
+
+// noteDel is called when a deletion is queued: one before the pass's
+// first command could join deletions queued before the pass.
+func (r *recording) noteDel() {
+	if !r.started {
+		r.t.never = true
+	}
+}
+
+// stopRecording ends the recording; outs are the pass's results.
+func (e *emitter) stopRecording(r *recording, outs []values.Tensor) *template {
+	e.recd = nil
+	t := r.t
+	if e.borrow != r.borrow0 || e.sameTs || !r.started {
+		t.never = true
+	}
+	t.made = e.next - r.next0
+	t.dts = e.ts - r.ts0
+	for id := r.next0; id < e.next; id++ {
+		if e.isSeen(id) {
+			t.madeSeen = append(t.madeSeen, id-r.next0)
+		}
+	}
+	for k := range t.ins {
+		if t.ins[k].ID != 0 && e.isSeen(t.ins[k].ID) {
+			t.seenOut = append(t.seenOut, k)
+		}
+	}
+	for _, id := range e.delRefs {
+		c, ok := r.codeOf(id)
+		if !ok {
+			t.never = true
+		}
+		t.delRefs = append(t.delRefs, c)
+	}
+	t.delRanks = e.delRanks
+	for i := range outs {
+		t.outs = append(t.outs, r.tensor(&outs[i]))
+	}
+	return t
+}
+
+// replayer decodes a recording with new ids.
+type replayer struct {
+	ins  []values.Tensor
+	base int64 // the first id made
+}
+
+func (p *replayer) id(c code) int64 {
+	switch {
+	case c >= 0:
+		return p.base + int64(c)
+	case c == codeZero:
+		return 0
+	}
+	k := int(codeInput - c)
+	if k&1 == 0 {
+		return p.ins[k/2].ID
+	}
+	return p.ins[k/2].Storage
+}
+
+func (p *replayer) tensor(t *tplTensor) values.Tensor {
+	if t.isInput {
+		return p.ins[t.input]
+	}
+	id := p.id(t.id)
+	return values.Tensor{ID: id, Idx: idx(id), Storage: p.id(t.st), NBytes: t.nbytes, Dtype: t.dtype, Shape: t.shape, CPU: t.cpu}
+}
+
+func (p *replayer) tensors(dst []values.Tensor, ts []tplTensor) []values.Tensor {
+	dst = dst[:0]
+	for i := range ts {
+		dst = append(dst, p.tensor(&ts[i]))
+	}
+	return dst
+}
+
+func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
+	dst = dst[:0]
+	at := 0
+	for _, h := range r.holes {
+		dst = append(dst, r.text[at:h.at]...)
+		dst = strconv.AppendInt(dst, p.id(h.id), 10)
+		at = h.at + h.n
+	}
+	return append(dst, r.text[at:]...)
+}
+
+// replay writes the recorded pass with inputs ins (matches is true) and
+// returns its results.
+func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor) []values.Tensor {
+	e.flushDel()
+	p := replayer{ins: ins, base: e.next}
+	ts0 := e.ts
+	for i := range t.recs {
+		tr := &t.recs[i]
+		m := &e.rec.Msg
+		m.Kind, m.TypeName = tr.kind, tr.name
+		m.Extra.Reset()
+		switch tr.kind {
+		case gen.MsgCallFunction:
+			e.argBuf = p.raw(e.argBuf, &tr.args)
+			e.resBuf = p.raw(e.resBuf, &tr.res)
+			e.argLv = p.tensors(e.argLv, tr.argLv)
+			e.resLv = p.tensors(e.resLv, tr.resLv)
+			e.mutBuf = p.tensors(e.mutBuf, tr.mutates)
+			var mut []values.Tensor
+			if len(tr.mutates) > 0 {
+				mut = e.mutBuf
+			}
+			m.CallFunction = gen.CallFunction{
+				Ident:    p.id(tr.ident),
+				Function: tr.fn,
+				Args:     values.Tree{Raw: e.argBuf, Leaves: e.argLv},
+				Kwargs:   values.Tree{Raw: tr.kwargsRaw},
+				Result:   values.Tree{Raw: e.resBuf, Leaves: e.resLv},
+				Mutates:  mut,
+				Stream:   tr.stream,
+			}
+		case gen.MsgReduce:
+			m.Reduce = gen.Reduce{
+				Result:      p.tensor(&tr.result),
+				LocalTensor: p.tensor(&tr.local),
+				Stream:      tr.stream,
+				Dims:        tr.dims,
+				Reduction:   tr.reduction,
+				Scatter:     tr.scatter,
+				Inplace:     tr.inpl,
+			}
+		case gen.MsgDeleteRefs:
+			refs := m.DeleteRefs.Refs[:0]
+			for _, c := range tr.refs {
+				refs = append(refs, p.id(c))
+			}
+			m.DeleteRefs.Refs = refs
+		}
+		e.ts = ts0 + tr.dts
+		e.rec.Ts = e.ts
+		e.rec.Ranks = append(e.rec.Ranks[:0], tr.ranks...)
+		if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
+			e.callErr = err
+		}
+	}
+	e.ts = ts0 + t.dts
+	e.next += t.made
+	for _, c := range t.madeSeen {
+		e.seenBefore(p.base + c)
+	}
+	for _, k := range t.seenOut {
+		e.seenBefore(ins[k].ID)
+	}
+	for _, c := range t.delRefs {
+		e.delRefs = append(e.delRefs, p.id(c))
+	}
+	if len(t.delRefs) > 0 {
+		e.delRanks = t.delRanks
+	}
+	outs = outs[:0]
+	for i := range t.outs {
+		outs = append(outs, p.tensor(&t.outs[i]))
+	}
+	return outs
+}
+
+// maxTemplates bounds the recordings kept per key: a stage's first layer
+// may take its input in another form than the others (a view of the
+// embedding's storage on the first stage, say), each a recording of its
+// own.
+const maxTemplates = 4
+
+// fields lists a layer's saved tensors in a fixed order.
+func (sv *saved) fields() [25]*values.Tensor {
+	return [...]*values.Tensor{&sv.x, &sv.mu1, &sv.rs1, &sv.ln1, &sv.qkv, &sv.q, &sv.k, &sv.v, &sv.p, &sv.pd, &sv.amask,
+		&sv.o, &sv.lse, &sv.ctx, &sv.m1, &sv.x2, &sv.mu2, &sv.rs2, &sv.ln2, &sv.m2, &sv.h1, &sv.act, &sv.gate, &sv.up, &sv.sg}
+}
+
+// pass writes one recorded or recordable layer pass: gen writes it anew
+// (and returns its results); otherwise a recording of key whose inputs
+// match ins is replayed.
+func (g *generator) pass(key tplKey, ins []values.Tensor, gen func() []values.Tensor) (outs []values.Tensor, t *template) {
+	list := g.tpls[key]
+	for _, t := range list {
+		if t.matches(&g.e, ins, &g.tplSig) {
+			g.tplOuts = g.e.replay(t, ins, g.tplOuts)
+			g.tplReplays++
+			return g.tplOuts, t
+		}
+	}
+	if len(list) >= maxTemplates {
+		return gen(), nil
+	}
+	r := g.e.startRecording(ins)
+	g.tplBusy = true
+	outs = gen()
+	g.tplBusy = false
+	t = g.e.stopRecording(r, outs)
+	if g.tpls == nil {
+		g.tpls = make(map[tplKey][]*template)
+	}
+	if !t.never {
+		g.tpls[key] = append(list, t)
+	}
+	return outs, t
+}
+
+// layerForward is forward, replayed from a recording where one fits.
+func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
+	if !g.templatesOn() {
+		return g.forward(st, w, x, keep)
+	}
+	ins := append(append(g.tplIns[:0], x), w.w...)
+	g.tplIns = ins
+	var sv *saved
+	outs, t := g.pass(tplKey{stage: st.idx, fwd: true, keep: keep}, ins, func() []values.Tensor {
+		var y values.Tensor
+		y, sv = g.forward(st, w, x, keep)
+		out := []values.Tensor{y}
+		for _, f := range sv.fields() {
+			out = append(out, *f)
+		}
+		return out
+	})
+	if sv != nil { // generated
+		if t != nil {
+			t.core = sv.core
+		}
+		return outs[0], sv
+	}
+	sv = &saved{core: t.core}
+	for i, f := range sv.fields() {
+		*f = outs[1+i]
+	}
+	return outs[0], sv
+}
+
+// layerBackward is backward, replayed from a recording where one fits.
+func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
+	if !g.templatesOn() {
+		return g.backward(st, w, dy, sv)
+	}
+	ins := append(g.tplIns[:0], dy)
+	for _, f := range sv.fields() {
+		ins = append(ins, *f)
+	}
+	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad)
+	g.tplIns = ins
+	outs, _ := g.pass(tplKey{stage: st.idx, keep: sv.core}, ins, func() []values.Tensor {
+		return []values.Tensor{g.backward(st, w, dy, sv)}
+	})
+	return outs[0]
+}
