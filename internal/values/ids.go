@@ -263,16 +263,32 @@ func (r *Registry) Streams() int { return int(r.nStreams) }
 // names few distinct functions, so the map is small; it is looked up at
 // decode only, so that the engine keeps what it derives from a name in a
 // slice indexed by it.
+//
+// A small cache by length comes first: a program names its functions with
+// the same few strings, so the comparison there is usually of one string
+// with itself (equal data pointers), cheaper than hashing it for the map.
 func (r *Registry) NameIdx(name string) int32 {
-	if i, ok := r.names[name]; ok {
-		return i
+	c := &r.nameCache[len(name)%len(r.nameCache)]
+	if c.ok && c.name == name {
+		return c.idx
 	}
-	if r.names == nil {
-		r.names = make(map[string]int32)
+	i, ok := r.names[name]
+	if !ok {
+		if r.names == nil {
+			r.names = make(map[string]int32)
+		}
+		i = int32(len(r.names))
+		r.names[name] = i
 	}
-	i := int32(len(r.names))
-	r.names[name] = i
+	*c = nameEntry{name: name, idx: i, ok: true}
 	return i
+}
+
+// nameEntry is one place of the registry's cache of names (NameIdx).
+type nameEntry struct {
+	name string
+	idx  int32
+	ok   bool
 }
 
 // BorrowIdx returns the dense index of borrow id, giving it one at its

@@ -168,7 +168,9 @@ func TestNameIdx(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		want int32
-	}{{"aten.mm", 0}, {"aten.add", 1}, {"aten.mm", 0}, {"", 2}, {"aten.add", 1}} {
+	}{{"aten.mm", 0}, {"aten.add", 1}, {"aten.mm", 0}, {"", 2}, {"aten.add", 1},
+		// Names of one length share a place of the cache in front of the map.
+		{"aten.mv", 3}, {"aten.mm", 0}, {"aten.mv", 3}, {string([]byte("aten.mm")), 0}} {
 		if got := r.NameIdx(c.name); got != c.want {
 			t.Errorf("NameIdx(%q) = %d, want %d", c.name, got, c.want)
 		}
