@@ -169,10 +169,12 @@ func sameFields(a, b *values.Tensor) bool {
 }
 
 // templatesOn reports whether layer passes may be recorded and replayed:
-// with ZeRO 2 and 3 a pass gathers weights or fills gradient buckets,
-// state of its own that a recording does not carry.
+// with ZeRO 3 a pass gathers its weights and releases the previous
+// layer's, state across passes that a recording does not carry. (With
+// ZeRO 2 a backward pass makes its layer's gradient bucket, which is
+// among the pass's results.)
 func (g *generator) templatesOn() bool {
-	return !g.noTemplates && !g.tplBusy && g.zero() < 2
+	return !g.noTemplates && !g.tplBusy && g.zero() < 3
 }
 
 // matches reports whether the recording can be replayed with inputs ins.
@@ -563,7 +565,7 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 
 // layerBackward is backward, replayed from a recording where one fits.
 func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
-	if !g.templatesOn() {
+	if !g.templatesOn() || w.bucket.ID != 0 {
 		return g.backward(st, w, dy, sv)
 	}
 	ins := append(g.tplIns[:0], dy)
@@ -573,7 +575,11 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad)
 	g.tplIns = ins
 	outs, _ := g.pass(tplKey{stage: st.idx, keep: sv.core}, ins, func() []values.Tensor {
-		return []values.Tensor{g.backward(st, w, dy, sv)}
+		dx := g.backward(st, w, dy, sv)
+		return append([]values.Tensor{dx, w.bucket}, w.bv...)
 	})
+	// The gradient bucket the pass made (ZeRO 2), for layerDone.
+	w.bucket = outs[1]
+	w.bv = append(w.bv[:0], outs[2:]...)
 	return outs[0]
 }
