@@ -58,6 +58,7 @@ type emitter struct {
 	callErr  error
 	// recd, when set, records the commands written (see template.go).
 	recd   *recording
+	rp     replayer
 	mutBuf []values.Tensor
 }
 

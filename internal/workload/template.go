@@ -73,8 +73,11 @@ type tplRec struct {
 	args, res    tplRaw
 	argLv, resLv []tplTensor
 	mutates      []tplTensor
-	stream       values.Stream
-	kwargsRaw    []byte
+	// The tensors as written with their ids left out (filled in by
+	// replayer.fill).
+	argProto, resProto, mutProto []values.Tensor
+	stream                       values.Stream
+	kwargsRaw                    []byte
 	// Reduce
 	reduction     string
 	dims          []string
@@ -270,6 +273,17 @@ func (r *recording) tensors(xs []values.Tensor) []tplTensor {
 	return out
 }
 
+// protos are the tensors ts with their ids left out.
+func protos(ts []tplTensor) []values.Tensor {
+	out := make([]values.Tensor, len(ts))
+	for i, t := range ts {
+		if !t.isInput {
+			out[i] = values.Tensor{NBytes: t.nbytes, Dtype: t.dtype, Shape: t.shape, CPU: t.cpu}
+		}
+	}
+	return out
+}
+
 func (r *recording) raw(text []byte, holes []rawHoleAt) tplRaw {
 	out := tplRaw{text: append([]byte(nil), text...)}
 	for _, h := range holes {
@@ -299,6 +313,7 @@ func (r *recording) capture(e *emitter) {
 		tr.args = r.raw(c.Args.Raw, r.argHoles)
 		tr.res = r.raw(c.Result.Raw, r.resHoles)
 		tr.argLv, tr.resLv, tr.mutates = r.tensors(c.Args.Leaves), r.tensors(c.Result.Leaves), r.tensors(c.Mutates)
+		tr.argProto, tr.resProto, tr.mutProto = protos(tr.argLv), protos(tr.resLv), protos(tr.mutates)
 		if len(c.Kwargs.Leaves) > 0 {
 			t.never = true
 		}
@@ -369,10 +384,30 @@ func (e *emitter) stopRecording(r *recording, outs []values.Tensor) *template {
 	return t
 }
 
-// replayer decodes a recording with new ids.
+// replayer decodes a recording with new ids. It is the emitter's, reused
+// from pass to pass.
 type replayer struct {
 	ins  []values.Tensor
 	base int64 // the first id made
+	made int64
+	// The ids' digits, each written once per pass: spans[slot(c)] is
+	// where code c's digits lie in digits (n 0: not written yet).
+	digits []byte
+	spans  []span
+}
+
+type span struct{ at, n int32 }
+
+// start readies p for a pass of t with inputs ins, its ids made from base.
+func (p *replayer) start(t *template, ins []values.Tensor, base int64) {
+	p.ins, p.base, p.made = ins, base, t.made
+	p.digits = p.digits[:0]
+	n := int(t.made) + 2*len(ins)
+	if cap(p.spans) < n {
+		p.spans = make([]span, n)
+	}
+	p.spans = p.spans[:n]
+	clear(p.spans)
 }
 
 func (p *replayer) id(c code) int64 {
@@ -397,12 +432,36 @@ func (p *replayer) tensor(t *tplTensor) values.Tensor {
 	return values.Tensor{ID: id, Idx: idx(id), Storage: p.id(t.st), NBytes: t.nbytes, Dtype: t.dtype, Shape: t.shape, CPU: t.cpu}
 }
 
-func (p *replayer) tensors(dst []values.Tensor, ts []tplTensor) []values.Tensor {
-	dst = dst[:0]
+// fill writes tensors ts into dst: their prototypes, with the ids filled in.
+func (p *replayer) fill(dst []values.Tensor, proto []values.Tensor, ts []tplTensor) []values.Tensor {
+	dst = append(dst[:0], proto...)
 	for i := range ts {
-		dst = append(dst, p.tensor(&ts[i]))
+		t := &ts[i]
+		if t.isInput {
+			dst[i] = p.ins[t.input]
+			continue
+		}
+		d := &dst[i]
+		d.ID = p.id(t.id)
+		d.Idx, d.Storage = idx(d.ID), p.id(t.st)
 	}
 	return dst
+}
+
+// appendID appends the digits of code c's id (never codeZero).
+func (p *replayer) appendID(dst []byte, c code) []byte {
+	s := int(c)
+	if c < 0 {
+		s = int(p.made) + int(codeInput-c)
+	}
+	sp := p.spans[s]
+	if sp.n == 0 {
+		at := len(p.digits)
+		p.digits = strconv.AppendInt(p.digits, p.id(c), 10)
+		sp = span{at: int32(at), n: int32(len(p.digits) - at)}
+		p.spans[s] = sp
+	}
+	return append(dst, p.digits[sp.at:sp.at+sp.n]...)
 }
 
 func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
@@ -410,7 +469,7 @@ func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
 	at := 0
 	for _, h := range r.holes {
 		dst = append(dst, r.text[at:h.at]...)
-		dst = strconv.AppendInt(dst, p.id(h.id), 10)
+		dst = p.appendID(dst, h.id)
 		at = h.at + h.n
 	}
 	return append(dst, r.text[at:]...)
@@ -420,7 +479,8 @@ func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
 // returns its results.
 func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor) []values.Tensor {
 	e.flushDel()
-	p := replayer{ins: ins, base: e.next}
+	p := &e.rp
+	p.start(t, ins, e.next)
 	ts0 := e.ts
 	for i := range t.recs {
 		tr := &t.recs[i]
@@ -431,9 +491,9 @@ func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor)
 		case gen.MsgCallFunction:
 			e.argBuf = p.raw(e.argBuf, &tr.args)
 			e.resBuf = p.raw(e.resBuf, &tr.res)
-			e.argLv = p.tensors(e.argLv, tr.argLv)
-			e.resLv = p.tensors(e.resLv, tr.resLv)
-			e.mutBuf = p.tensors(e.mutBuf, tr.mutates)
+			e.argLv = p.fill(e.argLv, tr.argProto, tr.argLv)
+			e.resLv = p.fill(e.resLv, tr.resProto, tr.resLv)
+			e.mutBuf = p.fill(e.mutBuf, tr.mutProto, tr.mutates)
 			var mut []values.Tensor
 			if len(tr.mutates) > 0 {
 				mut = e.mutBuf
@@ -489,6 +549,7 @@ func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor)
 	for i := range t.outs {
 		outs = append(outs, p.tensor(&t.outs[i]))
 	}
+	p.ins = nil
 	return outs
 }
 
