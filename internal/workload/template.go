@@ -36,6 +36,10 @@ const (
 	codeInput code = -2
 )
 
+// bcode is a borrow id in a recording: >= 0 the bcode-th borrow made by
+// the pass, < 0 input borrow -1-bcode.
+type bcode int64
+
 // tplTensor is a tensor in a recording: an input (whole, as given) or one
 // the layer made (its ids coded, the rest as written).
 type tplTensor struct {
@@ -85,6 +89,10 @@ type tplRec struct {
 	result, local tplTensor
 	// DeleteRefs
 	refs []code
+	// BorrowCreate (result, local: its result and tensor) and the other
+	// borrow messages
+	borrow   bcode
+	from, to values.Stream
 }
 
 // template is one recorded layer pass.
@@ -92,16 +100,19 @@ type template struct {
 	never bool // the pass cannot be recorded exactly: always generate it
 
 	ins      []values.Tensor // the inputs as recorded
+	insB     []int64         // the input borrows as recorded
 	insSig   []int32         // which inputs share ids and storages (sig)
 	seenIn   []bool          // inputs mentioned before the pass
 	seenOut  []int           // inputs mentioned by its end
 	made     int64           // ids made
+	madeB    int64           // borrow ids made
 	madeSeen []int64         // ids made (as codes) mentioned by its end
 	dts      int64           // ts at the end minus ts before
 	recs     []tplRec
 	delRefs  []code // deletions pending at the end
 	delRanks values.Slice
 	outs     []tplTensor // the pass's results (layer output, saved tensors)
+	outsB    []bcode     // the borrows among its results
 	core     bool        // saved.core of a forward
 }
 
@@ -171,18 +182,18 @@ func sameFields(a, b *values.Tensor) bool {
 	return true
 }
 
-// templatesOn reports whether layer passes may be recorded and replayed:
-// with ZeRO 3 a pass gathers its weights and releases the previous
-// layer's, state across passes that a recording does not carry. (With
-// ZeRO 2 a backward pass makes its layer's gradient bucket, which is
-// among the pass's results.)
+// templatesOn reports whether layer passes may be recorded and replayed.
+// State a pass takes from the passes before it or leaves to those after
+// it is among its inputs and results: with ZeRO 2 and 3 the gradient
+// bucket a backward pass makes, with ZeRO 3 the matrices gathered for the
+// layer before, which the pass gives back, and its own.
 func (g *generator) templatesOn() bool {
-	return !g.noTemplates && !g.tplBusy && g.zero() < 3
+	return !g.noTemplates && !g.tplBusy
 }
 
 // matches reports whether the recording can be replayed with inputs ins.
-func (t *template) matches(e *emitter, ins []values.Tensor, scratch *[]int32) bool {
-	if t.never || len(ins) != len(t.ins) || e.sameTs {
+func (t *template) matches(e *emitter, ins []values.Tensor, insB []int64, scratch *[]int32) bool {
+	if t.never || len(ins) != len(t.ins) || len(insB) != len(t.insB) || e.sameTs {
 		return false
 	}
 	for k := range ins {
@@ -208,10 +219,11 @@ func (e *emitter) isSeen(id int64) bool {
 	return w < int64(len(e.seen)) && e.seen[w]&(uint64(1)<<(id&63)) != 0
 }
 
-// startRecording begins recording a pass with inputs ins.
-func (e *emitter) startRecording(ins []values.Tensor) *recording {
+// startRecording begins recording a pass with inputs ins and input
+// borrows insB.
+func (e *emitter) startRecording(ins []values.Tensor, insB []int64) *recording {
 	e.flushDel()
-	t := &template{ins: append([]values.Tensor(nil), ins...)}
+	t := &template{ins: append([]values.Tensor(nil), ins...), insB: append([]int64(nil), insB...)}
 	t.insSig = sig(nil, ins)
 	for k := range ins {
 		t.seenIn = append(t.seenIn, ins[k].ID != 0 && e.isSeen(ins[k].ID))
@@ -244,6 +256,20 @@ func (r *recording) codeOf(id int64) (code, bool) {
 		}
 	}
 	return 0, false
+}
+
+// borrowOf codes borrow id.
+func (r *recording) borrowOf(id int64) bcode {
+	if id > r.borrow0 {
+		return bcode(id - r.borrow0 - 1)
+	}
+	for k, b := range r.t.insB {
+		if b == id {
+			return bcode(-1 - k)
+		}
+	}
+	r.t.never = true
+	return 0
 }
 
 // tensor codes a tensor mention.
@@ -333,6 +359,16 @@ func (r *recording) capture(e *emitter) {
 			}
 			tr.refs = append(tr.refs, c)
 		}
+	case gen.MsgBorrowCreate:
+		x := &m.BorrowCreate
+		tr.result, tr.local = r.tensor(&x.Result), r.tensor(&x.Tensor)
+		tr.borrow, tr.from, tr.to = r.borrowOf(x.Borrow), x.FromStream, x.ToStream
+	case gen.MsgBorrowFirstUse:
+		tr.borrow = r.borrowOf(m.BorrowFirstUse.Borrow)
+	case gen.MsgBorrowLastUse:
+		tr.borrow = r.borrowOf(m.BorrowLastUse.Borrow)
+	case gen.MsgBorrowDrop:
+		tr.borrow = r.borrowOf(m.BorrowDrop.Borrow)
 	default:
 		t.never = true
 	}
@@ -351,14 +387,18 @@ func (r *recording) noteDel() {
 	}
 }
 
-// stopRecording ends the recording; outs are the pass's results.
-func (e *emitter) stopRecording(r *recording, outs []values.Tensor) *template {
+// stopRecording ends the recording; outs and outsB are the pass's
+// results.
+func (e *emitter) stopRecording(r *recording, outs []values.Tensor, outsB []int64) *template {
 	e.recd = nil
 	t := r.t
-	if e.borrow != r.borrow0 || e.sameTs || !r.started {
+	if e.sameTs || !r.started {
 		t.never = true
 	}
-	t.made = e.next - r.next0
+	t.made, t.madeB = e.next-r.next0, e.borrow-r.borrow0
+	for _, b := range outsB {
+		t.outsB = append(t.outsB, r.borrowOf(b))
+	}
 	t.dts = e.ts - r.ts0
 	for id := r.next0; id < e.next; id++ {
 		if e.isSeen(id) {
@@ -387,9 +427,11 @@ func (e *emitter) stopRecording(r *recording, outs []values.Tensor) *template {
 // replayer decodes a recording with new ids. It is the emitter's, reused
 // from pass to pass.
 type replayer struct {
-	ins  []values.Tensor
-	base int64 // the first id made
-	made int64
+	ins   []values.Tensor
+	insB  []int64
+	baseB int64 // the last borrow id before the pass
+	base  int64 // the first id made
+	made  int64
 	// The ids' digits, each written once per pass: spans[slot(c)] is
 	// where code c's digits lie in digits (n 0: not written yet).
 	digits []byte
@@ -408,6 +450,13 @@ func (p *replayer) start(t *template, ins []values.Tensor, base int64) {
 	}
 	p.spans = p.spans[:n]
 	clear(p.spans)
+}
+
+func (p *replayer) borrow(c bcode) int64 {
+	if c >= 0 {
+		return p.baseB + 1 + int64(c)
+	}
+	return p.insB[-1-c]
 }
 
 func (p *replayer) id(c code) int64 {
@@ -477,10 +526,11 @@ func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
 
 // replay writes the recorded pass with inputs ins (matches is true) and
 // returns its results.
-func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor) []values.Tensor {
+func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []values.Tensor, outsB []int64) ([]values.Tensor, []int64) {
 	e.flushDel()
 	p := &e.rp
 	p.start(t, ins, e.next)
+	p.insB, p.baseB = insB, e.borrow
 	ts0 := e.ts
 	for i := range t.recs {
 		tr := &t.recs[i]
@@ -523,6 +573,15 @@ func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor)
 				refs = append(refs, p.id(c))
 			}
 			m.DeleteRefs.Refs = refs
+		case gen.MsgBorrowCreate:
+			m.BorrowCreate = gen.BorrowCreate{Result: p.tensor(&tr.result), Borrow: p.borrow(tr.borrow), Tensor: p.tensor(&tr.local),
+				FromStream: tr.from, ToStream: tr.to}
+		case gen.MsgBorrowFirstUse:
+			m.BorrowFirstUse.Borrow = p.borrow(tr.borrow)
+		case gen.MsgBorrowLastUse:
+			m.BorrowLastUse.Borrow = p.borrow(tr.borrow)
+		case gen.MsgBorrowDrop:
+			m.BorrowDrop.Borrow = p.borrow(tr.borrow)
 		}
 		e.ts = ts0 + tr.dts
 		e.rec.Ts = e.ts
@@ -533,6 +592,7 @@ func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor)
 	}
 	e.ts = ts0 + t.dts
 	e.next += t.made
+	e.borrow += t.madeB
 	for _, c := range t.madeSeen {
 		e.seenBefore(p.base + c)
 	}
@@ -549,8 +609,12 @@ func (e *emitter) replay(t *template, ins []values.Tensor, outs []values.Tensor)
 	for i := range t.outs {
 		outs = append(outs, p.tensor(&t.outs[i]))
 	}
-	p.ins = nil
-	return outs
+	outsB = outsB[:0]
+	for _, c := range t.outsB {
+		outsB = append(outsB, p.borrow(c))
+	}
+	p.ins, p.insB = nil, nil
+	return outs, outsB
 }
 
 // maxTemplates bounds the recordings kept per key: a stage's first layer
@@ -567,31 +631,68 @@ func (sv *saved) fields() [25]*values.Tensor {
 
 // pass writes one recorded or recordable layer pass: gen writes it anew
 // (and returns its results); otherwise a recording of key whose inputs
-// match ins is replayed.
-func (g *generator) pass(key tplKey, ins []values.Tensor, gen func() []values.Tensor) (outs []values.Tensor, t *template) {
+// match ins and insB is replayed.
+func (g *generator) pass(key tplKey, ins []values.Tensor, insB []int64, gen func() ([]values.Tensor, []int64)) (outs []values.Tensor, outsB []int64, t *template) {
 	list := g.tpls[key]
 	for _, t := range list {
-		if t.matches(&g.e, ins, &g.tplSig) {
-			g.tplOuts = g.e.replay(t, ins, g.tplOuts)
+		if t.matches(&g.e, ins, insB, &g.tplSig) {
+			g.tplOuts, g.tplOutsB = g.e.replay(t, ins, insB, g.tplOuts, g.tplOutsB)
 			g.tplReplays++
-			return g.tplOuts, t
+			g.setGathered(g.stages[key.stage], g.tplOuts[len(g.tplOuts)-2*len(g.tplOutsB):], g.tplOutsB)
+			return g.tplOuts, g.tplOutsB, t
 		}
 	}
 	if len(list) >= maxTemplates {
-		return gen(), nil
+		outs, outsB = gen()
+		return outs, outsB, nil
 	}
-	r := g.e.startRecording(ins)
+	r := g.e.startRecording(ins, insB)
 	g.tplBusy = true
-	outs = gen()
+	outs, outsB = gen()
 	g.tplBusy = false
-	t = g.e.stopRecording(r, outs)
+	t = g.e.stopRecording(r, outs, outsB)
 	if g.tpls == nil {
 		g.tpls = make(map[tplKey][]*template)
 	}
 	if !t.never {
 		g.tpls[key] = append(list, t)
 	}
-	return outs, t
+	return outs, outsB, t
+}
+
+// The matrices ZeRO 3 gathered for the last layer used and not given back
+// yet (stage.pendingRelease) are an input of the next pass, which gives
+// them back, and its own are among its results: gatheredIn appends the
+// former to a pass's inputs, gatheredOut the latter to its results, and
+// setGathered sets them from a replayed pass's results.
+
+func gatheredIn(st *stage, ins []values.Tensor, insB []int64) ([]values.Tensor, []int64) {
+	if h := st.pendingRelease; h != nil {
+		ins = append(append(ins, h.full...), h.lent...)
+		insB = append(insB, h.borrows...)
+	}
+	return ins, insB
+}
+
+func gatheredOut(st *stage, outs []values.Tensor) ([]values.Tensor, []int64) {
+	h := st.pendingRelease
+	if h == nil {
+		return outs, nil
+	}
+	return append(append(outs, h.full...), h.lent...), append([]int64(nil), h.borrows...)
+}
+
+func (g *generator) setGathered(st *stage, ts []values.Tensor, borrows []int64) {
+	if len(borrows) == 0 {
+		st.pendingRelease = nil
+		return
+	}
+	n := len(borrows)
+	st.pendingRelease = &gathered{
+		full:    append([]values.Tensor(nil), ts[:n]...),
+		lent:    append([]values.Tensor(nil), ts[n:2*n]...),
+		borrows: append([]int64(nil), borrows...),
+	}
 }
 
 // layerForward is forward, replayed from a recording where one fits.
@@ -599,17 +700,18 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	if !g.templatesOn() {
 		return g.forward(st, w, x, keep)
 	}
-	ins := append(append(g.tplIns[:0], x), w.w...)
-	g.tplIns = ins
+	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard)
+	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
+	g.tplIns, g.tplInsB = ins, insB
 	var sv *saved
-	outs, t := g.pass(tplKey{stage: st.idx, fwd: true, keep: keep}, ins, func() []values.Tensor {
+	outs, _, t := g.pass(tplKey{stage: st.idx, fwd: true, keep: keep}, ins, insB, func() ([]values.Tensor, []int64) {
 		var y values.Tensor
 		y, sv = g.forward(st, w, x, keep)
 		out := []values.Tensor{y}
 		for _, f := range sv.fields() {
 			out = append(out, *f)
 		}
-		return out
+		return gatheredOut(st, out)
 	})
 	if sv != nil { // generated
 		if t != nil {
@@ -633,14 +735,23 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	for _, f := range sv.fields() {
 		ins = append(ins, *f)
 	}
-	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad)
-	g.tplIns = ins
-	outs, _ := g.pass(tplKey{stage: st.idx, keep: sv.core}, ins, func() []values.Tensor {
+	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad, w.pshard)
+	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
+	g.tplIns, g.tplInsB = ins, insB
+	nb := len(w.shapes)
+	outs, _, _ := g.pass(tplKey{stage: st.idx, keep: sv.core}, ins, insB, func() ([]values.Tensor, []int64) {
 		dx := g.backward(st, w, dy, sv)
-		return append([]values.Tensor{dx, w.bucket}, w.bv...)
+		out := append([]values.Tensor{dx, w.bucket}, w.bv...)
+		for len(out) < 2+nb { // no bucket: its views' places
+			out = append(out, values.Tensor{})
+		}
+		return gatheredOut(st, out)
 	})
-	// The gradient bucket the pass made (ZeRO 2), for layerDone.
+	// The gradient bucket the pass made (ZeRO 2 and 3), for layerDone.
 	w.bucket = outs[1]
-	w.bv = append(w.bv[:0], outs[2:]...)
+	w.bv = w.bv[:0]
+	if w.bucket.ID != 0 {
+		w.bv = append(w.bv, outs[2:2+nb]...)
+	}
 	return outs[0]
 }

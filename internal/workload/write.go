@@ -100,6 +100,8 @@ type generator struct {
 	tpls        map[tplKey][]*template
 	tplIns      []values.Tensor
 	tplOuts     []values.Tensor
+	tplInsB     []int64
+	tplOutsB    []int64
 	tplSig      []int32
 	tplReplays  int
 }
