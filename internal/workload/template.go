@@ -22,9 +22,10 @@ import (
 // A recording is used only where it is exact: the inputs must agree with
 // the recorded ones in everything but their ids (sizes, dtypes, shapes,
 // devices, which of them share ids or storages, which were mentioned
-// before), and the layer must write only calls, collectives and
-// deletions, and begin with a command (not a deletion that could join
-// pending ones). Otherwise the layer is generated as before.
+// before), and the layer must write only calls, collectives, loans
+// (borrows, whose ids are coded as tensor ids are) and deletions, and
+// begin with a command (not a deletion that could join pending ones).
+// Otherwise the layer is generated as before.
 
 // code is a tensor id in a recording: >= 0 the code-th id made by the
 // layer, codeInput-2k the id of input k, codeInput-2k-1 its storage id;

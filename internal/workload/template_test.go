@@ -94,7 +94,14 @@ func templateLayouts() []Job {
 // passes replayed is the history written by generating every pass, record
 // for record, field for field.
 func TestTemplatesWriteTheSameRecords(t *testing.T) {
-	for _, j := range templateLayouts() {
+	all := templateLayouts()
+	if testing.Short() { // the race detector's run: every third layout
+		for i := 0; 3*i < len(all); i++ {
+			all[i] = all[3*i]
+		}
+		all = all[:(len(all)+2)/3]
+	}
+	for _, j := range all {
 		name := fmt.Sprintf("tp%d pp%d dp%d %v zero%d recompute%d", j.TP, j.PP, j.DP, j.Schedule, j.Zero, j.Recompute)
 		var plain, tpl dumpSink
 		st0, _, err := emitStats(j, &plain, false)
