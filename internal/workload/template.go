@@ -69,8 +69,8 @@ type tplHole struct {
 type tplRec struct {
 	kind  gen.MsgKind
 	name  string
-	dts   int64 // ts after the layer's first command minus ts before it
-	ranks []values.Slice
+	dts   int64   // ts after the layer's first command minus ts before it
+	ranks []int32 // places in the stage's slices (stage.slices)
 
 	// CallFunction
 	fn           string
@@ -110,23 +110,37 @@ type template struct {
 	madeSeen []int64         // ids made (as codes) mentioned by its end
 	dts      int64           // ts at the end minus ts before
 	recs     []tplRec
-	delRefs  []code // deletions pending at the end
-	delRanks values.Slice
+	delRefs  []code      // deletions pending at the end
+	delRanks int32       // on these ranks (a place in the stage's slices)
 	outs     []tplTensor // the pass's results (layer output, saved tensors)
 	outsB    []bcode     // the borrows among its results
 	core     bool        // saved.core of a forward
 }
 
-// tplKey names a recording: a stage's forward (with keep) or backward.
+// tplKey names a recording: a forward (with keep) or a backward. A
+// recording serves every stage: the ranks of its commands are coded as
+// places in the stage's slices (stage.slices), and its compute stream as
+// the stage's, so one recording is replayed everywhere, which keeps the
+// recordings few and their data in the caches.
 type tplKey struct {
-	stage int
-	fwd   bool
-	keep  bool
+	fwd  bool
+	keep bool
+}
+
+// mainRef codes the compute stream of the stage in a recording's streams
+// (stream refs are positive).
+const mainRef = -1
+
+// passCtx is the stage a pass runs on, as a recording sees it.
+type passCtx struct {
+	slices []values.Slice
+	main   int64
 }
 
 // recording is a pass being recorded by the emitter.
 type recording struct {
 	t        *template
+	ctx      passCtx
 	next0    int64
 	borrow0  int64
 	ts0      int64
@@ -222,7 +236,7 @@ func (e *emitter) isSeen(id int64) bool {
 
 // startRecording begins recording a pass with inputs ins and input
 // borrows insB.
-func (e *emitter) startRecording(ins []values.Tensor, insB []int64) *recording {
+func (e *emitter) startRecording(ctx passCtx, ins []values.Tensor, insB []int64) *recording {
 	e.flushDel()
 	t := &template{ins: append([]values.Tensor(nil), ins...), insB: append([]int64(nil), insB...)}
 	t.insSig = sig(nil, ins)
@@ -232,7 +246,7 @@ func (e *emitter) startRecording(ins []values.Tensor, insB []int64) *recording {
 	if e.sameTs || len(e.extra) > 0 {
 		t.never = true
 	}
-	r := &recording{t: t, next0: e.next, borrow0: e.borrow, ts0: e.ts}
+	r := &recording{t: t, ctx: ctx, next0: e.next, borrow0: e.borrow, ts0: e.ts}
 	r.holes = &r.argHoles
 	e.recd = r
 	return r
@@ -271,6 +285,35 @@ func (r *recording) borrowOf(id int64) bcode {
 	}
 	r.t.never = true
 	return 0
+}
+
+// stream codes a stream: the stage's compute stream as mainRef.
+func (r *recording) stream(x values.Stream) values.Stream {
+	if x.HasName || x.Name != "" || x.Idx != 0 || x.Ref <= 0 {
+		r.t.never = true
+	}
+	if x.Ref == r.ctx.main {
+		x.Ref = mainRef
+	}
+	return x
+}
+
+// ranks codes a command's ranks as places in the stage's slices.
+func (r *recording) ranks(rs []values.Slice) []int32 {
+	out := make([]int32, len(rs))
+	for i := range rs {
+		out[i] = -1
+		for k := range r.ctx.slices {
+			if r.ctx.slices[k].Equal(&rs[i]) {
+				out[i] = int32(k)
+				break
+			}
+		}
+		if out[i] < 0 {
+			r.t.never = true
+		}
+	}
+	return out
 }
 
 // tensor codes a tensor mention.
@@ -328,11 +371,11 @@ func (r *recording) capture(e *emitter) {
 	t := r.t
 	rec := &e.rec
 	m := &rec.Msg
-	tr := tplRec{kind: m.Kind, name: m.TypeName, dts: rec.Ts - r.ts0, ranks: append([]values.Slice(nil), rec.Ranks...)}
+	tr := tplRec{kind: m.Kind, name: m.TypeName, dts: rec.Ts - r.ts0, ranks: r.ranks(rec.Ranks)}
 	switch m.Kind {
 	case gen.MsgCallFunction:
 		c := &m.CallFunction
-		tr.fn, tr.stream = c.Function, c.Stream
+		tr.fn, tr.stream = c.Function, r.stream(c.Stream)
 		var ok bool
 		if tr.ident, ok = r.codeOf(c.Ident); !ok {
 			t.never = true
@@ -351,7 +394,7 @@ func (r *recording) capture(e *emitter) {
 			t.never = true
 		}
 		tr.result, tr.local = r.tensor(&x.Result), r.tensor(&x.LocalTensor)
-		tr.stream, tr.dims, tr.reduction, tr.scatter, tr.inpl = x.Stream, x.Dims, x.Reduction, x.Scatter, x.Inplace
+		tr.stream, tr.dims, tr.reduction, tr.scatter, tr.inpl = r.stream(x.Stream), x.Dims, x.Reduction, x.Scatter, x.Inplace
 	case gen.MsgDeleteRefs:
 		for _, id := range m.DeleteRefs.Refs {
 			c, ok := r.codeOf(id)
@@ -363,7 +406,7 @@ func (r *recording) capture(e *emitter) {
 	case gen.MsgBorrowCreate:
 		x := &m.BorrowCreate
 		tr.result, tr.local = r.tensor(&x.Result), r.tensor(&x.Tensor)
-		tr.borrow, tr.from, tr.to = r.borrowOf(x.Borrow), x.FromStream, x.ToStream
+		tr.borrow, tr.from, tr.to = r.borrowOf(x.Borrow), r.stream(x.FromStream), r.stream(x.ToStream)
 	case gen.MsgBorrowFirstUse:
 		tr.borrow = r.borrowOf(m.BorrowFirstUse.Borrow)
 	case gen.MsgBorrowLastUse:
@@ -418,11 +461,21 @@ func (e *emitter) stopRecording(r *recording, outs []values.Tensor, outsB []int6
 		}
 		t.delRefs = append(t.delRefs, c)
 	}
-	t.delRanks = e.delRanks
+	if len(e.delRefs) > 0 {
+		t.delRanks = r.ranks([]values.Slice{e.delRanks})[0]
+	}
 	for i := range outs {
 		t.outs = append(t.outs, r.tensor(&outs[i]))
 	}
 	return t
+}
+
+// stream decodes a recorded stream on the stage.
+func (c *passCtx) stream(x values.Stream) values.Stream {
+	if x.Ref == mainRef {
+		x.Ref = c.main
+	}
+	return x
 }
 
 // replayer decodes a recording with new ids. It is the emitter's, reused
@@ -527,7 +580,7 @@ func (p *replayer) raw(dst []byte, r *tplRaw) []byte {
 
 // replay writes the recorded pass with inputs ins (matches is true) and
 // returns its results.
-func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []values.Tensor, outsB []int64) ([]values.Tensor, []int64) {
+func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []int64, outs []values.Tensor, outsB []int64) ([]values.Tensor, []int64) {
 	e.flushDel()
 	p := &e.rp
 	p.start(t, ins, e.next)
@@ -556,13 +609,13 @@ func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []
 				Kwargs:   values.Tree{Raw: tr.kwargsRaw},
 				Result:   values.Tree{Raw: e.resBuf, Leaves: e.resLv},
 				Mutates:  mut,
-				Stream:   tr.stream,
+				Stream:   ctx.stream(tr.stream),
 			}
 		case gen.MsgReduce:
 			m.Reduce = gen.Reduce{
 				Result:      p.tensor(&tr.result),
 				LocalTensor: p.tensor(&tr.local),
-				Stream:      tr.stream,
+				Stream:      ctx.stream(tr.stream),
 				Dims:        tr.dims,
 				Reduction:   tr.reduction,
 				Scatter:     tr.scatter,
@@ -576,7 +629,7 @@ func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []
 			m.DeleteRefs.Refs = refs
 		case gen.MsgBorrowCreate:
 			m.BorrowCreate = gen.BorrowCreate{Result: p.tensor(&tr.result), Borrow: p.borrow(tr.borrow), Tensor: p.tensor(&tr.local),
-				FromStream: tr.from, ToStream: tr.to}
+				FromStream: ctx.stream(tr.from), ToStream: ctx.stream(tr.to)}
 		case gen.MsgBorrowFirstUse:
 			m.BorrowFirstUse.Borrow = p.borrow(tr.borrow)
 		case gen.MsgBorrowLastUse:
@@ -586,7 +639,10 @@ func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []
 		}
 		e.ts = ts0 + tr.dts
 		e.rec.Ts = e.ts
-		e.rec.Ranks = append(e.rec.Ranks[:0], tr.ranks...)
+		e.rec.Ranks = e.rec.Ranks[:0]
+		for _, k := range tr.ranks {
+			e.rec.Ranks = append(e.rec.Ranks, ctx.slices[k])
+		}
 		if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
 			e.callErr = err
 		}
@@ -604,7 +660,7 @@ func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []
 		e.delRefs = append(e.delRefs, p.id(c))
 	}
 	if len(t.delRefs) > 0 {
-		e.delRanks = t.delRanks
+		e.delRanks = ctx.slices[t.delRanks]
 	}
 	outs = outs[:0]
 	for i := range t.outs {
@@ -620,9 +676,10 @@ func (e *emitter) replay(t *template, ins []values.Tensor, insB []int64, outs []
 
 // maxTemplates bounds the recordings kept per key: a stage's first layer
 // may take its input in another form than the others (a view of the
-// embedding's storage on the first stage, say), each a recording of its
+// embedding's storage on the first stage, say), ZeRO 3's gathered
+// matrices may come from another kind of layer, each a recording of its
 // own.
-const maxTemplates = 4
+const maxTemplates = 8
 
 // fields lists a layer's saved tensors in a fixed order.
 func (sv *saved) fields() [25]*values.Tensor {
@@ -633,13 +690,14 @@ func (sv *saved) fields() [25]*values.Tensor {
 // pass writes one recorded or recordable layer pass: gen writes it anew
 // (and returns its results); otherwise a recording of key whose inputs
 // match ins and insB is replayed.
-func (g *generator) pass(key tplKey, ins []values.Tensor, insB []int64, gen func() ([]values.Tensor, []int64)) (outs []values.Tensor, outsB []int64, t *template) {
+func (g *generator) pass(st *stage, key tplKey, ins []values.Tensor, insB []int64, gen func() ([]values.Tensor, []int64)) (outs []values.Tensor, outsB []int64, t *template) {
 	list := g.tpls[key]
+	ctx := passCtx{slices: st.slices, main: st.main}
 	for _, t := range list {
 		if t.matches(&g.e, ins, insB, &g.tplSig) {
-			g.tplOuts, g.tplOutsB = g.e.replay(t, ins, insB, g.tplOuts, g.tplOutsB)
+			g.tplOuts, g.tplOutsB = g.e.replay(t, ctx, ins, insB, g.tplOuts, g.tplOutsB)
 			g.tplReplays++
-			g.setGathered(g.stages[key.stage], g.tplOuts[len(g.tplOuts)-2*len(g.tplOutsB):], g.tplOutsB)
+			g.setGathered(st, g.tplOuts[len(g.tplOuts)-2*len(g.tplOutsB):], g.tplOutsB)
 			return g.tplOuts, g.tplOutsB, t
 		}
 	}
@@ -647,7 +705,7 @@ func (g *generator) pass(key tplKey, ins []values.Tensor, insB []int64, gen func
 		outs, outsB = gen()
 		return outs, outsB, nil
 	}
-	r := g.e.startRecording(ins, insB)
+	r := g.e.startRecording(ctx, ins, insB)
 	g.tplBusy = true
 	outs, outsB = gen()
 	g.tplBusy = false
@@ -705,7 +763,7 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	var sv *saved
-	outs, _, t := g.pass(tplKey{stage: st.idx, fwd: true, keep: keep}, ins, insB, func() ([]values.Tensor, []int64) {
+	outs, _, t := g.pass(st, tplKey{fwd: true, keep: keep}, ins, insB, func() ([]values.Tensor, []int64) {
 		var y values.Tensor
 		y, sv = g.forward(st, w, x, keep)
 		out := []values.Tensor{y}
@@ -740,7 +798,7 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	nb := len(w.shapes)
-	outs, _, _ := g.pass(tplKey{stage: st.idx, keep: sv.core}, ins, insB, func() ([]values.Tensor, []int64) {
+	outs, _, _ := g.pass(st, tplKey{keep: sv.core}, ins, insB, func() ([]values.Tensor, []int64) {
 		dx := g.backward(st, w, dy, sv)
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)
 		for len(out) < 2+nb { // no bucket: its views' places

@@ -37,6 +37,7 @@ type stage struct {
 	all      values.Slice
 	tpGroups []values.Slice // per data-parallel replica
 	dpGroups []values.Slice // per tensor-parallel shard
+	slices   []values.Slice // all, tpGroups and dpGroups: the ranks a recorded layer pass names
 	main     int64
 	groups   []*layerW   // every parameter group, in allocation order
 	layers   [][]*layerW // per model chunk
@@ -220,6 +221,7 @@ func (g *generator) setup() {
 		if j.StageCollectives {
 			st.tpGroups, st.dpGroups = []values.Slice{st.all}, []values.Slice{st.all}
 		}
+		st.slices = append(append([]values.Slice{st.all}, st.tpGroups...), st.dpGroups...)
 		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
 		g.stages = append(g.stages, st)
 	}
