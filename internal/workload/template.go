@@ -701,7 +701,14 @@ func (g *generator) pass(st *stage, key tplKey, ins []values.Tensor, insB []int6
 			return g.tplOuts, g.tplOutsB, t
 		}
 	}
-	if len(list) >= maxTemplates {
+	// A key's first pass is generated without recording it: a job that
+	// runs a kind of pass once (a search's small probe jobs) pays nothing
+	// for recordings it would never replay.
+	if len(list) >= maxTemplates || !g.tplSeen[key] {
+		if g.tplSeen == nil {
+			g.tplSeen = make(map[tplKey]bool)
+		}
+		g.tplSeen[key] = true
 		outs, outsB = gen()
 		return outs, outsB, nil
 	}

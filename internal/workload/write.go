@@ -99,6 +99,7 @@ type generator struct {
 	noTemplates bool // generate every layer pass anew
 	tplBusy     bool // a pass is being recorded
 	tpls        map[tplKey][]*template
+	tplSeen     map[tplKey]bool // keys whose first pass was generated
 	tplIns      []values.Tensor
 	tplOuts     []values.Tensor
 	tplInsB     []int64
