@@ -10,14 +10,16 @@ import (
 // A transformer layer's forward (or backward) on one stage writes the same
 // commands every time, but for its tensor ids: the ids it makes are the
 // next ones in order, and the ids it is given (its input, its weights,
-// what the forward kept) are the only others it names. So the generator
-// records one layer's commands once per stage, pass and recomputation
-// policy, with each id coded as "the k-th id made here" or "the id (or
-// storage) of input k", and writes every later layer of that kind by
-// decoding the recording with the new ids: no argument lists, no JSON
-// built from values, no string formatting but the ids' own digits. The
-// records written are exactly those the generator would write (a test
-// compares the two streams record by record).
+// what the forward kept) are the only others it names; its ranks and its
+// compute stream are its stage's. So the generator records one layer's
+// commands once per pass (forward or backward) and recomputation policy,
+// for every stage, with each id coded as "the k-th id made here" or "the
+// id (or storage) of input k", each command's ranks as a place in the
+// stage's slices, and writes every later layer of that kind by decoding
+// the recording with the new ids on its own stage: no argument lists, no
+// JSON built from values, no string formatting but the ids' own digits.
+// The records written are exactly those the generator would write (a
+// test compares the two streams record by record).
 //
 // A recording is used only where it is exact: the inputs must agree with
 // the recorded ones in everything but their ids (sizes, dtypes, shapes,
@@ -117,7 +119,8 @@ type template struct {
 	core     bool        // saved.core of a forward
 }
 
-// tplKey names a recording: a forward (with keep) or a backward. A
+// tplKey names a recording: a forward (keep: it keeps what the backward
+// needs) or a backward (keep: the forward kept the attention core). A
 // recording serves every stage: the ranks of its commands are coded as
 // places in the stage's slices (stage.slices), and its compute stream as
 // the stage's, so one recording is replayed everywhere, which keeps the
