@@ -38,10 +38,11 @@ type Roofline struct {
 	mu           sync.Mutex
 	unknown      map[string]int64 // unknown op name -> calls priced
 
-	// rows caches the op table's answer for recent names, by length
-	// (rowOf); peak the dense peak of the last dtype asked (peakOf). A
-	// program names a few functions and dtypes with the same strings, so
-	// these compare a string with itself where the table would hash it.
+	// rows caches the op table's answer for recent names, placed by their
+	// length and two of their bytes (rowOf); peak the dense peak of the
+	// last dtype asked (peakOf). A program names a few functions and
+	// dtypes with the same strings, so these compare a string with itself
+	// where the table would hash it.
 	// Entries are immutable, swapped atomically: the roofline stays safe
 	// for concurrent use.
 	rows [64]atomic.Pointer[rowEntry]
@@ -62,9 +63,18 @@ type peakEntry struct {
 	ok    bool
 }
 
+// nameSlot picks a place of the cache of rows for name.
+func nameSlot(name string) int {
+	n := len(name)
+	if n == 0 {
+		return 0
+	}
+	return n*31 + int(name[n/2])*7 + int(name[n-1])
+}
+
 // rowOf is lookup(name), through the cache.
 func (r *Roofline) rowOf(name string) (opRow, bool) {
-	slot := &r.rows[len(name)%len(r.rows)]
+	slot := &r.rows[nameSlot(name)&(len(r.rows)-1)]
 	if e := slot.Load(); e != nil && e.name == name {
 		return e.row, e.known
 	}

@@ -1,6 +1,7 @@
 package costs
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -324,6 +325,10 @@ func TestRooflineCacheKeepsAnswers(t *testing.T) {
 	// (unknown) and "aten.add.Tensor" (known, elementwise) are all 15
 	// bytes long.
 	names := []string{"aten.mm.default", "aten.qq.default", "aten.add.Tensor", "aten.mm.default", "aten.add.Tensor", "aten.qq.default"}
+	// More names than the cache has places, so that some share one.
+	for i := 0; i < 100; i++ {
+		names = append(names, fmt.Sprintf("aten.op%d.default", i), "aten.mm.default")
+	}
 	for i := 0; i < 2*len(names); i++ {
 		name := names[i%len(names)]
 		dtype := []string{"bfloat16", "float32", "float16"}[i%3]

@@ -272,11 +272,12 @@ func (r *Registry) Streams() int { return int(r.nStreams) }
 // decode only, so that the engine keeps what it derives from a name in a
 // slice indexed by it.
 //
-// A small cache by length comes first: a program names its functions with
-// the same few strings, so the comparison there is usually of one string
-// with itself (equal data pointers), cheaper than hashing it for the map.
+// A small cache comes first, its place picked from the name's length and
+// two of its bytes: a program names its functions with the same few
+// strings, so the comparison there is usually of one string with itself
+// (equal data pointers), cheaper than hashing it for the map.
 func (r *Registry) NameIdx(name string) int32 {
-	c := &r.nameCache[len(name)%len(r.nameCache)]
+	c := &r.nameCache[nameSlot(name)&(len(r.nameCache)-1)]
 	if c.ok && c.name == name {
 		return c.idx
 	}
@@ -290,6 +291,15 @@ func (r *Registry) NameIdx(name string) int32 {
 	}
 	*c = nameEntry{name: name, idx: i, ok: true}
 	return i
+}
+
+// nameSlot picks a place of the cache of names for name.
+func nameSlot(name string) int {
+	n := len(name)
+	if n == 0 {
+		return 0
+	}
+	return n*31 + int(name[n/2])*7 + int(name[n-1])
 }
 
 // nameEntry is one place of the registry's cache of names (NameIdx).
