@@ -231,8 +231,9 @@ func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
 }
 
 // kwargsNone is the keyword arguments of every call: none. Readers of a
-// record do not modify its trees.
-var kwargsNone = []byte("{}")
+// record do not modify its trees; its capacity is its length, so that an
+// append to it copies.
+var kwargsNone = []byte("{}")[:2:2]
 
 // call runs ATen function fn on stream with positional args (ATen schema
 // order) and the given results; mutated tensors are listed in mutates.
