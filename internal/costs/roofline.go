@@ -37,6 +37,60 @@ type Roofline struct {
 	unknownCalls atomic.Int64
 	mu           sync.Mutex
 	unknown      map[string]int64 // unknown op name -> calls priced
+
+	// rows caches the op table's answer for recent names, placed by their
+	// length and two of their bytes (rowOf); peak the dense peak of the
+	// last dtype asked (peakOf). A program names a few functions and
+	// dtypes with the same strings, so these compare a string with itself
+	// where the table would hash it.
+	// Entries are immutable, swapped atomically: the roofline stays safe
+	// for concurrent use.
+	rows [64]atomic.Pointer[rowEntry]
+	peak atomic.Pointer[peakEntry]
+}
+
+// rowEntry is one name's answer from the op table.
+type rowEntry struct {
+	name  string
+	row   opRow
+	known bool
+}
+
+// peakEntry is one dtype's dense peak.
+type peakEntry struct {
+	dtype string
+	tflop float64
+	ok    bool
+}
+
+// nameSlot picks a place of the cache of rows for name.
+func nameSlot(name string) int {
+	n := len(name)
+	if n == 0 {
+		return 0
+	}
+	return n*31 + int(name[n/2])*7 + int(name[n-1])
+}
+
+// rowOf is lookup(name), through the cache.
+func (r *Roofline) rowOf(name string) (opRow, bool) {
+	slot := &r.rows[nameSlot(name)&(len(r.rows)-1)]
+	if e := slot.Load(); e != nil && e.name == name {
+		return e.row, e.known
+	}
+	row, known := lookup(name)
+	slot.Store(&rowEntry{name: name, row: row, known: known})
+	return row, known
+}
+
+// peakOf is the GPU's dense peak for dtype, through the cache.
+func (r *Roofline) peakOf(dtype string) (float64, bool) {
+	if e := r.peak.Load(); e != nil && e.dtype == dtype {
+		return e.tflop, e.ok
+	}
+	p, ok := r.spec.GPU.PeakTFLOPS(dtype)
+	r.peak.Store(&peakEntry{dtype: dtype, tflop: p, ok: ok})
+	return p, ok
 }
 
 // NewRoofline builds the roofline of a checked spec.
@@ -99,7 +153,7 @@ func Known(name string) bool {
 
 // Estimate prices a call without counting it.
 func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
-	row, known := lookup(name)
+	row, known := r.rowOf(name)
 	if !known {
 		row = opRow{flops: flopNone, bytes: bytesIO, causalArg: -1}
 	}
@@ -113,7 +167,7 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	e.Bytes = bytesOf(row, c)
 	peak, eff := r.vecPerNs, 1.0
 	if row.tensorCore && len(args) > 0 {
-		if p, ok := r.spec.GPU.PeakTFLOPS(args[0].Dtype); ok {
+		if p, ok := r.peakOf(args[0].Dtype); ok {
 			peak = p * 1e3
 		}
 		eff = r.spec.GPU.GEMMEfficiency.At(e.FLOPs)

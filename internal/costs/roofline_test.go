@@ -1,6 +1,7 @@
 package costs
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -310,5 +311,34 @@ func TestRooflineFillWritesOnly(t *testing.T) {
 	c.Mutates = []values.Tensor{g}
 	if e := r.Estimate(c, "aten._foreach_zero_"); e.Bytes != 4_000_000 {
 		t.Errorf("_foreach_zero_ moves %g bytes, want 4,000,000", e.Bytes)
+	}
+}
+
+// TestRooflineCacheKeepsAnswers: the roofline's caches of names and dtypes
+// give what the op table and the spec give, however names of one length
+// (one place of the cache) and dtypes alternate, on one roofline and on
+// a fresh one for every call.
+func TestRooflineCacheKeepsAnswers(t *testing.T) {
+	spec := h100(t)
+	shared := NewRoofline(spec)
+	// "aten.mm.default" (known: a GEMM on tensor cores), "aten.qq.default"
+	// (unknown) and "aten.add.Tensor" (known, elementwise) are all 15
+	// bytes long.
+	names := []string{"aten.mm.default", "aten.qq.default", "aten.add.Tensor", "aten.mm.default", "aten.add.Tensor", "aten.qq.default"}
+	// More names than the cache has places, so that some share one.
+	for i := 0; i < 100; i++ {
+		names = append(names, fmt.Sprintf("aten.op%d.default", i), "aten.mm.default")
+	}
+	for i := 0; i < 2*len(names); i++ {
+		name := names[i%len(names)]
+		dtype := []string{"bfloat16", "float32", "float16"}[i%3]
+		c := call([]values.Tensor{tn(dtype, 256, 512), tn(dtype, 512, 128)}, "", tn(dtype, 256, 128))
+		got, want := shared.Estimate(c, name), NewRoofline(spec).Estimate(c, name)
+		if got != want {
+			t.Errorf("%s on %s: %+v after other names and dtypes, %+v on a fresh roofline", name, dtype, got, want)
+		}
+		if _, known := lookup(name); got.Known != known {
+			t.Errorf("%s: known %v, the op table says %v", name, got.Known, known)
+		}
 	}
 }

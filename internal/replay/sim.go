@@ -288,16 +288,12 @@ func (s *Sim) index(t *values.Tensor) {
 	if s.err != nil {
 		return
 	}
-	if idx := s.treg.TensorIdx(t.ID); idx >= 0 {
-		t.Idx, t.StorageIdx = idx, s.treg.StorageIdxOf(idx)
-		return
-	}
-	d, err := s.treg.Define(t.ID, t.Storage, t.NBytes, t.Dtype, t.Shape, t.CPU)
+	idx, st, err := s.treg.Ensure(t.ID, t.Storage, t.NBytes, t.Dtype, t.Shape, t.CPU)
 	if err != nil {
 		s.err = &history.Error{File: s.name, Line: s.line, Err: err}
 		return
 	}
-	t.Idx, t.StorageIdx = d.Idx, d.StorageIdx
+	t.Idx, t.StorageIdx = idx, st
 }
 
 // stopped ends the simulation at line: past the memory budget it is a

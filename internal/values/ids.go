@@ -98,16 +98,23 @@ func (x *idIndex) remove(id int64, i int32) {
 // addressing with linear probing, at most half full, and deletion by
 // shifting back the entries that follow (so no tombstones pile up in a
 // table that sees millions of ids come and go). Go's map costs a hash of
-// its own and a grouped lookup per access; the ids here need neither.
+// its own and a grouped lookup per access; the ids here need neither. A
+// slot holds its key and value side by side, so a probe touches one
+// cache line, not two.
 type idTable struct {
-	keys []int64
-	vals []int32 // index+1 (0: empty slot)
-	n    int     // entries
-	mask uint64
+	slots []idSlot
+	n     int // entries
+	mask  uint64
+}
+
+// idSlot is one place of an idTable.
+type idSlot struct {
+	key int64
+	val int32 // index+1 (0: empty slot)
 }
 
 func (t *idTable) reset() {
-	clear(t.vals)
+	clear(t.slots)
 	t.n = 0
 }
 
@@ -122,41 +129,42 @@ func (t *idTable) find(id int64) (int32, bool) {
 		return 0, false
 	}
 	for s := t.slot(id); ; s = (s + 1) & t.mask {
-		v := t.vals[s]
-		if v == 0 {
+		sl := &t.slots[s]
+		if sl.val == 0 {
 			return 0, false
 		}
-		if t.keys[s] == id {
-			return v - 1, true
+		if sl.key == id {
+			return sl.val - 1, true
 		}
 	}
 }
 
 // set gives id index i, replacing any index it had.
 func (t *idTable) set(id int64, i int32) {
-	if 2*(t.n+1) > len(t.vals) {
+	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
 	for s := t.slot(id); ; s = (s + 1) & t.mask {
-		if t.vals[s] == 0 {
-			t.keys[s], t.vals[s] = id, i+1
+		sl := &t.slots[s]
+		if sl.val == 0 {
+			sl.key, sl.val = id, i+1
 			t.n++
 			return
 		}
-		if t.keys[s] == id {
-			t.vals[s] = i + 1
+		if sl.key == id {
+			sl.val = i + 1
 			return
 		}
 	}
 }
 
 func (t *idTable) grow() {
-	keys, vals := t.keys, t.vals
-	size := max(2*len(vals), 64)
-	t.keys, t.vals, t.mask, t.n = make([]int64, size), make([]int32, size), uint64(size-1), 0
-	for s, v := range vals {
-		if v != 0 {
-			t.set(keys[s], v-1)
+	old := t.slots
+	size := max(2*len(old), 64)
+	t.slots, t.mask, t.n = make([]idSlot, size), uint64(size-1), 0
+	for _, sl := range old {
+		if sl.val != 0 {
+			t.set(sl.key, sl.val-1)
 		}
 	}
 }
@@ -169,23 +177,23 @@ func (t *idTable) remove(id int64) {
 	}
 	s := t.slot(id)
 	for {
-		if t.vals[s] == 0 {
+		if t.slots[s].val == 0 {
 			return
 		}
-		if t.keys[s] == id {
+		if t.slots[s].key == id {
 			break
 		}
 		s = (s + 1) & t.mask
 	}
-	t.vals[s] = 0
+	t.slots[s].val = 0
 	t.n--
-	for j := (s + 1) & t.mask; t.vals[j] != 0; j = (j + 1) & t.mask {
-		home := t.slot(t.keys[j])
+	for j := (s + 1) & t.mask; t.slots[j].val != 0; j = (j + 1) & t.mask {
+		home := t.slot(t.slots[j].key)
 		// Move entry j into the hole at s unless its home lies in (s, j]
 		// (cyclically): then its probe never passes s.
 		if (j-home)&t.mask >= (j-s)&t.mask {
-			t.keys[s], t.vals[s] = t.keys[j], t.vals[j]
-			t.vals[j] = 0
+			t.slots[s] = t.slots[j]
+			t.slots[j].val = 0
 			s = j
 		}
 	}
@@ -263,16 +271,42 @@ func (r *Registry) Streams() int { return int(r.nStreams) }
 // names few distinct functions, so the map is small; it is looked up at
 // decode only, so that the engine keeps what it derives from a name in a
 // slice indexed by it.
+//
+// A small cache comes first, its place picked from the name's length and
+// two of its bytes: a program names its functions with the same few
+// strings, so the comparison there is usually of one string with itself
+// (equal data pointers), cheaper than hashing it for the map.
 func (r *Registry) NameIdx(name string) int32 {
-	if i, ok := r.names[name]; ok {
-		return i
+	c := &r.nameCache[nameSlot(name)&(len(r.nameCache)-1)]
+	if c.ok && c.name == name {
+		return c.idx
 	}
-	if r.names == nil {
-		r.names = make(map[string]int32)
+	i, ok := r.names[name]
+	if !ok {
+		if r.names == nil {
+			r.names = make(map[string]int32)
+		}
+		i = int32(len(r.names))
+		r.names[name] = i
 	}
-	i := int32(len(r.names))
-	r.names[name] = i
+	*c = nameEntry{name: name, idx: i, ok: true}
 	return i
+}
+
+// nameSlot picks a place of the cache of names for name.
+func nameSlot(name string) int {
+	n := len(name)
+	if n == 0 {
+		return 0
+	}
+	return n*31 + int(name[n/2])*7 + int(name[n-1])
+}
+
+// nameEntry is one place of the registry's cache of names (NameIdx).
+type nameEntry struct {
+	name string
+	idx  int32
+	ok   bool
 }
 
 // BorrowIdx returns the dense index of borrow id, giving it one at its

@@ -45,6 +45,8 @@ type Registry struct {
 	streams  idIndex // stream refs
 	nStreams int32
 	names    map[string]int32 // names (function paths) -> dense index
+	// nameCache holds recent names by length (NameIdx).
+	nameCache [64]nameEntry
 }
 
 // NewRegistry returns an empty registry.
@@ -59,6 +61,7 @@ func (r *Registry) Reset() {
 	r.streams.reset()
 	r.nStreams = 0
 	clear(r.names)
+	r.nameCache = [len(r.nameCache)]nameEntry{}
 	r.storIdx = r.storIdx[:0]
 	r.id, r.storage, r.nbytes, r.dtype = r.id[:0], r.storage[:0], r.nbytes[:0], r.dtype[:0]
 	r.cpu, r.line, r.shapeAt, r.shapeN = r.cpu[:0], r.line[:0], r.shapeAt[:0], r.shapeN[:0]
@@ -221,6 +224,22 @@ func formatInts(v []int64) string {
 	return string(append(b, ']'))
 }
 
+// Ensure gives the indexes of tensor id: its row and storage index if it
+// has one (the other fields are not compared), else those of a new row
+// defined with the fields given, as Define does. It is Define for a
+// producer whose every mention carries every field, without building the
+// Tensor.
+func (r *Registry) Ensure(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (idx, storageIdx int32, err error) {
+	if i, ok := r.find(id); ok {
+		return i, r.storIdx[i], nil
+	}
+	i, err := r.define(id, storage, nbytes, dtype, shape, cpu)
+	if err != nil {
+		return 0, 0, err
+	}
+	return i, r.storIdx[i], nil
+}
+
 // Define adds a tensor given with all its fields, as a first mention does,
 // and returns it. Defining an id twice is an ErrConflict; shape is copied.
 func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (Tensor, error) {
@@ -231,17 +250,26 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 		}
 		return Tensor{}, errorf(ErrConflict, "tensor %d is defined again; first defined%s", id, where)
 	}
+	i, err := r.define(id, storage, nbytes, dtype, shape, cpu)
+	if err != nil {
+		return Tensor{}, err
+	}
+	return r.At(i), nil
+}
+
+// define adds tensor id, which has no row, and returns its row.
+func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (int32, error) {
 	if len(r.id) >= MaxTensors {
-		return Tensor{}, errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
+		return 0, errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
 	}
 	if nbytes < 0 {
-		return Tensor{}, errorf(ErrRange, "tensor %d: negative size %d", id, nbytes)
+		return 0, errorf(ErrRange, "tensor %d: negative size %d", id, nbytes)
 	}
 	if len(shape) > MaxShapeDims {
-		return Tensor{}, errorf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, len(shape), MaxShapeDims)
+		return 0, errorf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, len(shape), MaxShapeDims)
 	}
 	if len(r.shapes)+len(shape) > 1<<31-1 {
-		return Tensor{}, errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
+		return 0, errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
 	}
 	if n := len(r.free); n > 0 {
 		// Reuse a forgotten tensor's row; its shape's place too when the
@@ -260,7 +288,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 			copy(r.shapes[r.shapeAt[i]:], shape)
 		}
 		r.shapeN[i] = int32(len(shape))
-		return r.At(i), nil
+		return i, nil
 	}
 	i := int32(len(r.id))
 	r.fresh = append(r.fresh, i)
@@ -276,7 +304,7 @@ func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64
 	r.shapeN = append(r.shapeN, int32(len(shape)))
 	r.shapeMax = append(r.shapeMax, int32(len(shape)))
 	r.shapes = append(r.shapes, shape...)
-	return r.At(i), nil
+	return i, nil
 }
 
 // find returns the dense index of tensor id.

@@ -168,10 +168,26 @@ func TestNameIdx(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		want int32
-	}{{"aten.mm", 0}, {"aten.add", 1}, {"aten.mm", 0}, {"", 2}, {"aten.add", 1}} {
+	}{{"aten.mm", 0}, {"aten.add", 1}, {"aten.mm", 0}, {"", 2}, {"aten.add", 1},
+		// Names of one length may share a place of the cache in front of the map.
+		{"aten.mv", 3}, {"aten.mm", 0}, {"aten.mv", 3}, {string([]byte("aten.mm")), 0}} {
 		if got := r.NameIdx(c.name); got != c.want {
 			t.Errorf("NameIdx(%q) = %d, want %d", c.name, got, c.want)
 		}
+	}
+	// More names than the cache has places: some share one, and each keeps
+	// the index of its first mention (4 + its number here), asked again
+	// after all the others.
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 200; i++ {
+			name := fmt.Sprintf("aten.op%d.default", i)
+			if got, want := r.NameIdx(name), int32(4+i); got != want {
+				t.Fatalf("round %d: NameIdx(%q) = %d, want %d", round, name, got, want)
+			}
+		}
+	}
+	if got := r.NameIdx("aten.mm"); got != 0 {
+		t.Errorf("NameIdx(aten.mm) = %d after 200 other names, want 0", got)
 	}
 	r.Reset()
 	if got := r.NameIdx("aten.add"); got != 0 {

@@ -56,6 +56,10 @@ type emitter struct {
 	delRefs  []int64
 	delRanks values.Slice
 	callErr  error
+	// recd, when set, records the commands written (see template.go).
+	recd   *recording
+	rp     replayer
+	mutBuf []values.Tensor
 }
 
 // tensor makes a new tensor of its own storage.
@@ -125,10 +129,14 @@ func (e *emitter) appendValue(b []byte, v any) []byte {
 	case values.Tensor:
 		e.leaves = append(e.leaves, x)
 		b = append(b, `{"tensor":`...)
+		at := len(b)
 		b = strconv.AppendInt(b, x.ID, 10)
+		e.hole(at, len(b), x.ID)
 		if !e.seenBefore(x.ID) {
 			b = append(b, `,"storage":`...)
+			at = len(b)
 			b = strconv.AppendInt(b, x.Storage, 10)
+			e.hole(at, len(b), x.Storage)
 			b = append(b, `,"nbytes":`...)
 			b = strconv.AppendInt(b, x.NBytes, 10)
 			b = append(b, `,"dtype":`...)
@@ -179,6 +187,14 @@ func (e *emitter) appendValue(b []byte, v any) []byte {
 	panic("workload: unsupported argument type")
 }
 
+// hole notes, when recording, that b[at:end] of the tree being written
+// are the digits of id.
+func (e *emitter) hole(at, end int, id int64) {
+	if r := e.recd; r != nil {
+		*r.holes = append(*r.holes, rawHoleAt{at: at, n: end - at, id: id})
+	}
+}
+
 func (e *emitter) list(b []byte, vals []any) []byte {
 	b = append(b[:0], '[')
 	for i, v := range vals {
@@ -197,6 +213,9 @@ func (e *emitter) write(ranks ...values.Slice) {
 	}
 	e.rec.Ts = e.ts
 	e.rec.Ranks = append(append(e.rec.Ranks[:0], ranks...), e.extra...)
+	if e.recd != nil {
+		e.recd.capture(e)
+	}
 	if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
 		e.callErr = err
 	}
@@ -211,21 +230,33 @@ func (e *emitter) setMsg(k gen.MsgKind, name string) *gen.Msg {
 	return m
 }
 
+// kwargsNone is the keyword arguments of every call: none. Readers of a
+// record do not modify its trees; its capacity is its length, so that an
+// append to it copies.
+var kwargsNone = []byte("{}")[:2:2]
+
 // call runs ATen function fn on stream with positional args (ATen schema
 // order) and the given results; mutated tensors are listed in mutates.
 func (e *emitter) call(ranks values.Slice, stream int64, fn string, args []any, results []any, mutates ...values.Tensor) {
 	m := e.setMsg(gen.MsgCallFunction, "CallFunction")
 	e.leaves = e.leaves[:0]
+	if r := e.recd; r != nil {
+		r.argHoles, r.resHoles = r.argHoles[:0], r.resHoles[:0]
+		r.holes = &r.argHoles
+	}
 	e.argBuf = e.list(e.argBuf, args)
 	e.argLv = append(e.argLv[:0], e.leaves...)
 	e.leaves = e.leaves[:0]
+	if r := e.recd; r != nil {
+		r.holes = &r.resHoles
+	}
 	e.resBuf = e.list(e.resBuf, results)
 	e.resLv = append(e.resLv[:0], e.leaves...)
 	e.typed(mutates...)
 	m.CallFunction = gen.CallFunction{
 		Function: fn,
 		Args:     values.Tree{Raw: e.argBuf, Leaves: e.argLv},
-		Kwargs:   values.Tree{Raw: []byte("{}")},
+		Kwargs:   values.Tree{Raw: kwargsNone},
 		Result:   values.Tree{Raw: e.resBuf, Leaves: e.resLv},
 		Mutates:  mutates,
 		Stream:   values.Stream{Ref: stream},
@@ -241,6 +272,9 @@ func (e *emitter) call(ranks values.Slice, stream int64, fn string, args []any, 
 // del deletes tensor references on ranks. Consecutive deletes on the same
 // ranks are sent as one DeleteRefs, written before the next other message.
 func (e *emitter) del(ranks values.Slice, ts ...values.Tensor) {
+	if e.recd != nil {
+		e.recd.noteDel()
+	}
 	if len(e.delRefs) > 0 && !e.delRanks.Equal(&ranks) {
 		e.flushDel()
 	}

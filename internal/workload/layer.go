@@ -437,7 +437,8 @@ func (g *generator) linearBackward(st *stage, w *layerW, slot int, WT, dy, x val
 }
 
 // backward runs layer w's backward from the output gradient dy [sp, b, h]
-// and returns the input gradient; it frees what the forward kept.
+// and returns the input gradient; it frees what the forward kept. The
+// caller starts the layer's gradient reduction after it (layerDone).
 func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
 	d := &g.d
 	if g.j.Recompute == RecomputeFull {
@@ -516,7 +517,6 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.op(st, opAdd, []any{dx1, dmid}, dx)
 	g.free(st, dx1, dmid)
-	g.layerDone(st, w)
 	return dx
 }
 

@@ -37,6 +37,7 @@ type stage struct {
 	all      values.Slice
 	tpGroups []values.Slice // per data-parallel replica
 	dpGroups []values.Slice // per tensor-parallel shard
+	slices   []values.Slice // all, tpGroups and dpGroups: the ranks a recorded layer pass names
 	main     int64
 	groups   []*layerW   // every parameter group, in allocation order
 	layers   [][]*layerW // per model chunk
@@ -93,6 +94,18 @@ type generator struct {
 	inAct  [][]message
 	inGrad [][]message
 	tied   bool // the word embedding is on the first and the last stage
+
+	// Recorded layer passes (template.go).
+	noTemplates bool // generate every layer pass anew
+	tplBusy     bool // a pass is being recorded
+	tpls        map[tplKey][]*template
+	tplSeen     map[tplKey]bool // keys whose first pass was generated
+	tplIns      []values.Tensor
+	tplOuts     []values.Tensor
+	tplInsB     []int64
+	tplOutsB    []int64
+	tplSig      []int32
+	tplReplays  int
 }
 
 // Write writes job j's training history to out as JSON lines: setup (mesh,
@@ -155,13 +168,20 @@ type Stats struct {
 
 // EmitStats is Emit, and reports the history's Stats.
 func EmitStats(j Job, sink Sink) (Stats, error) {
+	st, _, err := emitStats(j, sink, true)
+	return st, err
+}
+
+// emitStats is EmitStats, replaying recorded layer passes (template.go)
+// when templates is true; it also returns how many passes it replayed.
+func emitStats(j Job, sink Sink, templates bool) (Stats, int, error) {
 	if err := j.Check(); err != nil {
-		return Stats{}, err
+		return Stats{}, 0, err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
 	}
-	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro()}
+	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro(), noTemplates: !templates}
 	g.e = emitter{w: sink, next: 1, cmdNs: j.CommandNs}
 	if j.CommandNs == 0 {
 		g.e.cmdNs = 20_000
@@ -169,11 +189,11 @@ func EmitStats(j Job, sink Sink) (Stats, error) {
 	g.setup()
 	for step := 0; step < j.Steps; step++ {
 		if err := g.runStep(); err != nil {
-			return Stats{}, err
+			return Stats{}, 0, err
 		}
 		g.e.step(int64(step))
 		if g.e.callErr != nil {
-			return Stats{}, g.e.callErr
+			return Stats{}, 0, g.e.callErr
 		}
 	}
 	g.e.flushDel()
@@ -181,7 +201,7 @@ func EmitStats(j Job, sink Sink) (Stats, error) {
 	for _, s := range g.stages {
 		st.StoredActivations = append(st.StoredActivations, s.storedMax)
 	}
-	return st, g.e.callErr
+	return st, g.tplReplays, g.e.callErr
 }
 
 func (g *generator) setup() {
@@ -202,6 +222,7 @@ func (g *generator) setup() {
 		if j.StageCollectives {
 			st.tpGroups, st.dpGroups = []values.Slice{st.all}, []values.Slice{st.all}
 		}
+		st.slices = append(append([]values.Slice{st.all}, st.tpGroups...), st.dpGroups...)
 		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
 		g.stages = append(g.stages, st)
 	}
@@ -447,7 +468,7 @@ func (g *generator) runAction(st *stage, a action) {
 		}
 		sv := make([]*saved, len(layers))
 		for i, w := range layers {
-			x, sv[i] = g.forward(st, w, x, g.j.Recompute != RecomputeFull)
+			x, sv[i] = g.layerForward(st, w, x, g.j.Recompute != RecomputeFull)
 			st.stored += sv[i].bytes()
 		}
 		st.storedMax = max(st.storedMax, st.stored)
@@ -474,7 +495,8 @@ func (g *generator) runAction(st *stage, a action) {
 	for i := len(layers) - 1; i >= 0; i-- {
 		layers[i].last = lastMB
 		st.stored -= sv[i].bytes()
-		dy = g.backward(st, layers[i], dy, sv[i])
+		dy = g.layerBackward(st, layers[i], dy, sv[i])
+		g.layerDone(st, layers[i])
 	}
 	g.saved[vs][a.mb] = nil
 	if vs == 0 {
