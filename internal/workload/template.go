@@ -769,7 +769,8 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	if !g.templatesOn() {
 		return g.forward(st, w, x, keep)
 	}
-	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard)
+	// w.small holds the QKV bias the pass views (qkvBias).
+	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard, w.small)
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	var sv *saved
@@ -804,7 +805,7 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	for _, f := range sv.fields() {
 		ins = append(ins, *f)
 	}
-	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad, w.pshard)
+	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad, w.pshard, w.small)
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	nb := len(w.shapes)
