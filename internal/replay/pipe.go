@@ -2,6 +2,7 @@ package replay
 
 import (
 	"io"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -12,12 +13,12 @@ import (
 
 // A pipelined replay (Run with Jobs > 1) decodes on a goroutine of its own
 // while the engine runs on the caller's: in a grouped replay decoding is
-// about half the work, so the two overlap. Records travel in batches of
-// batchRecords through a ring of ringBatches batches that are reused, so
-// nothing is allocated per record and a record's slices keep their
-// capacity; the two goroutines meet once a batch, on a channel, where one
-// that waits for the other parks (it does not spin: on a shared machine a
-// spinning goroutine takes a core from the one it waits for).
+// about half the work, so the two overlap. Records travel in batches
+// through a ring of batches that are reused, so nothing is allocated per
+// record and a record's slices keep their capacity; the two goroutines
+// meet once a batch, under a mutex, and one that must wait for the other
+// parks (it does not spin: on a shared machine a spinning goroutine takes
+// a core from the one it waits for).
 //
 // The reader's registry is written by the decoder alone. The engine does
 // not release indexes there as it does serially (sched.Engine.Defer): the
@@ -47,13 +48,18 @@ import (
 // the last records of a batch wait for the batch to fill or the stream to
 // end, and a stop returns once the stream gives a record or ends.
 
-// A batch is a few hundred records, so that the goroutines meet seldom
-// (a meeting that parks one costs microseconds), and the ring is short, so
-// that what is in flight stays small and is reused while still in cache.
-// (Variables so that a test can make batches of one record.)
+// Batches are of tens of records, so that the goroutines meet seldom, and
+// the ring holds several, so that either side can run ahead for a while
+// (the engine's work per record varies: a step's settlement, a held run
+// of Reduces applied at once). A goroutine that waits parks, and is woken
+// only once the ring is half full (for the engine) or half free (for the
+// decoder), or the history ends: on a shared machine a woken thread may
+// wait a scheduling slice for a core, so each wake-up should bring a long
+// run of work, not one batch. (Variables so that a test can make batches
+// of one record and a ring of two.)
 var (
-	batchRecords = 128
-	ringBatches  = 4
+	batchRecords = 64
+	ringBatches  = 16
 )
 
 // batch is a run of decoded records, what decoding them did to the
@@ -93,27 +99,100 @@ func (s *Sim) pipelined() bool {
 	return s.opt.Jobs > 1 && pipelinable(&s.opt) && s.res.Records == 0 && s.treg == nil && len(s.res.Steps) == 0
 }
 
+// ring is the batches in flight between the decoder and the engine:
+// bufs[head..tail) (modulo its length) are decoded and wait for the
+// engine, the others belong to the decoder.
+type ring struct {
+	mu         sync.Mutex
+	filled     sync.Cond // the engine waits on it for decoded batches
+	emptied    sync.Cond // the decoder waits on it for free ones
+	bufs       []batch
+	head, tail int  // batches taken by the engine, and given by the decoder, so far
+	engWaits   bool // the engine waits on filled
+	decWaits   bool // the decoder waits on emptied
+	quit       bool // the engine has stopped: the decoder leaves
+}
+
+func newRing(n, records int) *ring {
+	q := &ring{bufs: make([]batch, n)}
+	q.filled.L, q.emptied.L = &q.mu, &q.mu
+	for i := range q.bufs {
+		q.bufs[i].recs = make([]history.Record, records)
+	}
+	return q
+}
+
+// free waits for a batch the decoder may fill; nil once the engine has
+// stopped.
+func (q *ring) free() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.tail-q.head == len(q.bufs) && !q.quit {
+		q.decWaits = true
+		q.emptied.Wait()
+	}
+	if q.quit {
+		return nil
+	}
+	return &q.bufs[q.tail%len(q.bufs)]
+}
+
+// give hands the batch free returned to the engine; last says no other
+// follows (the history ended or failed).
+func (q *ring) give(last bool) {
+	q.mu.Lock()
+	q.tail++
+	if q.engWaits && (last || 2*(q.tail-q.head) >= len(q.bufs)) {
+		q.engWaits = false
+		q.filled.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// next waits for the next decoded batch.
+func (q *ring) next() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.tail == q.head {
+		q.engWaits = true
+		q.filled.Wait()
+	}
+	return &q.bufs[q.head%len(q.bufs)]
+}
+
+// done hands the batch next returned back to the decoder.
+func (q *ring) done() {
+	q.mu.Lock()
+	q.head++
+	if q.decWaits && 2*(len(q.bufs)-(q.tail-q.head)) >= len(q.bufs) {
+		q.decWaits = false
+		q.emptied.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// stop tells the decoder to leave.
+func (q *ring) stop() {
+	q.mu.Lock()
+	q.quit = true
+	q.emptied.Signal()
+	q.mu.Unlock()
+}
+
 // runPipelined is Run with the decoding on its own goroutine.
 func (s *Sim) runPipelined(r *history.Reader) error {
 	reg := r.Registry()
-	ring := make([]batch, ringBatches)
-	free := make(chan *batch, ringBatches)
-	full := make(chan *batch, ringBatches)
-	for i := range ring {
-		ring[i].recs = make([]history.Record, batchRecords)
-		free <- &ring[i]
-	}
+	q := newRing(max(ringBatches, 2), batchRecords)
 	s.eng.Defer(reg)
 	dec := &decoder{r: r, reg: reg}
-	quit := make(chan struct{})
 	var g errgroup.Group
-	g.Go(func() error { dec.run(free, full, quit); return nil })
-	err := s.consume(reg, full, free)
-	close(quit)
+	g.Go(func() error { dec.run(q); return nil })
+	err := s.consume(reg, q)
+	q.stop()
 	_ = g.Wait() // the decoder returns no error: a decode error travels in its batch
 	// The registry is the engine's again, once every release is applied.
-	for i := range ring {
-		dec.apply(&ring[i])
+	for i := range q.bufs {
+		dec.apply(&q.bufs[i])
 	}
 	s.eng.Undefer()
 	return err
@@ -121,8 +200,9 @@ func (s *Sim) runPipelined(r *history.Reader) error {
 
 // consume runs the batches in order on the engine until the history ends,
 // a record fails or the replay stops.
-func (s *Sim) consume(reg *values.Registry, full <-chan *batch, free chan<- *batch) error {
-	for b := range full {
+func (s *Sim) consume(reg *values.Registry, q *ring) error {
+	for {
+		b := q.next()
 		for i := 0; i < b.n; i++ {
 			s.eng.Decoded(int(b.lens[i]), b.del[b.delAt[i]:b.delAt[i+1]])
 			err := s.Feed(&b.recs[i], reg)
@@ -136,7 +216,7 @@ func (s *Sim) consume(reg *values.Registry, full <-chan *batch, free chan<- *bat
 		}
 		switch b.err {
 		case nil:
-			free <- b
+			q.done()
 		case io.EOF:
 			return nil
 		default:
@@ -148,7 +228,6 @@ func (s *Sim) consume(reg *values.Registry, full <-chan *batch, free chan<- *bat
 			return b.err
 		}
 	}
-	return nil
 }
 
 // takeReleases moves what the engine released while running record i of
@@ -170,14 +249,13 @@ type decoder struct {
 	lastSeen []int64 // by borrow index: 1 + the sequence number of the last record naming it
 }
 
-// run decodes into the batches free gives it and sends them to full, until
-// the history ends or fails (the last batch says which), or quit closes.
-func (d *decoder) run(free <-chan *batch, full chan<- *batch, quit <-chan struct{}) {
+// run decodes into the ring's free batches and gives them to the engine,
+// until the history ends or fails (the last batch says which), or the
+// engine stops.
+func (d *decoder) run(q *ring) {
 	for {
-		var b *batch
-		select {
-		case b = <-free:
-		case <-quit:
+		b := q.free()
+		if b == nil {
 			return
 		}
 		d.apply(b)
@@ -198,11 +276,7 @@ func (d *decoder) run(free <-chan *batch, full chan<- *batch, quit <-chan struct
 			d.seq++
 			b.n++
 		}
-		select {
-		case full <- b:
-		case <-quit:
-			return
-		}
+		q.give(b.err != nil)
 		if b.err != nil {
 			return
 		}

@@ -64,11 +64,12 @@ func replayOutputs(t *testing.T, hist []byte, opt Options, trace bool) (string, 
 	return fmt.Sprintf("%+v\n%+v\n%d %d %d %v %d %d %v %d\n%s", res.Final, res.Steps, res.Records, res.LastLine, res.Commands, res.Kinds, res.Groups, res.WorkerTasks, res.Partial, res.PeakDeviceFinalBytes, peaks.String()), tr
 }
 
-// withBatches runs fn with pipeline batches of n records (see pipe.go).
+// withBatches runs fn with pipeline batches of n records in a ring of two
+// (see pipe.go), so that the goroutines wait for each other often.
 func withBatches(n int, fn func()) {
-	old := batchRecords
-	batchRecords = n
-	defer func() { batchRecords = old }()
+	oldB, oldR := batchRecords, ringBatches
+	batchRecords, ringBatches = n, 2
+	defer func() { batchRecords, ringBatches = oldB, oldR }()
 	fn()
 }
 
