@@ -45,8 +45,8 @@ import (
 // The engine sees records a batch at a time, and after it stops Run waits
 // for the decoder to finish the record it is reading. From a file that is
 // at once; from a live stream (standard input a program is still writing)
-// the last records of a batch wait for the batch to fill or the stream to
-// end, and a stop returns once the stream gives a record or ends.
+// records reach a waiting engine once half the ring is decoded or the
+// stream ends, and a stop returns once the stream gives a record or ends.
 
 // Batches are of tens of records, so that the goroutines meet seldom, and
 // the ring holds several, so that either side can run ahead for a while
