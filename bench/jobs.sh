@@ -51,3 +51,5 @@ for f in "$work/$name.hist.zst" "$work/$name.fhist.zst"; do
 	a=$(median "${w1[@]}") b=$(median "${w2[@]}")
 	echo "| ${f##*/} | $a ($(median "${c1[@]}")) | $b ($(median "${c2[@]}")) | $(ratio "$a" "$b")x |"
 done
+echo
+echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."

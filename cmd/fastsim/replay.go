@@ -74,7 +74,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay (with --decode-only, of the decoding) to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
 	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
-	fs.IntVar(&f.jobs, "jobs", 1, "run the groups (workers, ungrouped) touched by a command on up to `N` goroutines\n(at most "+strconv.Itoa(runtime.GOMAXPROCS(0))+" here); results do not depend on it. A command's work per group is\nsmall, so on the histories measured (bench/RESULTS.md) more than 1 is slower")
+	fs.IntVar(&f.jobs, "jobs", 1, "replay on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more, one goroutine decodes the history while\nthe engine runs, and the engine runs the groups (workers, ungrouped) a command touches\non the other N-1 (with --hardware, or a --costs FILE that prices ops by their arguments or is\na Monarch timing file, the decoding stays on the engine's goroutine: such models read the\ncommands' raw text). bench/RESULTS.md (\"Two cores\") says what it gains")
 	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
 	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")

@@ -32,8 +32,13 @@ type Options struct {
 	// as a group; results are the same, and very large worlds become
 	// affordable.
 	Grouped bool
-	// Jobs bounds the goroutines running groups after a command (<= 1:
-	// serial). Results do not depend on it.
+	// Jobs bounds the goroutines of a replay (<= 1: serial). With more,
+	// Run decodes on a goroutine of its own, pipelined with the engine,
+	// and the engine runs the groups touched by a command on the other
+	// Jobs-1 goroutines (serially with Jobs 2); with a pricing that reads
+	// a command's raw arguments (Hardware, Model, a Costs with a roofline)
+	// or EachCommand, decoding stays on the engine's goroutine and the
+	// engine has all Jobs. Results do not depend on it.
 	Jobs int
 	// Strict makes unknown message types errors instead of warnings.
 	Strict bool
@@ -162,7 +167,7 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 		GPUsPerHost: h.GPUsPerHost,
 		KeepEvents:  opt.KeepTrace || opt.TracePath != "",
 		Grouped:     opt.Grouped,
-		Jobs:        opt.Jobs,
+		Jobs:        engineJobs(&opt),
 		Controller:  opt.Controller,
 	})
 	if err != nil {
@@ -313,6 +318,9 @@ func (s *Sim) stopped(line int64) error {
 func (s *Sim) Run(r *history.Reader) error {
 	reg := r.Registry()
 	reg.DeferFree(true) // rows are released by the engine
+	if s.pipelined() {
+		return s.runPipelined(r)
+	}
 	for {
 		err := r.Next(&s.rec)
 		if err == io.EOF {

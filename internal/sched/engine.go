@@ -157,6 +157,7 @@ type Engine struct {
 	borGone      []int32 // borrows whose count fell to zero since the last recycle
 	boundFn      func(*values.Tensor)
 	touched      []groups.GroupID // groups the current command reached (with repeats)
+	dfr          deferred         // the registry's lifecycle while another goroutine writes it (Defer)
 
 	inputs    []values.Tensor
 	outs      []values.Tensor
@@ -345,6 +346,11 @@ const MaxGroupedWorld = 1 << 24
 // message's ids are its indexes (small, non-negative and never reused, as
 // a typed producer gives them), and nothing is released.
 func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *values.Registry) error {
+	if e.dfr.on {
+		// The registry is the decoder's: Decoded said how far it grew.
+		e.reserveRows(e.dfr.len)
+		return e.command(line, ts, ranks, m)
+	}
 	if reg != e.reg {
 		e.reg = reg
 		if reg != nil {
@@ -356,6 +362,11 @@ func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *
 	} else {
 		m.EachTensor(e.boundFn)
 	}
+	return e.command(line, ts, ranks, m)
+}
+
+// command is Command once the row counts have room for m's tensors.
+func (e *Engine) command(line, ts int64, ranks []values.Slice, m *gen.Msg) error {
 	if e.flushErr != nil {
 		return e.flushErr
 	}

@@ -231,10 +231,22 @@ func (e *Engine) reserveRows(n int) {
 // them, in the registry) and borrows no group has. Rows are counted by
 // countRows; the registry keeps a deleted tensor's row until then.
 func (e *Engine) recycle() {
+	if e.dfr.on {
+		e.recycleDeferred()
+		return
+	}
 	if e.reg == nil {
 		e.gone, e.borGone = e.gone[:0], e.borGone[:0]
 		return
 	}
+	// Rows deleted while the registry was another goroutine's (Defer) and
+	// not yet recycled come first, as the registry would have listed them.
+	for _, idx := range e.dfr.deleted {
+		if e.tensorRows[idx] == 0 {
+			e.forget(idx)
+		}
+	}
+	e.dfr.deleted = e.dfr.deleted[:0]
 	for _, idx := range e.reg.TakeDeleted() {
 		if e.tensorRows[idx] == 0 {
 			e.forget(idx)
@@ -260,6 +272,15 @@ func (e *Engine) recycle() {
 func (e *Engine) forget(idx int32) {
 	if int(idx) < len(e.borrowed) {
 		e.borrowed[idx] = false
+	}
+	if e.dfr.on {
+		// What Release finds in the registry at this record: the row is
+		// deleted and not yet released.
+		if d := &e.dfr; int(idx) < len(d.dead) && d.dead[idx] {
+			d.dead[idx] = false
+			d.rows = append(d.rows, idx)
+		}
+		return
 	}
 	e.reg.Release(idx)
 }

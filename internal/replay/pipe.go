@@ -1,0 +1,344 @@
+package replay
+
+import (
+	"io"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/values"
+)
+
+// A pipelined replay (Run with Jobs > 1) decodes on a goroutine of its own
+// while the engine runs on the caller's: in a grouped replay decoding is
+// about half the work, so the two overlap. Records travel in batches
+// through a ring of batches that are reused, so nothing is allocated per
+// record and a record's slices keep their capacity; the two goroutines
+// meet once a batch, under a mutex, and one that must wait for the other
+// parks (it does not spin: on a shared machine a spinning goroutine takes
+// a core from the one it waits for).
+//
+// The reader's registry is written by the decoder alone. The engine does
+// not release indexes there as it does serially (sched.Engine.Defer): the
+// decoder notes for each record what its decoding did to the registry
+// (its Len, the rows it deleted), the engine lists the releases it
+// decides, in order, and the decoder applies them when the batch comes
+// back to it, before decoding into it again. A tensor id is unmapped when
+// its record is decoded (Registry.Delete) in both ways, so only the reuse
+// of a row is later, which no result depends on. A borrow's id, though,
+// stays mapped until its index is released: a record decoded before the
+// release reaches the decoder may already have named the borrow's id
+// again and got the old index, where the serial replay gives a fresh one.
+// Then the release is dropped and the old index serves as the fresh one
+// would: the engine holds nothing at a released borrow index.
+//
+// What a record holds must stay valid until the engine has run it: its
+// slices are the batch's own (Ranks, Msg's lists), strings are immutable,
+// and tensor shapes point into the registry's rows, which are not reused
+// before the engine releases them. Only raw JSON text (Tree.Raw, extra
+// fields) aliases the reader's buffers: replays that read it (a hardware
+// model prices ops from their arguments, a cost model or EachCommand may
+// look at anything) run serially.
+//
+// The engine sees records a batch at a time, and after it stops Run waits
+// for the decoder to finish the record it is reading. From a file that is
+// at once; from a live stream (standard input a program is still writing)
+// records reach a waiting engine once half the ring is decoded or the
+// stream ends, and a stop returns once the stream gives a record or ends.
+
+// Batches are of tens of records, so that the goroutines meet seldom, and
+// the ring holds several, so that either side can run ahead for a while
+// (the engine's work per record varies: a step's settlement, a held run
+// of Reduces applied at once). A goroutine that waits parks, and is woken
+// only once the ring is half full (for the engine) or half free (for the
+// decoder), or the history ends: on a shared machine a woken thread may
+// wait a scheduling slice for a core, so each wake-up should bring a long
+// run of work, not one batch. (Variables so that a test can make batches
+// of one record and a ring of two.)
+var (
+	batchRecords = 64
+	ringBatches  = 16
+)
+
+// batch is a run of decoded records, what decoding them did to the
+// registry, and the releases the engine decided while running them.
+type batch struct {
+	recs  []history.Record
+	first int64 // sequence number of recs[0]
+	n     int   // records decoded
+	err   error // what ended the decoding after recs[:n] (io.EOF: the end), or nil
+
+	lens  []int32 // by record: the registry's Len once it was decoded
+	delAt []int32 // by record: where its deleted rows start in del; one more at the end
+	del   []int32
+
+	rows   []int32 // tensor rows the engine released, for Registry.Release
+	bors   []int32 // borrow indexes it released, for Registry.ReleaseBorrow
+	borSeq []int64 // by bors: the sequence number of the record it was released after
+}
+
+// engineJobs is the engine's share of Options.Jobs when Run may decode on
+// a goroutine of its own.
+func engineJobs(opt *Options) int {
+	if opt.Jobs > 1 && pipelinable(opt) {
+		return opt.Jobs - 1
+	}
+	return opt.Jobs
+}
+
+// pipelinable reports whether what opt sets reads only what a record keeps
+// until the engine has run it (see above).
+func pipelinable(o *Options) bool {
+	return o.Hardware == nil && o.Model == nil && (o.Costs == nil || o.Costs.Roofline() == nil) && o.EachCommand == nil
+}
+
+// pipelined reports whether Run decodes on a goroutine of its own.
+func (s *Sim) pipelined() bool {
+	return s.opt.Jobs > 1 && pipelinable(&s.opt) && s.res.Records == 0 && s.treg == nil && len(s.res.Steps) == 0
+}
+
+// ring is the batches in flight between the decoder and the engine:
+// bufs[head..tail) (modulo its length) are decoded and wait for the
+// engine, the others belong to the decoder.
+type ring struct {
+	mu         sync.Mutex
+	filled     sync.Cond // the engine waits on it for decoded batches
+	emptied    sync.Cond // the decoder waits on it for free ones
+	bufs       []batch
+	head, tail int  // batches taken by the engine, and given by the decoder, so far
+	engWaits   bool // the engine waits on filled
+	decWaits   bool // the decoder waits on emptied
+	quit       bool // the engine has stopped: the decoder leaves
+}
+
+func newRing(n, records int) *ring {
+	q := &ring{bufs: make([]batch, n)}
+	q.filled.L, q.emptied.L = &q.mu, &q.mu
+	for i := range q.bufs {
+		q.bufs[i].recs = make([]history.Record, records)
+	}
+	return q
+}
+
+// free waits for a batch the decoder may fill; nil once the engine has
+// stopped.
+func (q *ring) free() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.tail-q.head == len(q.bufs) && !q.quit {
+		q.decWaits = true
+		q.emptied.Wait()
+	}
+	if q.quit {
+		return nil
+	}
+	return &q.bufs[q.tail%len(q.bufs)]
+}
+
+// give hands the batch free returned to the engine; last says no other
+// follows (the history ended or failed).
+func (q *ring) give(last bool) {
+	q.mu.Lock()
+	q.tail++
+	if q.engWaits && (last || 2*(q.tail-q.head) >= len(q.bufs)) {
+		q.engWaits = false
+		q.filled.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// next waits for the next decoded batch.
+func (q *ring) next() *batch {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.tail == q.head {
+		q.engWaits = true
+		q.filled.Wait()
+	}
+	return &q.bufs[q.head%len(q.bufs)]
+}
+
+// done hands the batch next returned back to the decoder.
+func (q *ring) done() {
+	q.mu.Lock()
+	q.head++
+	if q.decWaits && 2*(len(q.bufs)-(q.tail-q.head)) >= len(q.bufs) {
+		q.decWaits = false
+		q.emptied.Signal()
+	}
+	q.mu.Unlock()
+}
+
+// stop tells the decoder to leave.
+func (q *ring) stop() {
+	q.mu.Lock()
+	q.quit = true
+	q.emptied.Signal()
+	q.mu.Unlock()
+}
+
+// runPipelined is Run with the decoding on its own goroutine.
+func (s *Sim) runPipelined(r *history.Reader) error {
+	reg := r.Registry()
+	q := newRing(max(ringBatches, 2), batchRecords)
+	s.eng.Defer(reg)
+	dec := &decoder{r: r, reg: reg}
+	var g errgroup.Group
+	g.Go(func() error { dec.run(q); return nil })
+	err := s.consume(reg, q)
+	q.stop()
+	_ = g.Wait() // the decoder returns no error: a decode error travels in its batch
+	// The registry is the engine's again, once every release is applied.
+	for i := range q.bufs {
+		dec.apply(&q.bufs[i])
+	}
+	s.eng.Undefer()
+	return err
+}
+
+// consume runs the batches in order on the engine until the history ends,
+// a record fails or the replay stops.
+func (s *Sim) consume(reg *values.Registry, q *ring) error {
+	for {
+		b := q.next()
+		for i := 0; i < b.n; i++ {
+			s.eng.Decoded(int(b.lens[i]), b.del[b.delAt[i]:b.delAt[i+1]])
+			err := s.Feed(&b.recs[i], reg)
+			s.takeReleases(b, i)
+			if err != nil {
+				if err == ErrStopped && s.res.Partial {
+					return nil
+				}
+				return err
+			}
+		}
+		switch b.err {
+		case nil:
+			q.done()
+		case io.EOF:
+			return nil
+		default:
+			// A held command's own error comes first, as in Run.
+			if ferr := s.eng.Flush(); ferr != nil {
+				s.err = &history.Error{File: s.name, Line: heldLine(ferr, s.res.LastLine), Err: ferr}
+				return s.err
+			}
+			return b.err
+		}
+	}
+}
+
+// takeReleases moves what the engine released while running record i of
+// b into b, for the decoder.
+func (s *Sim) takeReleases(b *batch, i int) {
+	rows, bors := s.eng.Released()
+	b.rows = append(b.rows, rows...)
+	for _, bi := range bors {
+		b.bors = append(b.bors, bi)
+		b.borSeq = append(b.borSeq, b.first+int64(i))
+	}
+}
+
+// decoder is the decoding side of a pipelined replay.
+type decoder struct {
+	r        *history.Reader
+	reg      *values.Registry
+	seq      int64   // records decoded
+	lastSeen []int64 // by borrow index: 1 + the sequence number of the last record naming it
+}
+
+// run decodes into the ring's free batches and gives them to the engine,
+// until the history ends or fails (the last batch says which), or the
+// engine stops.
+func (d *decoder) run(q *ring) {
+	for {
+		b := q.free()
+		if b == nil {
+			return
+		}
+		d.apply(b)
+		b.first, b.n, b.err = d.seq, 0, nil
+		b.lens, b.delAt, b.del = b.lens[:0], append(b.delAt[:0], 0), b.del[:0]
+		for b.n < len(b.recs) {
+			rec := &b.recs[b.n]
+			if err := d.r.Next(rec); err != nil {
+				b.err = err
+				break
+			}
+			b.lens = append(b.lens, int32(d.reg.Len()))
+			b.del = append(b.del, d.reg.TakeDeleted()...)
+			b.delAt = append(b.delAt, int32(len(b.del)))
+			if !rec.IsStep {
+				d.seen(&rec.Msg)
+			}
+			d.seq++
+			b.n++
+		}
+		q.give(b.err != nil)
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// apply makes the releases the engine listed in b, in order, and empties
+// the lists.
+func (d *decoder) apply(b *batch) {
+	for _, idx := range b.rows {
+		d.reg.Release(idx)
+	}
+	for k, bi := range b.bors {
+		// Named again by a record decoded after the release was decided:
+		// that record holds the index (see above).
+		if int(bi) < len(d.lastSeen) && d.lastSeen[bi] > b.borSeq[k]+1 {
+			continue
+		}
+		d.reg.ReleaseBorrow(bi)
+	}
+	b.rows, b.bors, b.borSeq = b.rows[:0], b.bors[:0], b.borSeq[:0]
+}
+
+// seen notes the borrow indexes message m (record d.seq) names.
+func (d *decoder) seen(m *gen.Msg) {
+	switch m.Kind {
+	case gen.MsgBorrowCreate:
+		d.see(m.BorrowCreate.BorrowIdx)
+	case gen.MsgBorrowFirstUse:
+		d.see(m.BorrowFirstUse.BorrowIdx)
+	case gen.MsgBorrowLastUse:
+		d.see(m.BorrowLastUse.BorrowIdx)
+	case gen.MsgBorrowDrop:
+		d.see(m.BorrowDrop.BorrowIdx)
+	case gen.MsgCommandGroup:
+		d.seenIn(&m.CommandGroup.Commands)
+	}
+}
+
+func (d *decoder) seenIn(l *gen.Msgs) {
+	for i := 0; i < l.Len(); i++ {
+		switch l.Kind(i) {
+		case gen.MsgBorrowCreate:
+			d.see(l.BorrowCreateAt(i).BorrowIdx)
+		case gen.MsgBorrowFirstUse:
+			d.see(l.BorrowFirstUseAt(i).BorrowIdx)
+		case gen.MsgBorrowLastUse:
+			d.see(l.BorrowLastUseAt(i).BorrowIdx)
+		case gen.MsgBorrowDrop:
+			d.see(l.BorrowDropAt(i).BorrowIdx)
+		case gen.MsgCommandGroup:
+			d.seenIn(&l.CommandGroupAt(i).Commands)
+		}
+	}
+}
+
+func (d *decoder) see(bi int32) {
+	if bi < 0 {
+		return
+	}
+	for int(bi) >= len(d.lastSeen) {
+		d.lastSeen = append(d.lastSeen, 0)
+	}
+	d.lastSeen[bi] = d.seq + 1
+}
