@@ -242,6 +242,11 @@ func (r *Reader) RawHeader() []byte { return r.rawHdr }
 // Registry returns the tensor registry of the history being read.
 func (r *Reader) Registry() *values.Registry { return r.reg }
 
+// Buffered is how many bytes of (decompressed) input are read ahead. At 0
+// the next record may have to wait for its source: a program still
+// writing standard input, say.
+func (r *Reader) Buffered() int { return r.lines.Buffered() }
+
 // Close releases the decoder and closes the file opened by Open.
 func (r *Reader) Close() error {
 	if r.dec != nil {

@@ -45,8 +45,9 @@ import (
 // The engine sees records a batch at a time, and after it stops Run waits
 // for the decoder to finish the record it is reading. From a file that is
 // at once; from a live stream (standard input a program is still writing)
-// records reach a waiting engine once half the ring is decoded or the
-// stream ends, and a stop returns once the stream gives a record or ends.
+// a batch goes to the engine as soon as the decoder has read all the
+// input there is, and a stop returns once the stream gives a record or
+// ends.
 
 // Batches are of tens of records, so that the goroutines meet seldom, and
 // the ring holds several, so that either side can run ahead for a while
@@ -138,11 +139,12 @@ func (q *ring) free() *batch {
 }
 
 // give hands the batch free returned to the engine; last says no other
-// follows (the history ended or failed).
-func (q *ring) give(last bool) {
+// follows (the history ended or failed), flush that the input ran dry, so
+// the engine should not wait for more batches.
+func (q *ring) give(last, flush bool) {
 	q.mu.Lock()
 	q.tail++
-	if q.engWaits && (last || 2*(q.tail-q.head) >= len(q.bufs)) {
+	if q.engWaits && (last || flush || 2*(q.tail-q.head) >= len(q.bufs)) {
 		q.engWaits = false
 		q.filled.Signal()
 	}
@@ -261,7 +263,15 @@ func (d *decoder) run(q *ring) {
 		d.apply(b)
 		b.first, b.n, b.err = d.seq, 0, nil
 		b.lens, b.delAt, b.del = b.lens[:0], append(b.delAt[:0], 0), b.del[:0]
+		flush := false
 		for b.n < len(b.recs) {
+			if b.n > 0 && d.r.Buffered() == 0 {
+				// The next record may wait for its source: hand over
+				// what is decoded, so a live stream's records reach
+				// the engine as they come.
+				flush = true
+				break
+			}
 			rec := &b.recs[b.n]
 			if err := d.r.Next(rec); err != nil {
 				b.err = err
@@ -276,7 +286,7 @@ func (d *decoder) run(q *ring) {
 			d.seq++
 			b.n++
 		}
-		q.give(b.err != nil)
+		q.give(b.err != nil, flush)
 		if b.err != nil {
 			return
 		}

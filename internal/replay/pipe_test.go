@@ -3,11 +3,13 @@ package replay
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -335,5 +337,72 @@ func TestPipelinedStopMidway(t *testing.T) {
 				t.Errorf("%s, batches of 3: pipelined\n%s\nserial\n%s", form, got, want)
 			}
 		})
+	}
+}
+
+// TestPipelinedLiveStream feeds a history through a pipe a step at a
+// time and writes the next step only once the engine has reported the
+// last one: the records of a stream that has paused must reach the
+// engine, not wait in a batch for more input. (Were they held, the step
+// would never be reported and the writer would give up.)
+func TestPipelinedLiveStream(t *testing.T) {
+	var b bytes.Buffer
+	c := synth.Train{PP: 2, DP: 2, TP: 1, Layers: 2, Hidden: 32, Seq: 8, Batch: 4, Micro: 2, Steps: 3}
+	if err := synth.WriteTrain(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	// The history in pieces, each ending with a step record.
+	var pieces [][]byte
+	rest := b.Bytes()
+	for {
+		i := bytes.Index(rest, []byte(`{"step":`))
+		if i < 0 {
+			pieces = append(pieces, rest)
+			break
+		}
+		end := i + bytes.IndexByte(rest[i:], '\n') + 1
+		pieces = append(pieces, rest[:end])
+		rest = rest[end:]
+	}
+	if len(pieces) < 3 {
+		t.Fatalf("%d pieces, want a step in each of several", len(pieces))
+	}
+	pr, pw := io.Pipe()
+	steps := make(chan int, len(pieces))
+	writeErr := make(chan error, 1)
+	go func() {
+		defer pw.Close()
+		for k, p := range pieces {
+			if _, err := pw.Write(p); err != nil {
+				writeErr <- err
+				return
+			}
+			if k == len(pieces)-1 {
+				break
+			}
+			select {
+			case <-steps:
+			case <-time.After(30 * time.Second):
+				writeErr <- fmt.Errorf("piece %d written, its step not reported in 30 s", k)
+				return
+			}
+		}
+		writeErr <- nil
+	}()
+	r, err := history.NewReader(pr, "live.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := New(r.Header(), "live.hist", Options{Grouped: true, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.OnStep(func(sched.Report) { steps <- 1 })
+	if err := sim.Run(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-writeErr; err != nil {
+		t.Fatal(err)
 	}
 }
