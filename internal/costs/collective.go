@@ -39,7 +39,8 @@ import (
 //
 // Protocols (tuning.cc): Simple at the full bus bandwidth; LL128 at 0.92
 // of it; LL at 1/4 (all-reduce, or across hosts) or 1/3. Latency: a base
-// per protocol (ring: LL 3.6, LL128 10.0, Simple 8.4 µs) plus one step
+// per protocol (ring: LL 3.6, LL128 10.0, Simple 8.4 µs in v2.7.5; the
+// spec's NCCL release may hold others, tuningFor) plus one step
 // latency per ring step: NVLink steps at host.nvlink_step_latency_us,
 // network steps at network.step_latency_us. As in tuning.cc, a ring
 // all-reduce over n ranks on M hosts takes 2(n-1) steps of which 2(M-1)
@@ -89,11 +90,53 @@ const (
 
 // NCCL's tuning constants (tuning.cc, commit 01afd20), in µs.
 var (
-	ringBaseLatUs = [numProtocols]float64{3.6, 10.0, 8.4}
 	treeBaseLatUs = [numProtocols]float64{4.4, 4.4, 0}
 	treeNVLatUs   = [numProtocols]float64{.52, 1.2, 28}
 	treeNetLatUs  = [numProtocols]float64{5.0, 8.5, 50}
 )
+
+// ncclTuning is what differs between the NCCL releases the model holds
+// (hardware.NCCLReleases) for a ring within one host and NVLS: later
+// releases raised the ring's latencies and capped LL's bandwidth.
+type ncclTuning struct {
+	ringBaseLatUs [numProtocols]float64 // baseLat[Ring], µs
+	// nvLLStepUs replaces the preset's NVLink LL step latency
+	// (hwLat[NVLINK][Ring][LL]) where it is not 0.
+	nvLLStepUs float64
+	// llMaxGBps caps the LL ring's bus bandwidth within one host where it
+	// is not 0 (llMaxBws[compCap][N1]).
+	llMaxGBps float64
+	// nvlsLatUs replaces the preset's NVLS latency where it is not 0.
+	nvlsLatUs float64
+}
+
+// tuningFor returns the constants of NCCL release r ("" is "2.7").
+//
+// "2.7": tuning.cc at v2.7.5 (commit 01afd20): ring base latency LL 3.6,
+// LL128 10.0, Simple 8.4 µs; the step latencies are the presets'; no LL
+// cap; NVLS did not exist (the presets' NVLS latency applies).
+//
+// "2.18": `git show v2.18.3-1:src/graph/tuning.cc` (the file is the same
+// at v2.18.5-1): baseLat[Ring] = {6.6, 14.0, 8.4}; hwLat[NVLINK][Ring] =
+// {.6, 1.9, 3.4} (LL128 and Simple as the presets'); the LL ring's bus
+// bandwidth is min(llMaxBw, busBw/4 or /3) with llMaxBws[Ampere or
+// Hopper][N1] = 87.7 GB/s on one host; baseLat[NVLS][Simple] = 23.0 and
+// hwLat[NVLINK][NVLS] = 0. Its LL128 cap (nChannels × 36.7 GB/s on
+// Hopper, 20 on Ampere) is not modelled: with NCCL's 16 or more ring
+// channels on these hosts it is above the NVLink bus bandwidth. Its
+// changes across hosts (tree base latencies, network Simple step 14 µs,
+// the ring's plateau factor) are not taken: no table across hosts ran it.
+func tuningFor(r string) ncclTuning {
+	if r == "2.18" {
+		return ncclTuning{
+			ringBaseLatUs: [numProtocols]float64{6.6, 14.0, 8.4},
+			nvLLStepUs:    0.6,
+			llMaxGBps:     87.7,
+			nvlsLatUs:     23.0,
+		}
+	}
+	return ncclTuning{ringBaseLatUs: [numProtocols]float64{3.6, 10.0, 8.4}}
+}
 
 func protoLat(p hardware.Protocols, i protocol) float64 {
 	return [numProtocols]float64{p.LL, p.LL128, p.Simple}[i]
@@ -223,6 +266,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 			intraB, steps = S, 1
 		}
 	}
+	tu := tuningFor(s.NCCL)
 	best := math.Inf(1)
 	for pr := protoLL; pr < numProtocols; pr++ {
 		if pr == protoLL128 && M > 1 {
@@ -230,18 +274,27 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 			continue
 		}
 		f := ringProtoBW(pr, c, p.Hosts)
+		bw := nv * eff * f // NVLink bus bandwidth of this protocol
 		intraLat := protoLat(s.Host.NVLinkStepLatencyUs, pr)
+		if pr == protoLL {
+			if tu.nvLLStepUs > 0 {
+				intraLat = tu.nvLLStepUs
+			}
+			if tu.llMaxGBps > 0 && M == 1 {
+				bw = min(bw, tu.llMaxGBps)
+			}
+		}
 		if pr == protoLL && M > 1 {
 			intraLat *= 1.8 // tuning.cc: LL's NVLink steps slow down when the ring crosses hosts
 		}
-		lat := ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		lat := tu.ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
 		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
 			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
 		}
-		t := lat*1e3 + max(intraB/(nv*eff*f), interB/(net*f))
+		t := lat*1e3 + max(intraB/bw, interB/(net*f))
 		best = min(best, t)
 		if hier {
-			best = min(best, lat*1e3+max(hierIntra/(nv*eff*f), hierInter/(net*f)))
+			best = min(best, lat*1e3+max(hierIntra/bw, hierInter/(net*f)))
 		}
 	}
 	if c == AllReduce && M > 1 {
@@ -251,7 +304,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		// NVLink SHARP. Its bus bandwidth is the host's figure for all
 		// its GPUs; a smaller group has fewer NVLS heads, so only the
 		// whole host is priced.
-		best = min(best, nvlsAllReduce(&s.Host, S, n))
+		best = min(best, nvlsAllReduce(&s.Host, S, n, tu))
 	}
 	return best
 }
@@ -291,7 +344,7 @@ const nvlsStages = 3
 
 // nvlsAllReduce prices an all-reduce of S bytes over the n GPUs of one
 // host by NCCL's NVLS algorithm: tuning.cc's latency
-// (hwLat[NVLINK][NVLS][Simple]) and bus bandwidth (2(n-1)/n·S at
+// (hwLat[NVLINK][NVLS][Simple], or the release's, tu) and bus bandwidth (2(n-1)/n·S at
 // host.nvls_gbps, Simple only), plus the fill of the kernel's pipeline,
 // which tuning.cc leaves out. A loop moves channels × heads chunks (heads
 // = n, one NVLS head per GPU), each stage of it taking that share of the
@@ -301,9 +354,13 @@ const nvlsStages = 3
 // for the size (nvlsChunk), so medium sizes, which NCCL cuts into small
 // chunks, pay a small fill, and a collective of one loop or less pays
 // nvlsStages times its bandwidth term.
-func nvlsAllReduce(h *hardware.Host, S, n float64) float64 {
+func nvlsAllReduce(h *hardware.Host, S, n float64, tu ncclTuning) float64 {
 	f := 2 * (n - 1) / n // bytes per rank per byte, as a ring's (tuning.cc: ratio nRanks/nsteps)
-	t := h.NVLSLatencyUs*1e3 + f*S/h.NVLSGBps
+	lat := h.NVLSLatencyUs
+	if tu.nvlsLatUs > 0 {
+		lat = tu.nvlsLatUs
+	}
+	t := lat*1e3 + f*S/h.NVLSGBps
 	if h.NVLSChannels > 0 && h.NVLSChunkBytes > 0 {
 		ops := float64(h.NVLSChannels) * n // calcCollChunking's concurrentOps
 		loop := ops * nvlsChunk(S, ops, h.NVLSChunkBytes)

@@ -265,6 +265,8 @@ func TestNVLSPipelineByHand(t *testing.T) {
 		// 8 MiB; each threshold itself keeps the larger chunk.
 		{1 << 30, 131072}, {1<<30 - 1, 65536}, {64 * MiB, 65536}, {64*MiB - 1, 32768},
 		{8 * MiB, 32768}, {8*MiB - 1, 16384}, {1 * MiB, 16384},
+		// 2 MiB: 16 KiB, so 128 × 16 KiB is exactly one loop.
+		{2 * MiB, 16384},
 	} {
 		if got := nvlsChunk(c.S, 128, 131072); got != c.want {
 			t.Errorf("nvlsChunk(%g) = %g, want %g", c.S, got, c.want)
@@ -286,14 +288,14 @@ func TestNVLSPipelineByHand(t *testing.T) {
 		// (61,680.94) + 2 × 7,340,032 / 476 (15,420.24) = 117,521.41 ns.
 		{"16 MiB", 16 * MiB, 117521.41},
 	} {
-		if got := nvlsAllReduce(&s.Host, c.S, 8); math.Abs(got-c.want) > 0.01 {
+		if got := nvlsAllReduce(&s.Host, c.S, 8, tuningFor("")); math.Abs(got-c.want) > 0.01 {
 			t.Errorf("NVLS all-reduce of %s: %.2f ns, want %.2f", c.what, got, c.want)
 		}
 	}
 	// Without channels or chunk the fill is left out: tuning.cc's time.
 	h := s.Host
 	h.NVLSChannels = 0
-	if got, want := nvlsAllReduce(&h, MiB, 8), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
+	if got, want := nvlsAllReduce(&h, MiB, 8, tuningFor("")), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
 		t.Errorf("no pipeline: %.2f ns, want %.2f", got, want)
 	}
 }
@@ -338,5 +340,50 @@ func TestRingAcrossHostsByHand(t *testing.T) {
 	}
 	if twoHostTreeFirst(&s.Network, 16) || !twoHostTreeFirst(&efa.Network, 16) {
 		t.Error("tree preference: want the ring on HDR, the tree on EFA")
+	}
+}
+
+// TestNCCLReleaseByHand prices the same collectives with the tuning
+// constants of NCCL 2.7 (the default) and 2.18 (tuningFor), by hand.
+func TestNCCLReleaseByHand(t *testing.T) {
+	s, err := hardware.Preset("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s18 := *s
+	s18.NCCL = "2.18"
+	const MiB = 1 << 20
+	p := Placement{Ranks: 8, Hosts: 1, MaxPerHost: 8}
+	// NVLink bus bandwidth 450 × 0.8222 = 369.99 GB/s; an all-gather of
+	// 1 MiB sends 7/8 × 1,048,576 = 917,504 B per rank over 7 steps.
+	for _, c := range []struct {
+		what string
+		spec *hardware.Spec
+		want int64
+	}{
+		// 2.7: ring LL, 3.6 + 7 × 0.47 = 6.89 µs; LL at a third of
+		// the bus, 123.33 GB/s: 917,504 / 123.33 = 7,439.36 ns;
+		// 14,329.36 ns. (LL128: 10.0 + 7 × 1.9 = 23.3 µs already.)
+		{"2.7", s, 14330},
+		// 2.18: ring LL, 6.6 + 7 × 0.6 = 10.8 µs; LL capped at
+		// llMaxBw 87.7 GB/s: 917,504 / 87.7 = 10,461.85 ns;
+		// 21,261.85 ns. (LL128: 14.0 + 7 × 1.9 = 27.3 µs already.)
+		{"2.18", &s18, 21262},
+	} {
+		if got := HardwareCollectiveNs(c.spec, AllGather, MiB, p); got != c.want {
+			t.Errorf("all-gather of 1 MiB with NCCL %s: %d ns, want %d", c.what, got, c.want)
+		}
+	}
+	// NVLS latency: 2.18's baseLat[NVLS][Simple] is 23 µs, the preset's
+	// (a later release's) 25: the same all-reduce is 2 µs faster.
+	if got, want := nvlsAllReduce(&s.Host, MiB, 8, tuningFor("2.18")), 23000+3*1835008/476.0; math.Abs(got-want) > 0.01 {
+		t.Errorf("NVLS all-reduce of 1 MiB with NCCL 2.18: %.2f ns, want %.2f", got, want)
+	}
+	// Every release hardware accepts has its constants: none falls back
+	// to the default silently.
+	for _, r := range hardware.NCCLReleases {
+		if r != "2.7" && tuningFor(r) == tuningFor("") {
+			t.Errorf("release %q has the default constants", r)
+		}
 	}
 }

@@ -41,6 +41,9 @@ type ncclTable struct {
 	// Algo is the NCCL_ALGO the benchmark forced, if any; fastsim then
 	// prices that algorithm instead of its fastest ("NVLS" only).
 	Algo string `json:"nccl_algo"`
+	// NCCL is the NCCL version the sweep ran ("2.18.3", or prose where
+	// the source does not state it).
+	NCCL string `json:"nccl"`
 	// Misses are the sizes, from checked_from_bytes up, where fastsim is
 	// known to miss 15%: each must miss (so this list and
 	// bench/COLLECTIVES.md stay true) and every other size must not.
@@ -79,7 +82,8 @@ func loadNCCLTables(t *testing.T) []ncclTable {
 	return f.Tables
 }
 
-// spec is the table's preset with the system's network where it differs.
+// spec is the table's preset with the system's network where it differs,
+// priced with the tuning constants of the NCCL release the table ran.
 func (tb *ncclTable) spec(t *testing.T) *hardware.Spec {
 	t.Helper()
 	s, err := hardware.Preset(tb.Preset)
@@ -87,10 +91,28 @@ func (tb *ncclTable) spec(t *testing.T) *hardware.Spec {
 		t.Fatal(err)
 	}
 	c := *s
+	if tb.Check != "source" {
+		// The run's NCCL release where the model holds its constants.
+		// A curve's source rows keep the preset's, the constants the
+		// curve was derived with (TestCollectiveEfficiencyDerivation).
+		c.NCCL = ncclRelease(tb.NCCL)
+	}
 	if tb.NICGBpsPerGPU > 0 {
 		c.Network.NICGBpsPerGPU = tb.NICGBpsPerGPU
 	}
 	return &c
+}
+
+// ncclRelease is the release series of NCCL version v whose tuning
+// constants the model holds (hardware.NCCLReleases), or "" (the default
+// constants) for any other version or an unstated one.
+func ncclRelease(v string) string {
+	for _, r := range hardware.NCCLReleases {
+		if strings.HasPrefix(v, r+".") {
+			return r
+		}
+	}
+	return ""
 }
 
 // collectiveNamed maps nccl-tests' binary names (all_reduce_perf, ...)
@@ -179,7 +201,7 @@ func TestNCCLTestsPublished(t *testing.T) {
 				if c != AllReduce || tb.Hosts != 1 || s.Host.NVLSGBps <= 0 {
 					t.Fatalf("%s: NCCL_ALGO=NVLS priced only for an all-reduce within one NVLS host", tb.Name)
 				}
-				ns = math.Ceil(nvlsAllReduce(&s.Host, bytes, float64(tb.Ranks)))
+				ns = math.Ceil(nvlsAllReduce(&s.Host, bytes, float64(tb.Ranks), tuningFor(s.NCCL)))
 			default:
 				t.Fatalf("%s: unknown nccl_algo %q", tb.Name, tb.Algo)
 			}

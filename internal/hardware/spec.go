@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -27,10 +28,20 @@ type Spec struct {
 	GPU         GPU     `json:"gpu"`
 	Host        Host    `json:"host"`
 	Network     Network `json:"network"`
+	// NCCL is the NCCL release series whose tuning model prices the
+	// collectives (optional): one of NCCLReleases. Empty means "2.7",
+	// the constants the presets' step latencies come from.
+	NCCL string `json:"nccl,omitempty"`
 	// Sources cites where each figure comes from, keyed by the field it
 	// backs ("gpu.peak_dense_tflops", "host.nvlink_gbps", ...).
 	Sources map[string]string `json:"sources"`
 }
+
+// NCCLReleases are the NCCL release series whose tuning constants the
+// collective model holds (internal/costs): "2.7" is NVIDIA/nccl
+// src/graph/tuning.cc at v2.7.5 (commit 01afd20), "2.18" the same file at
+// v2.18.3-1 (unchanged to v2.18.5-1).
+var NCCLReleases = []string{"2.7", "2.18"}
 
 // GPU is one accelerator.
 type GPU struct {
@@ -192,6 +203,9 @@ func (s *Spec) Check() error {
 	}
 	if s.Name == "" {
 		return fmt.Errorf("%w: no name", ErrSpec)
+	}
+	if s.NCCL != "" && !slices.Contains(NCCLReleases, s.NCCL) {
+		return fmt.Errorf("%w: nccl is %q (want one of %s)", ErrSpec, s.NCCL, strings.Join(NCCLReleases, ", "))
 	}
 	if len(s.GPU.PeakDenseTFLOPS) == 0 {
 		return fmt.Errorf("%w: gpu.peak_dense_tflops is empty", ErrSpec)

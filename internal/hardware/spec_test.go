@@ -120,6 +120,8 @@ func TestParseErrors(t *testing.T) {
 		// An NVLS channel count and chunk out of range.
 		mutate(`"nvls_channels": 16`, `"nvls_channels": -16`),
 		mutate(`"nvls_chunk_bytes": 131072`, `"nvls_chunk_bytes": -1`),
+		// An NCCL release whose tuning constants the model does not hold.
+		mutate(`"name": "h100-sxm",`, `"name": "h100-sxm", "nccl": "2.19",`),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
 		// 0.9 at 2^28 grows 37x for 8x the size.
 		mutate("0.0971", "0.9"),
@@ -127,6 +129,15 @@ func TestParseErrors(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrSpec) {
 			t.Errorf("Parse accepted or misreported (%v): %.80s", err, bad)
+		}
+	}
+	// Every release the model holds is accepted.
+	for _, r := range NCCLReleases {
+		s, err := Parse([]byte(mutate(`"name": "h100-sxm",`, `"name": "h100-sxm", "nccl": "`+r+`",`)))
+		if err != nil {
+			t.Errorf("nccl %q: %v", r, err)
+		} else if s.NCCL != r {
+			t.Errorf("nccl %q read as %q", r, s.NCCL)
 		}
 	}
 	// A collective efficiency above 1, and sizes out of order (the A100
