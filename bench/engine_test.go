@@ -35,24 +35,11 @@ func engineHistory(b *testing.B, mesh bool) []byte {
 // uncompressed (.fhist) as the JSON-lines text it is compared with is.
 func binaryForm(b *testing.B, data []byte) []byte {
 	b.Helper()
-	r, err := history.NewReader(bytes.NewReader(data), "engine.hist")
+	out, err := history.ConvertBytes(data, "engine.hist", history.FormBinaryBare)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	r.KeepExtra = true
-	var out bytes.Buffer
-	w, err := history.NewWriter(&out, history.FormBinaryBare, r.Header(), r.RawHeader())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := history.Convert(r, w); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }
 
 // cpuNs is the CPU time (user and system) the process has used.

@@ -17,24 +17,11 @@ import (
 // convert reads src (any form) with extras kept and writes it in form f.
 func convert(t testing.TB, src []byte, f Form) []byte {
 	t.Helper()
-	r, err := NewReader(bytes.NewReader(src), "in")
+	out, err := ConvertBytes(src, "in", f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	r.KeepExtra = true
-	var out bytes.Buffer
-	w, err := NewWriter(&out, f, r.Header(), r.RawHeader())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Convert(r, w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }
 
 // dumpMsg renders the meaningful part of m (the kind's own struct).

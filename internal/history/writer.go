@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -283,4 +284,27 @@ func Convert(r *Reader, w *Writer) (int64, error) {
 		}
 		n++
 	}
+}
+
+// ConvertBytes rewrites a whole history held in memory (any form; name is
+// used in errors) in form f, losslessly (extra fields kept).
+func ConvertBytes(src []byte, name string, f Form) ([]byte, error) {
+	r, err := NewReader(bytes.NewReader(src), name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	r.KeepExtra = true
+	var out bytes.Buffer
+	w, err := NewWriter(&out, f, r.Header(), r.RawHeader())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Convert(r, w); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

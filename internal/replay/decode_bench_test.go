@@ -72,22 +72,9 @@ func BenchmarkDecodeRecord(b *testing.B) {
 
 // convertTo rewrites the JSON-lines history data in form f.
 func convertTo(b *testing.B, data []byte, f history.Form) []byte {
-	r, err := history.NewReader(bytes.NewReader(data), "bench")
+	out, err := history.ConvertBytes(data, "bench", f)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	r.KeepExtra = true
-	var out bytes.Buffer
-	w, err := history.NewWriter(&out, f, r.Header(), r.RawHeader())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := history.Convert(r, w); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }

@@ -17,28 +17,11 @@ import (
 // otherForm converts a history to the other form (JSON lines to binary,
 // binary to JSON lines), as fastsim convert does.
 func otherForm(data []byte) ([]byte, error) {
-	r, err := history.NewReader(bytes.NewReader(data), "fuzz")
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	r.KeepExtra = true
 	form := history.FormBinary
 	if bytes.HasPrefix(data, binform.Magic) {
 		form = history.FormJSON
 	}
-	var out bytes.Buffer
-	w, err := history.NewWriter(&out, form, r.Header(), r.RawHeader())
-	if err != nil {
-		return nil, err
-	}
-	if _, err := history.Convert(r, w); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return history.ConvertBytes(data, "fuzz", form)
 }
 
 // decodeOnly reads every record, as --decode-only does.

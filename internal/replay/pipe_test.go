@@ -19,23 +19,11 @@ import (
 // toBinary converts a JSON-lines history to the binary form.
 func toBinary(t *testing.T, hist []byte) []byte {
 	t.Helper()
-	r, err := history.NewReader(bytes.NewReader(hist), "in.hist")
+	out, err := history.ConvertBytes(hist, "in.hist", history.FormBinary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.KeepExtra = true
-	var out bytes.Buffer
-	w, err := history.NewWriter(&out, history.FormBinary, r.Header(), r.RawHeader())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := history.Convert(r, w); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return out
 }
 
 // replayOutputs replays hist and returns everything a replay writes: the

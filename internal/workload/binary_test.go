@@ -23,24 +23,11 @@ func TestBinaryEqualsJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		conv := func(src []byte, f history.Form) []byte {
-			r, err := history.NewReader(bytes.NewReader(src), "in")
+			out, err := history.ConvertBytes(src, "in", f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
-			r.KeepExtra = true
-			var out bytes.Buffer
-			w, err := history.NewWriter(&out, f, r.Header(), r.RawHeader())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := history.Convert(r, w); err != nil {
-				t.Fatal(err)
-			}
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			return out.Bytes()
+			return out
 		}
 		bin := conv(js.Bytes(), history.FormBinary)
 		back := conv(bin, history.FormJSON)
