@@ -406,14 +406,20 @@ func TestUnknownTypeWarns(t *testing.T) {
 	}
 }
 
-func TestStepReports(t *testing.T) {
-	e := mustReplay(t, Everything, h(1,
+// twoSteps is a world of one: f makes 4 bytes at 2000 ns, a step, f
+// makes 6 more at 3000 ns, a step.
+func twoSteps() []string {
+	return []string{
 		on(1000, 0, 1, mkStream(1, "main")),
 		on(2000, 0, 1, call("f", 1, "", tensor(1, 1, 4))),
 		`{"step":0}`,
 		on(3000, 0, 1, call("f", 1, "", tensor(2, 2, 6))),
 		`{"step":1}`,
-	))
+	}
+}
+
+func TestStepReports(t *testing.T) {
+	e := mustReplay(t, Everything, h(1, twoSteps()...))
 	st := e.Steps()
 	// Step 0: f 2000-12000, 4 bytes. Step 1: second f 12000-22000, 10 bytes.
 	if len(st) != 2 || st[0].ExecNs != 12000 || st[0].PeakBytes != 4 || st[1].ExecNs != 22000 || st[1].PeakBytes != 10 {
@@ -462,14 +468,8 @@ func TestFnNameByIndex(t *testing.T) {
 // f), then tensor 1's 4 freed when its deletion's task ends: running
 // 4, 10, 6; the peak 10 is the report's.
 func TestDeviceMemoryAfterSteps(t *testing.T) {
-	e := mustReplay(t, Everything, h(1,
-		on(1000, 0, 1, mkStream(1, "main")),
-		on(2000, 0, 1, call("f", 1, "", tensor(1, 1, 4))),
-		`{"step":0}`,
-		on(3000, 0, 1, call("f", 1, "", tensor(2, 2, 6))),
-		`{"step":1}`,
-		on(4000, 0, 1, `{"type":"DeleteRefs","refs":[1]}`),
-	))
+	e := mustReplay(t, Everything, h(1, append(twoSteps(),
+		on(4000, 0, 1, `{"type":"DeleteRefs","refs":[1]}`))...))
 	var got []int64
 	if err := e.DeviceMemory(0, func(_ int, _ string, _, _, running int64) { got = append(got, running) }); err != nil {
 		t.Fatal(err)
