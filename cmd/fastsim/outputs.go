@@ -29,6 +29,25 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	}, nil
 }
 
+// dest is an output flag and the path it was given ("" when not given).
+type dest struct{ flag, path string }
+
+// checkDests checks, before any work, that each given output path can be
+// written; a failure is reported on stderr for command cmd ("fastsim
+// search") and ok is false.
+func checkDests(cmd string, stderr io.Writer, ds ...dest) (ok bool) {
+	for _, d := range ds {
+		if d.path == "" {
+			continue
+		}
+		if err := trace.CheckDest(d.path); err != nil {
+			fmt.Fprintf(stderr, "%s: %s: %v\n", cmd, d.flag, err)
+			return false
+		}
+	}
+	return true
+}
+
 // profileCPU starts a CPU profile to path for command cmd ("fastsim
 // replay"); a failure is reported on stderr and ok is false. The profile
 // is written when stop is called, which reports its own failure.

@@ -124,15 +124,10 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
-	for _, d := range []struct{ flag, path string }{{"--json", *jsonPath}, {"--cpuprofile", *cpuprofile}} {
-		if d.path == "" {
-			continue
-		}
-		if err := trace.CheckDest(d.path); err != nil {
-			fmt.Fprintf(stderr, "fastsim predict: %s: %v\n", d.flag, err)
-			return exitError
-		}
+	if !checkDests("fastsim predict", stderr, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitError
 	}
+
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim predict", stderr)
 		if !ok {

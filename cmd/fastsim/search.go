@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/fastsim/fastsim/internal/search"
-	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -268,15 +267,10 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	for _, d := range []struct{ flag, path string }{{"--json", out.json}, {"--csv", out.csv}, {"--cpuprofile", *cpuprofile}} {
-		if d.path == "" {
-			continue
-		}
-		if err := trace.CheckDest(d.path); err != nil {
-			fmt.Fprintf(stderr, "fastsim search: %s: %v\n", d.flag, err)
-			return exitError
-		}
+	if !checkDests("fastsim search", stderr, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitError
 	}
+
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim search", stderr)
 		if !ok {
