@@ -3,6 +3,7 @@ package htmlout
 import (
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -263,10 +264,7 @@ func barPlot(title, yName string, names []string, vals []float64, wIn, hIn float
 	if len(vals) == 0 {
 		return c.html()
 	}
-	hi := 0.0
-	for _, v := range vals {
-		hi = max(hi, v)
-	}
+	hi := max(0, slices.Max(vals))
 	yv, ylo, yhi, ydec := ticks(0, hi, numTicks)
 	ya := axis{ylo, yhi, y1, y0}
 	c.yTicks(ya, yv, ydec, x0, yName)
@@ -296,10 +294,7 @@ func hbarPlot(title, xName string, names []string, vals []float64, col int, hIn 
 	if len(vals) == 0 {
 		return c.html()
 	}
-	hi := 0.0
-	for _, v := range vals {
-		hi = max(hi, v)
-	}
+	hi := max(0, slices.Max(vals))
 	xv, xlo, xhi, xdec := ticks(0, hi, numTicks)
 	xa := axis{xlo, xhi, x0, x1}
 	c.xTicks(xa, xv, xdec, y1, xName)
