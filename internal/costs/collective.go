@@ -320,7 +320,9 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 // tuning formula for the network latency; NCCL's InfiniBand transport
 // reports 0. NCCL before v2.12 ignores the figure, and v2.12 to v2.17 use
 // it instead of hwLat (not modelled: a spec that sets it describes the
-// later form).
+// later form). fastsim takes it on every network step it prices,
+// point-to-point, all-to-all and broadcast included, whose steps stand in
+// for kernels NCCL's tuning model does not price.
 func netStepLat(nw *hardware.Network, hw float64, p protocol) float64 {
 	l := hw + nw.PluginLatencyUs
 	if p == protoSimple {
