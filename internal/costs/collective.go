@@ -47,7 +47,10 @@ import (
 // cross the network (reduce-scatter and all-gather half as many); across
 // hosts LL's NVLink steps count 1.8 times, Simple all-reduce latency 1.9
 // times ("plateau effect of ring"), and LL128 is off (tuning.cc enables it
-// by default only within NVLink).
+// by default only within NVLink). A network whose NCCL plugin reports a
+// latency (network.plugin_latency_us: AWS EFA through aws-ofi-nccl) adds
+// it to every network step, twice for Simple, as tuning.cc does from
+// v2.18 (netStepLat).
 //
 // Trees: for an all-reduce across hosts NCCL may pick a tree instead
 // (tuning.cc: base latency LL 4.4, LL128 4.4, Simple 0 µs; per step
