@@ -47,7 +47,10 @@ import (
 // cross the network (reduce-scatter and all-gather half as many); across
 // hosts LL's NVLink steps count 1.8 times, Simple all-reduce latency 1.9
 // times ("plateau effect of ring"), and LL128 is off (tuning.cc enables it
-// by default only within NVLink).
+// by default only within NVLink). A network whose NCCL plugin reports a
+// latency (network.plugin_latency_us: AWS EFA through aws-ofi-nccl) adds
+// it to every network step, twice for Simple, as tuning.cc does from
+// v2.18 (netStepLat).
 //
 // Trees: for an all-reduce across hosts NCCL may pick a tree instead
 // (tuning.cc: base latency LL 4.4, LL128 4.4, Simple 0 µs; per step
@@ -287,7 +290,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		if pr == protoLL && M > 1 {
 			intraLat *= 1.8 // tuning.cc: LL's NVLink steps slow down when the ring crosses hosts
 		}
-		lat := tu.ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		lat := tu.ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*netStepLat(&s.Network, protoLat(s.Network.StepLatencyUs, pr), pr)
 		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
 			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
 		}
@@ -307,6 +310,28 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		best = min(best, nvlsAllReduce(&s.Host, S, n, tu))
 	}
 	return best
+}
+
+// netStepLat is the latency of one network step of a ring or tree whose
+// transport's own step latency is hw µs (tuning.cc's hwLat[NET][algo][p]),
+// with the latency the network's plugin reports to NCCL added as NCCL's
+// tuning model adds it from v2.18.1 (src/graph/tuning.cc: "interLat =
+// hwLat[NCCL_HW_NET][a][p] + graphs[a]->latencyInter", and for Simple
+// "Also add the flush extra latency": once more). On AWS EFA the
+// aws-ofi-nccl plugin reports 75 µs on p4d, p4de and p5 (platform-aws.c),
+// a figure AWS chose by measuring all-reduce latencies and solving NCCL's
+// tuning formula for the network latency; NCCL's InfiniBand transport
+// reports 0. NCCL before v2.12 ignores the figure, and v2.12 to v2.17 use
+// it instead of hwLat (not modelled: a spec that sets it describes the
+// later form). fastsim takes it on every network step it prices,
+// point-to-point, all-to-all and broadcast included, whose steps stand in
+// for kernels NCCL's tuning model does not price.
+func netStepLat(nw *hardware.Network, hw float64, p protocol) float64 {
+	l := hw + nw.PluginLatencyUs
+	if p == protoSimple {
+		l += nw.PluginLatencyUs
+	}
+	return l
 }
 
 // twoHostTreeFirst reports whether NCCL's tuning model gives its tree a
@@ -398,7 +423,7 @@ func treeAllReduce(s *hardware.Spec, S, M, G, nv, net float64) float64 {
 		if pr == protoLL128 {
 			continue // off across hosts, as for rings
 		}
-		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*treeNetLatUs[pr])
+		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*netStepLat(&s.Network, treeNetLatUs[pr], pr))
 		t := lat*1e3 + S/(bus*0.5*protoBW[pr])
 		best = min(best, t)
 	}
