@@ -24,9 +24,12 @@ import (
 // 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
 // peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
 // per rank). The two phases are pipelined, so the slower sets the time.
-// That form is what NCCL's tree does over two hosts; it is kept for an
-// all-reduce over two hosts where NCCL's model prefers the tree
-// (twoHostTreeFirst). Otherwise NCCL runs a
+// That form is what NCCL's tree does over two hosts, and it stands in for
+// NCCL's NVLS tree on Hopper hosts (NVLS within each host, a tree across),
+// though at the ring's NVLink bandwidth, not NVLS's (bench/COLLECTIVES.md,
+// "Tried: NCCL's NVLS tree across hosts"); it is kept for an all-reduce
+// over whole NVLS hosts, and over two hosts where NCCL's model prefers the
+// tree (twoHostTreeFirst). Otherwise NCCL runs a
 // ring through all n ranks, the only algorithm it has for reduce-scatter
 // and all-gather across hosts and its choice for large all-reduces: each
 // channel's ring leaves a host through one NIC, so the host's NICs
@@ -65,8 +68,8 @@ import (
 // sources derive the bandwidth from tuning.cc, search.cc and topo.h),
 // plus the fill of NCCL's three-stage NVLS kernel, whose stage is one
 // loop of chunks of the size NCCL picks for the collective (nvlsAllReduce).
-// Across whole NVLS hosts NCCL's NVLS tree (NVLS within each host, a
-// tree across) is priced too (nvlsTreeAllReduce).
+// Across hosts NCCL's NVLS tree reduces within each host first, which the
+// hierarchical form above stands in for.
 //
 // Measured efficiency: within one host, the NVLink bandwidth of a ring
 // all-reduce, reduce-scatter or all-gather (every protocol) is multiplied
@@ -110,9 +113,6 @@ type ncclTuning struct {
 	llMaxGBps float64
 	// nvlsLatUs replaces the preset's NVLS latency where it is not 0.
 	nvlsLatUs float64
-	// nvlsTreeNetLatUs is the latency of one network step of NCCL's NVLS
-	// tree (hwLat[NET][NVLS_TREE][Simple]).
-	nvlsTreeNetLatUs float64
 }
 
 // tuningFor returns the constants of NCCL release r ("" is "2.7").
@@ -130,26 +130,17 @@ type ncclTuning struct {
 // Hopper, 20 on Ampere) is not modelled: with NCCL's 16 or more ring
 // channels on these hosts it is above the NVLink bus bandwidth. Its
 // changes across hosts (tree base latencies, network Simple step 14 µs,
-// the ring's plateau factor) are not taken: no table across hosts ran it,
-// except its NVLS tree's network step, hwLat[NET][NVLS_TREE][Simple] = 19.
-//
-// NVLS and its tree did not exist in v2.7.5, so the default set takes
-// them from the releases the tables across NVLS hosts ran (v2.20.3-1 and
-// v2.21.5-1, `git show v2.20.3-1:src/graph/tuning.cc`): the NVLink
-// latency is the preset's (25 µs, hwLat[NVLINK][NVLS_TREE][Simple] in
-// v2.21.5; 23 in v2.20.3) and a network step of the NVLS tree 14 µs
-// (hwLat[NET][NVLS_TREE][Simple], the same in both).
+// the ring's plateau factor) are not taken: no table across hosts ran it.
 func tuningFor(r string) ncclTuning {
 	if r == "2.18" {
 		return ncclTuning{
-			ringBaseLatUs:    [numProtocols]float64{6.6, 14.0, 8.4},
-			nvLLStepUs:       0.6,
-			llMaxGBps:        87.7,
-			nvlsLatUs:        23.0,
-			nvlsTreeNetLatUs: 19.0,
+			ringBaseLatUs: [numProtocols]float64{6.6, 14.0, 8.4},
+			nvLLStepUs:    0.6,
+			llMaxGBps:     87.7,
+			nvlsLatUs:     23.0,
 		}
 	}
-	return ncclTuning{ringBaseLatUs: [numProtocols]float64{3.6, 10.0, 8.4}, nvlsTreeNetLatUs: 14.0}
+	return ncclTuning{ringBaseLatUs: [numProtocols]float64{3.6, 10.0, 8.4}}
 }
 
 func protoLat(p hardware.Protocols, i protocol) float64 {
@@ -230,14 +221,14 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	case AllReduce:
 		intraB, interB = 2*(G-1)/G*S, 2*(M-1)/M*S/G
 		steps, interSteps = 2*(n-1), 2*(M-1)
-		if M > 1 {
-			// NCCL's ring runs through every rank: as for
-			// reduce-scatter below, a host's NICs carry what one
+		nvlsTree := s.Host.NVLSGBps > 0 && int(p.MaxPerHost) == s.Host.GPUsPerHost
+		if M > 1 && !nvlsTree {
+			// Without NVLS NCCL's ring runs through every rank: as
+			// for reduce-scatter below, a host's NICs carry what one
 			// rank sends, 2(n-1)/n·S. The hierarchical form stays as
 			// the price of the tree where NCCL's model picks it over
 			// two hosts (twoHostTreeFirst); across more hosts its
-			// model gives the ring the larger bandwidth. Over whole
-			// NVLS hosts the NVLS tree is priced as well, below.
+			// model gives the ring the larger bandwidth.
 			hierIntra, hierInter = intraB, interB
 			hier = M == 2 && twoHostTreeFirst(&s.Network, n)
 			intraB, interB = (G-1)/G*2*(n-1)/n*S, 2*(n-1)/n*S/G
@@ -313,10 +304,6 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 	}
 	if c == AllReduce && M > 1 {
 		best = min(best, treeAllReduce(s, S, M, G, nv, net))
-		if s.Host.NVLSGBps > 0 && int(p.MaxPerHost) == s.Host.GPUsPerHost && p.Ranks == p.Hosts*p.MaxPerHost {
-			// Whole NVLS hosts: NCCL's NVLS tree.
-			best = min(best, nvlsTreeAllReduce(s, S, M, G, net, tu))
-		}
 	}
 	if c == AllReduce && M == 1 && p.Ranks > 1 && int(p.Ranks) == s.Host.GPUsPerHost && s.Host.NVLSGBps > 0 {
 		// NVLink SHARP. Its bus bandwidth is the host's figure for all
@@ -423,97 +410,6 @@ func nvlsChunk(S, ops, largest float64) float64 {
 	}
 	if S < 2*ops*c && c > 16384 {
 		c = 16384
-	}
-	return c
-}
-
-// nvlsTreeStepBytes is the largest chunk of NCCL's NVLS tree: one step of
-// the Simple protocol's buffer, NCCL_BUFFSIZE (default 4 MiB,
-// src/init.cc DEFAULT_BUFFSIZE) over NCCL_STEPS (8, src/include/device.h);
-// computeCollChunkInfo (src/enqueue.cc, v2.20.3-1 and v2.21.5-1) starts
-// every algorithm but the ring from one step (chunkSteps 1).
-const nvlsTreeStepBytes = 4 << 20 / 8
-
-// nvlsTreeAllReduce prices an all-reduce over M whole hosts of G GPUs whose
-// NVSwitches reduce, by NCCL's NVLS tree (NCCL_ALGO_NVLS_TREE, v2.17 on):
-// within each host the switch reduces a chunk onto its head GPU (one head
-// per GPU, each with its own NIC), the heads of a chunk reduce it up a
-// tree across hosts and broadcast the result back down, and the switch
-// multicasts it within each host (src/device/all_reduce.h,
-// RunWorkElement for NCCL_ALGO_NVLS_TREE: scatter, reduce (and send up),
-// receive-and-broadcast, and gather warps).
-//
-// Latency, as tuning.cc (v2.20.3-1, v2.21.5-1): the NVLink latency of
-// NVLS (hwLat[NVLINK][NVLS_TREE][Simple], the preset's NVLS latency or
-// the release's) plus 2·log2i(M) network steps of
-// hwLat[NET][NVLS_TREE][Simple] (tu) with the plugin's latency
-// (netStepLat).
-//
-// Bandwidth: within a host each GPU moves what one host's NVLS
-// all-reduce moves, 2(G-1)/G·S at host.nvls_gbps; across hosts each
-// head's NIC carries its 1/G of the buffer once each way over two hosts
-// (src/graph/connect.cc connectNvls: the two trees of ncclGetDtree
-// alternate by channel, so each host is the root for half the channels
-// and a leaf for the other half), and twice over more (an inner node of
-// one tree passes a chunk to two children; tuning.cc halves bwInter for
-// nNodes > 2). The phases are pipelined, so the slower sets the rate.
-//
-// Fill: a loop (channels × G chunks, NCCL's chunk for the size,
-// nvlsTreeChunk) passes, on its way from a leaf to the root and back,
-// 3 + 2·log2i(M) NVLink stages (scatter at the leaf, a reduce at each of
-// the log2i(M)+1 hosts on the way up, a broadcast at each of the
-// log2i(M) on the way down, gather; 5 over two hosts) and 2·log2i(M)
-// network transfers of a loop's 1/G per head. The first loop is out
-// after all of them, each further one a bottleneck stage later, so the
-// fill is the sum of one loop's stage times less the bottleneck's, the
-// same reading of the kernel as nvlsAllReduce's.
-func nvlsTreeAllReduce(s *hardware.Spec, S, M, G, net float64, tu ncclTuning) float64 {
-	h := &s.Host
-	lat := h.NVLSLatencyUs
-	if tu.nvlsLatUs > 0 {
-		lat = tu.nvlsLatUs
-	}
-	hops := 2 * math.Floor(math.Log2(M)) // tuning.cc: 2 * log2i(nNodes)
-	lat += hops * netStepLat(&s.Network, tu.nvlsTreeNetLatUs, protoSimple)
-	f := 2 * (G - 1) / G
-	inter := S / G // each head's NIC, each way
-	if M > 2 {
-		inter = 2 * S / G
-	}
-	t := lat*1e3 + max(f*S/h.NVLSGBps, inter/net)
-	if h.NVLSChannels > 0 {
-		ops := float64(h.NVLSChannels) * G // channels × heads
-		L := min(S, ops*nvlsTreeChunk(S, ops, M))
-		nvStage := f * L / h.NVLSGBps
-		netStage := L / G / net
-		bottleneck := max(nvStage, inter*L/S/net)
-		t += (3+hops)*nvStage + hops*netStage - bottleneck
-	}
-	return t
-}
-
-// nvlsTreeChunk is the chunk computeCollChunkInfo (src/enqueue.cc,
-// v2.20.3-1 and v2.21.5-1) gives an NVLS tree all-reduce of S bytes with
-// ops chunks in flight (channels × heads): from one step
-// (nvlsTreeStepBytes; at most 64 KiB over 4 hosts or more,
-// NCCL_NVLSTREE_MAX_CHUNKSIZE's default), 256 KiB below 32 loops of it,
-// 128 KiB below 16 loops, 64 KiB below 4, 32 KiB below 1.
-func nvlsTreeChunk(S, ops, M float64) float64 {
-	c := float64(nvlsTreeStepBytes)
-	if M >= 4 {
-		c = min(c, 65536)
-	}
-	if S < 32*ops*c && c > 262144 {
-		c = 262144
-	}
-	if S < 16*ops*c && c > 131072 {
-		c = 131072
-	}
-	if S < 4*ops*c && c > 65536 {
-		c = 65536
-	}
-	if S < ops*c && c > 32768 {
-		c = 32768
 	}
 	return c
 }

@@ -38,15 +38,14 @@ func TestHardwareCollectiveByHand(t *testing.T) {
 		// 1,610,612,736 / 369.99 = 4,353,125.0 ns = 4,381,925.0 ->
 		// 4,381,926.
 		{"all-reduce on half a host", AllReduce, GiB, Placement{4, 1, 4}, 4_381_926},
-		// Two whole hosts of 8: NCCL's NVLS tree, 4,672,508.78 ns
-		// (TestNVLSTreeByHand) -> 4,672,509. The ring is slower: its 30
-		// steps, 2 across hosts: (8.4 + 28 × 3.4 + 2 × 9.6) × 1.9
-		// (plateau) = 233.32 µs; its NICs carry 2·15/16·2^30/8 =
-		// 251,658,240 B / 47 = 5,354,430.6 ns, above the NVLink phase
-		// (7/8 of that over NVLink, 4,761,230.5 ns at 369.99); total
-		// 5,587,750.6. (Tree Simple: 492 µs + 2^30 / (0.9 × 369.99 ×
-		// 0.5) = 6,941,074 ns, slower.)
-		{"all-reduce over two hosts", AllReduce, GiB, Placement{16, 2, 8}, 4_672_509},
+		// Two hosts of 8: the
+		// ring's 30 steps, 2 across hosts: (8.4 + 28 ×
+		// 3.4 + 2 × 9.6) × 1.9 (plateau) = 233.32 µs; NVLink phase
+		// 5,078,645.9 ns, network phase 2·(1/2)·2^30/8 = 134,217,728 B / 47
+		// = 2,855,696.3 ns, pipelined: the slower, 5,078,645.9; total
+		// 5,311,965.9 -> 5,311,966. (Tree Simple: 492 µs + 2^30 / (0.9 ×
+		// 369.99 × 0.5) = 6,941,074 ns, slower.)
+		{"all-reduce over two hosts", AllReduce, GiB, Placement{16, 2, 8}, 5_311_966},
 		// 1e8 B between hosts, Simple: 8.4 + 9.6 = 18 µs + 1e8 / 47 =
 		// 2,127,659.6 ns -> 2,145,660.
 		{"send across hosts", PointToPoint, 100_000_000, Placement{2, 2, 1}, 2_145_660},
@@ -233,16 +232,15 @@ func TestReduceThroughHardwareModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := gen.Reduce{Reduction: "sum", LocalTensor: tensorOf(1, "bfloat16", 1<<14, 1<<15), Result: tensorOf(2, "bfloat16", 1<<14, 1<<15)}
-	// 2^30 bytes over the 8 ranks of one host: NVLS, as by hand above;
-	// over two whole hosts the NVLS tree (TestNVLSTreeByHand).
+	// 2^30 bytes over the 8 ranks of one host: NVLS, as by hand above.
 	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 8, SameHost: true, GPUsPerHost: 8, Hosts: 1, MaxPerHost: 8}); got != 4_095_943 {
 		t.Errorf("in a host: %d", got)
 	}
-	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8, Hosts: 2, MaxPerHost: 8}); got != 4_672_509 {
+	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8, Hosts: 2, MaxPerHost: 8}); got != 5_311_966 {
 		t.Errorf("over two hosts: %d", got)
 	}
 	// Without placement the model derives it from GPUsPerHost.
-	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8}); got != 4_672_509 {
+	if got := m.ReduceRuntimeNs(&r, sched.Comm{Ranks: 16, GPUsPerHost: 8}); got != 5_311_966 {
 		t.Errorf("derived placement: %d", got)
 	}
 	// A "comm" section in the costs file still wins over the hardware.
@@ -441,80 +439,5 @@ func TestEFAPluginLatencyByHand(t *testing.T) {
 		if got := netStepLat(&nw, c.hw, c.p); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("network step, plugin %g µs, hwLat %g, protocol %d: %g µs, want %g", c.plugin, c.hw, c.p, got, c.want)
 		}
-	}
-}
-
-// NCCL's NVLS tree over whole 8 × H100 hosts (h100-sxm: NVLS 476 GB/s bus,
-// NIC 50 × 0.94 = 47 GB/s per GPU), by hand.
-//
-// Chunks (16 channels × 8 heads = 128 in flight, from one 512 KiB step):
-// 256 KiB below 32 × 128 × 512 KiB = 2 GiB, 128 KiB below 16 × 128 ×
-// 256 KiB = 512 MiB, 64 KiB below 4 × 128 × 128 KiB = 64 MiB, 32 KiB
-// below 128 × 64 KiB = 8 MiB; over 4 hosts or more at most 64 KiB.
-//
-// Two hosts, 1 GiB, the default release: latency 25 + 2 × 14 = 53 µs;
-// NVLink 7/4 × 2^30 / 476 = 3,947,580.23 ns against the network's
-// 2^30/8 / 47 = 2,855,696.34; chunk 256 KiB, loop 32 MiB, an NVLink stage
-// 7/4 × 2^25 / 476 = 123,361.88 ns and a network one 2^22 / 47 =
-// 89,240.51; fill 5 × 123,361.88 + 2 × 89,240.51 - 123,361.88 =
-// 671,928.55; in all 4,672,508.78 ns (430.87 GB/s bus for 16 ranks).
-// 32 MiB: chunk 64 KiB, one loop of 8 MiB: stages 30,840.47 and
-// 22,310.13 ns; 53,000 + 123,361.88 + 4 × 30,840.47 + 2 × 22,310.13 =
-// 344,344.02 ns. With a plugin latency of 75 µs (EFA, netStepLat) each
-// network step takes 14 + 2 × 75 = 164 µs: 1 GiB 4,672,508.78 + 300,000 =
-// 4,972,508.78 ns. NCCL 2.18's constants (NVLS 23 µs, network step 19):
-// 1 GiB 4,672,508.78 - 53,000 + 23,000 + 38,000 = 4,680,508.78 ns.
-//
-// Four hosts, 1 GiB: latency 25 + 4 × 14 = 81 µs; each head's NIC
-// carries 2 × 2^30/8 B each way, 268,435,456 / 47 = 5,711,392.68 ns, above
-// the NVLink term; chunk 64 KiB, loop 8 MiB: NVLink stage 30,840.47,
-// network stage 22,310.13, bottleneck the NIC's 2 × 2^20 / 47 =
-// 44,620.26; fill 7 × 30,840.47 + 4 × 22,310.13 - 44,620.26 =
-// 260,503.55; in all 6,052,896.23 ns.
-func TestNVLSTreeByHand(t *testing.T) {
-	const MiB = 1 << 20
-	for _, c := range []struct{ S, M, want float64 }{
-		{2 << 30, 2, 524288}, {2<<30 - 1, 2, 262144}, {1 << 30, 2, 262144},
-		{512 * MiB, 2, 262144}, {512*MiB - 1, 2, 131072},
-		{64 * MiB, 2, 131072}, {64*MiB - 1, 2, 65536}, {32 * MiB, 2, 65536},
-		{8 * MiB, 2, 65536}, {8*MiB - 1, 2, 32768}, {1 * MiB, 2, 32768},
-		{1 << 30, 4, 65536}, {8*MiB - 1, 4, 32768},
-	} {
-		if got := nvlsTreeChunk(c.S, 128, c.M); got != c.want {
-			t.Errorf("nvlsTreeChunk(%g, %g hosts) = %g, want %g", c.S, c.M, got, c.want)
-		}
-	}
-	s, err := hardware.Preset("h100-sxm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	net := s.Network.NICGBpsPerGPU * s.Network.NICEfficiency
-	efa := *s
-	efa.Network.PluginLatencyUs = 75
-	for _, c := range []struct {
-		what    string
-		s       *hardware.Spec
-		release string
-		S, M    float64
-		want    float64
-	}{
-		{"2 hosts, 1 GiB", s, "", 1 << 30, 2, 4_672_508.78},
-		{"2 hosts, 32 MiB", s, "", 32 * MiB, 2, 344_344.02},
-		{"2 hosts, 1 GiB, plugin latency 75 µs", &efa, "", 1 << 30, 2, 4_972_508.78},
-		{"2 hosts, 1 GiB, NCCL 2.18", s, "2.18", 1 << 30, 2, 4_680_508.78},
-		{"4 hosts, 1 GiB", s, "", 1 << 30, 4, 6_052_896.23},
-	} {
-		if got := nvlsTreeAllReduce(c.s, c.S, c.M, 8, net, tuningFor(c.release)); math.Abs(got-c.want) > 0.01 {
-			t.Errorf("NVLS tree, %s: %.2f ns, want %.2f", c.what, got, c.want)
-		}
-	}
-	// Two hosts, 1 GiB: the NVLS tree is the fastest of fastsim's
-	// algorithms there (the ring's NICs carry 15/8 × 2^30/8 B, 5.35 ms).
-	if got := HardwareCollectiveNs(s, AllReduce, 1<<30, Placement{Ranks: 16, Hosts: 2, MaxPerHost: 8}); got != 4_672_509 {
-		t.Errorf("all-reduce of 1 GiB over two H100 hosts: %d ns, want 4,672,509", got)
-	}
-	// Not over part of a host's GPUs: 2 hosts of 4 take the ring or tree.
-	if got := HardwareCollectiveNs(s, AllReduce, 1<<30, Placement{Ranks: 8, Hosts: 2, MaxPerHost: 4}); float64(got) < 5e6 {
-		t.Errorf("all-reduce of 1 GiB over 2 × 4 H100: %d ns, an NVLS tree's time", got)
 	}
 }
