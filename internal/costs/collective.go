@@ -24,10 +24,12 @@ import (
 // 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
 // peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
 // per rank). The two phases are pipelined, so the slower sets the time.
-// That form is what NCCL's NVLS tree does on Hopper hosts (NVLS within
-// each host, a tree across) and what its tree does over two hosts; it is
-// kept for an all-reduce over whole NVLS hosts, and over two hosts where
-// NCCL's model prefers the tree (twoHostTreeFirst). Otherwise NCCL runs a
+// That form is what NCCL's tree does over two hosts, and it stands in for
+// NCCL's NVLS tree on Hopper hosts (NVLS within each host, a tree across),
+// though at the ring's NVLink bandwidth, not NVLS's (bench/COLLECTIVES.md,
+// "Tried: NCCL's NVLS tree across hosts"); it is kept for an all-reduce
+// over whole NVLS hosts, and over two hosts where NCCL's model prefers the
+// tree (twoHostTreeFirst). Otherwise NCCL runs a
 // ring through all n ranks, the only algorithm it has for reduce-scatter
 // and all-gather across hosts and its choice for large all-reduces: each
 // channel's ring leaves a host through one NIC, so the host's NICs
@@ -66,8 +68,8 @@ import (
 // sources derive the bandwidth from tuning.cc, search.cc and topo.h),
 // plus the fill of NCCL's three-stage NVLS kernel, whose stage is one
 // loop of chunks of the size NCCL picks for the collective (nvlsAllReduce).
-// Across hosts NCCL's NVLS tree reduces within each host first, as the
-// hierarchical form above does.
+// Across hosts NCCL's NVLS tree reduces within each host first, which the
+// hierarchical form above stands in for.
 //
 // Measured efficiency: within one host, the NVLink bandwidth of a ring
 // all-reduce, reduce-scatter or all-gather (every protocol) is multiplied
