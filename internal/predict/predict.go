@@ -91,7 +91,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model)
+	res, stats, err := replayJob(ctx, j, model, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -137,17 +137,22 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 
 // replayJob replays j's history as the workload produces it, typed, with
 // no text in between.
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, workload.Stats, error) {
+// edit, when set, changes the replay's options (the tests' variants).
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
 		return nil, workload.Stats{}, err
 	}
 	var stats workload.Stats
+	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()}
+	if edit != nil {
+		edit(&opt)
+	}
 	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error {
 		var err error
 		stats, err = workload.EmitStats(j, s)
 		return err
-	}, replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
+	}, opt)
 	if err == nil && res.Partial {
 		err = ctx.Err()
 	}
