@@ -122,7 +122,12 @@ func TestPassStepsChangeNothing(t *testing.T) {
 		if fmt.Sprint(one.peaks) != fmt.Sprint(fast.peaks) {
 			t.Errorf("%s: devices differ:\ncommand by command %v\npasses as steps    %v", name, one.peaks, fast.peaks)
 		}
-		t.Logf("%s: %d of %d commands; %d passes applied as steps, %d recorded", name, b.Commands, b.Commands, fast.res.PassSteps, fast.res.PassesRecorded)
+		// Passes that lend (ZeRO 3's gathered matrices) are written
+		// command by command; every other layout applies its passes.
+		if j.Zero < 3 && fast.res.PassSteps == 0 {
+			t.Errorf("%s: no pass applied as a step", name)
+		}
+		t.Logf("%s: %d commands; %d passes applied as steps, %d recorded", name, b.Commands, fast.res.PassSteps, fast.res.PassesRecorded)
 	}
 	if steps == 0 {
 		t.Error("no pass was applied as a step")

@@ -37,9 +37,12 @@ import (
 //   - the pass runs on one group, whole (its ranks are the group's: the
 //     group has the size it had when recorded), which was the only one
 //     its recording reached, and made no new group;
-//   - at its start and end every stream of the group is idle (no queued
-//     task) and the group lends nothing (no live borrow), so no task of
-//     the pass waits for anything outside it;
+//   - every stream the pass involves (one it queues a task on, whose time
+//     or memory it changes, or that holds a row of one of its inputs) is
+//     idle at its start and at its end (no queued task), so every task of
+//     the pass runs while its commands are applied and waits for nothing
+//     outside it (a pass that makes or ends a loan is never recorded: the
+//     producer applies those command by command);
 //   - the streams the pass involves start at the same offsets from one
 //     another as recorded;
 //   - every input is known and has the rows (stream, references, state)
@@ -48,14 +51,21 @@ import (
 //     pass's first event, or at the same offset from its start as
 //     recorded (the release-after-allocation check gives the same answer);
 //   - the recording priced nothing the cost model counts (an op the
-//     hardware model does not know), warned of nothing and ran no borrow;
+//     hardware model does not know), warned of nothing, settled no memory
+//     events (settlement is suspended while a pass is recorded) and
+//     sorted none;
 //   - no time or memory total of the applied pass overflows.
+//
+// The effect is computed from what the recorded run left (pass.go's
+// effectOf), which checks that nothing else changed: the live tensor,
+// storage and task rows it accounts for are all there are.
 //
 // Otherwise the pass's commands are applied one by one, as always.
 
-// PassDebug, when set, is called instead of applying a recorded pass, after
-// its commands were applied, with the effect recorded and the one seen.
-var PassDebug func(k PassKey, recorded, seen any)
+// passCheck, when set (by a test), is called instead of applying a
+// recorded pass as a step: the pass's commands are applied and its effect
+// computed again, and both effects are given.
+var passCheck func(k PassKey, recorded, seen *passEffect)
 
 // PassKey names a recorded pass and where it runs: runs with equal keys
 // write the same commands, to the same ranks, but for the ids they make.
@@ -216,6 +226,8 @@ type passRec struct {
 	usage      []int64
 	nmem       []int
 	sorted     []int
+	tails      []int64 // each stream's queue tail
+	busy       []bool  // each stream had a queued task
 	evMax      int64
 	hasEv      bool
 	maxRt      int64
@@ -224,7 +236,6 @@ type passRec struct {
 	stors      []storState
 	idx        []int32 // the inputs' dense indexes (-1: ID 0)
 	sidx       []int32
-	insCopy    []values.Tensor
 	otherGroup bool
 	settles    int64
 }
@@ -232,9 +243,22 @@ type passRec struct {
 // Counting is implemented by a cost model that counts some of the calls
 // it prices (the hardware model counts the ops its table does not know):
 // a pass whose recording counted any is never applied as a step, which
-// prices nothing.
+// prices nothing. Passes are applied as steps only with the fixed
+// runtimes (Costs) or a Counting model, whose other pricing depends on
+// the command alone; a model that records what it prices (a catalogue)
+// sees every command.
 type Counting interface {
 	Counted() int64
+}
+
+// pricingPure reports whether the cost model is one a pass applied as a
+// step may skip.
+func (e *Engine) pricingPure() bool {
+	switch e.opt.Model.(type) {
+	case Costs, Counting:
+		return true
+	}
+	return false
 }
 
 func (e *Engine) counted() int64 {
@@ -252,17 +276,7 @@ func (e *Engine) PassSteps() (applied, recorded int64) { return e.pass.applied, 
 // to be recorded or applied.
 func (e *Engine) passable() bool {
 	return (e.opt.Controller == ControllerNone || e.opt.Mode == StreamOnly) && e.opt.Mode != ControllerOnly &&
-		!e.opt.KeepEvents && e.opt.Jobs <= 1 && !e.dfr.on && e.reg != nil && e.flushErr == nil && e.nowNs == 0
-}
-
-// idle reports whether every stream of g is idle and g lends nothing.
-func (g *group) idle() bool {
-	for s := range g.streams {
-		if st := &g.streams[s]; st.queue.Len() > 0 || st.io.Len() > 0 {
-			return false
-		}
-	}
-	return len(g.borrows) == len(g.freeBor)
+		!e.opt.KeepEvents && e.opt.Jobs <= 1 && !e.dfr.on && e.reg != nil && e.flushErr == nil && e.nowNs == 0 && e.pricingPure()
 }
 
 // BeginPass is called before the commands of pass p. It returns true if
@@ -278,7 +292,7 @@ func (e *Engine) BeginPass(p *Pass) bool {
 		return false
 	}
 	if fx := e.pass.effects[p.Key]; fx != nil {
-		if PassDebug != nil {
+		if passCheck != nil {
 			e.startRecording(p)
 			return false
 		}
@@ -363,7 +377,7 @@ func (e *Engine) inputState(g *group, p *Pass, idx, sidx []int32, rows []rowStat
 func (e *Engine) startRecording(p *Pass) {
 	gi := e.part.GroupOf(p.Rank)
 	g := e.gs[gi]
-	if !g.idle() || !e.inputIndexes(p) {
+	if !e.inputIndexes(p) {
 		return
 	}
 	r := &passRec{key: p.Key, p: *p, g: gi, size: e.part.Size(gi), nGroups: len(e.gs), cmd0: e.cmdID, tasks0: g.tasksMade,
@@ -384,6 +398,8 @@ func (e *Engine) startRecording(p *Pass) {
 		r.usage = append(r.usage, st.usage)
 		r.nmem = append(r.nmem, len(st.mem))
 		r.sorted = append(r.sorted, st.sorted)
+		r.tails = append(r.tails, st.queue.Tail())
+		r.busy = append(r.busy, st.queue.Len() > 0 || st.io.Len() > 0)
 	}
 	r.rows, r.stors = e.inputState(g, p, r.idx, r.sidx, nil, nil)
 	e.pass.rec = r
@@ -399,8 +415,8 @@ func (e *Engine) EndPass() {
 	}
 	e.catchUp()
 	fx := e.effectOf(r)
-	if old := e.pass.effects[r.key]; old != nil && PassDebug != nil {
-		PassDebug(r.key, old, fx)
+	if old := e.pass.effects[r.key]; old != nil && passCheck != nil {
+		passCheck(r.key, old, fx)
 		return
 	}
 	if fx == nil {
@@ -417,7 +433,8 @@ func (e *Engine) EndPass() {
 	e.pass.recorded++
 }
 
-// passNoted is called by finish and addTask while a pass is recorded.
+// noteEvent is called by finish, while a pass is recorded, with the end
+// of each stream event.
 func (r *passRec) noteEvent(endNs int64) {
 	if !r.hasEv || endNs > r.evMax {
 		r.evMax, r.hasEv = endNs, true
@@ -432,7 +449,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		return nil
 	}
 	g := e.gs[r.g]
-	if !g.idle() || len(g.borrows) != r.borrows || len(g.streams) != len(r.now) {
+	if len(g.borrows) != r.borrows || len(g.streams) != len(r.now) {
 		return nil
 	}
 	p := &r.p
@@ -442,7 +459,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 	involved := make([]bool, len(g.streams))
 	for s := range g.streams {
 		st := &g.streams[s]
-		if st.nowNs != r.now[s] || st.last != r.last[s] || st.usage != r.usage[s] || len(st.mem) != r.nmem[s] {
+		if st.nowNs != r.now[s] || st.last != r.last[s] || st.usage != r.usage[s] || len(st.mem) != r.nmem[s] || st.queue.Tail() != r.tails[s] {
 			involved[s] = true
 		}
 		if st.sorted != r.sorted[s] {
@@ -512,7 +529,15 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 	for _, ss := range r.stors {
 		k := int(-1 - ss.in)
 		a := storState{in: ss.in}
-		if sr := gen.StorageRow(g.storageAt.get(r.sidx[k]) - 1); sr >= 0 {
+		// The storage's index may have been released with its last
+		// tensor, and given to another storage since.
+		si := e.reg.StorageIdxOfID(p.Ins[k].Storage)
+		if si >= 0 && si != r.sidx[k] {
+			return nil
+		}
+		if si < 0 {
+			// released: no storage row either
+		} else if sr := gen.StorageRow(g.storageAt.get(si) - 1); sr >= 0 {
 			a.exists, a.count, a.bytes, a.stream, a.allocNs = true, g.storages.Count[sr], g.storages.Bytes[sr], g.storages.AllocStream[sr], g.storages.AllocNs[sr]
 		}
 		switch {
@@ -620,6 +645,9 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 			continue
 		}
 		st := &g.streams[s]
+		if r.busy[s] || st.queue.Len() > 0 || st.io.Len() > 0 {
+			return nil // a stream it involves was not idle, at its start or end
+		}
 		se := streamEffect{s: gen.StreamID(s), rel: r.now[s] - base, end: st.nowNs - base, usage: st.usage - r.usage[s]}
 		if se.end < se.rel {
 			return nil
@@ -698,7 +726,7 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 		return false
 	}
 	g := e.gs[gi]
-	if !g.idle() || !e.inputIndexes(p) {
+	if !e.inputIndexes(p) {
 		return false
 	}
 	idx, sidx := e.pass.idx, e.pass.sidx
@@ -708,7 +736,7 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	}
 	for i := range fx.streams {
 		se := &fx.streams[i]
-		if int(se.s) >= len(g.streams) || g.streams[se.s].nowNs-base != se.rel {
+		if int(se.s) >= len(g.streams) || g.streams[se.s].nowNs-base != se.rel || g.streams[se.s].queue.Len() > 0 || g.streams[se.s].io.Len() > 0 {
 			return false
 		}
 	}
