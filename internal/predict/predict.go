@@ -65,8 +65,11 @@ type Result struct {
 	Fits                bool    // PeakGiB <= HBMGiB
 	Groups              int     // groups the grouped replay simulated
 	Commands            int64
-	Wall                time.Duration // how long the prediction took
-	UnknownOps          int64         // calls the hardware model priced by its default
+	// PassSteps counts the layer passes the replay applied as one step
+	// each (internal/sched's pass.go), not command by command.
+	PassSteps  int64
+	Wall       time.Duration // how long the prediction took
+	UnknownOps int64         // calls the hardware model priced by its default
 }
 
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
@@ -114,6 +117,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 		HBMGiB:     spec.GPU.HBMGB * 1e9 / GiB,
 		Groups:     res.Groups,
 		Commands:   res.Commands,
+		PassSteps:  res.PassSteps,
 	}
 	r.TokensPerS = float64(j.GlobalBatch) * float64(j.Model.Seq) / r.StepTimeS
 	r.TFLOPsPerGPU = r.ModelFLOPs / r.StepTimeS / float64(r.World) / 1e12
