@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
@@ -654,9 +656,9 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		}
 		fx.maxOff = max(fx.maxOff, se.end)
 		se.memFrom = int32(len(fx.mem))
-		for _, ev := range st.mem[r.nmem[s]:] {
-			fx.mem = append(fx.mem, memEvent{ev.ns - base, ev.delta})
-			fx.maxOff = max(fx.maxOff, ev.ns-base)
+		fx.mem = netEvents(fx.mem, st.mem[r.nmem[s]:], base)
+		for _, ev := range fx.mem[se.memFrom:] {
+			fx.maxOff = max(fx.maxOff, ev.ns)
 			if ev.delta > 0 {
 				fx.allocSum = satAdd(fx.allocSum, ev.delta)
 			}
@@ -687,6 +689,38 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		fx.maxOff = max(fx.maxOff, fx.evOff)
 	}
 	return fx
+}
+
+// netEvents appends a stream's memory events evs, relative to base, in
+// time order, with the events of one time summed into one (and dropped
+// when they cancel). The peak and every total the report reads are
+// unchanged: a device's events are merged stream by stream at equal
+// times (SEMANTICS.md, "The report"), so one stream's events at a time
+// are consecutive in the merge, sorted by delta; the running sums over
+// such a run fall while its deltas are negative and then rise, so the
+// highest of them is the one at its end, the same total, or below the
+// sum before the run, which is itself a running sum already counted
+// (or the settled total, which the settled peak is at least).
+func netEvents(dst, evs []memEvent, base int64) []memEvent {
+	from := len(dst)
+	for _, ev := range evs {
+		dst = append(dst, memEvent{ev.ns - base, ev.delta})
+	}
+	run := dst[from:]
+	slices.SortStableFunc(run, func(a, b memEvent) int { return cmp.Compare(a.ns, b.ns) })
+	n := 0
+	for i := 0; i < len(run); {
+		j, sum := i, int64(0)
+		for ; j < len(run) && run[j].ns == run[i].ns; j++ {
+			sum += run[j].delta
+		}
+		if sum != 0 {
+			run[n] = memEvent{run[i].ns, sum}
+			n++
+		}
+		i = j
+	}
+	return dst[:from+n]
 }
 
 func countGone(rs []rowState) int {
