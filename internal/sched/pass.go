@@ -69,8 +69,14 @@ import (
 // computed again, and both effects are given.
 var passCheck func(k PassKey, recorded, seen *passEffect)
 
-// PassKey names a recorded pass and where it runs: runs with equal keys
-// write the same commands, to the same ranks, but for the ids they make.
+// PassKey names a recorded pass and where it runs. The producer vouches
+// that runs with equal keys write the same commands, to the same ranks,
+// with inputs that agree in everything but their ids (sizes, shapes,
+// dtypes, which share ids or storages), but for those ids and the ids
+// they make (internal/workload's recordings are replayed only then):
+// the engine does not see the commands of a run it applies as a step, so
+// this is what lets it price them as recorded. What the engine checks is
+// the state the run starts from.
 type PassKey struct {
 	Tpl   int32 // the recording
 	Stage int32 // the ranks it runs on
@@ -233,7 +239,6 @@ type passRec struct {
 	evMax      int64
 	hasEv      bool
 	maxRt      int64
-	bad        bool
 	rows       []rowState
 	stors      []storState
 	idx        []int32 // the inputs' dense indexes (-1: ID 0)
@@ -446,7 +451,7 @@ func (r *passRec) noteEvent(endNs int64) {
 // effectOf computes the effect of recorded pass r from the state it left,
 // or nil if the pass cannot be applied as a step.
 func (e *Engine) effectOf(r *passRec) *passEffect {
-	if r.bad || r.otherGroup || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
+	if r.otherGroup || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
 		e.warnings != r.warn0 || e.counted() != r.counted0 || !e.passable() {
 		return nil
 	}
