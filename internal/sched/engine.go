@@ -460,6 +460,12 @@ func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
 		return nil
 	}
 	e.cur = ranks
+	if r := e.pass.rec; r != nil {
+		switch m.Kind {
+		case gen.MsgBorrowCreate, gen.MsgBorrowFirstUse, gen.MsgBorrowLastUse, gen.MsgBorrowDrop:
+			r.loans = true // a pass with a loan is not applied as a step
+		}
+	}
 	if err := gen.Dispatch(e, m); err != nil {
 		return e.wrap(m, err)
 	}

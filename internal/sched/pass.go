@@ -20,9 +20,11 @@ import (
 //
 //   - every stream the pass involved ends at its start time plus a fixed
 //     offset, and its last task is a copy of the recorded one, shifted;
-//   - its memory events are the recorded ones, shifted, appended to their
-//     streams (the peak is merged from the events as before, so it is the
-//     same whatever the other streams do meanwhile);
+//   - its memory events are the recorded ones (those of one time on one
+//     stream summed into one, which changes no peak: netEvents), shifted,
+//     appended to their streams; the device's peak is merged from the
+//     events as before, so it is the same whatever the other streams do
+//     meanwhile;
 //   - the tensors and storages it leaves behind (the layer's output, what
 //     it keeps for the backward, its inputs' new state) are set as
 //     recorded, and the tensors it made and deleted never exist.
@@ -43,8 +45,8 @@ import (
 //     or memory it changes, or that holds a row of one of its inputs) is
 //     idle at its start and at its end (no queued task), so every task of
 //     the pass runs while its commands are applied and waits for nothing
-//     outside it (a pass that makes or ends a loan is never recorded: the
-//     producer applies those command by command);
+//     outside it; a pass that makes, uses or ends a loan is not recorded
+//     (internal/workload writes those command by command anyway);
 //   - the streams the pass involves start at the same offsets from one
 //     another as recorded;
 //   - every input is known and has the rows (stream, references, state)
@@ -58,9 +60,9 @@ import (
 //     sorted none;
 //   - no time or memory total of the applied pass overflows.
 //
-// The effect is computed from what the recorded run left (pass.go's
-// effectOf), which checks that nothing else changed: the live tensor,
-// storage and task rows it accounts for are all there are.
+// The effect is computed from what the recorded run left (effectOf),
+// which checks that nothing else changed: the live tensor, storage and
+// task rows it accounts for are all there are.
 //
 // Otherwise the pass's commands are applied one by one, as always.
 
@@ -244,6 +246,7 @@ type passRec struct {
 	idx        []int32 // the inputs' dense indexes (-1: ID 0)
 	sidx       []int32
 	otherGroup bool
+	loans      bool // a loan was made, used or ended
 	settles    int64
 }
 
@@ -451,7 +454,7 @@ func (r *passRec) noteEvent(endNs int64) {
 // effectOf computes the effect of recorded pass r from the state it left,
 // or nil if the pass cannot be applied as a step.
 func (e *Engine) effectOf(r *passRec) *passEffect {
-	if r.otherGroup || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
+	if r.otherGroup || r.loans || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
 		e.warnings != r.warn0 || e.counted() != r.counted0 || !e.passable() {
 		return nil
 	}
