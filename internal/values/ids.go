@@ -373,7 +373,8 @@ func (r *Registry) storageUnref(i int32) {
 // makes millions of ids, and in the narrow window those ids would move to
 // the hash table, one cache miss per look-up, where in the window a
 // layer's ids (made one after another) share a few cache lines. What the
-// registry answers does not change; only where it keeps the ids.
+// registry answers does not change; only where it keeps the ids. It lasts
+// through Reset.
 func (r *Registry) WidenWindows(span int) {
 	r.ids.span, r.stor.ids.span = int64(span), int64(span)
 }
