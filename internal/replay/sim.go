@@ -273,6 +273,12 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 // it would to a file.
 func (s *Sim) Write(rec *history.Record, reg *values.Registry) error { return s.Feed(rec, reg) }
 
+// producedIDSpan is how many ids per live tensor the Sim's registry keeps
+// in its windows: at batch 512 a 1T model on 64 stages has some 10^5
+// tensors alive and a first stage's saved tensors live across some 3x10^6
+// ids (64 microbatches of every stage's ids), a span of about 25.
+const producedIDSpan = 32
+
 // indexTyped gives a produced record's tensors, storages, streams and
 // borrows their dense indexes with the Sim's own registry, as a history
 // reader's decoding does.
@@ -280,6 +286,10 @@ func (s *Sim) indexTyped(rec *history.Record) error {
 	if s.treg == nil {
 		s.treg = values.NewRegistry()
 		s.treg.DeferFree(true) // rows are released by the engine
+		// A produced pipeline keeps a stage's saved tensors alive while
+		// the other stages make millions of ids: keep them in the
+		// windows, not the hash tables (values.Registry.WidenWindows).
+		s.treg.WidenWindows(producedIDSpan)
 		s.indexFn = s.index
 	}
 	s.treg.ClearFresh()

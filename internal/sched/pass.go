@@ -213,6 +213,11 @@ type passEffect struct {
 	tensors  []madeTensor
 	deletes  []passCode // inputs the pass deleted
 	nIns     int
+	// chains are the inputs whose rows are found (those with an id, the
+	// first of each id): the producer vouches that a later run's inputs
+	// share ids as the recorded ones did, so this need not be worked out
+	// again at each run.
+	chains []int32
 }
 
 // passRec is a pass being recorded: the state it started from.
@@ -534,6 +539,11 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		}
 	}
 	fx.rows = r.rows
+	for k := range p.Ins {
+		if r.idx[k] >= 0 && firstInput(p, k) == k {
+			fx.chains = append(fx.chains, int32(k))
+		}
+	}
 	// The inputs' storages after.
 	freedInputStors, newInputStors := 0, 0
 	for _, ss := range r.stors {
@@ -788,9 +798,9 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	// The inputs' rows and storages must be as recorded.
 	tt := &g.tensors
 	nrows := 0
-	for k := range p.Ins {
-		if idx[k] < 0 || firstInput(p, k) != k {
-			continue
+	for _, k := range fx.chains {
+		if idx[k] < 0 {
+			return false
 		}
 		for r := gen.TensorRow(g.tensorAt.get(idx[k]) - 1); r >= 0; r = tt.Next[r] {
 			nrows++
@@ -942,7 +952,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		g.link(row)
 	}
 	for _, c := range fx.deletes {
-		e.reg.Delete(p.Ins[-1-c].ID)
+		e.reg.DeleteAt(idx[-1-c], p.Ins[-1-c].ID)
 	}
 	e.touched = append(e.touched, gi)
 	e.countRows()

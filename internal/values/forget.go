@@ -104,3 +104,20 @@ func (r *Registry) Fresh() []int32 {
 
 // ClearFresh starts a new list for Fresh.
 func (r *Registry) ClearFresh() { r.fresh = r.fresh[:0] }
+
+// DeleteAt is Delete(id) for a caller that knows id's row, idx (from
+// TensorIdx since): it skips finding the id. An idx that is not id's
+// live row falls back to Delete.
+func (r *Registry) DeleteAt(idx int32, id int64) {
+	if idx < 0 || int(idx) >= len(r.id) || r.id[idx] != id || r.stateOf(idx) != rowLive {
+		r.Delete(id)
+		return
+	}
+	r.unmap(idx)
+	if r.deferFree {
+		r.setState(idx, rowDeleted)
+		r.deleted = append(r.deleted, idx)
+		return
+	}
+	r.free1(idx)
+}

@@ -39,3 +39,60 @@ func TestForgetReusesRows(t *testing.T) {
 		t.Fatalf("shape %v", got.Shape)
 	}
 }
+
+// TestDeleteAtEqualsDelete runs the same definitions and deletions on two
+// registries, one deleting by id and one by DeleteAt with right and wrong
+// rows, and checks that they answer alike after each step.
+func TestDeleteAtEqualsDelete(t *testing.T) {
+	for _, deferFree := range []bool{false, true} {
+		a, b := NewRegistry(), NewRegistry()
+		a.DeferFree(deferFree)
+		b.DeferFree(deferFree)
+		next := int64(1)
+		var live []int64
+		for step := 0; step < 3000; step++ {
+			if step%3 != 2 || len(live) == 0 {
+				id := next
+				next += 1 + int64(step%5)*1000 // some ids beyond the window
+				for _, r := range []*Registry{a, b} {
+					if _, err := r.Define(id, id/2, 8, "float32", []int64{2}, false); err != nil {
+						t.Fatal(err)
+					}
+				}
+				live = append(live, id)
+				continue
+			}
+			k := (step * 7) % len(live)
+			id := live[k]
+			live = append(live[:k], live[k+1:]...)
+			a.Delete(id)
+			idx := b.TensorIdx(id)
+			switch step % 4 {
+			case 0:
+				idx++ // a wrong row: falls back
+			case 1:
+				idx = -1
+			}
+			b.DeleteAt(idx, id)
+			if deferFree {
+				for _, i := range a.TakeDeleted() {
+					a.Release(i)
+				}
+				for _, i := range b.TakeDeleted() {
+					b.Release(i)
+				}
+			}
+			if a.Len() != b.Len() || a.Storages() != b.Storages() {
+				t.Fatalf("step %d: %d rows and %d storages, DeleteAt %d and %d", step, a.Len(), a.Storages(), b.Len(), b.Storages())
+			}
+			for _, l := range live {
+				if a.TensorIdx(l) != b.TensorIdx(l) || a.StorageIdxOfID(l/2) != b.StorageIdxOfID(l/2) {
+					t.Fatalf("step %d: tensor %d at %d, DeleteAt %d", step, l, a.TensorIdx(l), b.TensorIdx(l))
+				}
+			}
+			if b.TensorIdx(id) != -1 {
+				t.Fatalf("step %d: tensor %d still known", step, id)
+			}
+		}
+	}
+}

@@ -19,6 +19,9 @@ type idIndex struct {
 	// finding them skips the table.
 	farMax int64
 	hasFar bool
+	// span is how many ids per index the window may cover (0: 2); see
+	// Registry.WidenWindows.
+	span int64
 }
 
 func (x *idIndex) reset() {
@@ -26,6 +29,9 @@ func (x *idIndex) reset() {
 	x.big.reset()
 	x.lo, x.farMax, x.hasFar = 0, 0, false
 }
+
+// maxWideWindow bounds a widened window (2^23 ids: 32 MiB of int32).
+const maxWideWindow = 1 << 23
 
 // find returns the index of id.
 func (x *idIndex) find(id int64) (int32, bool) {
@@ -46,6 +52,9 @@ func (x *idIndex) find(id int64) (int32, bool) {
 // indexes exist (it bounds the window).
 func (x *idIndex) insert(id int64, i int32, n int) {
 	w := 2*int64(n) + 4096
+	if x.span > 2 {
+		w = max(w, min(x.span*int64(n), maxWideWindow)+4096)
+	}
 	if id >= x.lo {
 		d := id - x.lo
 		if d >= w && d < 4*w {
@@ -355,4 +364,17 @@ func (r *Registry) storageUnref(i int32) {
 	if r.stor.refs[i] == 0 {
 		r.stor.release(i)
 	}
+}
+
+// WidenWindows lets the windows of tensor and storage ids cover up to
+// span ids per index (at most 2^23 ids) instead of 2, for a producer
+// whose tensors live across many more ids than are alive at once: a
+// pipeline stage keeps a layer's saved tensors while every other stage
+// makes millions of ids, and in the narrow window those ids would move to
+// the hash table, one cache miss per look-up, where in the window a
+// layer's ids (made one after another) share a few cache lines. What the
+// registry answers does not change; only where it keeps the ids. It lasts
+// through Reset.
+func (r *Registry) WidenWindows(span int) {
+	r.ids.span, r.stor.ids.span = int64(span), int64(span)
 }

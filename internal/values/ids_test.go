@@ -113,3 +113,64 @@ func TestIDTable(t *testing.T) {
 		}
 	}
 }
+
+// TestWideWindowsAnswerAlike runs one sequence of definitions, deletions
+// and look-ups on a registry with the default windows and on one with
+// widened windows: tensors that live across many more ids than are alive
+// at once (which the default windows leave to the hash tables), ids far
+// ahead, and negative ones. Every answer must be the same.
+func TestWideWindowsAnswerAlike(t *testing.T) {
+	a, b := NewRegistry(), NewRegistry()
+	b.WidenWindows(32)
+	next := int64(1)
+	var live []int64
+	check := func(step int, id int64) {
+		t.Helper()
+		ia, ib := a.TensorIdx(id), b.TensorIdx(id)
+		if ia != ib {
+			t.Fatalf("step %d: tensor %d at %d, widened %d", step, id, ia, ib)
+		}
+		if ia >= 0 && a.StorageIdxOf(ia) != b.StorageIdxOf(ib) {
+			t.Fatalf("step %d: tensor %d's storage at %d, widened %d", step, id, a.StorageIdxOf(ia), b.StorageIdxOf(ib))
+		}
+	}
+	for step := 0; step < 20000; step++ {
+		switch {
+		case step%7 == 3 && len(live) > 0:
+			// Delete one of the young half, so that old ones live long.
+			k := len(live) - 1 - (step/7)%((len(live)+1)/2)
+			id := live[k]
+			live = append(live[:k], live[k+1:]...)
+			a.Delete(id)
+			b.Delete(id)
+			check(step, id)
+		default:
+			id := next
+			switch step % 101 {
+			case 50:
+				id = -id // negative
+			case 77:
+				id = next + 1<<40 // far ahead
+			}
+			next += 1 + int64(step%3)*40 // ids made faster than kept
+			st := id
+			if step%5 == 0 && len(live) > 0 {
+				st = live[len(live)-1] // a view of the last one's storage
+			}
+			for _, r := range []*Registry{a, b} {
+				if _, err := r.Define(id, st, 8, "float32", []int64{2}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			live = append(live, id)
+		}
+		if step%97 == 0 {
+			for _, id := range live {
+				check(step, id)
+			}
+		}
+	}
+	if a.Len() != b.Len() || a.Storages() != b.Storages() {
+		t.Fatalf("%d rows, %d storages; widened %d, %d", a.Len(), a.Storages(), b.Len(), b.Storages())
+	}
+}

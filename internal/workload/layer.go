@@ -67,6 +67,7 @@ type saved struct {
 	h1, act                   values.Tensor // fc1 output and the activation (fc2 input)
 	gate, up, sg              values.Tensor // gated MLP: views of h1 and silu(gate)
 	core                      bool          // the attention core's tensors are held
+	kept                      int64         // bytes(), as the forward left it (runAction)
 }
 
 // bytes is the memory the layer keeps for its backward: its saved
@@ -75,8 +76,10 @@ type saved struct {
 func (sv *saved) bytes() int64 {
 	var seen [32]int64
 	n, total := 0, int64(0)
-	for _, t := range [...]values.Tensor{sv.x, sv.mu1, sv.rs1, sv.ln1, sv.qkv, sv.q, sv.k, sv.v, sv.p, sv.pd, sv.amask,
-		sv.o, sv.lse, sv.ctx, sv.m1, sv.x2, sv.mu2, sv.rs2, sv.ln2, sv.m2, sv.h1, sv.act, sv.gate, sv.up, sv.sg} {
+	// Pointers, not copies: the tensors are read, and copying 25 of
+	// them twice a layer showed in profiles.
+	for _, t := range [...]*values.Tensor{&sv.x, &sv.mu1, &sv.rs1, &sv.ln1, &sv.qkv, &sv.q, &sv.k, &sv.v, &sv.p, &sv.pd, &sv.amask,
+		&sv.o, &sv.lse, &sv.ctx, &sv.m1, &sv.x2, &sv.mu2, &sv.rs2, &sv.ln2, &sv.m2, &sv.h1, &sv.act, &sv.gate, &sv.up, &sv.sg} {
 		if t.ID == 0 {
 			continue
 		}

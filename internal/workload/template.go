@@ -180,6 +180,60 @@ type rawHoleAt struct {
 // signatures code every id alike.
 func sig(dst []int32, ts []values.Tensor) []int32 {
 	dst = dst[:0]
+	if len(ts) > maxSigHashed {
+		return sigPairs(dst, ts)
+	}
+	// A small open-addressed table of the ids and storage ids seen so
+	// far, each with the first tensor whose id (fid) or storage (fst) it
+	// is: one probe a tensor instead of a scan of those before it (a
+	// backward pass has some 40 inputs, and this runs before each).
+	var tab [4 * maxSigHashed]sigSlot
+	mask := uint64(len(tab) - 1)
+	at := func(v int64) *sigSlot {
+		for s := uint64(v) * 0x9e3779b97f4a7c15 >> 40 & mask; ; s = (s + 1) & mask {
+			if sl := &tab[s]; !sl.used || sl.key == v {
+				if !sl.used {
+					*sl = sigSlot{key: v, used: true, fid: -1, fst: -1}
+				}
+				return sl
+			}
+		}
+	}
+	for k := range ts {
+		id := at(ts[k].ID)
+		if id.fid < 0 {
+			id.fid = int32(k)
+		}
+		first := id.fid
+		so := at(ts[k].Storage)
+		if so.fst < 0 {
+			so.fst = int32(k)
+		}
+		// The first tensor, in order, whose id is the storage (2j) or
+		// whose storage is (2j+1); tensor k's own storage bounds it.
+		st := 2*so.fst + 1
+		if so.fid >= 0 && so.fid <= so.fst {
+			st = 2 * so.fid
+		}
+		dst = append(dst, first, st)
+	}
+	return dst
+}
+
+// maxSigHashed is the most tensors sig codes with its table; longer lists
+// are compared pair by pair.
+const maxSigHashed = 64
+
+// sigSlot is a place of sig's table: a value (an id or a storage id) and
+// the first tensor with that id and with that storage (-1: none yet).
+type sigSlot struct {
+	key      int64
+	fid, fst int32
+	used     bool
+}
+
+// sigPairs is sig by comparing every pair.
+func sigPairs(dst []int32, ts []values.Tensor) []int32 {
 	for k := range ts {
 		first := int32(k)
 		for j := 0; j < k; j++ {

@@ -2,6 +2,8 @@ package workload
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,6 +129,32 @@ func TestTemplatesWriteTheSameRecords(t *testing.T) {
 		// The property is only tested where recordings are replayed.
 		if replayed == 0 {
 			t.Errorf("%s: no layer pass was replayed from a recording", name)
+		}
+	}
+}
+
+// TestSigTableEqualsPairs checks sig's table against the comparison of
+// every pair, on input lists whose ids and storages are drawn from a few
+// values, so that they share ids and storages in every way (an id equal to
+// another's storage, repeated tensors, id 0), and on lists longer than the
+// table takes.
+func TestSigTableEqualsPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := 0; trial < 20000; trial++ {
+		n := rng.IntN(maxSigHashed + 8)
+		vals := 1 + rng.IntN(2*n+2)
+		ts := make([]values.Tensor, n)
+		for k := range ts {
+			ts[k].ID = int64(rng.IntN(vals)) - 1
+			ts[k].Storage = int64(rng.IntN(vals)) - 1
+			if rng.IntN(4) == 0 {
+				ts[k].Storage = ts[k].ID
+			}
+		}
+		got := sig(nil, ts)
+		want := sigPairs(nil, ts)
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: sig %v, pair by pair %v, for %v", trial, got, want, ts)
 		}
 	}
 }

@@ -470,7 +470,8 @@ func (g *generator) runAction(st *stage, a action) {
 		sv := make([]*saved, len(layers))
 		for i, w := range layers {
 			x, sv[i] = g.layerForward(st, w, x, g.j.Recompute != RecomputeFull)
-			st.stored += sv[i].bytes()
+			sv[i].kept = sv[i].bytes()
+			st.stored += sv[i].kept
 		}
 		st.storedMax = max(st.storedMax, st.stored)
 		g.saved[vs][a.mb] = sv
@@ -495,7 +496,7 @@ func (g *generator) runAction(st *stage, a action) {
 	sv := g.saved[vs][a.mb]
 	for i := len(layers) - 1; i >= 0; i-- {
 		layers[i].last = lastMB
-		st.stored -= sv[i].bytes()
+		st.stored -= sv[i].kept // nothing changes a layer's saved tensors before its backward
 		dy = g.layerBackward(st, layers[i], dy, sv[i])
 		g.layerDone(st, layers[i])
 	}
