@@ -41,6 +41,9 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .hist or .hist.zst\n", out)
 		return exitInput
 	}
+	if !checkDests("fastsim convert", stderr, []string{in}, dest{"OUT", out}) {
+		return exitInput
+	}
 	began := time.Now()
 	r, err := history.Open(in)
 	if err != nil {

@@ -50,11 +50,8 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim ops: --top %d: want 0 (every kind) or more\n", *top)
 		return exitInput
 	}
-	if *jsonPath != "" {
-		if err := checkDest(*jsonPath); err != nil {
-			fmt.Fprintf(stderr, "fastsim ops: --json: %v\n", err)
-			return exitError
-		}
+	if !checkDests("fastsim ops", stderr, []string{positional[0], *mf.costs, *mf.hardware}, dest{"--json", *jsonPath}) {
+		return exitInput
 	}
 	model, _, _, ctl, err := mf.pricing()
 	if err != nil {

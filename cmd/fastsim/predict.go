@@ -124,8 +124,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
-	if !checkDests("fastsim predict", stderr, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
-		return exitError
+	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitInput
 	}
 
 	if *cpuprofile != "" {

@@ -162,17 +162,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
 		return exitInput
 	}
-	for _, d := range append([]struct{ flag, path string }{
+	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, append([]dest{
 		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
 		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
-	}, f.extra.dests()...) {
-		if d.path == "" {
-			continue
-		}
-		if err := trace.CheckDest(d.path); err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: %s: %v\n", d.flag, err)
-			return exitError
-		}
+	}, f.extra.dests()...)...) {
+		return exitInput
 	}
 	if opt.TracePath == trace.Stdout {
 		stdout = stderr // the trace owns standard output; the report goes to stderr
@@ -211,6 +205,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fe := (*flagError)(nil); errors.As(err, &fe) {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		if fe.usage {
+			return exitInput
+		}
 		return exitError
 	}
 	if err != nil {

@@ -267,8 +267,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	if !checkDests("fastsim search", stderr, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
-		return exitError
+	if !checkDests("fastsim search", stderr, []string{tf.model, *mf.costs, *mf.hardware}, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitInput
 	}
 
 	if *cpuprofile != "" {

@@ -87,7 +87,7 @@ func TestSearchToyCLI(t *testing.T) {
 	}
 	mergedEqualsWhole(t, p, base)
 	errb.Reset()
-	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitError || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
+	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitInput || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
 		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, errb.String())
 	}
 }

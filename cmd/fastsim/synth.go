@@ -79,13 +79,21 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var write func(w io.Writer) error
+	if c.GPUsPerHost < 1 {
+		fmt.Fprintf(stderr, "fastsim synth: --gpus-per-host %d: want at least 1\n", c.GPUsPerHost)
+		return exitInput
+	}
 	if flagSet(fs, "random") && *seed < 0 {
 		fmt.Fprintf(stderr, "fastsim synth: --random %d: want a seed of 0 or more\n", *seed)
 		return exitInput
 	}
 	if *seed >= 0 {
-		if *world < 2 || *world > synth.MaxRandomWorld || *commands < 0 {
-			fmt.Fprintf(stderr, "fastsim synth: --world must be 2..%d and --commands >= 0\n", synth.MaxRandomWorld)
+		if *world < 2 || *world > synth.MaxRandomWorld {
+			fmt.Fprintf(stderr, "fastsim synth: --world %d: want 2..%d ranks\n", *world, synth.MaxRandomWorld)
+			return exitInput
+		}
+		if *commands < 0 {
+			fmt.Fprintf(stderr, "fastsim synth: --commands %d: want 0 or more\n", *commands)
 			return exitInput
 		}
 		write = func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
@@ -112,6 +120,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 		write = func(w io.Writer) error { return synth.WriteTrain(w, c) }
+	}
+	if !checkDests("fastsim synth", stderr, []string{tf.model}, dest{"OUT", positional[0]}) {
+		return exitInput
 	}
 	if positional[0] == "-" {
 		bw := bufio.NewWriter(stdout)
@@ -185,14 +196,21 @@ func parseArgs(fs *flag.FlagSet, usage string, args []string, want int, what str
 
 // parseInterleaved parses flags that may come before or after positional
 // arguments. It returns the positional arguments, and an exit code >= 0 when
-// the command should stop (help or a bad flag).
+// the command should stop (help or a bad flag). A bad flag is reported in
+// one line naming the flag; the usage is printed only when asked for.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // flag would print the whole usage after its error
+	defer fs.SetOutput(out)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, exitOK
 			}
+			fmt.Fprintf(out, "fastsim %s: %v (see fastsim %s --help)\n", fs.Name(), err, fs.Name())
 			return nil, exitInput
 		}
 		if fs.NArg() == 0 {

@@ -64,6 +64,9 @@ func CheckDest(path string) error {
 	}
 	dir := filepath.Dir(path)
 	dst, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: directory %s does not exist", path, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: directory %s: %w", path, dir, err)
 	}
