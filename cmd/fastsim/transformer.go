@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -85,6 +86,17 @@ func (f *tfFlags) job(stderr io.Writer, cmd string, tp, pp, dp, steps, gpusPerHo
 
 // jobOf is job for a model given as a value.
 func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, dp, steps, gpusPerHost int, commandNs int64) (workload.Job, bool) {
+	// The batches are bounded before the job multiplies them with the
+	// layout: a product past int64 would wrap into a batch that splits.
+	for _, b := range []struct {
+		flag string
+		v    int
+	}{{"--micro-batch", f.microBatch}, {"--global-batch", f.globalBatch}} {
+		if b.v < 1 || b.v > search.MaxBatch {
+			fmt.Fprintf(stderr, "fastsim %s: %s %d: want 1..%d sequences\n", cmd, b.flag, b.v, search.MaxBatch)
+			return workload.Job{}, false
+		}
+	}
 	var err error
 	j := workload.Job{Model: m, TP: tp, PP: pp, DP: dp, MicroBatch: f.microBatch, GlobalBatch: f.globalBatch,
 		Steps: steps, GPUsPerHost: gpusPerHost, CommandNs: commandNs, SequenceParallel: f.sp, Zero: f.zero, FlashAttention: f.flash, StageCollectives: f.stageColl}

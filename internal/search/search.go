@@ -108,6 +108,12 @@ type Space struct {
 // MaxLayouts bounds an enumeration.
 const MaxLayouts = 1 << 20
 
+// MaxBatch bounds a global batch, in sequences: far past any published run
+// (GPT-3 175B's 3.2M tokens were 1,536 sequences of 2,048; Brown et al.
+// 2020, Table 2.1), and small enough that a batch times a world (2^24
+// ranks) stays an exact int64 and enumerating its divisors takes a moment.
+const MaxBatch = 1 << 24
+
 // The commands a search may replay, checked before it starts, from
 // synth.Train.Commands. Grouped replay runs at about 0.7 to 1.5 million
 // commands a second on the 2-core machine of bench/RESULTS.md (rows
@@ -146,8 +152,8 @@ func (s *Space) Check() error {
 		}
 	}
 	switch {
-	case s.Batch < 1:
-		return fmt.Errorf("%w: batch must be at least 1", ErrSpace)
+	case s.Batch < 1 || s.Batch > MaxBatch:
+		return fmt.Errorf("%w: batch %d (want 1..%d sequences)", ErrSpace, s.Batch, MaxBatch)
 	case s.World < 1 || s.World > sched.MaxGroupedWorld:
 		return fmt.Errorf("%w: world %d (want 1..%d)", ErrSpace, s.World, sched.MaxGroupedWorld)
 	case s.GPUsPerHost < 1:

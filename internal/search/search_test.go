@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -249,3 +250,21 @@ func TestRunRefusesHugeSpace(t *testing.T) {
 
 // lay is the layout of the mesh and microbatches, trained as the space says.
 func lay(pp, dp, tp, micro int) Layout { return Layout{PP: pp, DP: dp, TP: tp, Micro: micro} }
+
+// A batch past MaxBatch is refused by Check: 2^63-1 sequences would have
+// the enumeration count the divisors of a number near 2^63, and a batch
+// times a layout's ranks would wrap an int64.
+func TestCheckRefusesHugeBatch(t *testing.T) {
+	for _, batch := range []int{0, MaxBatch + 1, math.MaxInt64} {
+		s := small()
+		s.Batch = batch
+		if err := s.Check(); !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "batch") {
+			t.Errorf("batch %d: got %v, want a bad space naming the batch", batch, err)
+		}
+	}
+	s := small()
+	s.Batch = MaxBatch
+	if err := s.Check(); err != nil {
+		t.Errorf("batch %d: %v", MaxBatch, err)
+	}
+}
