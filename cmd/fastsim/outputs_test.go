@@ -338,6 +338,7 @@ func TestOutputOverInputRefused(t *testing.T) {
 		{"OUT", []string{"synth", "--model", model, "--pp", "1", "--dp", "1", "--global-batch", "1", model}},
 		{"--json", []string{"predict", "--model", model, "--world", "1", "--global-batch", "1", "--json", model}},
 		{"--csv", []string{"search", "--model", model, "--world", "1", "--global-batch", "1", "--json", out, "--csv", out}},
+		{"--json", []string{"search", "merge", "--json", costs, costs}},
 	} {
 		code, stdout, stderr := runCLI(c.args...)
 		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, ": "+c.flag+": ") {
@@ -354,18 +355,24 @@ func TestOutputOverInputRefused(t *testing.T) {
 	}
 }
 
-// TestWriterDestinationsCheckedFirst: synth and convert check OUT before
-// writing: a missing directory or a directory is refused with exit status
-// 2 and one line naming OUT, and nothing is left behind.
+// TestWriterDestinationsCheckedFirst: synth, convert and search merge
+// check their outputs before writing: a missing directory or a directory
+// is refused with exit status 2 and one line naming OUT (or the flag), and
+// nothing is left behind.
 func TestWriterDestinationsCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"synth", filepath.Join(dir, "missing", "x.hist")},
 		{"synth", dir},
 		{"convert", example, filepath.Join(dir, "missing", "x.fhist")},
+		{"search", "merge", "--csv", dir, "shard.json"},
 	} {
 		code, stdout, stderr := runCLI(args...)
-		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "fastsim "+args[0]+": OUT: ") || strings.Contains(stderr, "fastsim-tmp") {
+		what := "OUT"
+		if args[0] == "search" {
+			what = "--csv"
+		}
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, ": "+what+": ") || strings.Contains(stderr, "fastsim-tmp") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}

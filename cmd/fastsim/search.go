@@ -329,6 +329,9 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
 		return exitInput
 	}
+	if !checkDests("fastsim search merge", stderr, files, dest{"--json", out.json}, dest{"--csv", out.csv}) {
+		return exitInput
+	}
 	var docs []*search.Doc
 	for _, p := range files {
 		f, err := os.Open(p)

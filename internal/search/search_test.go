@@ -203,6 +203,26 @@ func TestMergeErrors(t *testing.T) {
 	}
 }
 
+// TestMergeNamesTheField: shards of spaces that differ in one value are
+// refused with that value named, not with both spaces printed whole.
+func TestMergeNamesTheField(t *testing.T) {
+	s := small()
+	a := NewDoc(s, "x", Shard{K: 0, N: 2}, 2, []Result{{Index: 0}})
+	for want, change := range map[string]func(*Space){
+		"(batch 8, not 4)":           func(o *Space) { o.Batch = 8 },
+		"(peak_tflops 989.4, not 0)": func(o *Space) { o.PeakTFLOPS = 989.4 },
+		"(model.hidden 128, not 0)":  func(o *Space) { o.Model.Hidden = 128 },
+		"(zeros 0,1, not )":          func(o *Space) { o.Zeros = "0,1" },
+	} {
+		other := s
+		change(&other)
+		_, err := Merge([]*Doc{a, NewDoc(other, "x", Shard{K: 1, N: 2}, 2, []Result{{Index: 1}})})
+		if !errors.Is(err, ErrMerge) || !strings.HasSuffix(err.Error(), "searched another space "+want) {
+			t.Errorf("got %v, want it to end with %q", err, want)
+		}
+	}
+}
+
 func TestCSV(t *testing.T) {
 	d := NewDoc(small(), "x", Shard{}, 1, []Result{{Layout: lay(2, 1, 2, 4), StepTimeS: 0.5, PeakMemoryMB: 3, Fits: true, TokensPerS: 32}})
 	var b bytes.Buffer
