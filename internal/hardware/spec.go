@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // ErrSpec reports a hardware spec that cannot be used.
@@ -284,7 +286,8 @@ func (s *Spec) Check() error {
 // MaxSpecBytes is the largest spec file read.
 const MaxSpecBytes = 1 << 20
 
-// Parse reads a Spec from JSON; unknown fields are errors.
+// Parse reads a Spec from JSON; unknown fields are errors. An error in the
+// JSON text is a *jsonpos.Error naming its line.
 func Parse(data []byte) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSpec, len(data), MaxSpecBytes)
@@ -293,10 +296,11 @@ func Parse(data []byte) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrSpec, err)}
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)
+		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)}
 	}
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -357,7 +361,7 @@ func Load(nameOrPath string) (*Spec, error) {
 	}
 	s, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
+		return nil, jsonpos.InFile(nameOrPath, err)
 	}
 	return s, nil
 }

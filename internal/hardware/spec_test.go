@@ -2,6 +2,7 @@ package hardware
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -150,6 +151,32 @@ func TestParseErrors(t *testing.T) {
 		}
 		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrSpec) {
 			t.Errorf("Parse accepted or misreported (%v) %s -> %s", err, m[0], m[1])
+		}
+	}
+}
+
+// TestLoadErrorLines: an error in a spec file's JSON names the file and
+// the line it is on: a value of the wrong type (the preset's line 2 holds
+// "name"), an unknown key (on the line after the preset's first), text
+// after the object (on the preset's last line plus one).
+func TestLoadErrorLines(t *testing.T) {
+	data, _ := PresetJSON("h100-sxm")
+	lines := strings.Count(strings.TrimRight(string(data), "\n"), "\n") + 1
+	path := filepath.Join(t.TempDir(), "spec.json")
+	for _, c := range []struct {
+		text string
+		line int
+	}{
+		{strings.Replace(string(data), `"name": "h100-sxm"`, `"name": 100`, 1), 2},
+		{strings.Replace(string(data), "{\n", "{\n  \"gpuz\": 1,\n", 1), 2},
+		{strings.TrimRight(string(data), "\n") + "\n[]\n", lines + 1},
+	} {
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if want := fmt.Sprintf("%s:%d: bad hardware spec: ", path, c.line); !errors.Is(err, ErrSpec) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("got %v, want it to start with %q", err, want)
 		}
 	}
 }
