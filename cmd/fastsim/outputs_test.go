@@ -423,3 +423,44 @@ func TestSynthFlagRanges(t *testing.T) {
 		t.Error("a history was written")
 	}
 }
+
+// TestInterruptPredictRemovesTemps sends SIGINT to a prediction writing a
+// CPU profile: it exits 130 with one line saying why, and neither the
+// profile's temporary file nor the profile is left (predict had no
+// handler: Ctrl-C killed it and left the temporary file).
+func TestInterruptPredictRemovesTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.pprof")
+	cmd := child("predict", "--model", "megatron-1t", "--world", "512", "--tp", "8", "--pp", "64", "--global-batch", "512",
+		"--cpuprofile", prof, "--json", filepath.Join(dir, "p.json"))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".cpu.pprof.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("predict never started its profile")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("%v, want exit %d", err, exitInterrupted)
+	}
+	if errb.String() != "fastsim predict: stopped by SIGINT; the outputs not yet complete were removed\n" {
+		t.Errorf("stderr %q", errb.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("SIGINT left %v", ents)
+	}
+}
