@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/predict"
@@ -135,7 +137,14 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	r, err := predict.Run(context.Background(), j, spec)
+	var progress func(records int64)
+	if isTerminal(os.Stderr) && !*quiet {
+		progress = predictProgress(stderr, time.Now())
+	}
+	r, err := predict.RunProgress(context.Background(), j, spec, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim predict: %v\n", oneLine(err))
 		return exitInput
@@ -173,4 +182,13 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// predictProgress returns the progress callback of a prediction: one
+// status line on w, redrawn, with the records simulated and the time spent
+// (the count of a layout's records is not known before it is written).
+func predictProgress(w io.Writer, began time.Time) func(records int64) {
+	return func(records int64) {
+		fmt.Fprintf(w, "\r\033[Kfastsim predict: %d records simulated in %.0f s...", records, time.Since(began).Seconds())
+	}
 }

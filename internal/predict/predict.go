@@ -72,6 +72,12 @@ type Result struct {
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
 // is the last step's, after the first has allocated what the job keeps).
 func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, error) {
+	return RunProgress(ctx, j, spec, nil)
+}
+
+// RunProgress is Run calling progress, when not nil, about once a second
+// with the records replayed so far (a large layout takes minutes).
+func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progress func(records int64)) (Result, error) {
 	began := time.Now()
 	if j.Steps < 1 {
 		j.Steps = 2
@@ -91,7 +97,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model)
+	res, stats, err := replayJob(ctx, j, model, progress)
 	if err != nil {
 		return Result{}, err
 	}
@@ -137,7 +143,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 
 // replayJob replays j's history as the workload produces it, typed, with
 // no text in between.
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*replay.Result, workload.Stats, error) {
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, progress func(records int64)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
 		return nil, workload.Stats{}, err
@@ -147,7 +153,7 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel) (*rep
 		var err error
 		stats, err = workload.EmitStats(j, s)
 		return err
-	}, replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()})
+	}, replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done(), Progress: progress})
 	if err == nil && res.Partial {
 		err = ctx.Err()
 	}
