@@ -100,7 +100,7 @@ func (o *searchOut) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
 	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(a space that searches how layouts train, or prunes, adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
-	fs.BoolVar(&o.quiet, "quiet", false, "print no table")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no table and no progress line")
 }
 
 func searchCmd(args []string, stdout, stderr io.Writer) int {
@@ -281,7 +281,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var stats search.Stats
 	began := time.Now()
 	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard, Stats: &stats}
-	if isTerminal(os.Stderr) {
+	if isTerminal(os.Stderr) && !out.quiet {
 		opt.Progress = progress(stderr, time.Now())
 	}
 	rs, layouts, err := search.Run(context.Background(), s, opt)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -114,6 +116,34 @@ func mergedEqualsWhole(t *testing.T, p func(string) string, base []string) {
 		b, _ := os.ReadFile(p(pair[1]))
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s and %s differ", pair[0], pair[1])
+		}
+	}
+}
+
+// TestSearchProgressQuiet runs a search with its standard error on a
+// terminal (util-linux script gives it one): it draws a progress line,
+// and with --quiet it draws none.
+func TestSearchProgressQuiet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the child a terminal")
+	}
+	base := []string{"search", "--workload", "toy", "--world", "4", "--layers", "2", "--batch", "4"}
+	for _, quiet := range []bool{false, true} {
+		args := base
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+		cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(args, "\x1f"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", args, err, out)
+		}
+		if drawn := bytes.Contains(out, []byte("fastsim search: ")); drawn == quiet {
+			t.Errorf("quiet %v: progress drawn %v: %q", quiet, drawn, out)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,7 +417,9 @@ type Options struct {
 	Jobs       int   // layouts evaluated at once (< 1: 1)
 	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
-	// done and the shard's total; calls are serialized.
+	// done and the shard's total (pruning: the layouts done or with a
+	// step-time bound at most the best step so far, which shrinks as the
+	// best improves); calls are serialized, done counting up.
 	Progress func(done, total int)
 	// Stats, when set, receives what the run did.
 	Stats *Stats
@@ -554,9 +557,16 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			out[j] = r
 			evaluated[j] = true
 			if opt.Progress != nil {
-				n := done.Add(1)
 				mu.Lock()
-				opt.Progress(int(n), len(idx))
+				n := int(done.Add(1))
+				total := len(idx)
+				if s.Prune {
+					// Only the layouts whose bound may still beat the
+					// best so far (bounds ascend) remain, not all.
+					b := best.Load()
+					total = max(n, sort.Search(len(bounds), func(k int) bool { return bounds[k].TimeNs > b }))
+				}
+				opt.Progress(n, total)
 				mu.Unlock()
 			}
 			return nil
