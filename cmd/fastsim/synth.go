@@ -59,7 +59,7 @@ Flags:
 func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job")
+	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job (-1: none)")
 	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
 	mesh := fs.Bool("whole-mesh", false, "with --random: every command addresses the whole world (sends are local copies), as in an SPMD program")

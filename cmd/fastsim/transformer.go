@@ -30,7 +30,11 @@ var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "s
 var toyOnly = []string{"layers", "hidden", "seq", "batch", "micro"}
 
 func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
-	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);\n'toy' is the one-weight-per-layer micro-benchmark. Presets: "+joinNames())
+	toy := "" // only synth writes the toy micro-benchmark for --model toy
+	if fs.Name() == "synth" {
+		toy = "\n'toy' is the one-weight-per-layer micro-benchmark."
+	}
+	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);"+toy+"\nPresets: "+joinNames())
 	if batch {
 		fs.IntVar(&f.microBatch, "micro-batch", 1, "transformer: sequences per microbatch (b)")
 		fs.IntVar(&f.globalBatch, "global-batch", 8, "transformer: sequences per step over all replicas (B); microbatches per replica = B/(b*dp)")

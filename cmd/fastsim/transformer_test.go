@@ -76,3 +76,28 @@ func TestBatchFlagsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestModelHelpMatchesCommand: the --model help offers 'toy' only where
+// --model toy is accepted (synth); predict and search refuse it, so their
+// help must not offer it.
+func TestModelHelpMatchesCommand(t *testing.T) {
+	for _, c := range []struct {
+		cmd    string
+		accept bool
+		args   []string
+	}{
+		{"synth", true, []string{"synth", "--model", "toy", filepath.Join(t.TempDir(), "toy.hist")}},
+		{"predict", false, []string{"predict", "--model", "toy", "--world", "4"}},
+		{"search", false, []string{"search", "--model", "toy", "--world", "4", "--batch", "4", "--quiet"}},
+	} {
+		_, _, help := runCLI(c.cmd, "--help")
+		_, modelHelp, _ := strings.Cut(help, "  -model NAME\n")
+		modelHelp, _, _ = strings.Cut(modelHelp, "\n  -")
+		if offered := strings.Contains(modelHelp, "'toy'"); offered != c.accept {
+			t.Errorf("%s --help offers toy: %v, want %v: %q", c.cmd, offered, c.accept, modelHelp)
+		}
+		if code, _, stderr := runCLI(c.args...); (code == exitOK) != c.accept {
+			t.Errorf("%q: exit %d, %q", c.args, code, stderr)
+		}
+	}
+}
