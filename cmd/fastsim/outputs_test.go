@@ -464,3 +464,23 @@ func TestInterruptPredictRemovesTemps(t *testing.T) {
 		t.Errorf("SIGINT left %v", ents)
 	}
 }
+
+// TestDecodeOnlyOutputs: --decode-only writes no report, trace or memory,
+// so an output flag beside it is a contradiction (it was silently not
+// written), and its --cpuprofile is checked like any destination.
+func TestDecodeOnlyOutputs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.json")
+	for _, flagName := range []string{"--trace", "--summary-json", "--html", "--memory-snapshot", "--memprofile"} {
+		code, stdout, stderr := runCLI("replay", "--decode-only", flagName, out, example)
+		if code != exitInput || stdout != "" || !strings.HasPrefix(stderr, "fastsim replay: "+flagName+" and --decode-only contradict") {
+			t.Errorf("%s: exit %d, %q, %q", flagName, code, stdout, stderr)
+		}
+	}
+	code, _, stderr := runCLI("replay", "--decode-only", "--cpuprofile", filepath.Join(filepath.Dir(out), "missing", "cpu.pprof"), example)
+	if code != exitInput || !strings.HasPrefix(stderr, "fastsim replay: --cpuprofile: ") {
+		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was written", out)
+	}
+}

@@ -99,6 +99,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
 	if f.decodeOnly {
+		// Decoding alone has no report, trace or memory to write: an
+		// output asked for beside it would silently not appear.
+		for _, d := range append([]dest{{"--trace", f.trace}, {"--trace-steps", f.traceSteps}, {"--summary-json", f.summary}, {"--memprofile", f.memprofile}}, f.extra.dests()...) {
+			if d.path != "" {
+				fmt.Fprintf(stderr, "fastsim replay: %s and --decode-only contradict each other (decoding alone writes nothing but --cpuprofile); pick one\n", d.flag)
+				return exitInput
+			}
+		}
+		if !checkDests("fastsim replay", stderr, []string{path}, dest{"--cpuprofile", f.cpuprofile}) {
+			return exitInput
+		}
 		if f.cpuprofile != "" {
 			stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
 			if !ok {

@@ -236,7 +236,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if _, err := o.W.Write(data); err != nil {
 		o.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
+		return err // an *os.PathError: "write PATH: ..."
 	}
 	return o.Commit()
 }
