@@ -243,7 +243,7 @@ func TestTermRemovesSynthTemps(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "big.hist")
-	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "100000", dest)
+	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "65536", dest)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

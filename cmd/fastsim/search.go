@@ -296,7 +296,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if layouts == 0 {
-		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
+		heads := fmt.Sprintf(" (%d heads)", s.Model.Heads)
+		if s.Workload == search.WorkloadToy {
+			heads = ""
+		}
+		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d%s and batch %d\n", s.World, s.Layers, s.Hidden, heads, s.Batch)
 		return exitInput
 	}
 	if !out.quiet {

@@ -132,6 +132,11 @@ func (s *Space) Check() error {
 		if s.Layers < 1 || s.Hidden < 1 || s.Seq < 1 {
 			return fmt.Errorf("%w: layers, hidden and seq must be at least 1", ErrSpace)
 		}
+		// The shape's own limits, on the one layout every space has.
+		t := s.Train(Layout{PP: 1, DP: 1, TP: 1, Micro: 1})
+		if err := t.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrSpace, err)
+		}
 	} else {
 		if s.Workload != "" && s.Workload != WorkloadTransformer {
 			return fmt.Errorf("%w: workload %q (want %s or %s)", ErrSpace, s.Workload, WorkloadTransformer, WorkloadToy)

@@ -257,14 +257,15 @@ func BenchmarkSearchWorld1024(b *testing.B) {
 }
 
 // A search whose histories would be too long to replay is refused before
-// any is synthesized: 1,000,000 layers give a layout with 4 microbatches
-// 5 + 2 x 4 x (1,000,000 x 38 + 8) = 304,000,069 commands, over 2^28.
+// any is synthesized: 65,536 layers (the most a shape may have) give the
+// layout pp 1, dp 128, tp 8 with 64 microbatches
+// 5 + 2 x 64 x (65,536 x 38 + 1 x 8) = 318,768,133 commands, over 2^28.
 func TestRunRefusesHugeSpace(t *testing.T) {
 	s := small()
-	s.World, s.Layers, s.Batch, s.Steps = 1024, 1000000, 1048576, 2
+	s.World, s.Layers, s.Batch, s.Steps = 1024, 65536, 1048576, 2
 	_, _, err := Run(context.Background(), s, Options{Jobs: 1})
-	if !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "304000069 commands") {
-		t.Fatalf("got %v, want a refusal naming 304000069 commands", err)
+	if !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "318768133 commands") {
+		t.Fatalf("got %v, want a refusal naming 318768133 commands", err)
 	}
 }
 
@@ -286,5 +287,15 @@ func TestCheckRefusesHugeBatch(t *testing.T) {
 	s.Batch = MaxBatch
 	if err := s.Check(); err != nil {
 		t.Errorf("batch %d: %v", MaxBatch, err)
+	}
+}
+
+// TestCheckToyShape: a toy space whose shape wraps an int64 (a 2^62-wide
+// layer) is a bad space, not a search whose peaks wrapped to 0 MB.
+func TestCheckToyShape(t *testing.T) {
+	s := small()
+	s.Hidden = 1 << 62
+	if err := s.Check(); !errors.Is(err, ErrSpace) {
+		t.Errorf("hidden 2^62: %v, want ErrSpace", err)
 	}
 }
