@@ -24,7 +24,10 @@ chosen by its name:
   NAME.hist.zst                JSON lines in a zstd frame
   NAME.hist                    plain JSON lines
 
-OUT is written to a temporary file and renamed when complete.
+OUT is written to a temporary file and renamed when complete; it may not
+be IN itself.
+
+Flags:
 `
 
 func convertCmd(args []string, stdout, stderr io.Writer) int {
