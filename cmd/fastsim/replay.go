@@ -252,6 +252,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if !f.quiet {
 		printUnknownOps(stderr, cm)
 		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
+		// Commands after the last step line are a step of their own.
+		if r := opt.TraceSteps; r != nil && opt.TracePath != "" && r.First > len(res.Steps) {
+			fmt.Fprintf(stderr, "fastsim replay: --trace-steps %s: the history has steps 0 to %d; the trace holds none of its commands\n", f.traceSteps, len(res.Steps))
+		}
 	}
 	if res.Partial {
 		return exitInterrupted
