@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/monarch"
 )
@@ -154,5 +157,34 @@ func TestOpsRejectsAsReplayDoes(t *testing.T) {
 		if opsErr != replayErr || !strings.Contains(opsErr, "deadlock") {
 			t.Errorf("%s: ops says %q, replay %q", name, opsErr, replayErr)
 		}
+	}
+}
+
+// TestOpsProgress: ops replays the history as replay does, and draws the
+// same progress line when its standard error is a terminal (util-linux
+// script gives it one) and the replay lasts over a second.
+func TestOpsProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the child a terminal")
+	}
+	hist := filepath.Join(t.TempDir(), "long.hist")
+	if code, _, stderr := runCLI("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "250", hist); code != exitOK {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
+	cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+	cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join([]string{"ops", "--top", "1", hist}, "\x1f"))
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	drawn := bytes.Contains(out, []byte("records replayed"))
+	t.Logf("%v, progress drawn %v", took, drawn)
+	if took > 1500*time.Millisecond && !drawn {
+		t.Errorf("no progress in %v: %q", took, out)
 	}
 }
