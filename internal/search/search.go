@@ -109,11 +109,9 @@ type Space struct {
 // MaxLayouts bounds an enumeration.
 const MaxLayouts = 1 << 20
 
-// MaxBatch bounds a global batch, in sequences: far past any published run
-// (GPT-3 175B's 3.2M tokens were 1,536 sequences of 2,048; Brown et al.
-// 2020, Table 2.1), and small enough that a batch times a world (2^24
-// ranks) stays an exact int64 and enumerating its divisors takes a moment.
-const MaxBatch = 1 << 24
+// MaxBatch bounds a global batch, in sequences (synth.MaxBatch): its
+// divisors are enumerated in a moment.
+const MaxBatch = synth.MaxBatch
 
 // The commands a search may replay, checked before it starts, from
 // synth.Train.Commands. Grouped replay runs at about 0.7 to 1.5 million
