@@ -73,9 +73,19 @@ func CheckDest(path string) error {
 	if !dst.IsDir() {
 		return fmt.Errorf("%s: %s is not a directory", path, dir)
 	}
-	if err := syscall.Access(dir, 2|1 /* W_OK|X_OK */); err != nil {
-		return fmt.Errorf("%s: directory %s is not writable", path, dir)
+	// A file made and removed there proves what the permission bits
+	// cannot: root passes access(2) on a read-only or virtual file system
+	// (sysfs, procfs) whose every create fails.
+	probe, err := os.CreateTemp(dir, ".fastsim-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: directory %s is not writable: %w", path, dir, err)
 	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return nil
 }
 

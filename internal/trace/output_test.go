@@ -225,3 +225,20 @@ func TestWriteFileAtomicFull(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestCheckDestUnwritableForRoot: a directory where no file can be made
+// is refused even when access(2) says yes, as it does to root on sysfs.
+// The case needs such a directory; /sys is one where it is sysfs.
+func TestCheckDestUnwritableForRoot(t *testing.T) {
+	if f, err := os.CreateTemp("/sys", ".probe-*"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		t.Skip("/sys takes files here")
+	} else if _, err := os.Stat("/sys"); err != nil {
+		t.Skip("no /sys")
+	}
+	err := CheckDest("/sys/x.json")
+	if err == nil || !strings.HasPrefix(err.Error(), "/sys/x.json: directory /sys is not writable: ") {
+		t.Errorf("got %v", err)
+	}
+}
