@@ -160,31 +160,40 @@ func TestOpsRejectsAsReplayDoes(t *testing.T) {
 	}
 }
 
-// TestOpsProgress: ops replays the history as replay does, and draws the
-// same progress line when its standard error is a terminal (util-linux
-// script gives it one) and the replay lasts over a second.
-func TestOpsProgress(t *testing.T) {
+// TestProgressOfOpsAndConvert: ops (which replays the history as replay
+// does) and convert draw a progress line when their standard error is a
+// terminal (util-linux script gives them one) and they run over a second.
+func TestProgressOfOpsAndConvert(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
 	if _, err := exec.LookPath("script"); err != nil {
 		t.Skip("no script(1) to give the child a terminal")
 	}
-	hist := filepath.Join(t.TempDir(), "long.hist")
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "long.hist")
 	if code, _, stderr := runCLI("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "250", hist); code != exitOK {
 		t.Fatalf("synth: exit %d: %s", code, stderr)
 	}
-	cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
-	cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join([]string{"ops", "--top", "1", hist}, "\x1f"))
-	began := time.Now()
-	out, err := cmd.CombinedOutput()
-	took := time.Since(began)
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	drawn := bytes.Contains(out, []byte("records replayed"))
-	t.Logf("%v, progress drawn %v", took, drawn)
-	if took > 1500*time.Millisecond && !drawn {
-		t.Errorf("no progress in %v: %q", took, out)
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"ops", "--top", "1", hist}, "records replayed"},
+		{[]string{"convert", hist, filepath.Join(dir, "long.fhist.zst")}, "fastsim convert: "},
+	} {
+		cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+		cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(c.args, "\x1f"))
+		began := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(began)
+		if err != nil {
+			t.Fatalf("%q: %v: %s", c.args, err, out)
+		}
+		drawn := bytes.Contains(out, []byte(c.line))
+		t.Logf("%s: %v, progress drawn %v", c.args[0], took, drawn)
+		if took > 1500*time.Millisecond && !drawn {
+			t.Errorf("%s: no progress in %v: %q", c.args[0], took, out)
+		}
 	}
 }
