@@ -127,6 +127,20 @@ func convertProgress(w io.Writer, cr *countingReader, f *os.File, began time.Tim
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
 		size = st.Size()
 	}
+	return everySecond(w, func() string {
+		read := cr.n.Load()
+		if size <= 0 || read <= 0 {
+			return fmt.Sprintf("fastsim convert: %d bytes read...", read)
+		}
+		read = min(read, size)
+		left := time.Duration(float64(time.Since(began)) * float64(size-read) / float64(read)).Round(time.Second)
+		return fmt.Sprintf("fastsim convert: %.0f%% of the input, about %s left...", 100*float64(read)/float64(size), left)
+	})
+}
+
+// everySecond redraws line() on w once a second until stop, which waits
+// for the last redraw and clears the line.
+func everySecond(w io.Writer, line func() string) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -138,14 +152,7 @@ func convertProgress(w io.Writer, cr *countingReader, f *os.File, began time.Tim
 			case <-done:
 				return
 			case <-tick.C:
-				read := cr.n.Load()
-				if size <= 0 || read <= 0 {
-					fmt.Fprintf(w, "\r\033[Kfastsim convert: %d bytes read...", read)
-					continue
-				}
-				read = min(read, size)
-				left := time.Duration(float64(time.Since(began)) * float64(size-read) / float64(read)).Round(time.Second)
-				fmt.Fprintf(w, "\r\033[Kfastsim convert: %.0f%% of the input, about %s left...", 100*float64(read)/float64(size), left)
+				fmt.Fprint(w, "\r\033[K"+line())
 			}
 		}
 	}()

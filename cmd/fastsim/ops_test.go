@@ -160,10 +160,11 @@ func TestOpsRejectsAsReplayDoes(t *testing.T) {
 	}
 }
 
-// TestProgressOfOpsAndConvert: ops (which replays the history as replay
-// does) and convert draw a progress line when their standard error is a
-// terminal (util-linux script gives them one) and they run over a second.
-func TestProgressOfOpsAndConvert(t *testing.T) {
+// TestProgressOfSynthOpsAndConvert: synth, ops (which replays the history
+// as replay does) and convert draw a progress line when their standard
+// error is a terminal (util-linux script gives them one) and they run over
+// a second.
+func TestProgressOfSynthOpsAndConvert(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
 	}
@@ -172,13 +173,11 @@ func TestProgressOfOpsAndConvert(t *testing.T) {
 	}
 	dir := t.TempDir()
 	hist := filepath.Join(dir, "long.hist")
-	if code, _, stderr := runCLI("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "250", hist); code != exitOK {
-		t.Fatalf("synth: exit %d: %s", code, stderr)
-	}
 	for _, c := range []struct {
 		args []string
 		line string
 	}{
+		{[]string{"synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "250", hist}, "MB written"},
 		{[]string{"ops", "--top", "1", hist}, "records replayed"},
 		{[]string{"convert", hist, filepath.Join(dir, "long.fhist.zst")}, "fastsim convert: "},
 	} {

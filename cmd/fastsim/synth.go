@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -139,6 +142,17 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	if form, ok := history.FormOf(positional[0]); ok {
 		write = inForm(form, write)
 	}
+	if isTerminal(os.Stderr) {
+		// The records to come are not counted in advance: the bytes
+		// written so far show that it moves.
+		var cw countingWriter
+		inner := write
+		write = func(w io.Writer) error { cw.w = w; return inner(&cw) }
+		began := time.Now()
+		defer everySecond(stderr, func() string {
+			return fmt.Sprintf("fastsim synth: %.1f MB written in %.0f s...", float64(cw.n.Load())/1e6, time.Since(began).Seconds())
+		})()
+	}
 	if err := writeAtomic(positional[0], write); err != nil {
 		fmt.Fprintf(stderr, "fastsim synth: %v\n", err)
 		return exitError
@@ -269,4 +283,17 @@ func inForm(form history.Form, write func(io.Writer) error) func(io.Writer) erro
 		}
 		return hw.Close()
 	}
+}
+
+// countingWriter counts the bytes written through it, for a progress line
+// read on another goroutine.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
