@@ -12,6 +12,7 @@ import (
 
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/predict"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -93,7 +94,15 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
-	if *world < 1 || *tp < 1 || *pp < 1 || *world%(*tp**pp) != 0 {
+	switch {
+	case !flagSet(fs, "world"):
+		fmt.Fprintln(stderr, "fastsim predict: --world is required (the number of GPUs)")
+		return exitInput
+	case *world < 1 || *world > sched.MaxGroupedWorld:
+		fmt.Fprintf(stderr, "fastsim predict: --world %d: want 1..%d GPUs\n", *world, sched.MaxGroupedWorld)
+		return exitInput
+	// tp and pp at most the world first, so that their product cannot wrap.
+	case *tp < 1 || *tp > *world || *pp < 1 || *pp > *world || *world%(*tp**pp) != 0:
 		fmt.Fprintf(stderr, "fastsim predict: --world (%d) must be a positive multiple of --tp x --pp (%d x %d)\n", *world, *tp, *pp)
 		return exitInput
 	}
