@@ -178,8 +178,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
 		return exitInput
 	}
-	if *memGB <= 0 || *memGB > 1e9 {
-		fmt.Fprintf(stderr, "fastsim search: --gpu-memory-gb %g: want a positive size\n", *memGB)
+	if !(*memGB > 0 && *memGB <= 1e9) || *memGB*1e9 < 1 { // NaN fails the first test
+		fmt.Fprintf(stderr, "fastsim search: --gpu-memory-gb %g: want a size of at least one byte, at most 1e9 GB\n", *memGB)
 		return exitInput
 	}
 	s.MemoryBytes = int64(*memGB * 1e9)

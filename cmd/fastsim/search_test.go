@@ -147,3 +147,18 @@ func TestSearchProgressQuiet(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUMemoryFlag: a GPU memory that is not a number, under a byte or
+// over 1e9 GB is refused naming --gpu-memory-gb (NaN passed the old test,
+// which only NaN fails both ways, and a space check spoke of the space).
+func TestGPUMemoryFlag(t *testing.T) {
+	for _, v := range []string{"NaN", "1e-12", "0", "-1", "1e30", "+Inf"} {
+		code, _, stderr := runCLI("search", "--world", "4", "--workload", "toy", "--layers", "2", "--batch", "4", "--quiet", "--gpu-memory-gb", v)
+		if code != exitInput || !strings.HasPrefix(stderr, "fastsim search: --gpu-memory-gb ") {
+			t.Errorf("%s: exit %d, %q", v, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI("search", "--world", "4", "--workload", "toy", "--layers", "2", "--batch", "4", "--quiet", "--gpu-memory-gb", "1e-9"); code != exitOK {
+		t.Errorf("one byte: exit %d, %q", code, stderr)
+	}
+}
