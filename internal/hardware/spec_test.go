@@ -212,3 +212,25 @@ func TestDtypeKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckBoundsRates: a rate or size far outside any hardware (1e-300
+// TB/s of HBM, 1e300 TFLOP/s) is refused by name; a bandwidth of 1e-300
+// priced ops past the largest time, and the replay blamed the history.
+func TestCheckBoundsRates(t *testing.T) {
+	data, _ := PresetJSON("h100-sxm")
+	for _, m := range [][2]string{
+		{`"hbm_tbps": 3.35`, `"hbm_tbps": 1e-300`},
+		{`"bf16": 989.4`, `"bf16": 1e300`},
+		{`"nic_gbps_per_gpu": 50`, `"nic_gbps_per_gpu": 1e-300`},
+	} {
+		bad := strings.Replace(string(data), m[0], m[1], 1)
+		if bad == string(data) {
+			t.Fatalf("%q not in the h100-sxm preset", m[0])
+		}
+		_, err := Parse([]byte(bad))
+		name := strings.Trim(strings.Split(m[0], ":")[0], `"`)
+		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", m[1], err)
+		}
+	}
+}
