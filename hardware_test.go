@@ -115,7 +115,7 @@ func TestLoadHardwareErrors(t *testing.T) {
 	if _, err := fastsim.ParseHardware([]byte(`{"name":"x"}`)); err == nil {
 		t.Error("an incomplete spec parsed")
 	}
-	if got := fastsim.HardwarePresets(); len(got) != 5 {
+	if got := fastsim.HardwarePresets(); len(got) != 6 {
 		t.Errorf("presets: %v", got)
 	}
 }

@@ -69,6 +69,7 @@ type predictJSON struct {
 	Fits           bool    `json:"fits"`
 	Groups         int     `json:"groups_simulated"`
 	Commands       int64   `json:"commands"`
+	PassSteps      int64   `json:"layer_passes_as_steps"`
 	WallS          float64 `json:"wall_s"`
 	UnknownOpCalls int64   `json:"unknown_op_calls"`
 }
@@ -166,7 +167,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			StepTimeS: r.StepTimeS, TokensPerS: r.TokensPerS, TFLOPsPerGPU: r.TFLOPsPerGPU, MFU: r.MFU,
 			ModelFLOPs: r.ModelFLOPs, PeakMemoryGiB: r.PeakGiB, PeakDevice: r.PeakDevice,
 			ModelStateGiB: r.ModelStateGiB, ActivationGiB: r.ActivationGiB, StoredActGiB: r.StoredActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
-			Groups: r.Groups, Commands: r.Commands, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
+			Groups: r.Groups, Commands: r.Commands, PassSteps: r.PassSteps, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
 		}
 		data, _ := json.MarshalIndent(doc, "", "  ")
 		if err := trace.WriteFileAtomic(*jsonPath, append(data, '\n')); err != nil {
@@ -185,7 +186,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
 		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
 			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.ActivationGiB, r.StoredActivationGiB)
-		fmt.Fprintf(stdout, "simulated            %d commands, %d groups for %d GPUs, in %.2f s\n", r.Commands, r.Groups, r.World, r.Wall.Seconds())
+		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %d groups for %d GPUs, in %.2f s\n",
+			r.Commands, r.PassSteps, r.Groups, r.World, r.Wall.Seconds())
 		if r.UnknownOps > 0 {
 			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
 		}

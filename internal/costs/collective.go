@@ -24,10 +24,12 @@ import (
 // 2(G-1)/G·S per rank) while each rank exchanges its 1/G share with its
 // peers on the other hosts over the network (an all-reduce: 2(M-1)/M·S/G
 // per rank). The two phases are pipelined, so the slower sets the time.
-// That form is what NCCL's NVLS tree does on Hopper hosts (NVLS within
-// each host, a tree across) and what its tree does over two hosts; it is
-// kept for an all-reduce over whole NVLS hosts, and over two hosts where
-// NCCL's model prefers the tree (twoHostTreeFirst). Otherwise NCCL runs a
+// That form is what NCCL's tree does over two hosts, and it stands in for
+// NCCL's NVLS tree on Hopper hosts (NVLS within each host, a tree across),
+// though at the ring's NVLink bandwidth, not NVLS's (bench/COLLECTIVES.md,
+// "Tried: NCCL's NVLS tree across hosts"); it is kept for an all-reduce
+// over whole NVLS hosts, and over two hosts where NCCL's model prefers the
+// tree (twoHostTreeFirst). Otherwise NCCL runs a
 // ring through all n ranks, the only algorithm it has for reduce-scatter
 // and all-gather across hosts and its choice for large all-reduces: each
 // channel's ring leaves a host through one NIC, so the host's NICs
@@ -47,7 +49,10 @@ import (
 // cross the network (reduce-scatter and all-gather half as many); across
 // hosts LL's NVLink steps count 1.8 times, Simple all-reduce latency 1.9
 // times ("plateau effect of ring"), and LL128 is off (tuning.cc enables it
-// by default only within NVLink).
+// by default only within NVLink). A network whose NCCL plugin reports a
+// latency (network.plugin_latency_us: AWS EFA through aws-ofi-nccl) adds
+// it to every network step, twice for Simple, as tuning.cc does from
+// v2.18 (netStepLat).
 //
 // Trees: for an all-reduce across hosts NCCL may pick a tree instead
 // (tuning.cc: base latency LL 4.4, LL128 4.4, Simple 0 µs; per step
@@ -63,8 +68,8 @@ import (
 // sources derive the bandwidth from tuning.cc, search.cc and topo.h),
 // plus the fill of NCCL's three-stage NVLS kernel, whose stage is one
 // loop of chunks of the size NCCL picks for the collective (nvlsAllReduce).
-// Across hosts NCCL's NVLS tree reduces within each host first, as the
-// hierarchical form above does.
+// Across hosts NCCL's NVLS tree reduces within each host first, which the
+// hierarchical form above stands in for.
 //
 // Measured efficiency: within one host, the NVLink bandwidth of a ring
 // all-reduce, reduce-scatter or all-gather (every protocol) is multiplied
@@ -287,7 +292,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		if pr == protoLL && M > 1 {
 			intraLat *= 1.8 // tuning.cc: LL's NVLink steps slow down when the ring crosses hosts
 		}
-		lat := tu.ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*protoLat(s.Network.StepLatencyUs, pr)
+		lat := tu.ringBaseLatUs[pr] + (steps-interSteps)*intraLat + interSteps*netStepLat(&s.Network, protoLat(s.Network.StepLatencyUs, pr), pr)
 		if pr == protoSimple && c == AllReduce && M > 1 && S >= n/16*65536 {
 			lat *= 1.9 // tuning.cc: the "plateau effect of ring" across hosts
 		}
@@ -307,6 +312,28 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		best = min(best, nvlsAllReduce(&s.Host, S, n, tu))
 	}
 	return best
+}
+
+// netStepLat is the latency of one network step of a ring or tree whose
+// transport's own step latency is hw µs (tuning.cc's hwLat[NET][algo][p]),
+// with the latency the network's plugin reports to NCCL added as NCCL's
+// tuning model adds it from v2.18.1 (src/graph/tuning.cc: "interLat =
+// hwLat[NCCL_HW_NET][a][p] + graphs[a]->latencyInter", and for Simple
+// "Also add the flush extra latency": once more). On AWS EFA the
+// aws-ofi-nccl plugin reports 75 µs on p4d, p4de and p5 (platform-aws.c),
+// a figure AWS chose by measuring all-reduce latencies and solving NCCL's
+// tuning formula for the network latency; NCCL's InfiniBand transport
+// reports 0. NCCL before v2.12 ignores the figure, and v2.12 to v2.17 use
+// it instead of hwLat (not modelled: a spec that sets it describes the
+// later form). fastsim takes it on every network step it prices,
+// point-to-point, all-to-all and broadcast included, whose steps stand in
+// for kernels NCCL's tuning model does not price.
+func netStepLat(nw *hardware.Network, hw float64, p protocol) float64 {
+	l := hw + nw.PluginLatencyUs
+	if p == protoSimple {
+		l += nw.PluginLatencyUs
+	}
+	return l
 }
 
 // twoHostTreeFirst reports whether NCCL's tuning model gives its tree a
@@ -398,7 +425,7 @@ func treeAllReduce(s *hardware.Spec, S, M, G, nv, net float64) float64 {
 		if pr == protoLL128 {
 			continue // off across hosts, as for rings
 		}
-		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*treeNetLatUs[pr])
+		lat := treeBaseLatUs[pr] + 2*((G-1)*treeNVLatUs[pr]+math.Log2(M)*netStepLat(&s.Network, treeNetLatUs[pr], pr))
 		t := lat*1e3 + S/(bus*0.5*protoBW[pr])
 		best = min(best, t)
 	}

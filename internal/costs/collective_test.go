@@ -387,3 +387,57 @@ func TestNCCLReleaseByHand(t *testing.T) {
 		}
 	}
 }
+
+// TestEFAPluginLatencyByHand prices an all-reduce over two AWS p4de hosts
+// (the aws-p4de preset: NVLink 300 × 0.7833 = 234.99 GB/s, EFA 6.25 ×
+// 0.94 = 5.875 GB/s per GPU, plugin latency 75 µs) by hand. Each network
+// step costs NCCL's own step latency plus 75 µs, Simple plus 150 µs
+// (netStepLat: ring LL 2.7 + 75 = 77.7, Simple 9.6 + 150 = 159.6; tree
+// LL 5.0 + 75 = 80, Simple 50 + 150 = 200). NCCL's model prefers the tree
+// over two hosts here (twoHostTreeFirst), priced in the hierarchical form
+// with the ring's latencies.
+//
+// 1 GiB, hierarchical Simple: latency (8.4 + 28 × 3.4 + 2 × 159.6) ×
+// 1.9 (plateau) = 422.8 × 1.9 = 803.32 µs; network 2^30/8 =
+// 134,217,728 B / 5.875 = 22,845,570.7 ns (NVLink: 1.75 × 2^30 / 234.99
+// = 7,996,290 ns, hidden); 23,648,890.7 -> 23,648,891 ns. (Tree Simple:
+// 2 × (7 × 28 + 200) = 792 µs + 2^30 / (0.9 × 47 × 0.5 = 21.15) =
+// 50,767,934.9 ns, slower.)
+//
+// 1 MiB, hierarchical LL: latency 3.6 + 28 × 0.47 × 1.8 + 2 × 77.7 =
+// 3.6 + 23.688 + 155.4 = 182.688 µs; network 131,072 B at 5.875/4 =
+// 1.46875 GB/s = 89,240.5 ns (NVLink 1,835,008 / 58.7475 = 31,235.5,
+// hidden); 271,928.5 -> 271,929 ns. (Tree LL: 4.4 + 2 × (7 × 0.52 + 80)
+// = 171.68 µs + 1,048,576 / (42.3 × 0.5 / 3.8 = 5.5658) = 188,396.6 ns:
+// 360,076.6; ring LL across all 16 ranks: 182.688 µs + 245,760 /
+// 1.46875 = 167,326.0 ns: 350,014.0; Simple: 803.32 µs already.)
+func TestEFAPluginLatencyByHand(t *testing.T) {
+	s, err := hardware.Preset("aws-p4de")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Network.Kind != "efa" || s.Network.PluginLatencyUs != 75 {
+		t.Fatalf("aws-p4de network: kind %q, plugin latency %g µs", s.Network.Kind, s.Network.PluginLatencyUs)
+	}
+	two := Placement{Ranks: 16, Hosts: 2, MaxPerHost: 8}
+	for _, c := range []struct {
+		bytes int64
+		want  int64
+	}{{1 << 30, 23_648_891}, {1 << 20, 271_929}} {
+		if got := HardwareCollectiveNs(s, AllReduce, c.bytes, two); got != c.want {
+			t.Errorf("all-reduce of %d B over two p4de hosts: %d ns, want %d", c.bytes, got, c.want)
+		}
+	}
+	// The step latencies themselves, and none added where the plugin
+	// reports none (NCCL's InfiniBand transport).
+	for _, c := range []struct {
+		plugin, hw float64
+		p          protocol
+		want       float64
+	}{{75, 2.7, protoLL, 77.7}, {75, 4.0, protoLL128, 79}, {75, 9.6, protoSimple, 159.6}, {75, 50, protoSimple, 200}, {0, 9.6, protoSimple, 9.6}} {
+		nw := hardware.Network{PluginLatencyUs: c.plugin}
+		if got := netStepLat(&nw, c.hw, c.p); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("network step, plugin %g µs, hwLat %g, protocol %d: %g µs, want %g", c.plugin, c.hw, c.p, got, c.want)
+		}
+	}
+}

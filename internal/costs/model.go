@@ -25,7 +25,10 @@ type Model struct {
 	roof     *Roofline // prices calls the table does not, when set
 }
 
-var _ sched.CostModel = (*Model)(nil)
+var (
+	_ sched.CostModel = (*Model)(nil)
+	_ sched.Counting  = (*Model)(nil)
+)
 
 // Default returns the model of the empty Config: the reference's runtimes.
 func Default() *Model {
@@ -111,6 +114,17 @@ func (m *Model) WithHardware(s *hardware.Spec) (*Model, error) {
 
 // Roofline returns the model's roofline, nil without hardware.
 func (m *Model) Roofline() *Roofline { return m.roof }
+
+// Counted is how many calls the model has counted so far: those its
+// roofline priced by its default for an unknown op (the engine applies a
+// recorded pass as one step only if its recording counted none, since
+// the step prices nothing; sched.Counting).
+func (m *Model) Counted() int64 {
+	if m.roof == nil {
+		return 0
+	}
+	return m.roof.unknownCalls.Load()
+}
 
 // Fixed returns the fixed runtimes in effect.
 func (m *Model) Fixed() sched.Costs { return m.fixed }

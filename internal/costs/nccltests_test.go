@@ -239,7 +239,7 @@ func TestNCCLTestsPublished(t *testing.T) {
 				checked++
 				tabChecked++
 				bandChecked[band(bytes)]++
-				gpu, _, _ := strings.Cut(tb.Preset, "-")
+				gpu := gpuName(s.GPU.Model)
 				count(&byGPU, gpu, math.Abs(rel) <= maxBusBWError)
 				count(&byColl, tb.Collective, math.Abs(rel) <= maxBusBWError)
 				if math.Abs(rel) <= maxBusBWError {
@@ -279,6 +279,17 @@ func TestNCCLTestsPublished(t *testing.T) {
 		fmt.Fprintln(&b)
 	}
 	t.Log(b.String())
+}
+
+// gpuName is the short name of a preset's GPU model, for the count by
+// GPU: "NVIDIA A100-SXM4-80GB" is a100, "NVIDIA H100 SXM5 80GB" h100.
+func gpuName(model string) string {
+	f := strings.Fields(strings.TrimPrefix(model, "NVIDIA "))
+	if len(f) == 0 {
+		return model
+	}
+	name, _, _ := strings.Cut(f[0], "-")
+	return strings.ToLower(name)
 }
 
 func sizeName(bytes float64) string {

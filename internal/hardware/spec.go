@@ -133,7 +133,23 @@ type Network struct {
 	// generation). It decides whether NCCL's model prefers the tree to
 	// the ring on two hosts; 0: the ring.
 	TreeMaxGBpsPerChannel float64 `json:"tree_max_gbps_per_channel,omitempty"`
+	// Kind names the network's transport (optional): "" or "infiniband"
+	// (NCCL's own InfiniBand and RoCE transport, the presets' step
+	// latencies), or "efa" (AWS's Elastic Fabric Adapter, which NCCL
+	// reaches through the aws-ofi-nccl plugin, NetworkKinds).
+	Kind string `json:"kind,omitempty"`
+	// PluginLatencyUs is the latency the network's NCCL plugin reports
+	// (ncclNetProperties.latency; aws-ofi-nccl sets it per EC2 platform,
+	// NCCL's own InfiniBand transport leaves it 0). NCCL's tuning model
+	// adds it to every network step of its rings and trees, twice for the
+	// Simple protocol (src/graph/tuning.cc from v2.18.1: interLat =
+	// hwLat[NET][a][p] + graphs[a]->latencyInter, "Also add the flush
+	// extra latency"). Optional; 0: none.
+	PluginLatencyUs float64 `json:"plugin_latency_us,omitempty"`
 }
+
+// NetworkKinds are the values Network.Kind may take.
+var NetworkKinds = []string{"", "infiniband", "efa"}
 
 // Protocols holds one value per NCCL protocol.
 type Protocols struct {
@@ -257,6 +273,12 @@ func (s *Spec) Check() error {
 	}
 	if v := s.Network.TreeMaxGBpsPerChannel; v < 0 || v > 1e6 || math.IsNaN(v) {
 		return fmt.Errorf("%w: network.tree_max_gbps_per_channel is %g, want 0..1e6", ErrSpec, v)
+	}
+	if !slices.Contains(NetworkKinds, s.Network.Kind) {
+		return fmt.Errorf("%w: network.kind is %q (want infiniband or efa)", ErrSpec, s.Network.Kind)
+	}
+	if v := s.Network.PluginLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
+		return fmt.Errorf("%w: network.plugin_latency_us is %g, want 0..1e6", ErrSpec, v)
 	}
 	if v := s.Host.NVLSChannels; v < 0 || v > 1024 {
 		return fmt.Errorf("%w: host.nvls_channels is %d, want 0..1024", ErrSpec, v)

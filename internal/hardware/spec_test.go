@@ -11,7 +11,7 @@ import (
 )
 
 func TestPresetsLoadAndCite(t *testing.T) {
-	want := []string{"a100-40gb", "a100-80gb", "b200", "h100-sxm", "h200"}
+	want := []string{"a100-40gb", "a100-80gb", "aws-p4de", "b200", "h100-sxm", "h200"}
 	got := Presets()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("presets %v, want %v", got, want)
@@ -41,6 +41,9 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		if s.Network.TreeMaxGBpsPerChannel > 0 && s.Sources["network.tree_max_gbps_per_channel"] == "" {
 			t.Errorf("%s: tree bandwidth cap without a source", name)
 		}
+		if (s.Network.Kind != "" || s.Network.PluginLatencyUs > 0) && (s.Sources["network.kind"] == "" || s.Sources["network.plugin_latency_us"] == "") {
+			t.Errorf("%s: network kind or plugin latency without a source", name)
+		}
 		if len(s.Host.CollectiveEfficiency) > 0 && s.Sources["host.collective_efficiency"] == "" {
 			t.Errorf("%s: collective efficiency curve without a source", name)
 		}
@@ -60,6 +63,7 @@ func TestPresetFigures(t *testing.T) {
 	}{
 		{"a100-40gb", 312, 0, 40, 1.555, 300},
 		{"a100-80gb", 312, 0, 80, 2.039, 300},
+		{"aws-p4de", 312, 0, 80, 2.039, 300},
 		{"h100-sxm", 989.4, 1978.9, 80, 3.35, 450},
 		{"h200", 989.4, 1978.9, 141, 4.8, 450},
 		{"b200", 2250, 4500, 192, 8.0, 900},
@@ -121,6 +125,10 @@ func TestParseErrors(t *testing.T) {
 		// An NVLS channel count and chunk out of range.
 		mutate(`"nvls_channels": 16`, `"nvls_channels": -16`),
 		mutate(`"nvls_chunk_bytes": 131072`, `"nvls_chunk_bytes": -1`),
+		// A network kind the model does not know, a negative plugin
+		// latency.
+		mutate(`"tree_max_gbps_per_channel": 41.4`, `"tree_max_gbps_per_channel": 41.4, "kind": "omnipath"`),
+		mutate(`"tree_max_gbps_per_channel": 41.4`, `"tree_max_gbps_per_channel": 41.4, "plugin_latency_us": -75`),
 		// An NCCL release whose tuning constants the model does not hold.
 		mutate(`"name": "h100-sxm",`, `"name": "h100-sxm", "nccl": "2.19",`),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to

@@ -65,8 +65,11 @@ type Result struct {
 	Fits                bool    // PeakGiB <= HBMGiB
 	Groups              int     // groups the grouped replay simulated
 	Commands            int64
-	Wall                time.Duration // how long the prediction took
-	UnknownOps          int64         // calls the hardware model priced by its default
+	// PassSteps counts the layer passes the replay applied as one step
+	// each (internal/sched's pass.go), not command by command.
+	PassSteps  int64
+	Wall       time.Duration // how long the prediction took
+	UnknownOps int64         // calls the hardware model priced by its default
 }
 
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
@@ -97,7 +100,7 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model, progress)
+	res, stats, err := replayJob(ctx, j, model, func(o *replay.Options) { o.Progress = progress })
 	if err != nil {
 		return Result{}, err
 	}
@@ -120,6 +123,7 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 		HBMGiB:     spec.GPU.HBMGB * 1e9 / GiB,
 		Groups:     res.Groups,
 		Commands:   res.Commands,
+		PassSteps:  res.PassSteps,
 	}
 	r.TokensPerS = float64(j.GlobalBatch) * float64(j.Model.Seq) / r.StepTimeS
 	r.TFLOPsPerGPU = r.ModelFLOPs / r.StepTimeS / float64(r.World) / 1e12
@@ -143,17 +147,23 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 
 // replayJob replays j's history as the workload produces it, typed, with
 // no text in between.
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, progress func(records int64)) (*replay.Result, workload.Stats, error) {
+// edit, when set, changes the replay's options (the tests' variants, a
+// progress callback).
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
 		return nil, workload.Stats{}, err
 	}
 	var stats workload.Stats
+	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()}
+	if edit != nil {
+		edit(&opt)
+	}
 	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error {
 		var err error
 		stats, err = workload.EmitStats(j, s)
 		return err
-	}, replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done(), Progress: progress})
+	}, opt)
 	if err == nil && res.Partial {
 		err = ctx.Err()
 	}

@@ -84,7 +84,10 @@ type Result struct {
 	// freed: a training job's model state.
 	PeakDeviceFinalBytes int64
 	LastLine             int64 // the last line replayed
-	Wall                 time.Duration
+	// PassSteps counts the producer's passes applied as one step
+	// (Sim.BeginPass), PassesRecorded those whose effect was recorded.
+	PassSteps, PassesRecorded int64
+	Wall                      time.Duration
 }
 
 // ErrUnknownType is returned in strict mode for a message type the spec

@@ -77,6 +77,10 @@ type Options struct {
 	// EachCommand, when set, is called with every command record before it
 	// is applied (a catalogue of the commands, say).
 	EachCommand func(rec *history.Record)
+	// PerCommand applies every record of a producer's recorded passes
+	// (Sim.BeginPass) one by one, never a pass as one step: slower, with
+	// the same results (the tests compare the two).
+	PerCommand bool
 
 	// The end of a whole replay (File, Reader, Typed, Sim.End):
 
@@ -124,6 +128,7 @@ type Sim struct {
 	err     error // sticky: the first failure
 	began   time.Time
 	tick    time.Time
+	pass    passState // passes applied as steps (pass.go)
 }
 
 // New opens a simulation of the history whose header is h; name labels

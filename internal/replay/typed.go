@@ -38,4 +38,5 @@ func fillResult(eng *sched.Engine, res *Result) {
 	res.Groups = eng.Groups()
 	res.WorkerTasks = eng.WorkerTasks()
 	res.Warnings, res.FirstWarning = eng.Warnings()
+	res.PassSteps, res.PassesRecorded = eng.PassSteps()
 }

@@ -193,6 +193,8 @@ type Engine struct {
 	kindNames [gen.MsgUnknown + 1]gen.NameID // by kind: its interned name + 1 (0: not interned yet)
 	recvName  gen.NameID                     // "RecvTensor" + 1 (0: not interned yet)
 
+	pass passState // recorded passes applied as one step (pass.go)
+
 	warnings  int64
 	firstWarn string
 	reports   []Report
@@ -380,7 +382,9 @@ func (e *Engine) command(line, ts int64, ranks []values.Slice, m *gen.Msg) error
 	}
 	e.line = line
 	e.tsNs = ts
-	if e.cmdID%settleEvery == settleEvery-1 {
+	// Not while a pass is recorded: its memory events are read off the
+	// streams at its end (pass.go).
+	if e.cmdID%settleEvery == settleEvery-1 && e.pass.rec == nil {
 		e.settle()
 	}
 	var err error
@@ -433,6 +437,7 @@ func (e *Engine) Step() Report {
 
 // settle settles every group's final memory events.
 func (e *Engine) settle() {
+	e.pass.settles++
 	for gi := range e.gs {
 		e.settleMemory(e.gs[gi])
 	}
@@ -455,6 +460,12 @@ func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
 		return nil
 	}
 	e.cur = ranks
+	if r := e.pass.rec; r != nil {
+		switch m.Kind {
+		case gen.MsgBorrowCreate, gen.MsgBorrowFirstUse, gen.MsgBorrowLastUse, gen.MsgBorrowDrop:
+			r.loans = true // a pass with a loan is not applied as a step
+		}
+	}
 	if err := gen.Dispatch(e, m); err != nil {
 		return e.wrap(m, err)
 	}

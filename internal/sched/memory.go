@@ -198,6 +198,11 @@ func (e *Engine) freeRow(g *group, row gen.TensorRow) {
 // tensor whose count falls to zero is gone from every worker and joins
 // e.gone.
 func (e *Engine) countRows() {
+	if r := e.pass.rec; r != nil {
+		for _, gi := range e.touched {
+			r.otherGroup = r.otherGroup || gi != r.g
+		}
+	}
 	for _, gi := range e.touched {
 		g := e.gs[gi]
 		for _, idx := range g.born {

@@ -88,6 +88,9 @@ func (e *Engine) addTask(gi groups.GroupID, stream values.Stream, name gen.NameI
 		return -1, fmt.Errorf("%w: task %q (line %d) on stream %q sent at %d ns cannot end: its runtime of %d ns runs past the largest time (%d ns)",
 			ErrOverflow, e.names.Name(name), e.line, e.streamName(g, s), e.tsNs, runtimeNs, int64(math.MaxInt64))
 	}
+	if r := e.pass.rec; r != nil && runtimeNs > r.maxRt {
+		r.maxRt = runtimeNs
+	}
 	off := st.io.Tail()
 	// Inputs first: a CPU tensor of the worker, else a tensor of this stream.
 	for i := range ins {
@@ -451,6 +454,9 @@ func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 	st.io.Pop(n)
 	if end > start {
 		g.evMaxNs = max(g.evMaxNs, end)
+		if r := e.pass.rec; r != nil {
+			r.noteEvent(end)
+		}
 		if e.opt.KeepEvents {
 			st.evStart = append(st.evStart, start)
 			st.evEnd = append(st.evEnd, end)

@@ -328,6 +328,15 @@ func (r *Registry) TensorIdx(id int64) int32 {
 	return -1
 }
 
+// StorageIdxOfID returns the dense index storage id has now, or -1 if no
+// tensor row names it (its index, if it had one, is released).
+func (r *Registry) StorageIdxOfID(id int64) int32 {
+	if i, ok := r.stor.ids.find(id); ok {
+		return i
+	}
+	return -1
+}
+
 // StorageIdxOf returns the storage index of tensor idx (0 <= idx < Len).
 func (r *Registry) StorageIdxOf(idx int32) int32 { return r.storIdx[idx] }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/jsonl"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
 )
 
@@ -59,6 +60,7 @@ type emitter struct {
 	// recd, when set, records the commands written (see template.go).
 	recd   *recording
 	rp     replayer
+	pass   sched.Pass // the pass told to a PassSink
 	mutBuf []values.Tensor
 }
 

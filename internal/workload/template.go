@@ -4,8 +4,20 @@ import (
 	"strconv"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
 )
+
+// PassSink is a Sink that can apply a recorded layer pass as one step (a
+// replay, internal/replay's Sim): BeginPass is told of each replayed pass
+// before its records and returns true if it applied the pass whole (its
+// records are then not written); otherwise the records follow, then
+// EndPass.
+type PassSink interface {
+	Sink
+	BeginPass(p *sched.Pass) bool
+	EndPass()
+}
 
 // A transformer layer's forward (or backward) on one stage writes the same
 // commands every time, but for its tensor ids: the ids it makes are the
@@ -117,6 +129,8 @@ type template struct {
 	outs     []tplTensor // the pass's results (layer output, saved tensors)
 	outsB    []bcode     // the borrows among its results
 	core     bool        // saved.core of a forward
+	id       int32       // names it to a PassSink (1, 2, ...; 0: not kept)
+	maxDts   int64       // the latest ts of its commands minus ts before
 }
 
 // tplKey names a recording: a forward (keep: it keeps what the backward
@@ -138,6 +152,7 @@ const mainRef = -1
 type passCtx struct {
 	slices []values.Slice
 	main   int64
+	stage  int32 // the stage's index, which names its ranks to a PassSink
 }
 
 // recording is a pass being recorded by the emitter.
@@ -447,6 +462,9 @@ func (e *emitter) stopRecording(r *recording, outs []values.Tensor, outsB []int6
 		t.outsB = append(t.outsB, r.borrowOf(b))
 	}
 	t.dts = e.ts - r.ts0
+	for i := range t.recs {
+		t.maxDts = max(t.maxDts, t.recs[i].dts)
+	}
 	for id := r.next0; id < e.next; id++ {
 		if e.isSeen(id) {
 			t.madeSeen = append(t.madeSeen, id-r.next0)
@@ -589,7 +607,22 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	p.start(t, ins, e.next)
 	p.insB, p.baseB = insB, e.borrow
 	ts0 := e.ts
+	// A sink that can apply the pass as one step (a replay) is told where
+	// it begins and ends; a pass with loans is always written.
+	ps, _ := e.w.(PassSink)
+	if len(insB) > 0 || t.madeB > 0 || t.id == 0 {
+		ps = nil
+	}
+	applied := false
+	if ps != nil {
+		lo, _ := ctx.slices[0].Bounds()
+		e.pass = sched.Pass{Key: sched.PassKey{Tpl: t.id, Stage: ctx.stage}, Rank: lo, Ins: ins, Base: e.next, Made: t.made, MaxTs: ts0 + t.maxDts}
+		applied = ps.BeginPass(&e.pass)
+	}
 	for i := range t.recs {
+		if applied {
+			break
+		}
 		tr := &t.recs[i]
 		m := &e.rec.Msg
 		m.Kind, m.TypeName = tr.kind, tr.name
@@ -650,6 +683,9 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 			e.callErr = err
 		}
 	}
+	if ps != nil && !applied {
+		ps.EndPass()
+	}
 	e.ts = ts0 + t.dts
 	e.next += t.made
 	e.borrow += t.madeB
@@ -695,7 +731,7 @@ func (sv *saved) fields() [25]*values.Tensor {
 // match ins and insB is replayed.
 func (g *generator) pass(st *stage, key tplKey, ins []values.Tensor, insB []int64, gen func() ([]values.Tensor, []int64)) (outs []values.Tensor, outsB []int64, t *template) {
 	list := g.tpls[key]
-	ctx := passCtx{slices: st.slices, main: st.main}
+	ctx := passCtx{slices: st.slices, main: st.main, stage: int32(st.idx)}
 	for _, t := range list {
 		if t.matches(&g.e, ins, insB, &g.tplSig) {
 			g.tplOuts, g.tplOutsB = g.e.replay(t, ctx, ins, insB, g.tplOuts, g.tplOutsB)
@@ -724,6 +760,8 @@ func (g *generator) pass(st *stage, key tplKey, ins []values.Tensor, insB []int6
 		g.tpls = make(map[tplKey][]*template)
 	}
 	if !t.never {
+		g.tplN++
+		t.id = int32(g.tplN)
 		g.tpls[key] = append(list, t)
 	}
 	return outs, outsB, t

@@ -106,6 +106,7 @@ type generator struct {
 	tplOutsB    []int64
 	tplSig      []int32
 	tplReplays  int
+	tplN        int // recordings kept
 }
 
 // Write writes job j's training history to out as JSON lines: setup (mesh,

@@ -1,0 +1,16 @@
+package sched
+
+import "reflect"
+
+// CheckPasses makes the engine apply every later run of a recorded pass
+// command by command and compute its effect again; fn is told, for each,
+// whether that effect is the recorded one. CheckPasses(nil) ends it.
+func CheckPasses(fn func(k PassKey, same bool)) {
+	if fn == nil {
+		passCheck = nil
+		return
+	}
+	passCheck = func(k PassKey, recorded, seen *passEffect) {
+		fn(k, seen != nil && reflect.DeepEqual(recorded, seen))
+	}
+}
