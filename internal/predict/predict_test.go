@@ -362,7 +362,7 @@ func TestRunProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := workload.Preset("gpt3-175b")
-	j := workload.Job{Model: m, TP: 8, PP: 8, DP: 1, GlobalBatch: 24, MicroBatch: 1, Schedule: workload.OneFOneB}
+	j := workload.Job{Model: m, TP: 8, PP: 8, DP: 1, GlobalBatch: 192, MicroBatch: 1, Schedule: workload.OneFOneB}
 	var seen []int64
 	r, err := RunProgress(context.Background(), j, spec, func(records int64) { seen = append(seen, records) })
 	if err != nil {
