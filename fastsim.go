@@ -308,6 +308,11 @@ type Transformer struct {
 }
 
 func (t Transformer) job() (workload.Job, error) {
+	// The batches are bounded before the job multiplies them with the
+	// layout: a product past int64 would wrap into a batch that splits.
+	if t.MicroBatch < 1 || t.MicroBatch > synth.MaxBatch || t.GlobalBatch < 1 || t.GlobalBatch > synth.MaxBatch {
+		return workload.Job{}, fmt.Errorf("%w: micro batch %d and global batch %d must be 1..%d sequences", workload.ErrJob, t.MicroBatch, t.GlobalBatch, synth.MaxBatch)
+	}
 	j := workload.Job{Model: t.Model, TP: t.TP, PP: t.PP, DP: t.DP, MicroBatch: t.MicroBatch, GlobalBatch: t.GlobalBatch,
 		SequenceParallel: t.SequenceParallel, Zero: t.Zero, FlashAttention: t.FlashAttention,
 		StageCollectives: t.StageCollectives, Steps: t.Steps, GPUsPerHost: t.GPUsPerHost, CommandNs: t.CommandNs}

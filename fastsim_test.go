@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -149,5 +150,31 @@ func TestErrors(t *testing.T) {
 	}
 	if err := (Train{PP: 3, DP: 1, TP: 1, Layers: 4, Hidden: 8, Seq: 1, Batch: 1, Micro: 1}).Check(); err == nil {
 		t.Error("4 layers over 3 stages accepted")
+	}
+}
+
+// TestTransformerHugeBatch: a micro-batch of 2^62 sequences times 8
+// replicas wraps to 0 in an int64; the job must be refused with an error,
+// not end the caller in a division by zero.
+func TestTransformerHugeBatch(t *testing.T) {
+	m, err := LoadModel("llama3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []Transformer{
+		{Model: m, TP: 1, PP: 1, DP: 8, MicroBatch: 1 << 62, GlobalBatch: 8},
+		{Model: m, TP: 1, PP: 1, DP: 8, MicroBatch: 1, GlobalBatch: 1 << 62},
+		{Model: m, TP: 1, PP: 1, DP: 8, MicroBatch: 0, GlobalBatch: 8},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("micro batch %d, global batch %d: panic %v", tr.MicroBatch, tr.GlobalBatch, r)
+				}
+			}()
+			if err := tr.WriteHistory(io.Discard); err == nil {
+				t.Errorf("micro batch %d, global batch %d accepted", tr.MicroBatch, tr.GlobalBatch)
+			}
+		}()
 	}
 }

@@ -24,7 +24,10 @@ chosen by its name:
   NAME.hist.zst                JSON lines in a zstd frame
   NAME.hist                    plain JSON lines
 
-OUT is written to a temporary file and renamed when complete.
+OUT is written to a temporary file and renamed when complete; it may not
+be IN itself.
+
+Flags:
 `
 
 func convertCmd(args []string, stdout, stderr io.Writer) int {
@@ -41,12 +44,24 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .hist or .hist.zst\n", out)
 		return exitInput
 	}
+	if !checkDests("fastsim convert", stderr, []string{in}, dest{"OUT", out}) {
+		return exitInput
+	}
 	began := time.Now()
-	r, err := history.Open(in)
+	f, err := os.Open(in)
+	if err != nil {
+		return convertErr(stderr, &history.Error{File: in, Err: err})
+	}
+	defer f.Close()
+	cr := &countingReader{r: f}
+	r, err := history.NewReader(cr, in)
 	if err != nil {
 		return convertErr(stderr, err)
 	}
 	defer r.Close()
+	if isTerminal(os.Stderr) && !*quiet {
+		defer convertProgress(stderr, cr, f, began)()
+	}
 	r.KeepExtra = true
 	var records int64
 	err = writeAtomic(out, func(w io.Writer) error {
@@ -102,4 +117,48 @@ func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "decoded %d records in %.3f s (%.0f records/s), no simulation\n", records, wall.Seconds(), rate)
 	return exitOK
+}
+
+// convertProgress redraws a progress line on w about once a second while
+// a conversion reads f through cr: the share of the file read and the time
+// left; stop ends it and clears the line.
+func convertProgress(w io.Writer, cr *countingReader, f *os.File, began time.Time) (stop func()) {
+	size := int64(-1)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		size = st.Size()
+	}
+	return everySecond(w, func() string {
+		read := cr.n.Load()
+		if size <= 0 || read <= 0 {
+			return fmt.Sprintf("fastsim convert: %d bytes read...", read)
+		}
+		read = min(read, size)
+		left := time.Duration(float64(time.Since(began)) * float64(size-read) / float64(read)).Round(time.Second)
+		return fmt.Sprintf("fastsim convert: %.0f%% of the input, about %s left...", 100*float64(read)/float64(size), left)
+	})
+}
+
+// everySecond redraws line() on w once a second until stop, which waits
+// for the last redraw and clears the line.
+func everySecond(w io.Writer, line func() string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Fprint(w, "\r\033[K"+line())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		fmt.Fprint(w, "\r\033[K")
+	}
 }

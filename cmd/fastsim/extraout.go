@@ -25,13 +25,13 @@ type extraOutputs struct {
 
 func (x *extraOutputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end)")
-	fs.Int64Var(&x.memDevice, "memory-device", -1, "the rank whose memory --memory-snapshot writes (default: the device that peaks)")
+	fs.Int64Var(&x.memDevice, "memory-device", -1, "the `RANK` whose memory --memory-snapshot writes (-1: the device that peaks)")
 	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed)")
 }
 
 // dests lists the destinations to check before the replay.
-func (x *extraOutputs) dests() []struct{ flag, path string } {
-	return []struct{ flag, path string }{{"--memory-snapshot", x.memSnapshot}, {"--html", x.html}}
+func (x *extraOutputs) dests() []dest {
+	return []dest{{"--memory-snapshot", x.memSnapshot}, {"--html", x.html}}
 }
 
 // wanted reports whether any of these outputs was asked for.
@@ -48,10 +48,12 @@ func (x *extraOutputs) check() error {
 	return nil
 }
 
-// flagError labels an error with the flag whose output failed.
+// flagError labels an error with the flag whose output failed, or whose
+// value the history showed to be wrong (usage: a rank outside its world).
 type flagError struct {
-	flag string
-	err  error
+	flag  string
+	err   error
+	usage bool
 }
 
 func (e *flagError) Error() string { return e.flag + ": " + e.err.Error() }
@@ -66,7 +68,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 				rank = max(res.Final.PeakDevice, 0)
 			}
 			if rank >= res.Header.WorldSize {
-				return &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", rank, res.Header.WorldSize)}
+				return &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", rank, res.Header.WorldSize), true}
 			}
 			err := writeAtomic(x.memSnapshot, func(w io.Writer) error {
 				st, err := memsnap.Write(w, eng, rank, res.Header.GPUsPerHost)
@@ -76,7 +78,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 				return err
 			})
 			if err != nil {
-				return &flagError{"--memory-snapshot", err}
+				return &flagError{"--memory-snapshot", err, false}
 			}
 		}
 		if x.html != "" {
@@ -88,7 +90,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 				return htmlout.Write(w, htmlout.Input{Title: filepath.Base(x.history), Costs: costs, Res: res, Eng: eng})
 			})
 			if err != nil {
-				return &flagError{"--html", err}
+				return &flagError{"--html", err, false}
 			}
 			fmt.Fprintf(note, "html report          %s\n", x.html)
 		}

@@ -63,8 +63,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return exitInput
 	}
 	switch args[0] {
-	case "synth", "convert", "search", "ops":
-		defer removeTempsOnSignal()()
+	case "synth", "convert", "search", "predict", "ops":
+		cmd := "fastsim " + args[0]
+		if args[0] == "search" && len(args) > 1 && args[1] == "merge" {
+			cmd += " merge"
+		}
+		defer removeTempsOnSignal(cmd, stderr)()
 	}
 	switch args[0] {
 	case "replay":

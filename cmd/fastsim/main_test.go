@@ -70,14 +70,17 @@ func TestBadInputs(t *testing.T) {
 		// a new tensor without its fields.
 		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: its first mention lacks "storage"`},
 		// "type" twice in a message; "alpha" twice inside kwargs.
-		"duplicate-key.hist:3:":                  {want: `key "type" appears twice in one object`},
-		"duplicate-key-in-tree.hist:3:":          {want: `field "kwargs": key "alpha" appears twice in one object`},
-		"empty.hist:":                            {want: "empty"},
-		"nul-byte.hist:3:":                       {want: "NUL"},
-		"invalid-utf8.hist:3:":                   {want: "UTF-8"},
-		"nesting-too-deep.hist:2:":               {want: "nest deeper than"},
-		"truncated-zstd.hist.zst:":               {want: "zstd"},
-		"corrupt-zstd.hist.zst:":                 {want: "zstd"},
+		"duplicate-key.hist:3:":         {want: `key "type" appears twice in one object`},
+		"duplicate-key-in-tree.hist:3:": {want: `field "kwargs": key "alpha" appears twice in one object`},
+		"empty.hist:":                   {want: "empty"},
+		"nul-byte.hist:3:":              {want: "NUL"},
+		"invalid-utf8.hist:3:":          {want: "UTF-8"},
+		"nesting-too-deep.hist:2:":      {want: "nest deeper than"},
+		"truncated-zstd.hist.zst:":      {want: "zstd"},
+		"corrupt-zstd.hist.zst:":        {want: "zstd"},
+		// A gzip stream, which is not one of the forms read, said so
+		// rather than as a NUL byte in line 1.
+		"gzip.hist.gz:1:":                        {want: "the data is gzip-compressed"},
 		"unknown-stream.hist:3:":                 {want: "unknown stream: stream 7", engine: true},
 		"input-not-on-stream.hist:3:":            {want: "input tensor 1 is neither on stream", engine: true},
 		"borrow-first-use-before-create.hist:4:": {want: "unknown borrow 5", engine: true},

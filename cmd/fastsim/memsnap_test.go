@@ -120,7 +120,7 @@ func TestMemorySnapshotFlags(t *testing.T) {
 	}
 	snap := filepath.Join(t.TempDir(), "s.pickle")
 	code, _, stderr := runCLI("replay", "--report-only", "--memory-snapshot", snap, "--memory-device", "16", example)
-	if code != exitError || !strings.Contains(stderr, "--memory-device") || !strings.Contains(stderr, "outside the world") {
+	if code != exitInput || !strings.Contains(stderr, "--memory-device") || !strings.Contains(stderr, "outside the world") {
 		t.Errorf("rank 16 of 16: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(snap); err == nil {
@@ -141,7 +141,7 @@ func TestHTMLFlag(t *testing.T) {
 		t.Errorf("page: %v, %d plots", err, strings.Count(string(data), "<svg"))
 	}
 	code, stdout, stderr = runCLI("replay", "--report-only", "--html", filepath.Join(dir, "no", "r.html"), example)
-	if code != exitError || stdout != "" || !strings.HasPrefix(stderr, "fastsim replay: --html:") {
+	if code != exitInput || stdout != "" || !strings.HasPrefix(stderr, "fastsim replay: --html:") {
 		t.Errorf("unwritable: exit %d, %q, %q", code, stdout, stderr)
 	}
 }

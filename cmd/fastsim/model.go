@@ -12,6 +12,7 @@ import (
 
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/jsonpos"
 	"github.com/fastsim/fastsim/internal/sched"
 )
 
@@ -51,7 +52,7 @@ func (f pricingFlags) build() (m *costs.Model, id string, ctl sched.Controller, 
 		}
 		m, err = costs.Parse(data)
 		if err != nil {
-			return nil, "", 0, fmt.Errorf("--costs: %s: %w", *f.costs, err)
+			return nil, "", 0, fmt.Errorf("--costs: %w", jsonpos.InFile(*f.costs, err))
 		}
 		sum := sha256.Sum256(data)
 		id = "sha256:" + hex.EncodeToString(sum[:])

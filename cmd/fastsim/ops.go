@@ -50,11 +50,8 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim ops: --top %d: want 0 (every kind) or more\n", *top)
 		return exitInput
 	}
-	if *jsonPath != "" {
-		if err := checkDest(*jsonPath); err != nil {
-			fmt.Fprintf(stderr, "fastsim ops: --json: %v\n", err)
-			return exitError
-		}
+	if !checkDests("fastsim ops", stderr, []string{positional[0], *mf.costs, *mf.hardware}, dest{"--json", *jsonPath}) {
+		return exitInput
 	}
 	model, _, _, ctl, err := mf.pricing()
 	if err != nil {
@@ -64,7 +61,11 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	if model == nil {
 		model = sched.DefaultCosts()
 	}
-	cat, err := catalogue(positional[0], model, ctl, *grouped)
+	showProgress := isTerminal(os.Stderr)
+	cat, err := catalogue(positional[0], model, ctl, *grouped, showProgress, stderr)
+	if showProgress {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
 		var he *history.Error
@@ -89,19 +90,14 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // catalogue replays the history at path ("-": standard input), recording
-// each command kind as the replay reaches it.
-func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped bool) (*monarch.Catalogue, error) {
+// each command kind as the replay reaches it; with progress, a progress
+// line is drawn on stderr as replay draws it.
+func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped, progress bool, stderr io.Writer) (*monarch.Catalogue, error) {
 	b := monarch.NewBuilder(model)
 	var rc monarch.RankCounter
 	opt := replay.Options{Model: b.Model(), Grouped: grouped, Controller: ctl,
 		EachCommand: func(rec *history.Record) { b.Record(&rec.Msg, rc.Count(rec.Ranks)) }}
-	var err error
-	if path == "-" {
-		_, err = replay.Reader(os.Stdin, "stdin", opt)
-	} else {
-		_, err = replay.File(path, opt)
-	}
-	if err != nil {
+	if _, err := replayInput(path, opt, progress, stderr); err != nil {
 		return nil, err
 	}
 	return b.Catalogue(), nil

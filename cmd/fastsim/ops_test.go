@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/monarch"
 )
@@ -153,6 +156,43 @@ func TestOpsRejectsAsReplayDoes(t *testing.T) {
 		}
 		if opsErr != replayErr || !strings.Contains(opsErr, "deadlock") {
 			t.Errorf("%s: ops says %q, replay %q", name, opsErr, replayErr)
+		}
+	}
+}
+
+// TestProgressOfSynthOpsAndConvert: synth, ops (which replays the history
+// as replay does) and convert draw a progress line when their standard
+// error is a terminal (util-linux script gives them one) and they run over
+// a second.
+func TestProgressOfSynthOpsAndConvert(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the child a terminal")
+	}
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "long.hist")
+	for _, c := range []struct {
+		args []string
+		line string
+	}{
+		{[]string{"synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "250", hist}, "MB written"},
+		{[]string{"ops", "--top", "1", hist}, "records replayed"},
+		{[]string{"convert", hist, filepath.Join(dir, "long.fhist.zst")}, "fastsim convert: "},
+	} {
+		cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+		cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(c.args, "\x1f"))
+		began := time.Now()
+		out, err := cmd.CombinedOutput()
+		took := time.Since(began)
+		if err != nil {
+			t.Fatalf("%q: %v: %s", c.args, err, out)
+		}
+		drawn := bytes.Contains(out, []byte(c.line))
+		t.Logf("%s: %v, progress drawn %v", c.args[0], took, drawn)
+		if took > 1500*time.Millisecond && !drawn {
+			t.Errorf("%s: no progress in %v: %q", c.args[0], took, out)
 		}
 	}
 }

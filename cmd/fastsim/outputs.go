@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -33,19 +34,73 @@ func startCPUProfile(path string) (stop func() error, err error) {
 type dest struct{ flag, path string }
 
 // checkDests checks, before any work, that each given output path can be
-// written; a failure is reported on stderr for command cmd ("fastsim
-// search") and ok is false.
-func checkDests(cmd string, stderr io.Writer, ds ...dest) (ok bool) {
-	for _, d := range ds {
+// written, that it is none of the files the command reads (inputs: a
+// history replaced by its own trace would be lost) and that no two outputs
+// share a file (the later would replace the earlier). A failure is
+// reported on stderr for command cmd ("fastsim search"), naming the flag,
+// and ok is false: a destination is part of the command line, so the
+// caller exits with exitInput.
+func checkDests(cmd string, stderr io.Writer, inputs []string, ds ...dest) (ok bool) {
+	if err := destsErr(inputs, ds); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return false
+	}
+	return true
+}
+
+// destsErr is checkDests' check; its error starts with the flag.
+func destsErr(inputs []string, ds []dest) error {
+	for i, d := range ds {
 		if d.path == "" {
 			continue
 		}
 		if err := trace.CheckDest(d.path); err != nil {
-			fmt.Fprintf(stderr, "%s: %s: %v\n", cmd, d.flag, err)
-			return false
+			return fmt.Errorf("%s: %w", d.flag, err)
+		}
+		if !replaceable(d.path) {
+			continue
+		}
+		for _, in := range inputs {
+			if in != "" && in != trace.Stdout && existingSameFile(in, d.path) {
+				return fmt.Errorf("%s: %s is an input of this command: writing there would destroy it (pick another path)", d.flag, d.path)
+			}
+		}
+		for _, e := range ds[:i] {
+			if e.path != "" && sameFile(e.path, d.path) {
+				return fmt.Errorf("%s: %s is also the path of %s; give each output its own", d.flag, d.path, e.flag)
+			}
 		}
 	}
-	return true
+	return nil
+}
+
+// replaceable reports whether path is a file an output replaces (a
+// regular file or none yet), not standard output, a device or a pipe,
+// which are written directly and may be shared.
+func replaceable(path string) bool {
+	if path == trace.Stdout {
+		return false
+	}
+	st, err := os.Stat(path)
+	return err != nil || st.Mode().IsRegular()
+}
+
+// existingSameFile reports whether paths a and b name one existing file.
+func existingSameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// sameFile reports whether paths a and b name one file: the same file if
+// both exist, else the same absolute path.
+func sameFile(a, b string) bool {
+	if existingSameFile(a, b) {
+		return true
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
 }
 
 // profileCPU starts a CPU profile to path for command cmd ("fastsim
@@ -141,6 +196,3 @@ func holdsCompleteSummary(path string) bool {
 	}
 	return json.Unmarshal(data, &doc) == nil && doc.ExecTimeS != nil && !doc.Partial
 }
-
-// checkDest checks an output's destination before any work is done.
-func checkDest(path string) error { return trace.CheckDest(path) }

@@ -58,8 +58,8 @@ func TestDestinationsCheckedFirst(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing", "x.json")
 	for _, flagName := range []string{"--trace", "--summary-json", "--cpuprofile", "--memprofile"} {
 		code, stdout, stderr := runCLI("replay", flagName, missing, example)
-		if code != exitError || stdout != "" {
-			t.Errorf("%s: exit %d, stdout %q; want %d and no report", flagName, code, stdout, exitError)
+		if code != exitInput || stdout != "" {
+			t.Errorf("%s: exit %d, stdout %q; want %d and no report", flagName, code, stdout, exitInput)
 		}
 		if !strings.HasPrefix(stderr, "fastsim replay: "+flagName+":") || (flagName != "--trace" && strings.Contains(stderr, "trace:")) {
 			t.Errorf("%s: message %q", flagName, stderr)
@@ -243,7 +243,7 @@ func TestTermRemovesSynthTemps(t *testing.T) {
 	}
 	dir := t.TempDir()
 	dest := filepath.Join(dir, "big.hist")
-	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "100000", dest)
+	cmd := child("synth", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "65536", dest)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,4 +293,194 @@ func TestSecondInterruptRemovesTemps(t *testing.T) {
 		t.Fatalf("exit %v, trace valid %v", err, json.Valid(data))
 	}
 	t.Log("the trace was complete before the second interrupt landed")
+}
+
+// TestOutputOverInputRefused: an output whose path is a file the command
+// reads (the history, a costs file, a model file) is refused before any
+// work, with exit status 2 and one line naming the output's flag, and the
+// input is left as it was; so are two outputs given one path.
+func TestOutputOverInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "h.hist")
+	data, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hist, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	costs := filepath.Join(dir, "costs.json")
+	if err := os.WriteFile(costs, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.json")
+	modelJSON := []byte(`{"layers":2,"hidden":128,"heads":2,"vocab":1024,"seq":64}` + "\n")
+	if err := os.WriteFile(model, modelJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The same file by another spelling of its path.
+	other := filepath.Join(dir, ".", "h.hist")
+	out := filepath.Join(dir, "out.json")
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--trace", []string{"replay", "--trace", hist, hist}},
+		{"--trace", []string{"replay", "--trace", other, hist}},
+		{"--summary-json", []string{"replay", "--report-only", "--summary-json", hist, hist}},
+		{"--html", []string{"replay", "--report-only", "--html", hist, hist}},
+		{"--memory-snapshot", []string{"replay", "--report-only", "--memory-snapshot", hist, hist}},
+		{"--cpuprofile", []string{"replay", "--report-only", "--cpuprofile", hist, hist}},
+		{"--summary-json", []string{"replay", "--report-only", "--costs", costs, "--summary-json", costs, hist}},
+		{"--html", []string{"replay", "--report-only", "--summary-json", out, "--html", out, hist}},
+		{"--json", []string{"ops", "--json", hist, hist}},
+		{"OUT", []string{"convert", hist, other}},
+		{"OUT", []string{"synth", "--model", model, "--pp", "1", "--dp", "1", "--global-batch", "1", model}},
+		{"--json", []string{"predict", "--model", model, "--world", "1", "--global-batch", "1", "--json", model}},
+		{"--csv", []string{"search", "--model", model, "--world", "1", "--global-batch", "1", "--json", out, "--csv", out}},
+		{"--json", []string{"search", "merge", "--json", costs, costs}},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, ": "+c.flag+": ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line naming %s", c.args, code, stdout, stderr, exitInput, c.flag)
+		}
+	}
+	for path, want := range map[string][]byte{hist: data, costs: []byte("{}\n"), model: modelJSON} {
+		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s was changed (%v)", path, err)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was written", out)
+	}
+}
+
+// TestWriterDestinationsCheckedFirst: synth, convert and search merge
+// check their outputs before writing: a missing directory or a directory
+// is refused with exit status 2 and one line naming OUT (or the flag), and
+// nothing is left behind.
+func TestWriterDestinationsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"synth", filepath.Join(dir, "missing", "x.hist")},
+		{"synth", dir},
+		{"convert", example, filepath.Join(dir, "missing", "x.fhist")},
+		{"search", "merge", "--csv", dir, "shard.json"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		what := "OUT"
+		if args[0] == "search" {
+			what = "--csv"
+		}
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, ": "+what+": ") || strings.Contains(stderr, "fastsim-tmp") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the directory: %v", ents)
+	}
+}
+
+// TestBadFlagOneLine: a flag that does not parse is reported in one line
+// naming it, with exit status 2, by every command; --help still prints the
+// usage.
+func TestBadFlagOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"replay", "--jobs", "99999999999999999999", example},
+		{"replay", "--nosuch", example},
+		{"synth", "--world", "x", "out.hist"},
+		{"convert", "--quiet=maybe", example, "out.hist"},
+		{"search", "--world", "1e3"},
+		{"search", "merge", "--top", "x", "a.json"},
+		{"predict", "--tp"},
+		{"ops", "--top", "-", example},
+		{"hardware", "--nosuch"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "(see fastsim ") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line", args, code, stdout, stderr, exitInput)
+		}
+	}
+	if code, _, stderr := runCLI("replay", "--help"); code != exitOK || !strings.Contains(stderr, "Usage: fastsim replay") || !strings.Contains(stderr, "-trace-steps") {
+		t.Errorf("--help: exit %d, %.200q", code, stderr)
+	}
+}
+
+// TestSynthFlagRanges: synth names the one flag that is out of range.
+func TestSynthFlagRanges(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.hist")
+	for flagName, args := range map[string][]string{
+		"--gpus-per-host 0": {"synth", "--gpus-per-host", "0", out},
+		"--world 1":         {"synth", "--random", "1", "--world", "1", out},
+		"--commands -1":     {"synth", "--random", "1", "--commands", "-1", out},
+	} {
+		code, _, stderr := runCLI(args...)
+		if code != exitInput || !strings.HasPrefix(stderr, "fastsim synth: "+flagName+": ") {
+			t.Errorf("%q: exit %d, %q", args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a history was written")
+	}
+}
+
+// TestInterruptPredictRemovesTemps sends SIGINT to a prediction writing a
+// CPU profile: it exits 130 with one line saying why, and neither the
+// profile's temporary file nor the profile is left (predict had no
+// handler: Ctrl-C killed it and left the temporary file).
+func TestInterruptPredictRemovesTemps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.pprof")
+	cmd := child("predict", "--model", "megatron-1t", "--world", "512", "--tp", "8", "--pp", "64", "--global-batch", "512",
+		"--cpuprofile", prof, "--json", filepath.Join(dir, "p.json"))
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".cpu.pprof.fastsim-tmp-*")); len(tmp) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("predict never started its profile")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("%v, want exit %d", err, exitInterrupted)
+	}
+	if errb.String() != "fastsim predict: stopped by SIGINT; the outputs not yet complete were removed\n" {
+		t.Errorf("stderr %q", errb.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("SIGINT left %v", ents)
+	}
+}
+
+// TestDecodeOnlyOutputs: --decode-only writes no report, trace or memory,
+// so an output flag beside it is a contradiction (it was silently not
+// written), and its --cpuprofile is checked like any destination.
+func TestDecodeOnlyOutputs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.json")
+	for _, flagName := range []string{"--trace", "--summary-json", "--html", "--memory-snapshot", "--memprofile"} {
+		code, stdout, stderr := runCLI("replay", "--decode-only", flagName, out, example)
+		if code != exitInput || stdout != "" || !strings.HasPrefix(stderr, "fastsim replay: "+flagName+" and --decode-only contradict") {
+			t.Errorf("%s: exit %d, %q, %q", flagName, code, stdout, stderr)
+		}
+	}
+	code, _, stderr := runCLI("replay", "--decode-only", "--cpuprofile", filepath.Join(filepath.Dir(out), "missing", "cpu.pprof"), example)
+	if code != exitInput || !strings.HasPrefix(stderr, "fastsim replay: --cpuprofile: ") {
+		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s was written", out)
+	}
 }

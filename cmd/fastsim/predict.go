@@ -6,10 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/predict"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/trace"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -92,7 +95,15 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
-	if *world < 1 || *tp < 1 || *pp < 1 || *world%(*tp**pp) != 0 {
+	switch {
+	case !flagSet(fs, "world"):
+		fmt.Fprintln(stderr, "fastsim predict: --world is required (the number of GPUs)")
+		return exitInput
+	case *world < 1 || *world > sched.MaxGroupedWorld:
+		fmt.Fprintf(stderr, "fastsim predict: --world %d: want 1..%d GPUs\n", *world, sched.MaxGroupedWorld)
+		return exitInput
+	// tp and pp at most the world first, so that their product cannot wrap.
+	case *tp < 1 || *tp > *world || *pp < 1 || *pp > *world || *world%(*tp**pp) != 0:
 		fmt.Fprintf(stderr, "fastsim predict: --world (%d) must be a positive multiple of --tp x --pp (%d x %d)\n", *world, *tp, *pp)
 		return exitInput
 	}
@@ -125,8 +136,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			return exitInput
 		}
 	}
-	if !checkDests("fastsim predict", stderr, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
-		return exitError
+	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitInput
 	}
 
 	if *cpuprofile != "" {
@@ -136,7 +147,14 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 	}
-	r, err := predict.Run(context.Background(), j, spec)
+	var progress func(records int64)
+	if isTerminal(os.Stderr) && !*quiet {
+		progress = predictProgress(stderr, time.Now())
+	}
+	r, err := predict.RunProgress(context.Background(), j, spec, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim predict: %v\n", oneLine(err))
 		return exitInput
@@ -175,4 +193,13 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// predictProgress returns the progress callback of a prediction: one
+// status line on w, redrawn, with the records simulated and the time spent
+// (the count of a layout's records is not known before it is written).
+func predictProgress(w io.Writer, began time.Time) func(records int64) {
+	return func(records int64) {
+		fmt.Fprintf(w, "\r\033[Kfastsim predict: %d records simulated in %.0f s...", records, time.Since(began).Seconds())
+	}
 }

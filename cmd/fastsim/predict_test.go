@@ -58,3 +58,23 @@ func TestPredictBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictMeshFlags: --tp 2^32 and --pp 2^32 multiply to 2^64, which
+// wraps to 0 in an int; the world was divided by it. Each bad mesh is one
+// line naming the flag, exit status 2.
+func TestPredictMeshFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--world", "8", "--tp", "4294967296", "--pp", "4294967296"}, "fastsim predict: --world (8) must be a positive multiple of --tp x --pp"},
+		{[]string{"--world", "8", "--tp", "4611686018427387904", "--pp", "4"}, "fastsim predict: --world (8) must be a positive multiple of --tp x --pp"},
+		{[]string{"--world", "1099511627776"}, "fastsim predict: --world 1099511627776: want 1..16777216 GPUs"},
+		{nil, "fastsim predict: --world is required"},
+	} {
+		code, _, stderr := runCLI(append([]string{"predict", "--model", "llama3-8b"}, c.args...)...)
+		if code != exitInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, c.want) {
+			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, exitInput, c.want)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	f.extra.register(fs)
 	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
 	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
-	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time")
+	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time; no output but --cpuprofile is written")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
 	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
@@ -99,6 +99,17 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
 	if f.decodeOnly {
+		// Decoding alone has no report, trace or memory to write: an
+		// output asked for beside it would silently not appear.
+		for _, d := range append([]dest{{"--trace", f.trace}, {"--trace-steps", f.traceSteps}, {"--summary-json", f.summary}, {"--memprofile", f.memprofile}}, f.extra.dests()...) {
+			if d.path != "" {
+				fmt.Fprintf(stderr, "fastsim replay: %s and --decode-only contradict each other (decoding alone writes nothing but --cpuprofile); pick one\n", d.flag)
+				return exitInput
+			}
+		}
+		if !checkDests("fastsim replay", stderr, []string{path}, dest{"--cpuprofile", f.cpuprofile}) {
+			return exitInput
+		}
 		if f.cpuprofile != "" {
 			stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
 			if !ok {
@@ -162,17 +173,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
 		return exitInput
 	}
-	for _, d := range append([]struct{ flag, path string }{
+	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, append([]dest{
 		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
 		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
-	}, f.extra.dests()...) {
-		if d.path == "" {
-			continue
-		}
-		if err := trace.CheckDest(d.path); err != nil {
-			fmt.Fprintf(stderr, "fastsim replay: %s: %v\n", d.flag, err)
-			return exitError
-		}
+	}, f.extra.dests()...)...) {
+		return exitInput
 	}
 	if opt.TracePath == trace.Stdout {
 		stdout = stderr // the trace owns standard output; the report goes to stderr
@@ -211,6 +216,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fe := (*flagError)(nil); errors.As(err, &fe) {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		if fe.usage {
+			return exitInput
+		}
 		return exitError
 	}
 	if err != nil {
@@ -244,6 +252,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if !f.quiet {
 		printUnknownOps(stderr, cm)
 		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
+		// Commands after the last step line are a step of their own.
+		if r := opt.TraceSteps; r != nil && opt.TracePath != "" && r.First > len(res.Steps) {
+			fmt.Fprintf(stderr, "fastsim replay: --trace-steps %s: the history has steps 0 to %d; the trace holds none of its commands\n", f.traceSteps, len(res.Steps))
+		}
 	}
 	if res.Partial {
 		return exitInterrupted

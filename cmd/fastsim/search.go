@@ -100,7 +100,7 @@ func (o *searchOut) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
 	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(a space that searches how layouts train, or prunes, adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
-	fs.BoolVar(&o.quiet, "quiet", false, "print no table")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no table and no progress line")
 }
 
 func searchCmd(args []string, stdout, stderr io.Writer) int {
@@ -178,8 +178,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: --jobs %d: want at least 1\n", *jobs)
 		return exitInput
 	}
-	if *memGB <= 0 || *memGB > 1e9 {
-		fmt.Fprintf(stderr, "fastsim search: --gpu-memory-gb %g: want a positive size\n", *memGB)
+	if !(*memGB > 0 && *memGB <= 1e9) || *memGB*1e9 < 1 { // NaN fails the first test
+		fmt.Fprintf(stderr, "fastsim search: --gpu-memory-gb %g: want a size of at least one byte, at most 1e9 GB\n", *memGB)
 		return exitInput
 	}
 	s.MemoryBytes = int64(*memGB * 1e9)
@@ -267,8 +267,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
 		return exitInput
 	}
-	if !checkDests("fastsim search", stderr, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
-		return exitError
+	if !checkDests("fastsim search", stderr, []string{tf.model, *mf.costs, *mf.hardware}, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
+		return exitInput
 	}
 
 	if *cpuprofile != "" {
@@ -281,7 +281,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var stats search.Stats
 	began := time.Now()
 	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard, Stats: &stats}
-	if isTerminal(os.Stderr) {
+	if isTerminal(os.Stderr) && !out.quiet {
 		opt.Progress = progress(stderr, time.Now())
 	}
 	rs, layouts, err := search.Run(context.Background(), s, opt)
@@ -296,7 +296,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if layouts == 0 {
-		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d (%d heads) and batch %d\n", s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch)
+		heads := fmt.Sprintf(" (%d heads)", s.Model.Heads)
+		if s.Workload == search.WorkloadToy {
+			heads = ""
+		}
+		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d%s and batch %d\n", s.World, s.Layers, s.Hidden, heads, s.Batch)
 		return exitInput
 	}
 	if !out.quiet {
@@ -327,6 +331,9 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "fastsim search merge: want the shards' JSON files (see fastsim search merge --help)")
+		return exitInput
+	}
+	if !checkDests("fastsim search merge", stderr, files, dest{"--json", out.json}, dest{"--csv", out.csv}) {
 		return exitInput
 	}
 	var docs []*search.Doc

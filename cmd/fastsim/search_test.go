@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -87,7 +89,7 @@ func TestSearchToyCLI(t *testing.T) {
 	}
 	mergedEqualsWhole(t, p, base)
 	errb.Reset()
-	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitError || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
+	if code := run(append(base, "--cpuprofile", p("missing/cpu.pprof")), &out, &errb); code != exitInput || !bytes.Contains(errb.Bytes(), []byte("--cpuprofile")) {
 		t.Errorf("unwritable --cpuprofile: exit %d, %q", code, errb.String())
 	}
 }
@@ -115,5 +117,48 @@ func mergedEqualsWhole(t *testing.T, p func(string) string, base []string) {
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s and %s differ", pair[0], pair[1])
 		}
+	}
+}
+
+// TestSearchProgressQuiet runs a search with its standard error on a
+// terminal (util-linux script gives it one): it draws a progress line,
+// and with --quiet it draws none.
+func TestSearchProgressQuiet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the child a terminal")
+	}
+	base := []string{"search", "--workload", "toy", "--world", "4", "--layers", "2", "--batch", "4"}
+	for _, quiet := range []bool{false, true} {
+		args := base
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+		cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(args, "\x1f"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", args, err, out)
+		}
+		if drawn := bytes.Contains(out, []byte("fastsim search: ")); drawn == quiet {
+			t.Errorf("quiet %v: progress drawn %v: %q", quiet, drawn, out)
+		}
+	}
+}
+
+// TestGPUMemoryFlag: a GPU memory that is not a number, under a byte or
+// over 1e9 GB is refused naming --gpu-memory-gb (NaN passed the old test,
+// which only NaN fails both ways, and a space check spoke of the space).
+func TestGPUMemoryFlag(t *testing.T) {
+	for _, v := range []string{"NaN", "1e-12", "0", "-1", "1e30", "+Inf"} {
+		code, _, stderr := runCLI("search", "--world", "4", "--workload", "toy", "--layers", "2", "--batch", "4", "--quiet", "--gpu-memory-gb", v)
+		if code != exitInput || !strings.HasPrefix(stderr, "fastsim search: --gpu-memory-gb ") {
+			t.Errorf("%s: exit %d, %q", v, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI("search", "--world", "4", "--workload", "toy", "--layers", "2", "--batch", "4", "--quiet", "--gpu-memory-gb", "1e-9"); code != exitOK {
+		t.Errorf("one byte: exit %d, %q", code, stderr)
 	}
 }

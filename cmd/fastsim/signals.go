@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,8 +55,9 @@ func handleSignals() (stop <-chan struct{}, release func()) {
 // removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files of
 // the outputs being written before the process exits (130 or 143), for the
 // commands that have nothing to report when interrupted (synth, convert,
-// search, ops). release undoes it.
-func removeTempsOnSignal() (release func()) {
+// search, predict, ops); it says so in one line on stderr, naming command
+// cmd ("fastsim synth"). release undoes it.
+func removeTempsOnSignal(cmd string, stderr io.Writer) (release func()) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -62,6 +65,11 @@ func removeTempsOnSignal() (release func()) {
 		select {
 		case s := <-sig:
 			trace.RemoveTemps()
+			name := "SIGINT"
+			if s == syscall.SIGTERM {
+				name = "SIGTERM"
+			}
+			fmt.Fprintf(stderr, "%s: stopped by %s; the outputs not yet complete were removed\n", cmd, name)
 			if s == syscall.SIGTERM {
 				os.Exit(exitTerminated)
 			}

@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -59,7 +62,7 @@ Flags:
 func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("synth", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job")
+	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job (-1: none)")
 	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
 	commands := fs.Int("commands", 1000, "with --random: about this many commands")
 	mesh := fs.Bool("whole-mesh", false, "with --random: every command addresses the whole world (sends are local copies), as in an SPMD program")
@@ -79,13 +82,21 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var write func(w io.Writer) error
+	if c.GPUsPerHost < 1 {
+		fmt.Fprintf(stderr, "fastsim synth: --gpus-per-host %d: want at least 1\n", c.GPUsPerHost)
+		return exitInput
+	}
 	if flagSet(fs, "random") && *seed < 0 {
 		fmt.Fprintf(stderr, "fastsim synth: --random %d: want a seed of 0 or more\n", *seed)
 		return exitInput
 	}
 	if *seed >= 0 {
-		if *world < 2 || *world > synth.MaxRandomWorld || *commands < 0 {
-			fmt.Fprintf(stderr, "fastsim synth: --world must be 2..%d and --commands >= 0\n", synth.MaxRandomWorld)
+		if *world < 2 || *world > synth.MaxRandomWorld {
+			fmt.Fprintf(stderr, "fastsim synth: --world %d: want 2..%d ranks\n", *world, synth.MaxRandomWorld)
+			return exitInput
+		}
+		if *commands < 0 {
+			fmt.Fprintf(stderr, "fastsim synth: --commands %d: want 0 or more\n", *commands)
 			return exitInput
 		}
 		write = func(w io.Writer) error { return synth.Random(w, uint64(*seed), *world, *commands) }
@@ -113,6 +124,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		write = func(w io.Writer) error { return synth.WriteTrain(w, c) }
 	}
+	if !checkDests("fastsim synth", stderr, []string{tf.model}, dest{"OUT", positional[0]}) {
+		return exitInput
+	}
 	if positional[0] == "-" {
 		bw := bufio.NewWriter(stdout)
 		if err := write(bw); err != nil {
@@ -127,6 +141,17 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if form, ok := history.FormOf(positional[0]); ok {
 		write = inForm(form, write)
+	}
+	if isTerminal(os.Stderr) {
+		// The records to come are not counted in advance: the bytes
+		// written so far show that it moves.
+		var cw countingWriter
+		inner := write
+		write = func(w io.Writer) error { cw.w = w; return inner(&cw) }
+		began := time.Now()
+		defer everySecond(stderr, func() string {
+			return fmt.Sprintf("fastsim synth: %.1f MB written in %.0f s...", float64(cw.n.Load())/1e6, time.Since(began).Seconds())
+		})()
 	}
 	if err := writeAtomic(positional[0], write); err != nil {
 		fmt.Fprintf(stderr, "fastsim synth: %v\n", err)
@@ -185,14 +210,21 @@ func parseArgs(fs *flag.FlagSet, usage string, args []string, want int, what str
 
 // parseInterleaved parses flags that may come before or after positional
 // arguments. It returns the positional arguments, and an exit code >= 0 when
-// the command should stop (help or a bad flag).
+// the command should stop (help or a bad flag). A bad flag is reported in
+// one line naming the flag; the usage is printed only when asked for.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // flag would print the whole usage after its error
+	defer fs.SetOutput(out)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, exitOK
 			}
+			fmt.Fprintf(out, "fastsim %s: %v (see fastsim %s --help)\n", fs.Name(), err, fs.Name())
 			return nil, exitInput
 		}
 		if fs.NArg() == 0 {
@@ -251,4 +283,17 @@ func inForm(form history.Form, write func(io.Writer) error) func(io.Writer) erro
 		}
 		return hw.Close()
 	}
+}
+
+// countingWriter counts the bytes written through it, for a progress line
+// read on another goroutine.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

@@ -78,3 +78,18 @@ func TestDefaultTracePath(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceStepsPastTheEnd: --trace-steps beyond the history's steps (the
+// example has 2 step lines and commands after the last: steps 0 to 2)
+// still replays, and says that the trace holds no command.
+func TestTraceStepsPastTheEnd(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "t.json")
+	code, _, stderr := runCLI("replay", "--trace-steps", "5:9", "--trace", out, example)
+	if code != exitOK || !strings.Contains(stderr, "--trace-steps 5:9: the history has steps 0 to 2; the trace holds none of its commands") {
+		t.Errorf("exit %d, %q", code, stderr)
+	}
+	code, _, stderr = runCLI("replay", "--trace-steps", "2", "--trace", out, example)
+	if code != exitOK || strings.Contains(stderr, "--trace-steps") {
+		t.Errorf("step 2: exit %d, %q", code, stderr)
+	}
+}

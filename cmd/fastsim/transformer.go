@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -29,7 +30,11 @@ var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "s
 var toyOnly = []string{"layers", "hidden", "seq", "batch", "micro"}
 
 func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
-	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);\n'toy' is the one-weight-per-layer micro-benchmark. Presets: "+joinNames())
+	toy := "" // only synth writes the toy micro-benchmark for --model toy
+	if fs.Name() == "synth" {
+		toy = "\n'toy' is the one-weight-per-layer micro-benchmark."
+	}
+	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);"+toy+"\nPresets: "+joinNames())
 	if batch {
 		fs.IntVar(&f.microBatch, "micro-batch", 1, "transformer: sequences per microbatch (b)")
 		fs.IntVar(&f.globalBatch, "global-batch", 8, "transformer: sequences per step over all replicas (B); microbatches per replica = B/(b*dp)")
@@ -85,6 +90,17 @@ func (f *tfFlags) job(stderr io.Writer, cmd string, tp, pp, dp, steps, gpusPerHo
 
 // jobOf is job for a model given as a value.
 func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, dp, steps, gpusPerHost int, commandNs int64) (workload.Job, bool) {
+	// The batches are bounded before the job multiplies them with the
+	// layout: a product past int64 would wrap into a batch that splits.
+	for _, b := range []struct {
+		flag string
+		v    int
+	}{{"--micro-batch", f.microBatch}, {"--global-batch", f.globalBatch}} {
+		if b.v < 1 || b.v > search.MaxBatch {
+			fmt.Fprintf(stderr, "fastsim %s: %s %d: want 1..%d sequences\n", cmd, b.flag, b.v, search.MaxBatch)
+			return workload.Job{}, false
+		}
+	}
 	var err error
 	j := workload.Job{Model: m, TP: tp, PP: pp, DP: dp, MicroBatch: f.microBatch, GlobalBatch: f.globalBatch,
 		Steps: steps, GPUsPerHost: gpusPerHost, CommandNs: commandNs, SequenceParallel: f.sp, Zero: f.zero, FlashAttention: f.flash, StageCollectives: f.stageColl}

@@ -57,3 +57,47 @@ func TestSynthModelCLI(t *testing.T) {
 		t.Fatalf("--help: exit %d", code)
 	}
 }
+
+// TestBatchFlagsBounded: a micro-batch whose product with the replicas
+// wraps an int64 (2^62 x 8 = 2^65 wraps to 0) made predict divide by zero;
+// the batch flags are now bounded and name themselves.
+func TestBatchFlagsBounded(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--micro-batch", []string{"predict", "--model", "llama3-8b", "--world", "8", "--micro-batch", "4611686018427387904", "--global-batch", "8"}},
+		{"--global-batch", []string{"predict", "--model", "llama3-8b", "--world", "8", "--global-batch", "9223372036854775807"}},
+		{"--micro-batch", []string{"synth", "--model", "llama3-8b", "--micro-batch", "0", "x.hist"}},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitInput || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, ": "+c.flag+" ") {
+			t.Errorf("%q: exit %d, %q; want %d naming %s", c.args, code, stderr, exitInput, c.flag)
+		}
+	}
+}
+
+// TestModelHelpMatchesCommand: the --model help offers 'toy' only where
+// --model toy is accepted (synth); predict and search refuse it, so their
+// help must not offer it.
+func TestModelHelpMatchesCommand(t *testing.T) {
+	for _, c := range []struct {
+		cmd    string
+		accept bool
+		args   []string
+	}{
+		{"synth", true, []string{"synth", "--model", "toy", filepath.Join(t.TempDir(), "toy.hist")}},
+		{"predict", false, []string{"predict", "--model", "toy", "--world", "4"}},
+		{"search", false, []string{"search", "--model", "toy", "--world", "4", "--batch", "4", "--quiet"}},
+	} {
+		_, _, help := runCLI(c.cmd, "--help")
+		_, modelHelp, _ := strings.Cut(help, "  -model NAME\n")
+		modelHelp, _, _ = strings.Cut(modelHelp, "\n  -")
+		if offered := strings.Contains(modelHelp, "'toy'"); offered != c.accept {
+			t.Errorf("%s --help offers toy: %v, want %v: %q", c.cmd, offered, c.accept, modelHelp)
+		}
+		if code, _, stderr := runCLI(c.args...); (code == exitOK) != c.accept {
+			t.Errorf("%q: exit %d, %q", c.args, code, stderr)
+		}
+	}
+}

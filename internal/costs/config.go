@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // Config is the JSON document of a --costs file. Every field is optional;
@@ -108,7 +110,8 @@ const (
 	MaxRuntimeNs = int64(1) << 60
 )
 
-// Parse reads a Config from JSON and builds its Model.
+// Parse reads a Config from JSON and builds its Model. An error in the
+// JSON text is a *jsonpos.Error naming its line.
 func Parse(data []byte) (*Model, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrConfig, len(data), MaxConfigBytes)
@@ -117,10 +120,11 @@ func Parse(data []byte) (*Model, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrConfig, err)}
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrConfig)
+		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrConfig)}
 	}
 	return New(c)
 }
@@ -138,7 +142,7 @@ func Load(path string) (*Model, error) {
 	}
 	m, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, jsonpos.InFile(path, err)
 	}
 	return m, nil
 }

@@ -2,6 +2,10 @@ package costs
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
@@ -263,6 +267,29 @@ func TestParseErrors(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(s)); !errors.Is(err, ErrConfig) {
 			t.Errorf("Parse(%s) = %v, want ErrConfig", s, err)
+		}
+	}
+}
+
+// TestLoadErrorLines: an error in a costs file's JSON names the file and
+// the line it is on.
+func TestLoadErrorLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "costs.json")
+	for _, c := range []struct {
+		text string
+		line int
+	}{
+		{"{\n  \"fixed\": {\n    \"reduce_ns\": \"x\"\n  }\n}\n", 3}, // a string for a number
+		{"{\n  \"fixed\": {},\n  \"fixd\": {}\n}\n", 3},              // an unknown key
+		{"{\n  \"fixed\": {}\n}\n{}\n", 4},                           // a second object
+		{"{\n  \"fixed\": {}\n  \"comm\": {}\n}\n", 3},               // a missing comma
+	} {
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if want := fmt.Sprintf("%s:%d: bad costs file: ", path, c.line); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: got %v, want it to start with %q", c.text, err, want)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // ErrSpec reports a hardware spec that cannot be used.
@@ -205,9 +207,12 @@ var Dtypes = []string{"bf16", "fp16", "tf32", "fp32", "fp8"}
 
 // Check validates s.
 func (s *Spec) Check() error {
+	// Rates and sizes are bounded far beyond any hardware on both sides:
+	// a bandwidth of 1e-300 TB/s prices every op past the largest time,
+	// and the replay then blamed a line of the history.
 	pos := func(name string, v float64) error {
-		if !(v > 0) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: %s is %g, want > 0", ErrSpec, name, v)
+		if !(v >= 1e-6 && v <= 1e9) {
+			return fmt.Errorf("%w: %s is %g, want 1e-06 to 1e+09", ErrSpec, name, v)
 		}
 		return nil
 	}
@@ -306,7 +311,8 @@ func (s *Spec) Check() error {
 // MaxSpecBytes is the largest spec file read.
 const MaxSpecBytes = 1 << 20
 
-// Parse reads a Spec from JSON; unknown fields are errors.
+// Parse reads a Spec from JSON; unknown fields are errors. An error in the
+// JSON text is a *jsonpos.Error naming its line.
 func Parse(data []byte) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSpec, len(data), MaxSpecBytes)
@@ -315,10 +321,11 @@ func Parse(data []byte) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSpec, err)
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrSpec, err)}
 	}
+	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)
+		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)}
 	}
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -379,7 +386,7 @@ func Load(nameOrPath string) (*Spec, error) {
 	}
 	s, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
+		return nil, jsonpos.InFile(nameOrPath, err)
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package hardware
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -162,6 +163,32 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// TestLoadErrorLines: an error in a spec file's JSON names the file and
+// the line it is on: a value of the wrong type (the preset's line 2 holds
+// "name"), an unknown key (on the line after the preset's first), text
+// after the object (on the preset's last line plus one).
+func TestLoadErrorLines(t *testing.T) {
+	data, _ := PresetJSON("h100-sxm")
+	lines := strings.Count(strings.TrimRight(string(data), "\n"), "\n") + 1
+	path := filepath.Join(t.TempDir(), "spec.json")
+	for _, c := range []struct {
+		text string
+		line int
+	}{
+		{strings.Replace(string(data), `"name": "h100-sxm"`, `"name": 100`, 1), 2},
+		{strings.Replace(string(data), "{\n", "{\n  \"gpuz\": 1,\n", 1), 2},
+		{strings.TrimRight(string(data), "\n") + "\n[]\n", lines + 1},
+	} {
+		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if want := fmt.Sprintf("%s:%d: bad hardware spec: ", path, c.line); !errors.Is(err, ErrSpec) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("got %v, want it to start with %q", err, want)
+		}
+	}
+}
+
 func TestLoad(t *testing.T) {
 	if s, err := Load("a100-80gb"); err != nil || s.GPU.HBMGB != 80 {
 		t.Fatalf("Load(preset) = %v, %v", s, err)
@@ -190,6 +217,28 @@ func TestDtypeKey(t *testing.T) {
 		"float8_e5m2": "fp8", "int64": ""} {
 		if got := DtypeKey(in); got != want {
 			t.Errorf("DtypeKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestCheckBoundsRates: a rate or size far outside any hardware (1e-300
+// TB/s of HBM, 1e300 TFLOP/s) is refused by name; a bandwidth of 1e-300
+// priced ops past the largest time, and the replay blamed the history.
+func TestCheckBoundsRates(t *testing.T) {
+	data, _ := PresetJSON("h100-sxm")
+	for _, m := range [][2]string{
+		{`"hbm_tbps": 3.35`, `"hbm_tbps": 1e-300`},
+		{`"bf16": 989.4`, `"bf16": 1e300`},
+		{`"nic_gbps_per_gpu": 50`, `"nic_gbps_per_gpu": 1e-300`},
+	} {
+		bad := strings.Replace(string(data), m[0], m[1], 1)
+		if bad == string(data) {
+			t.Fatalf("%q not in the h100-sxm preset", m[0])
+		}
+		_, err := Parse([]byte(bad))
+		name := strings.Trim(strings.Split(m[0], ":")[0], `"`)
+		if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", m[1], err)
 		}
 	}
 }

@@ -93,6 +93,9 @@ func (g *bombGuard) Read(p []byte) (int, error) {
 
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
+// gzipMagic starts a gzip stream (RFC 1952, 2.3.1: ID1 31, ID2 139).
+var gzipMagic = []byte{0x1f, 0x8b}
+
 // Reader reads the records of a history.
 type Reader struct {
 	in        counter   // the file's bytes read so far
@@ -228,6 +231,10 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	r.bin.on = false
 	if magic, _ := r.lines.Peek(len(binform.Magic)); bytes.Equal(magic, binform.Magic) {
 		return r.binHeader()
+	}
+	if magic, _ := r.lines.Peek(len(gzipMagic)); bytes.Equal(magic, gzipMagic) {
+		// Otherwise reported as a NUL byte somewhere in line 1.
+		return r.fail(1, wrap(ErrHeader, "no header: the data is gzip-compressed; a history is read plain, zstd-compressed or in the binary form (gunzip it, or recompress it with zstd)"))
 	}
 	return r.readHeader()
 }

@@ -75,6 +75,12 @@ type Result struct {
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
 // is the last step's, after the first has allocated what the job keeps).
 func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, error) {
+	return RunProgress(ctx, j, spec, nil)
+}
+
+// RunProgress is Run calling progress, when not nil, about once a second
+// with the records replayed so far (a large layout takes minutes).
+func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progress func(records int64)) (Result, error) {
 	began := time.Now()
 	if j.Steps < 1 {
 		j.Steps = 2
@@ -94,7 +100,7 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model, nil)
+	res, stats, err := replayJob(ctx, j, model, func(o *replay.Options) { o.Progress = progress })
 	if err != nil {
 		return Result{}, err
 	}
@@ -141,7 +147,8 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 
 // replayJob replays j's history as the workload produces it, typed, with
 // no text in between.
-// edit, when set, changes the replay's options (the tests' variants).
+// edit, when set, changes the replay's options (the tests' variants, a
+// progress callback).
 func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/validation"
@@ -346,5 +347,38 @@ func TestBlockingP2PTiming(t *testing.T) {
 		if free, blocked := step(false), step(true); !(blocked >= free) {
 			t.Errorf("schedule %d: step %.6f s with blocking sends, %.6f s without", sched, blocked, free)
 		}
+	}
+}
+
+// TestRunProgress: a prediction that runs for seconds reports its progress
+// about once a second, with the records replayed so far, in order, never
+// more than the replay's records; and the result is Run's.
+func TestRunProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a prediction of seconds")
+	}
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := workload.Preset("gpt3-175b")
+	j := workload.Job{Model: m, TP: 8, PP: 8, DP: 1, GlobalBatch: 192, MicroBatch: 1, Schedule: workload.OneFOneB}
+	var seen []int64
+	r, err := RunProgress(context.Background(), j, spec, func(records int64) { seen = append(seen, records) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range seen {
+		if n <= 0 || i > 0 && n <= seen[i-1] || n > r.Commands+int64(j.Steps)+2 {
+			t.Fatalf("progress %v (the replay had %d commands)", seen, r.Commands)
+		}
+	}
+	t.Logf("%d progress calls in %v", len(seen), r.Wall)
+	if r.Wall > 1500*time.Millisecond && len(seen) == 0 {
+		t.Errorf("no progress in %v", r.Wall)
+	}
+	plain, err := Run(context.Background(), j, spec)
+	if err != nil || plain.StepTimeS != r.StepTimeS || plain.PeakGiB != r.PeakGiB {
+		t.Errorf("Run: %v, step %g s and peak %g GiB, with progress %g s and %g GiB", err, plain.StepTimeS, plain.PeakGiB, r.StepTimeS, r.PeakGiB)
 	}
 }

@@ -159,9 +159,22 @@ func TestPrunedFindsTheBest(t *testing.T) {
 	s.Prune = true
 	var st Stats
 	opt.Stats = &st
+	// Progress counts up to the layouts a pruned search simulates, not
+	// to every layout that fits: the last call has done equal to total.
+	var calls [][2]int
+	opt.Progress = func(done, total int) { calls = append(calls, [2]int{done, total}) }
 	pruned, n2, err := Run(ctx, s, opt)
 	if err != nil {
 		t.Fatal(err)
+	}
+	opt.Progress = nil
+	if len(calls) != st.Simulated || calls[len(calls)-1] != [2]int{st.Simulated, st.Simulated} {
+		t.Errorf("progress %v for %d simulated", calls, st.Simulated)
+	}
+	for i, c := range calls {
+		if c[0] != i+1 || c[1] < c[0] {
+			t.Errorf("progress call %d: %v", i, c)
+		}
 	}
 	if n != n2 || st.Enumerated != n || st.PrunedMemory+st.PrunedBound+st.Simulated != n {
 		t.Fatalf("counts: %d and %d layouts, stats %+v", n, n2, st)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -180,7 +182,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 	for _, d := range docs {
 		switch {
 		case d.Space != first.Space:
-			return nil, fmt.Errorf("%w: shard %d/%d searched another space (%+v, not %+v)", ErrMerge, d.Shard.K, d.Shard.N, d.Space, first.Space)
+			return nil, fmt.Errorf("%w: shard %d/%d searched another space (%s)", ErrMerge, d.Shard.K, d.Shard.N, fieldDiff("", reflect.ValueOf(d.Space), reflect.ValueOf(first.Space)))
 		case d.Costs != first.Costs:
 			return nil, fmt.Errorf("%w: shard %d/%d used another cost model (%s, not %s)", ErrMerge, d.Shard.K, d.Shard.N, d.Costs, first.Costs)
 		case d.Shard.N != n:
@@ -223,4 +225,26 @@ func Merge(docs []*Doc) (*Doc, error) {
 	out := NewDoc(first.Space, first.Costs, Shard{K: 0, N: 1}, first.Layouts, all)
 	out.PrunedMemory = pruned
 	return out, nil
+}
+
+// fieldDiff names the first field, by its JSON name, in which the structs
+// a and b differ, with both values: "space.peak_tflops 0, not 989.4". A
+// whole space printed twice hides the one value that differs.
+func fieldDiff(prefix string, a, b reflect.Value) string {
+	t := a.Type()
+	for i := range t.NumField() {
+		fa, fb := a.Field(i), b.Field(i)
+		if reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+			continue
+		}
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		if fa.Kind() == reflect.Struct {
+			return fieldDiff(prefix+name+".", fa, fb)
+		}
+		return fmt.Sprintf("%s%s %v, not %v", prefix, name, fa.Interface(), fb.Interface())
+	}
+	return "the same fields"
 }

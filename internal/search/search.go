@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,10 @@ type Space struct {
 // MaxLayouts bounds an enumeration.
 const MaxLayouts = 1 << 20
 
+// MaxBatch bounds a global batch, in sequences (synth.MaxBatch): its
+// divisors are enumerated in a moment.
+const MaxBatch = synth.MaxBatch
+
 // The commands a search may replay, checked before it starts, from
 // synth.Train.Commands. Grouped replay runs at about 0.7 to 1.5 million
 // commands a second on the 2-core machine of bench/RESULTS.md (rows
@@ -124,6 +129,11 @@ func (s *Space) Check() error {
 	if s.toy() {
 		if s.Layers < 1 || s.Hidden < 1 || s.Seq < 1 {
 			return fmt.Errorf("%w: layers, hidden and seq must be at least 1", ErrSpace)
+		}
+		// The shape's own limits, on the one layout every space has.
+		t := s.Train(Layout{PP: 1, DP: 1, TP: 1, Micro: 1})
+		if err := t.Check(); err != nil {
+			return fmt.Errorf("%w: %v", ErrSpace, err)
 		}
 	} else {
 		if s.Workload != "" && s.Workload != WorkloadTransformer {
@@ -146,8 +156,8 @@ func (s *Space) Check() error {
 		}
 	}
 	switch {
-	case s.Batch < 1:
-		return fmt.Errorf("%w: batch must be at least 1", ErrSpace)
+	case s.Batch < 1 || s.Batch > MaxBatch:
+		return fmt.Errorf("%w: batch %d (want 1..%d sequences)", ErrSpace, s.Batch, MaxBatch)
 	case s.World < 1 || s.World > sched.MaxGroupedWorld:
 		return fmt.Errorf("%w: world %d (want 1..%d)", ErrSpace, s.World, sched.MaxGroupedWorld)
 	case s.GPUsPerHost < 1:
@@ -410,7 +420,9 @@ type Options struct {
 	Jobs       int   // layouts evaluated at once (< 1: 1)
 	Shard      Shard // zero: every layout
 	// Progress, when set, is called after each layout with the layouts
-	// done and the shard's total; calls are serialized.
+	// done and the shard's total (pruning: the layouts done or with a
+	// step-time bound at most the best step so far, which shrinks as the
+	// best improves); calls are serialized, done counting up.
 	Progress func(done, total int)
 	// Stats, when set, receives what the run did.
 	Stats *Stats
@@ -548,9 +560,16 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			out[j] = r
 			evaluated[j] = true
 			if opt.Progress != nil {
-				n := done.Add(1)
 				mu.Lock()
-				opt.Progress(int(n), len(idx))
+				n := int(done.Add(1))
+				total := len(idx)
+				if s.Prune {
+					// Only the layouts whose bound may still beat the
+					// best so far (bounds ascend) remain, not all.
+					b := best.Load()
+					total = max(n, sort.Search(len(bounds), func(k int) bool { return bounds[k].TimeNs > b }))
+				}
+				opt.Progress(n, total)
 				mu.Unlock()
 			}
 			return nil

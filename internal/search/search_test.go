@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -202,6 +203,26 @@ func TestMergeErrors(t *testing.T) {
 	}
 }
 
+// TestMergeNamesTheField: shards of spaces that differ in one value are
+// refused with that value named, not with both spaces printed whole.
+func TestMergeNamesTheField(t *testing.T) {
+	s := small()
+	a := NewDoc(s, "x", Shard{K: 0, N: 2}, 2, []Result{{Index: 0}})
+	for want, change := range map[string]func(*Space){
+		"(batch 8, not 4)":           func(o *Space) { o.Batch = 8 },
+		"(peak_tflops 989.4, not 0)": func(o *Space) { o.PeakTFLOPS = 989.4 },
+		"(model.hidden 128, not 0)":  func(o *Space) { o.Model.Hidden = 128 },
+		"(zeros 0,1, not )":          func(o *Space) { o.Zeros = "0,1" },
+	} {
+		other := s
+		change(&other)
+		_, err := Merge([]*Doc{a, NewDoc(other, "x", Shard{K: 1, N: 2}, 2, []Result{{Index: 1}})})
+		if !errors.Is(err, ErrMerge) || !strings.HasSuffix(err.Error(), "searched another space "+want) {
+			t.Errorf("got %v, want it to end with %q", err, want)
+		}
+	}
+}
+
 func TestCSV(t *testing.T) {
 	d := NewDoc(small(), "x", Shard{}, 1, []Result{{Layout: lay(2, 1, 2, 4), StepTimeS: 0.5, PeakMemoryMB: 3, Fits: true, TokensPerS: 32}})
 	var b bytes.Buffer
@@ -236,16 +257,45 @@ func BenchmarkSearchWorld1024(b *testing.B) {
 }
 
 // A search whose histories would be too long to replay is refused before
-// any is synthesized: 1,000,000 layers give a layout with 4 microbatches
-// 5 + 2 x 4 x (1,000,000 x 38 + 8) = 304,000,069 commands, over 2^28.
+// any is synthesized: 65,536 layers (the most a shape may have) give the
+// layout pp 1, dp 128, tp 8 with 64 microbatches
+// 5 + 2 x 64 x (65,536 x 38 + 1 x 8) = 318,768,133 commands, over 2^28.
 func TestRunRefusesHugeSpace(t *testing.T) {
 	s := small()
-	s.World, s.Layers, s.Batch, s.Steps = 1024, 1000000, 1048576, 2
+	s.World, s.Layers, s.Batch, s.Steps = 1024, 65536, 1048576, 2
 	_, _, err := Run(context.Background(), s, Options{Jobs: 1})
-	if !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "304000069 commands") {
-		t.Fatalf("got %v, want a refusal naming 304000069 commands", err)
+	if !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "318768133 commands") {
+		t.Fatalf("got %v, want a refusal naming 318768133 commands", err)
 	}
 }
 
 // lay is the layout of the mesh and microbatches, trained as the space says.
 func lay(pp, dp, tp, micro int) Layout { return Layout{PP: pp, DP: dp, TP: tp, Micro: micro} }
+
+// A batch past MaxBatch is refused by Check: 2^63-1 sequences would have
+// the enumeration count the divisors of a number near 2^63, and a batch
+// times a layout's ranks would wrap an int64.
+func TestCheckRefusesHugeBatch(t *testing.T) {
+	for _, batch := range []int{0, MaxBatch + 1, math.MaxInt64} {
+		s := small()
+		s.Batch = batch
+		if err := s.Check(); !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "batch") {
+			t.Errorf("batch %d: got %v, want a bad space naming the batch", batch, err)
+		}
+	}
+	s := small()
+	s.Batch = MaxBatch
+	if err := s.Check(); err != nil {
+		t.Errorf("batch %d: %v", MaxBatch, err)
+	}
+}
+
+// TestCheckToyShape: a toy space whose shape wraps an int64 (a 2^62-wide
+// layer) is a bad space, not a search whose peaks wrapped to 0 MB.
+func TestCheckToyShape(t *testing.T) {
+	s := small()
+	s.Hidden = 1 << 62
+	if err := s.Check(); !errors.Is(err, ErrSpace) {
+		t.Errorf("hidden 2^62: %v, want ErrSpace", err)
+	}
+}

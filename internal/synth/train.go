@@ -49,11 +49,36 @@ func (c *Train) Check() error {
 		return fmt.Errorf("%w: hidden size %d does not split into %d tensor-parallel shards", ErrTrain, c.Hidden, c.TP)
 	case c.Seq < 1 || c.Micro < 1 || c.Steps < 0:
 		return fmt.Errorf("%w: seq and micro must be at least 1, steps at least 0", ErrTrain)
+	case c.Layers > maxLayers || c.Hidden > maxHidden || c.Seq > maxSeq || c.Batch > MaxBatch || c.Micro > maxMicro || c.Steps > maxSteps:
+		return fmt.Errorf("%w: a dimension is over its limit (layers 65536, hidden 2^20, seq 2^24, batch 2^24, micro 2^20, steps 65536)", ErrTrain)
 	case c.Batch < 1 || c.Batch%(c.DP*c.Micro) != 0:
 		return fmt.Errorf("%w: batch %d does not split into %d replicas x %d microbatches", ErrTrain, c.Batch, c.DP, c.Micro)
+	case float64(c.Batch/(c.DP*c.Micro))*float64(c.Seq)*float64(4*c.Hidden)*bf16 > maxTensorBytes:
+		return fmt.Errorf("%w: a microbatch of %d sequences of %d tokens has activations of over 2^50 bytes", ErrTrain, c.Batch/(c.DP*c.Micro), c.Seq)
+	case float64(c.Commands())*float64(max(c.CommandNs, 0)) > math.MaxInt64/2:
+		return fmt.Errorf("%w: %d commands %d ns apart end past the largest time (2^63 ns)", ErrTrain, c.Commands(), c.CommandNs)
 	}
 	return nil
 }
+
+// The limits on a shape keep every size made from it an exact int64: a
+// history is never written with a tensor size or a time that wrapped. The
+// dimensions are a transformer's limits (workload.Model.Check); a tensor
+// of 2^50 bytes (1 PiB) is far past any GPU's memory.
+const (
+	maxLayers      = 1 << 16
+	maxHidden      = 1 << 20
+	maxSeq         = 1 << 24
+	maxMicro       = 1 << 20
+	maxSteps       = 1 << 16
+	maxTensorBytes = 1 << 50
+)
+
+// MaxBatch bounds a global batch, in sequences, for every workload: far
+// past any published run (GPT-3 175B's 3.2M tokens were 1,536 sequences
+// of 2,048; Brown et al. 2020, Table 2.1), and small enough that a batch
+// times a world (2^24 ranks) stays an exact int64.
+const MaxBatch = 1 << 24
 
 // Commands estimates how many command records WriteTrain writes, or
 // math.MaxInt64 when the count does not fit in an int64.

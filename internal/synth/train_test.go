@@ -3,6 +3,8 @@ package synth
 import (
 	"bytes"
 	"errors"
+	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -85,5 +87,38 @@ func TestEmitTrainStops(t *testing.T) {
 	perMicro := all.got / (c.Steps * c.Micro)
 	if f.got > f.n+perMicro+1 || all.got < 10*f.got {
 		t.Errorf("a sink failing after %d records was sent %d (the whole history is %d, a microbatch about %d)", f.n, f.got, all.got, perMicro)
+	}
+}
+
+// TestTrainCheckLimits: shapes whose sizes or times would wrap an int64
+// are refused before anything is written. Each case is one wrap by hand:
+// micro 2^62 x dp 4 = 2^64 wraps to 0, and the batch was divided by it;
+// hidden 2^40 makes a 2^40 x 2^42 weight; 16,777,216 sequences of
+// 16,777,216 tokens x 4 x 1,024 x 2 bytes are 2^61 bytes of activation;
+// 677 commands (the default shape's estimate) 2^63-1 ns apart end past
+// 2^63 ns; 2^40 layers or steps would write for ever.
+func TestTrainCheckLimits(t *testing.T) {
+	base := Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 1024, Seq: 2048, Batch: 8, Micro: 2, Steps: 2, GPUsPerHost: 8}
+	if err := base.Check(); err != nil {
+		t.Fatalf("the default shape: %v", err)
+	}
+	for name, change := range map[string]func(*Train){
+		"micro 2^62":      func(c *Train) { c.Micro, c.DP = 1<<62, 4 },
+		"hidden 2^40":     func(c *Train) { c.Hidden = 1 << 40 },
+		"layers 2^40":     func(c *Train) { c.Layers = 1 << 40 },
+		"steps 2^40":      func(c *Train) { c.Steps = 1 << 40 },
+		"activation 2^61": func(c *Train) { c.Batch, c.Seq, c.DP, c.Micro = 1<<24, 1<<24, 1, 1 },
+		"command-ns 2^63": func(c *Train) { c.CommandNs = math.MaxInt64 },
+		"seq past 2^24":   func(c *Train) { c.Seq = 1<<24 + 1 },
+		"batch past 2^24": func(c *Train) { c.Batch = 1<<24 + 2 },
+	} {
+		c := base
+		change(&c)
+		if err := c.Check(); !errors.Is(err, ErrTrain) {
+			t.Errorf("%s: %v, want ErrTrain", name, err)
+		}
+		if err := WriteTrain(io.Discard, c); !errors.Is(err, ErrTrain) {
+			t.Errorf("%s: WriteTrain: %v, want ErrTrain", name, err)
+		}
 	}
 }

@@ -64,15 +64,28 @@ func CheckDest(path string) error {
 	}
 	dir := filepath.Dir(path)
 	dst, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: directory %s does not exist", path, dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: directory %s: %w", path, dir, err)
 	}
 	if !dst.IsDir() {
 		return fmt.Errorf("%s: %s is not a directory", path, dir)
 	}
-	if err := syscall.Access(dir, 2|1 /* W_OK|X_OK */); err != nil {
-		return fmt.Errorf("%s: directory %s is not writable", path, dir)
+	// A file made and removed there proves what the permission bits
+	// cannot: root passes access(2) on a read-only or virtual file system
+	// (sysfs, procfs) whose every create fails.
+	probe, err := os.CreateTemp(dir, ".fastsim-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: directory %s is not writable: %w", path, dir, err)
 	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return nil
 }
 
@@ -233,7 +246,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if _, err := o.W.Write(data); err != nil {
 		o.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
+		return err // an *os.PathError: "write PATH: ..."
 	}
 	return o.Commit()
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -200,5 +201,44 @@ func TestOutputSymlink(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(target); string(got) != "new" {
 		t.Errorf("target holds %q", got)
+	}
+}
+
+// TestCheckDestMissingDirectory: a destination in a directory that does
+// not exist says so plainly, naming the directory once.
+func TestCheckDestMissingDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	err := CheckDest(filepath.Join(missing, "x.json"))
+	if err == nil || err.Error() != filepath.Join(missing, "x.json")+": directory "+missing+" does not exist" {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestWriteFileAtomicFull: a device that is full fails the write, and the
+// error names the path once.
+func TestWriteFileAtomicFull(t *testing.T) {
+	if st, err := os.Stat("/dev/full"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/full")
+	}
+	err := WriteFileAtomic("/dev/full", []byte("{}\n"))
+	if err == nil || strings.Count(err.Error(), "/dev/full") != 1 || !strings.Contains(err.Error(), "no space left") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestCheckDestUnwritableForRoot: a directory where no file can be made
+// is refused even when access(2) says yes, as it does to root on sysfs.
+// The case needs such a directory; /sys is one where it is sysfs.
+func TestCheckDestUnwritableForRoot(t *testing.T) {
+	if f, err := os.CreateTemp("/sys", ".probe-*"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		t.Skip("/sys takes files here")
+	} else if _, err := os.Stat("/sys"); err != nil {
+		t.Skip("no /sys")
+	}
+	err := CheckDest("/sys/x.json")
+	if err == nil || !strings.HasPrefix(err.Error(), "/sys/x.json: directory /sys is not writable: ") {
+		t.Errorf("got %v", err)
 	}
 }

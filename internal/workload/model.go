@@ -14,8 +14,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // ErrModel reports a model description that is not a transformer.
@@ -128,8 +131,11 @@ func ParseModel(data []byte) (Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		line := 1 + bytes.Count(data[:min(int(dec.InputOffset()), len(data))], []byte("\n"))
-		return Model{}, fmt.Errorf("%d: %w: %v", line, ErrModel, err)
+		return Model{}, fmt.Errorf("%d: %w: %v", jsonpos.Line(data, err), ErrModel, err)
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return Model{}, fmt.Errorf("%d: %w: trailing data after the JSON object", jsonpos.Trailing(data, end), ErrModel)
 	}
 	if m.Dtype == "" {
 		m.Dtype = "bfloat16"

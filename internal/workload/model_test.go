@@ -66,6 +66,10 @@ func TestModelFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ text, want string }{
 		{"{\"name\":\"x\",\n\"layers\":2,\n\"hiden\":64}", ":3: bad model"},
+		// A value of the wrong type is reported on its own line, not at the
+		// end of the object; text after the object is an error, on its line.
+		{"{\"name\":\"x\",\n\"layers\":\"2\",\n\"hidden\":64,\n\"heads\":4,\"vocab\":8,\"seq\":8}", ":2: bad model: json: cannot unmarshal string"},
+		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":8,\"seq\":8}\n\n{}", ":3: bad model: trailing data"},
 		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":3,\"vocab\":8,\"seq\":8}", ":1: bad model: hidden 64 does not split into 3 heads"},
 		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":8,\"seq\":8,\"dtype\":\"float16\"}", "only bfloat16"},
 	} {

@@ -1,0 +1,78 @@
+// Package jsonpos finds the line of a JSON text that an encoding/json
+// decoding error is about, so that the files fastsim reads as JSON (models,
+// hardware specs, cost models) report FILE:LINE like a history does.
+package jsonpos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Error is an error about one line of a JSON text: "LINE: what is wrong".
+type Error struct {
+	Line int
+	Err  error
+}
+
+func (e *Error) Error() string { return strconv.Itoa(e.Line) + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// At returns err, from decoding data, as an Error at the line it is about.
+func At(data []byte, err error) error { return &Error{Line: Line(data, err), Err: err} }
+
+// InFile names the file an error is about: "FILE:LINE: ..." when err is
+// an Error, else "FILE: ...".
+func InFile(name string, err error) error {
+	if _, ok := err.(*Error); ok {
+		return fmt.Errorf("%s:%w", name, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// Trailing returns the line of the first byte after offset that is not
+// white space: where text follows a decoder's first value (its
+// InputOffset).
+func Trailing(data []byte, offset int64) int {
+	offset = min(max(offset, 0), int64(len(data)))
+	rest := bytes.TrimLeft(data[offset:], " \t\r\n")
+	return lineAt(data, int64(len(data)-len(rest))+1)
+}
+
+// Line returns the 1-based line of data that err, from decoding data as
+// the first JSON value of a json.Decoder, is about: where a syntax error
+// or a value of the wrong type was found, the first key named by an
+// unknown-field error (encoding/json gives it no offset), or the last line
+// when the text ends early. It returns 1 for anything else.
+func Line(data []byte, err error) int {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return lineAt(data, se.Offset)
+	case errors.As(err, &te):
+		return lineAt(data, te.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return lineAt(data, int64(len(bytes.TrimRight(data, " \t\r\n"))))
+	}
+	if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+		name = strings.TrimSuffix(name, `"`)
+		key := regexp.MustCompile(regexp.QuoteMeta(`"`+name+`"`) + `\s*:`)
+		if loc := key.FindIndex(data); loc != nil {
+			return lineAt(data, int64(loc[0])+1)
+		}
+	}
+	return 1
+}
+
+// lineAt is the line holding the byte before offset: a decoder reports an
+// error after reading the byte that caused it.
+func lineAt(data []byte, offset int64) int {
+	offset = min(max(offset-1, 0), int64(len(data)))
+	return 1 + bytes.Count(data[:offset], []byte("\n"))
+}

@@ -1,0 +1,69 @@
+package jsonpos
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+type doc struct {
+	A int `json:"a"`
+	B struct {
+		C float64 `json:"c"`
+	} `json:"b"`
+}
+
+// Each text's error is on the line its comment names, counted by hand.
+func TestLine(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+	}{
+		{"\n\n{\n \"a\": 1,\n \"b\": {\n  \"c\": \"x\"\n }\n}\n", 6}, // the string given to c, a float
+		{"{\n \"a\": 1,\n \"zz\": 3,\n \"b\": {}\n}", 3},             // the unknown key zz
+		{"{\n \"a\": 1,\n \"b\": {\n  \"c\": 1 x\n }\n}", 4},         // x after c's value
+		{"{\n \"a\": 1,\n \"b\": {\n  \"c\": 1\n }\n", 5},            // the text ends after line 5's brace
+		{"{\"a\": 1.5}", 1}, // a fraction for an int, on the only line
+		{"", 1},             // no value at all
+	} {
+		dec := json.NewDecoder(bytes.NewReader([]byte(c.text)))
+		dec.DisallowUnknownFields()
+		var d doc
+		err := dec.Decode(&d)
+		if err == nil {
+			t.Fatalf("%q decoded", c.text)
+		}
+		if got := Line([]byte(c.text), err); got != c.line {
+			t.Errorf("%q (%v): line %d, want %d", c.text, err, got, c.line)
+		}
+	}
+}
+
+// TestTrailing: the text after the first value starts on line 3 (the
+// object closes on line 2, line 3 opens another).
+func TestTrailing(t *testing.T) {
+	text := []byte("{\"a\": 1\n}\n{}\n")
+	dec := json.NewDecoder(bytes.NewReader(text))
+	var d doc
+	if err := dec.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if got := Trailing(text, dec.InputOffset()); got != 3 {
+		t.Errorf("line %d, want 3", got)
+	}
+}
+
+// TestInFile: a line joins the file name with a colon, no line with ": ".
+func TestInFile(t *testing.T) {
+	base := errors.New("bad spec: x")
+	if got := InFile("f.json", &Error{Line: 7, Err: base}).Error(); got != "f.json:7: bad spec: x" {
+		t.Errorf("with a line: %q", got)
+	}
+	if got := InFile("f.json", base).Error(); got != "f.json: bad spec: x" {
+		t.Errorf("without: %q", got)
+	}
+	if !errors.Is(InFile("f.json", &Error{Line: 7, Err: base}), base) {
+		t.Error("the cause is lost")
+	}
+}
