@@ -178,3 +178,16 @@ func TestTransformerHugeBatch(t *testing.T) {
 		}()
 	}
 }
+
+// TestTransformerHugeShape: hidden 2^20 in 65,536 heads with sequences of
+// 2^24 tokens is within every field's limit, but its attention scores,
+// 65,536 x 2^24 x 2^24 = 2^64 elements, do not fit in an int64; they
+// wrapped into a wrong memory figure. Check refuses the job and names the
+// tensor.
+func TestTransformerHugeShape(t *testing.T) {
+	tr := Transformer{Model: Model{Name: "big", Layers: 1, Hidden: 1 << 20, Heads: 1 << 16, Vocab: 51200, Seq: 1 << 24, Bias: true, Tied: true, Dtype: "bfloat16"},
+		TP: 1, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 1}
+	if err := tr.Check(); err == nil || !strings.Contains(err.Error(), "attention scores") {
+		t.Fatalf("Check = %v, want an error naming the attention scores", err)
+	}
+}

@@ -152,3 +152,18 @@ func TestHostMismatchWarned(t *testing.T) {
 		t.Errorf("warned without --hardware: %q", stderr)
 	}
 }
+
+// TestCostsRuntimeBound: a fixed runtime of 2^60 ns was accepted, and the
+// eighth CallFunction on a stream then overflowed its int64 clock,
+// reported at that history line. The costs file is at fault: exit 2, one
+// line naming the file and the line of the key.
+func TestCostsRuntimeBound(t *testing.T) {
+	costs := filepath.Join(t.TempDir(), "costs.json")
+	if err := os.WriteFile(costs, []byte("{\n  \"fixed\": {\n    \"call_function_ns\": 1152921504606846976\n  }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("replay", "--report-only", "--costs", costs, "../../examples/train_step.hist")
+	if want := "fastsim replay: --costs: " + costs + ":3: bad costs file: fixed.call_function_ns"; code != exitInput || !strings.HasPrefix(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q: want exit 2 and one line starting %q", code, stderr, want)
+	}
+}

@@ -51,6 +51,8 @@ func TestPredictBadFlags(t *testing.T) {
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "1", "--hardware", "x"}, // unknown hardware
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--grad-reduce", "later"},
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--zero", "1", "--grad-reduce", "after-backward"},
+		// Attention scores of 65,536 heads x 2^24 x 2^24 = 2^64 elements.
+		{"predict", "--layers", "1", "--hidden", "1048576", "--heads", "65536", "--seq", "16777216", "--global-batch", "1", "--world", "1"},
 	} {
 		code, stdout, stderr := runCLI(args...)
 		if code != exitInput || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -106,8 +106,16 @@ const (
 	MaxRuntimes = 1 << 20
 	// MaxKeyBytes is the longest key of runtimes_ns.
 	MaxKeyBytes = 4096
-	// MaxRuntimeNs is the largest runtime accepted (about 31.7 years).
+	// MaxRuntimeNs is the largest runtime a cost model gives (about 36.5
+	// years): a modelled time past it is clamped to it.
 	MaxRuntimeNs = int64(1) << 60
+	// MaxConfigRuntimeNs is the largest runtime or latency a costs file
+	// may give (10^14 ns, about 28 hours, longer than any one kernel or
+	// transfer runs). A stream's time is an int64 of nanoseconds, so it
+	// overflows only after some 92,000 commands of this length; at
+	// MaxRuntimeNs 8 of them overflowed it, and the error named a
+	// history line rather than the costs file.
+	MaxConfigRuntimeNs = int64(100_000_000_000_000)
 )
 
 // Parse reads a Config from JSON and builds its Model. An error in the
@@ -126,7 +134,10 @@ func Parse(data []byte) (*Model, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrConfig)}
 	}
-	return New(c)
+	if path, err := c.check(); err != nil {
+		return nil, &jsonpos.Error{Line: jsonpos.Key(data, path...), Err: err}
+	}
+	return build(c), nil
 }
 
 // Load reads the costs file at path; errors name the file.
@@ -147,8 +158,9 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
-// check validates c's values.
-func (c *Config) check() error {
+// check validates c's values; path names the key of the value at fault
+// ("fixed", "reduce_ns").
+func (c *Config) check() (path []string, err error) {
 	fixed := []struct {
 		name string
 		v    *int64
@@ -161,34 +173,38 @@ func (c *Config) check() error {
 		{"kernel_launch_ns", c.Fixed.KernelLaunchNs},
 	}
 	for _, f := range fixed {
-		if f.v != nil && (*f.v < 0 || *f.v > MaxRuntimeNs) {
-			return fmt.Errorf("%w: fixed.%s is %d, want 0..%d", ErrConfig, f.name, *f.v, MaxRuntimeNs)
+		if f.v != nil && (*f.v < 0 || *f.v > MaxConfigRuntimeNs) {
+			return []string{"fixed", f.name}, fmt.Errorf("%w: fixed.%s is %d, want 0..%d", ErrConfig, f.name, *f.v, MaxConfigRuntimeNs)
 		}
 	}
 	if len(c.RuntimesNs) > MaxRuntimes {
-		return fmt.Errorf("%w: runtimes_ns has %d entries, over the limit of %d", ErrConfig, len(c.RuntimesNs), MaxRuntimes)
+		return []string{"runtimes_ns"}, fmt.Errorf("%w: runtimes_ns has %d entries, over the limit of %d", ErrConfig, len(c.RuntimesNs), MaxRuntimes)
 	}
 	for k, v := range c.RuntimesNs {
 		switch {
 		case k == "" || strings.HasPrefix(k, ":"):
-			return fmt.Errorf("%w: runtimes_ns key %q has no function name", ErrConfig, k)
+			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key %q has no function name", ErrConfig, k)
 		case len(k) > MaxKeyBytes:
-			return fmt.Errorf("%w: runtimes_ns key of %d bytes, over the limit of %d", ErrConfig, len(k), MaxKeyBytes)
+			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key of %d bytes, over the limit of %d", ErrConfig, len(k), MaxKeyBytes)
 		case strings.Count(k, ":") > 2:
-			return fmt.Errorf("%w: runtimes_ns key %q: want NAME, NAME:SHAPES or NAME:SHAPES:DTYPE", ErrConfig, k)
-		case v < 0 || v > MaxRuntimeNs:
-			return fmt.Errorf("%w: runtimes_ns[%q] is %d, want 0..%d", ErrConfig, k, v, MaxRuntimeNs)
+			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key %q: want NAME, NAME:SHAPES or NAME:SHAPES:DTYPE", ErrConfig, k)
+		case v < 0 || v > MaxConfigRuntimeNs:
+			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns[%q] is %d, want 0..%d", ErrConfig, k, v, MaxConfigRuntimeNs)
 		}
 	}
 	if m := c.Comm; m != nil {
 		switch {
-		case m.IntraHostGBps < 0 || m.InterHostGBps < 0:
-			return fmt.Errorf("%w: comm bandwidths must be positive GB/s (0: the default)", ErrConfig)
-		case m.IntraHostLatencyNs < 0 || m.InterHostLatencyNs < 0 || m.IntraHostLatencyNs > MaxRuntimeNs || m.InterHostLatencyNs > MaxRuntimeNs:
-			return fmt.Errorf("%w: comm latencies must be 0..%d ns (0: the default)", ErrConfig, MaxRuntimeNs)
+		case m.IntraHostGBps < 0:
+			return []string{"comm", "intra_host_gbps"}, fmt.Errorf("%w: comm bandwidths must be positive GB/s (0: the default)", ErrConfig)
+		case m.InterHostGBps < 0:
+			return []string{"comm", "inter_host_gbps"}, fmt.Errorf("%w: comm bandwidths must be positive GB/s (0: the default)", ErrConfig)
+		case m.IntraHostLatencyNs < 0 || m.IntraHostLatencyNs > MaxConfigRuntimeNs:
+			return []string{"comm", "intra_host_latency_ns"}, fmt.Errorf("%w: comm latencies must be 0..%d ns (0: the default)", ErrConfig, MaxConfigRuntimeNs)
+		case m.InterHostLatencyNs < 0 || m.InterHostLatencyNs > MaxConfigRuntimeNs:
+			return []string{"comm", "inter_host_latency_ns"}, fmt.Errorf("%w: comm latencies must be 0..%d ns (0: the default)", ErrConfig, MaxConfigRuntimeNs)
 		case m.AllToAllContention != 0 && m.AllToAllContention < 1:
-			return fmt.Errorf("%w: comm.all_to_all_contention is %g, want at least 1 (0: the default)", ErrConfig, m.AllToAllContention)
+			return []string{"comm", "all_to_all_contention"}, fmt.Errorf("%w: comm.all_to_all_contention is %g, want at least 1 (0: the default)", ErrConfig, m.AllToAllContention)
 		}
 	}
-	return nil
+	return nil, nil
 }

@@ -38,9 +38,14 @@ func Default() *Model {
 
 // New builds the Model of c.
 func New(c Config) (*Model, error) {
-	if err := c.check(); err != nil {
+	if _, err := c.check(); err != nil {
 		return nil, err
 	}
+	return build(c), nil
+}
+
+// build makes the Model of a checked Config.
+func build(c Config) *Model {
 	m := &Model{fixed: sched.DefaultCosts()}
 	set := func(dst *int64, v *int64) {
 		if v != nil {
@@ -82,7 +87,7 @@ func New(c Config) (*Model, error) {
 			m.comm.AllToAllContention = v
 		}
 	}
-	return m, nil
+	return m
 }
 
 // NewWithHardware builds the Model of c on hardware s: calls that the

@@ -283,6 +283,14 @@ func TestLoadErrorLines(t *testing.T) {
 		{"{\n  \"fixed\": {},\n  \"fixd\": {}\n}\n", 3},              // an unknown key
 		{"{\n  \"fixed\": {}\n}\n{}\n", 4},                           // a second object
 		{"{\n  \"fixed\": {}\n  \"comm\": {}\n}\n", 3},               // a missing comma
+		// Runtimes and latencies past 10^14 ns, decoded well but out of
+		// range, on the line of their key. 2^60 ns was accepted, and
+		// eight such commands on one stream overflowed its int64 clock.
+		{"{\n  \"fixed\": {\n    \"call_function_ns\": 10,\n    \"reduce_ns\": 1152921504606846976\n  }\n}\n", 4},
+		{"{\n  \"fixed\": {\"reduce_ns\": 100000000000001}\n}\n", 2},
+		{"{\n  \"runtimes_ns\": {\n    \"aten.mm\": 5,\n    \"aten.add:(2x2)\": 100000000000001\n  }\n}\n", 4},
+		{"{\n  \"runtimes_ns\": {\"aten.mm\": -1}\n}\n", 2},
+		{"{\n  \"fixed\": {},\n  \"comm\": {\n    \"intra_host_gbps\": 100,\n    \"inter_host_latency_ns\": 1152921504606846976\n  }\n}\n", 5},
 	} {
 		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {
 			t.Fatal(err)

@@ -76,3 +76,43 @@ func lineAt(data []byte, offset int64) int {
 	offset = min(max(offset-1, 0), int64(len(data)))
 	return 1 + bytes.Count(data[:offset], []byte("\n"))
 }
+
+// Key returns the line of the key at path (object keys from the top, as
+// "fixed", "reduce_ns") in data, a JSON object, so that a value decoded
+// well but out of range can be blamed on its line; 1 if path is not there.
+// The first of duplicate keys is the one found.
+func Key(data []byte, path ...string) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if off, ok := keyOffset(dec, path); ok {
+		return lineAt(data, off)
+	}
+	return 1
+}
+
+// keyOffset reads the object dec is at up to path's key and returns the
+// offset just after that key.
+func keyOffset(dec *json.Decoder, path []string) (int64, bool) {
+	if len(path) == 0 {
+		return 0, false
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0, false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return 0, false
+		}
+		if k == path[0] {
+			if len(path) == 1 {
+				return dec.InputOffset(), true
+			}
+			return keyOffset(dec, path[1:])
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return 0, false
+		}
+	}
+	return 0, false
+}

@@ -67,3 +67,25 @@ func TestInFile(t *testing.T) {
 		t.Error("the cause is lost")
 	}
 }
+
+// TestKey: each path's key is on the line its comment names, counted by
+// hand; a path that is not there is line 1.
+func TestKey(t *testing.T) {
+	text := []byte("{\n \"c\": {\"x\": [1,\n 2]},\n \"b\": {\n  \"c\": 5,\n  \"a:b\\\"\": 6\n },\n \"a\": 1\n}\n")
+	for _, c := range []struct {
+		path []string
+		line int
+	}{
+		{[]string{"c"}, 2},           // the top-level c, not b's
+		{[]string{"b", "c"}, 5},      // b's c, past the array over lines 2-3
+		{[]string{"b", `a:b"`}, 6},   // an escaped key
+		{[]string{"a"}, 8},           // after the nested object
+		{[]string{"c", "x", "y"}, 1}, // x is an array
+		{[]string{"zz"}, 1},          // not there
+		{nil, 1},
+	} {
+		if got := Key(text, c.path...); got != c.line {
+			t.Errorf("Key(%q): line %d, want %d", c.path, got, c.line)
+		}
+	}
+}

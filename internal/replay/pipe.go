@@ -8,6 +8,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
 )
 
@@ -254,9 +255,23 @@ type decoder struct {
 // run decodes into the ring's free batches and gives them to the engine,
 // until the history ends or fails (the last batch says which), or the
 // engine stops.
+//
+// A panic while decoding becomes the error of the batch being filled
+// (sched.ErrInternal), which goes to the engine as a decoding error
+// does: the engine waits for that batch, and the process would otherwise
+// end with a stack dump.
 func (d *decoder) run(q *ring) {
+	var b *batch // being filled, not yet given
+	var err error
+	defer func() { // runs after RecoverInternal, deferred below it
+		if err != nil && b != nil {
+			b.err = err
+			q.give(true, false)
+		}
+	}()
+	defer sched.RecoverInternal(&err)
 	for {
-		b := q.free()
+		b = q.free()
 		if b == nil {
 			return
 		}
@@ -286,8 +301,10 @@ func (d *decoder) run(q *ring) {
 			d.seq++
 			b.n++
 		}
-		q.give(b.err != nil, flush)
-		if b.err != nil {
+		last := b.err != nil
+		b = nil
+		q.give(last, flush)
+		if last {
 			return
 		}
 	}

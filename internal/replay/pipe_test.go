@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -392,5 +393,42 @@ func TestPipelinedLiveStream(t *testing.T) {
 	}
 	if err := <-writeErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// panicSource gives its text in chunks of 256 bytes and panics once more
+// than after bytes are read: a broken source, met by the decoder's
+// goroutine.
+type panicSource struct {
+	text  []byte
+	after int
+	read  int
+}
+
+func (p *panicSource) Read(b []byte) (int, error) {
+	if p.read > p.after {
+		panic("broken source")
+	}
+	if p.read == len(p.text) {
+		return 0, io.EOF
+	}
+	n := copy(b[:min(len(b), 256)], p.text[p.read:])
+	p.read += n
+	return n, nil
+}
+
+// TestPipelinedDecoderPanic: a panic on the decoder's goroutine reaches
+// the engine as an internal error, as a panic on the search's evaluation
+// goroutines does, instead of ending the process with a stack dump.
+func TestPipelinedDecoderPanic(t *testing.T) {
+	hist, err := os.ReadFile(filepath.Join(goldenDir, "random_101.hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBatches(1, func() {
+		_, err = Reader(&panicSource{text: hist, after: len(hist) / 2}, "p.hist", Options{Jobs: 2})
+	})
+	if !errors.Is(err, sched.ErrInternal) || !strings.Contains(err.Error(), "broken source") {
+		t.Fatalf("Reader = %v, want ErrInternal with the panic's value", err)
 	}
 }

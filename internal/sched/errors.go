@@ -1,6 +1,9 @@
 package sched
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors a replay can meet. Each is returned wrapped with the command that
 // caused it; callers add the file and line.
@@ -25,3 +28,13 @@ var (
 	// input's fault), turned from a panic into an error.
 	ErrInternal = errors.New("internal error")
 )
+
+// RecoverInternal, deferred at the top of a goroutine, turns a panic on
+// it into an ErrInternal in *err: a panic on a goroutine other than the
+// command line's would end the process with a stack dump, past the one
+// boundary that reports it in one line.
+func RecoverInternal(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("%w: %v", ErrInternal, p)
+	}
+}

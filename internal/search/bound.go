@@ -92,7 +92,8 @@ func Bounds(ctx context.Context, s Space, all []Layout, idx []int, model sched.C
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(jobs, 1))
 	for j, i := range idx {
-		g.Go(func() error {
+		g.Go(func() (err error) {
+			defer sched.RecoverInternal(&err)
 			if err := ctx.Err(); err != nil {
 				return err
 			}

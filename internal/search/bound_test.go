@@ -3,12 +3,15 @@ package search
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -319,4 +322,28 @@ func TestBoundsBelowReplayFlash(t *testing.T) {
 	s.FlashAttention = true
 	s.Recomputes = "none,selective,full"
 	boundsBelowEveryReplay(t, s, a100(t), sched.ControllerNone)
+}
+
+// panicking is a cost model with a bug: every price panics.
+type panicking struct{ sched.CostModel }
+
+func (panicking) CallRuntimeNs(*gen.CallFunction, string) int64 { panic("broken cost model") }
+func (panicking) ReduceRuntimeNs(*gen.Reduce, sched.Comm) int64 { panic("broken cost model") }
+func (panicking) SendRuntimeNs(*gen.SendTensor, sched.Comm) int64 {
+	panic("broken cost model")
+}
+
+// TestBoundsPanic: a panic on a goroutine computing bounds becomes an
+// internal error, as on the goroutines that evaluate layouts, instead of
+// ending the process with a stack dump.
+func TestBoundsPanic(t *testing.T) {
+	s := fullSpace()
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Bounds(context.Background(), s, all, []int{0, 1, 2}, panicking{sched.DefaultCosts()}, 2)
+	if !errors.Is(err, sched.ErrInternal) || !strings.Contains(err.Error(), "broken cost model") {
+		t.Fatalf("Bounds = %v, want ErrInternal with the panic's value", err)
+	}
 }

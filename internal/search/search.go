@@ -532,13 +532,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			break
 		}
 		g.Go(func() (err error) {
-			// A panic on this goroutine would end the process with a
-			// stack dump: it becomes an internal error instead.
-			defer func() {
-				if p := recover(); p != nil {
-					err = fmt.Errorf("%w: %v", sched.ErrInternal, p)
-				}
-			}()
+			defer sched.RecoverInternal(&err)
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -187,9 +187,18 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: unknown schedule", ErrJob)
 	case j.Schedule == Interleaved && (j.Chunks < 2 || j.PP < 3):
 		return fmt.Errorf("%w: the interleaved schedule needs at least 2 chunks and 3 stages (as Megatron-LM requires)", ErrJob)
+	case j.Schedule == Interleaved && j.Chunks > 1024:
+		return fmt.Errorf("%w: %d chunks per stage is over 1024", ErrJob, j.Chunks)
 	case m.Layers%j.VStages() != 0:
 		return fmt.Errorf("%w: %d layers do not split into %d stages x %d chunks", ErrJob, m.Layers, j.PP, j.chunks())
-	case j.MicroBatch < 1 || j.GlobalBatch < 1 || j.GlobalBatch%(j.MicroBatch*j.DP) != 0:
+	case j.MicroBatch < 1 || j.GlobalBatch < 1:
+		return fmt.Errorf("%w: micro-batch %d and global batch %d must be at least 1", ErrJob, j.MicroBatch, j.GlobalBatch)
+	}
+	if perStep, ok := mulSize(int64(j.MicroBatch), int64(j.DP)); !ok || perStep > int64(j.GlobalBatch) {
+		return fmt.Errorf("%w: global batch %d does not split into %d replicas x microbatches of %d", ErrJob, j.GlobalBatch, j.DP, j.MicroBatch)
+	}
+	switch {
+	case j.GlobalBatch%(j.MicroBatch*j.DP) != 0:
 		return fmt.Errorf("%w: global batch %d does not split into %d replicas x microbatches of %d", ErrJob, j.GlobalBatch, j.DP, j.MicroBatch)
 	case j.Schedule == Interleaved && j.Micro()%j.PP != 0:
 		return fmt.Errorf("%w: the interleaved schedule needs the %d microbatches to be a multiple of the %d stages", ErrJob, j.Micro(), j.PP)
@@ -206,7 +215,7 @@ func (j *Job) Check() error {
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}
-	return nil
+	return j.checkSizes()
 }
 
 // ParseSchedule reads "gpipe", "1f1b" or "interleaved:V".

@@ -434,7 +434,14 @@ func StageParams(j Job, st int) (layers, other int64) {
 	if err := j.Check(); err != nil || st < 0 || st >= j.PP {
 		return 0, 0
 	}
-	d := dimsOf(&j)
+	return stageParams(&j, st)
+}
+
+// stageParams is StageParams for a job whose shapes Check has accepted
+// (checkSizes calls it before the sizes are known to fit: its products
+// are at most about 2^61 within Model.Check's limits).
+func stageParams(j *Job, st int) (layers, other int64) {
+	d := dimsOf(j)
 	small := 2 * d.h
 	if j.Model.Bias {
 		small += 2*d.h + d.qkvW + d.fc1W + 2*d.h
