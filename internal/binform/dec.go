@@ -38,6 +38,8 @@ type Decoder struct {
 	rowSlot    []int32 // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
 	slotTail   [][]byte // by slot: its definition's text (appendTail)
+	slotObj    [][]byte // by slot: `{"tensor":ID` once rendered (empty: not yet)
+	slotFull   [][]byte // by slot: `,"storage":S` and the text once rendered
 	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
 	tails      []tail   // definitions' texts read, by blobTail
 	tailShapes []int64  // their shapes, back to back
@@ -63,6 +65,10 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.sliceOK = d.sliceOK[:0]
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
 	clear(d.slotTail)
+	for i := range d.slotObj {
+		d.slotObj[i] = d.slotObj[i][:0]
+		d.slotFull[i] = d.slotFull[i][:0]
+	}
 	d.slotTail, d.blobTail, d.tails, d.tailShapes = d.slotTail[:0], d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
 }
 
@@ -473,8 +479,8 @@ func (d *Decoder) Tree(t *values.Tree) {
 	case treeTemplate:
 		tmpl, at := d.blob()
 		d.forms = d.forms[:0]
+		t.Leaves = slices.Grow(t.Leaves, n)[:n] // Tensor sets every field
 		for i := 0; i < n; i++ {
-			t.Leaves = append(t.Leaves, values.Tensor{})
 			d.Tensor(&t.Leaves[i])
 			f := d.Byte()
 			if f > leafFull {
@@ -515,13 +521,27 @@ func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
 		i := bytes.IndexByte(tmpl, 0)
 		b = append(b, tmpl[:i]...)
 		t := &leaves[k]
-		b = append(b, `{"tensor":`...)
-		b = strconv.AppendInt(b, t.ID, 10)
+		// A tensor is mentioned by several trees while it lives (the
+		// result of one call, the argument of the next ones): its
+		// object's text is rendered once per definition and kept by slot.
+		s := d.rowSlot[t.Idx]
+		obj := d.slotObj[s]
+		if len(obj) == 0 {
+			obj = append(obj, `{"tensor":`...)
+			obj = strconv.AppendInt(obj, t.ID, 10)
+			d.slotObj[s] = obj
+		}
+		b = append(b, obj...)
 		if d.forms[k] == leafFull {
 			// The definition's text is the end of the object in full.
-			b = append(b, `,"storage":`...)
-			b = strconv.AppendInt(b, t.Storage, 10)
-			b = append(b, d.slotTail[d.rowSlot[t.Idx]]...)
+			full := d.slotFull[s]
+			if len(full) == 0 {
+				full = append(full, `,"storage":`...)
+				full = strconv.AppendInt(full, t.Storage, 10)
+				full = append(full, d.slotTail[s]...)
+				d.slotFull[s] = full
+			}
+			b = append(b, full...)
 		} else {
 			b = append(b, '}')
 		}
@@ -601,7 +621,7 @@ func (d *Decoder) Define(shape []int64) []int64 {
 			text = append([]byte(nil), text...)
 		}
 	}
-	t, err := d.reg.Define(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
+	row, err := d.reg.DefineRow(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
 	if err != nil {
 		d.Fail(err)
 		return shape
@@ -615,15 +635,19 @@ func (d *Decoder) Define(shape []int64) []int64 {
 		s = int32(len(d.slotRow))
 		d.slotRow = append(d.slotRow, -1)
 	}
-	d.slotRow[s] = t.Idx
+	d.slotRow[s] = row
 	for int(s) >= len(d.slotTail) {
 		d.slotTail = append(d.slotTail, nil)
+		d.slotObj = append(d.slotObj, nil)
+		d.slotFull = append(d.slotFull, nil)
 	}
 	d.slotTail[s] = text
-	for int(t.Idx) >= len(d.rowSlot) {
+	d.slotObj[s] = d.slotObj[s][:0] // rendered again for the new tensor
+	d.slotFull[s] = d.slotFull[s][:0]
+	for int(row) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
 	}
-	d.rowSlot[t.Idx] = s
+	d.rowSlot[row] = s
 	return shape
 }
 

@@ -278,8 +278,10 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if err := d.End(); err != nil {
 		return binErr(err)
 	}
-	if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
-		return binErr(fmt.Errorf("record: %w", err))
+	if len(rec.Extra.Keys) > 0 {
+		if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
+			return binErr(fmt.Errorf("record: %w", err))
+		}
 	}
 	if !rec.IsStep || ts != r.lastTs {
 		if err := r.advanceTs(ts); err != nil {
