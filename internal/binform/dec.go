@@ -33,9 +33,10 @@ type Decoder struct {
 	tree       values.Tree
 	mentioned  []int32 // registry rows the record refers to
 	chk        templateChecker
-	forms      []byte  // the leaf forms of the tree being read
-	slotRow    []int32 // by tensor slot: its registry row (-1: free)
-	rowSlot    []int32 // by registry row: its tensor's slot (-1: none)
+	forms      []byte          // the leaf forms of the tree being read
+	slotRow    []int32         // by tensor slot: its registry row (-1: free)
+	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
+	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
 	slotTail   [][]byte // by slot: its definition's text (appendTail)
 	slotObj    [][]byte // by slot: `{"tensor":ID` once rendered (empty: not yet)
@@ -64,6 +65,8 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	clear(d.slotTen)
+	d.slotTen = d.slotTen[:0]
 	clear(d.slotTail)
 	for i := range d.slotObj {
 		d.slotObj[i] = d.slotObj[i][:0]
@@ -113,7 +116,10 @@ func (d *Decoder) End() error {
 // Left is the number of bytes not yet read.
 func (d *Decoder) Left() int { return len(d.buf) - d.pos }
 
-// Uvarint reads an unsigned varint.
+// Uvarint reads an unsigned varint. The Go compiler does not inline it (a
+// call to its slow part makes it too large), so the decoder's hot readers
+// (Int, Count, String, blob, SliceAt, Tensor) repeat its one-byte case
+// inline: most varints of a record are one byte.
 func (d *Decoder) Uvarint() uint64 {
 	if d.pos < len(d.buf) {
 		if b := d.buf[d.pos]; b < 0x80 {
@@ -165,7 +171,12 @@ func (d *Decoder) uvarintSlow() uint64 {
 
 // Int reads a signed (zigzag) varint.
 func (d *Decoder) Int() int64 {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	return int64(u>>1) ^ -int64(u&1)
 }
 
@@ -205,7 +216,12 @@ func (d *Decoder) Bool() bool {
 // Count reads a count of items that take at least minBytes each, checking it
 // against max and against the bytes left in the record.
 func (d *Decoder) Count(what string, max, minBytes int) int {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	if u > uint64(max) {
 		d.Failf(values.ErrLimit, "%d %s, more than the limit of %d", u, what, max)
 		return 0
@@ -219,7 +235,12 @@ func (d *Decoder) Count(what string, max, minBytes int) int {
 
 // bytesN reads n bytes (aliasing the body).
 func (d *Decoder) bytesN(what string) []byte {
-	n := d.Uvarint()
+	var n uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		n, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		n = d.uvarintMore()
+	}
 	if n > MaxRecordBytes {
 		d.Failf(values.ErrLimit, "%s of %d bytes, more than the limit of %d", what, n, MaxRecordBytes)
 		return nil
@@ -235,7 +256,12 @@ func (d *Decoder) bytesN(what string) []byte {
 
 // String reads a string reference.
 func (d *Decoder) String() string {
-	ref := d.Uvarint()
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
 	if ref != 0 {
 		if ref > uint64(len(d.strs)) {
 			if d.err == nil {
@@ -273,7 +299,12 @@ func (d *Decoder) Blob() []byte {
 // blob is Blob, also returning the text's index in the blob table when it
 // came from there (-1 otherwise).
 func (d *Decoder) blob() ([]byte, int) {
-	ref := d.Uvarint()
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
 	if ref >= 2 {
 		if ref-2 >= uint64(len(d.blobs)) {
 			if d.err == nil {
@@ -339,7 +370,13 @@ func (d *Decoder) Slice(sl *values.Slice) { d.SliceAt(sl) }
 // (-1 when it did not join it), for CheckedSlice and SliceChecked.
 func (d *Decoder) SliceAt(sl *values.Slice) int {
 	sl.Reset()
-	if ref := d.Uvarint(); ref != 0 {
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
+	if ref != 0 {
 		if ref > uint64(len(d.slices)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
@@ -391,10 +428,18 @@ func (d *Decoder) sliceNew(sl *values.Slice) {
 // Tensor reads a tensor reference (the slot of a tensor defined earlier in
 // the stream and not deleted since) into t.
 func (d *Decoder) Tensor(t *values.Tensor) {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	if s := u - 1; s < uint64(len(d.slotRow)) {
 		if row := d.slotRow[s]; row >= 0 {
-			*t = d.reg.At(row)
+			// A live row's fields do not change (only a deletion, which
+			// frees the slot, lets the row be defined again), so the copy
+			// gathered at definition is the registry's tensor.
+			*t = d.slotTen[s]
 			d.mentioned = append(d.mentioned, row)
 			return
 		}
@@ -634,8 +679,10 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	} else {
 		s = int32(len(d.slotRow))
 		d.slotRow = append(d.slotRow, -1)
+		d.slotTen = append(d.slotTen, values.Tensor{})
 	}
 	d.slotRow[s] = row
+	d.slotTen[s] = d.reg.At(row)
 	for int(s) >= len(d.slotTail) {
 		d.slotTail = append(d.slotTail, nil)
 		d.slotObj = append(d.slotObj, nil)

@@ -33,6 +33,22 @@ func (r *Registry) Delete(id int64) {
 	r.free1(idx)
 }
 
+// DeleteRow is Delete of the tensor whose row is idx, for a reader that
+// already resolved the id (a row that is not live is ignored, as an
+// unknown id is). It saves Delete's lookup of the id.
+func (r *Registry) DeleteRow(idx int32) {
+	if idx < 0 || int(idx) >= len(r.id) || r.stateOf(idx) != rowLive {
+		return
+	}
+	r.unmap(idx)
+	if r.deferFree {
+		r.setState(idx, rowDeleted)
+		r.deleted = append(r.deleted, idx)
+		return
+	}
+	r.free1(idx)
+}
+
 // DeferFree makes Delete keep rows until Release frees them.
 func (r *Registry) DeferFree(on bool) { r.deferFree = on }
 
