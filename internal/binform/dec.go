@@ -226,7 +226,9 @@ func (d *Decoder) Count(what string, max, minBytes int) int {
 		d.Failf(values.ErrLimit, "%d %s, more than the limit of %d", u, what, max)
 		return 0
 	}
-	if minBytes > 0 && u > uint64(d.Left()/minBytes) {
+	// u > Left/minBytes, without a division: once u <= Left (at most
+	// MaxRecordBytes) the product cannot overflow.
+	if left := uint64(d.Left()); minBytes > 0 && (u > left || u*uint64(minBytes) > left) {
 		d.Failf(ErrTruncated, "%d %s but only %d bytes left in the record", u, what, d.Left())
 		return 0
 	}
