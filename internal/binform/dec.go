@@ -203,6 +203,10 @@ func (d *Decoder) Byte() byte {
 
 // Bool reads a boolean byte (0 or 1).
 func (d *Decoder) Bool() bool {
+	if p := d.pos; p < len(d.buf) && d.buf[p] <= 1 {
+		d.pos = p + 1
+		return d.buf[p] == 1
+	}
 	switch d.Byte() {
 	case 0:
 		return false
@@ -529,7 +533,12 @@ func (d *Decoder) Tree(t *values.Tree) {
 		t.Leaves = slices.Grow(t.Leaves, n)[:n] // Tensor sets every field
 		for i := 0; i < n; i++ {
 			d.Tensor(&t.Leaves[i])
-			f := d.Byte()
+			var f byte // d.Byte(), inline
+			if p := d.pos; p < len(d.buf) {
+				f, d.pos = d.buf[p], p+1
+			} else {
+				f = d.Byte()
+			}
 			if f > leafFull {
 				d.Failf(ErrCorrupt, "tree: tensor %d has form %d, not one of 0..%d", i, f, leafFull)
 			}
@@ -703,15 +712,16 @@ func (d *Decoder) Define(shape []int64) []int64 {
 // Extras reads a message's key order and extra fields into ex (which the
 // caller has reset), for a message with nfields declared fields.
 func (d *Decoder) Extras(ex *values.Extras, nfields int) {
-	n := d.Count("keys", MaxExtras+values.MaxFields, 1)
-	for i := 0; i < n; i++ {
-		it := d.Byte()
+	n := d.Count("keys", MaxExtras+values.MaxFields, 1) // n bytes are left
+	order := d.buf[d.pos : d.pos+n]
+	for _, it := range order {
 		if int(it) > nfields {
 			d.Failf(ErrCorrupt, "key order names field %d of %d", it, nfields)
 			return
 		}
-		ex.Order = append(ex.Order, it)
 	}
+	ex.Order = append(ex.Order, order...)
+	d.pos += n
 	n = d.Count("extra fields", MaxExtras, 2)
 	for i := 0; i < n; i++ {
 		k := d.String()
