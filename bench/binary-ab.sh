@@ -12,12 +12,15 @@
 #   BEFORE=84021b8 bench/binary-ab.sh     needs the commit in this repository
 #   WORK=/big/dir SIZE=1M ...             as bench/binary.sh (the histories
 #                                         are made by it if missing)
+#   MODES=decode ...                      decode-only alone (default
+#                                         "decode grouped")
 # Needs git, the zstd command and /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/tmp/fastsim-decode}
 size=${SIZE:-10M}
 runs=${RUNS:-3}
+modes=${MODES:-decode grouped}
 before_commit=${BEFORE:?BEFORE: the commit to compare with}
 mkdir -p "$work"
 
@@ -58,7 +61,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 forms=(hist.zst fhist.zst fhist)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 declare -A v
-for mode in decode grouped; do
+for mode in $modes; do
 	args=(--decode-only)
 	[ "$mode" = grouped ] && args=(--report-only --group-workers)
 	for _ in $(seq "$runs"); do
@@ -78,7 +81,7 @@ echo
 echo "| $name | before | after | before / after |"
 echo "|---|---|---|---|"
 declare -A m
-for mode in decode grouped; do
+for mode in $modes; do
 	for form in "${forms[@]}"; do
 		# shellcheck disable=SC2086
 		b=$(median ${v[$mode.$form.before]})
@@ -88,7 +91,7 @@ for mode in decode grouped; do
 		echo "| $mode, .$form | $b | $a | $(ratio "$b" "$a")x |"
 	done
 done
-for mode in decode grouped; do
+for mode in $modes; do
 	for build in before now; do
 		j=${m[$mode.hist.zst.$build]}
 		echo "| $mode, JSON / binary, $build | | | .fhist.zst $(ratio "$j" "${m[$mode.fhist.zst.$build]}")x, .fhist $(ratio "$j" "${m[$mode.fhist.$build]}")x |"
