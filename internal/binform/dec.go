@@ -391,8 +391,17 @@ func (d *Decoder) SliceAt(sl *values.Slice) int {
 		}
 		t := &d.slices[ref-1]
 		sl.Offset = t.Offset
-		sl.Sizes = append(sl.Sizes, t.Sizes...)
-		sl.Strides = append(sl.Strides, t.Strides...)
+		// Slices of ranks have a few dimensions: copied in a loop into
+		// the room sl has (sl was reset), rather than by memmove.
+		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) {
+			sl.Sizes, sl.Strides = sl.Sizes[:n], sl.Strides[:n]
+			for k := range n {
+				sl.Sizes[k], sl.Strides[k] = t.Sizes[k], t.Strides[k]
+			}
+		} else {
+			sl.Sizes = append(sl.Sizes, t.Sizes...)
+			sl.Strides = append(sl.Strides, t.Strides...)
+		}
 		return int(ref - 1)
 	}
 	d.sliceNew(sl)
