@@ -33,11 +33,14 @@ type Decoder struct {
 	tree       values.Tree
 	mentioned  []int32 // registry rows the record refers to
 	chk        templateChecker
-	forms      []byte  // the leaf forms of the tree being read
-	slotRow    []int32 // by tensor slot: its registry row (-1: free)
-	rowSlot    []int32 // by registry row: its tensor's slot (-1: none)
+	forms      []byte          // the leaf forms of the tree being read
+	slotRow    []int32         // by tensor slot: its registry row (-1: free)
+	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
+	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
 	slotTail   [][]byte // by slot: its definition's text (appendTail)
+	slotObj    [][]byte // by slot: `{"tensor":ID` once rendered (empty: not yet)
+	slotFull   [][]byte // by slot: `,"storage":S` and the text once rendered
 	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
 	tails      []tail   // definitions' texts read, by blobTail
 	tailShapes []int64  // their shapes, back to back
@@ -62,7 +65,13 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	clear(d.slotTen)
+	d.slotTen = d.slotTen[:0]
 	clear(d.slotTail)
+	for i := range d.slotObj {
+		d.slotObj[i] = d.slotObj[i][:0]
+		d.slotFull[i] = d.slotFull[i][:0]
+	}
 	d.slotTail, d.blobTail, d.tails, d.tailShapes = d.slotTail[:0], d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
 }
 
@@ -107,7 +116,10 @@ func (d *Decoder) End() error {
 // Left is the number of bytes not yet read.
 func (d *Decoder) Left() int { return len(d.buf) - d.pos }
 
-// Uvarint reads an unsigned varint.
+// Uvarint reads an unsigned varint. The Go compiler does not inline it (a
+// call to its slow part makes it too large), so the decoder's hot readers
+// (Int, Count, String, blob, SliceAt, Tensor) repeat its one-byte case
+// inline: most varints of a record are one byte.
 func (d *Decoder) Uvarint() uint64 {
 	if d.pos < len(d.buf) {
 		if b := d.buf[d.pos]; b < 0x80 {
@@ -159,7 +171,12 @@ func (d *Decoder) uvarintSlow() uint64 {
 
 // Int reads a signed (zigzag) varint.
 func (d *Decoder) Int() int64 {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	return int64(u>>1) ^ -int64(u&1)
 }
 
@@ -186,6 +203,10 @@ func (d *Decoder) Byte() byte {
 
 // Bool reads a boolean byte (0 or 1).
 func (d *Decoder) Bool() bool {
+	if p := d.pos; p < len(d.buf) && d.buf[p] <= 1 {
+		d.pos = p + 1
+		return d.buf[p] == 1
+	}
 	switch d.Byte() {
 	case 0:
 		return false
@@ -199,12 +220,19 @@ func (d *Decoder) Bool() bool {
 // Count reads a count of items that take at least minBytes each, checking it
 // against max and against the bytes left in the record.
 func (d *Decoder) Count(what string, max, minBytes int) int {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	if u > uint64(max) {
 		d.Failf(values.ErrLimit, "%d %s, more than the limit of %d", u, what, max)
 		return 0
 	}
-	if minBytes > 0 && u > uint64(d.Left()/minBytes) {
+	// u > Left/minBytes, without a division: once u <= Left (at most
+	// MaxRecordBytes) the product cannot overflow.
+	if left := uint64(d.Left()); minBytes > 0 && (u > left || u*uint64(minBytes) > left) {
 		d.Failf(ErrTruncated, "%d %s but only %d bytes left in the record", u, what, d.Left())
 		return 0
 	}
@@ -213,7 +241,12 @@ func (d *Decoder) Count(what string, max, minBytes int) int {
 
 // bytesN reads n bytes (aliasing the body).
 func (d *Decoder) bytesN(what string) []byte {
-	n := d.Uvarint()
+	var n uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		n, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		n = d.uvarintMore()
+	}
 	if n > MaxRecordBytes {
 		d.Failf(values.ErrLimit, "%s of %d bytes, more than the limit of %d", what, n, MaxRecordBytes)
 		return nil
@@ -229,7 +262,12 @@ func (d *Decoder) bytesN(what string) []byte {
 
 // String reads a string reference.
 func (d *Decoder) String() string {
-	ref := d.Uvarint()
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
 	if ref != 0 {
 		if ref > uint64(len(d.strs)) {
 			if d.err == nil {
@@ -267,7 +305,12 @@ func (d *Decoder) Blob() []byte {
 // blob is Blob, also returning the text's index in the blob table when it
 // came from there (-1 otherwise).
 func (d *Decoder) blob() ([]byte, int) {
-	ref := d.Uvarint()
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
 	if ref >= 2 {
 		if ref-2 >= uint64(len(d.blobs)) {
 			if d.err == nil {
@@ -333,7 +376,13 @@ func (d *Decoder) Slice(sl *values.Slice) { d.SliceAt(sl) }
 // (-1 when it did not join it), for CheckedSlice and SliceChecked.
 func (d *Decoder) SliceAt(sl *values.Slice) int {
 	sl.Reset()
-	if ref := d.Uvarint(); ref != 0 {
+	var ref uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		ref, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		ref = d.uvarintMore()
+	}
+	if ref != 0 {
 		if ref > uint64(len(d.slices)) {
 			if d.err == nil {
 				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
@@ -342,8 +391,17 @@ func (d *Decoder) SliceAt(sl *values.Slice) int {
 		}
 		t := &d.slices[ref-1]
 		sl.Offset = t.Offset
-		sl.Sizes = append(sl.Sizes, t.Sizes...)
-		sl.Strides = append(sl.Strides, t.Strides...)
+		// Slices of ranks have a few dimensions: copied in a loop into
+		// the room sl has (sl was reset), rather than by memmove.
+		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) {
+			sl.Sizes, sl.Strides = sl.Sizes[:n], sl.Strides[:n]
+			for k := range n {
+				sl.Sizes[k], sl.Strides[k] = t.Sizes[k], t.Strides[k]
+			}
+		} else {
+			sl.Sizes = append(sl.Sizes, t.Sizes...)
+			sl.Strides = append(sl.Strides, t.Strides...)
+		}
 		return int(ref - 1)
 	}
 	d.sliceNew(sl)
@@ -385,10 +443,18 @@ func (d *Decoder) sliceNew(sl *values.Slice) {
 // Tensor reads a tensor reference (the slot of a tensor defined earlier in
 // the stream and not deleted since) into t.
 func (d *Decoder) Tensor(t *values.Tensor) {
-	u := d.Uvarint()
+	var u uint64 // d.Uvarint(), its one-byte case inline
+	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+		u, d.pos = uint64(d.buf[p]), p+1
+	} else {
+		u = d.uvarintMore()
+	}
 	if s := u - 1; s < uint64(len(d.slotRow)) {
 		if row := d.slotRow[s]; row >= 0 {
-			*t = d.reg.At(row)
+			// A live row's fields do not change (only a deletion, which
+			// frees the slot, lets the row be defined again), so the copy
+			// gathered at definition is the registry's tensor.
+			*t = d.slotTen[s]
 			d.mentioned = append(d.mentioned, row)
 			return
 		}
@@ -473,10 +539,15 @@ func (d *Decoder) Tree(t *values.Tree) {
 	case treeTemplate:
 		tmpl, at := d.blob()
 		d.forms = d.forms[:0]
+		t.Leaves = slices.Grow(t.Leaves, n)[:n] // Tensor sets every field
 		for i := 0; i < n; i++ {
-			t.Leaves = append(t.Leaves, values.Tensor{})
 			d.Tensor(&t.Leaves[i])
-			f := d.Byte()
+			var f byte // d.Byte(), inline
+			if p := d.pos; p < len(d.buf) {
+				f, d.pos = d.buf[p], p+1
+			} else {
+				f = d.Byte()
+			}
 			if f > leafFull {
 				d.Failf(ErrCorrupt, "tree: tensor %d has form %d, not one of 0..%d", i, f, leafFull)
 			}
@@ -515,13 +586,27 @@ func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
 		i := bytes.IndexByte(tmpl, 0)
 		b = append(b, tmpl[:i]...)
 		t := &leaves[k]
-		b = append(b, `{"tensor":`...)
-		b = strconv.AppendInt(b, t.ID, 10)
+		// A tensor is mentioned by several trees while it lives (the
+		// result of one call, the argument of the next ones): its
+		// object's text is rendered once per definition and kept by slot.
+		s := d.rowSlot[t.Idx]
+		obj := d.slotObj[s]
+		if len(obj) == 0 {
+			obj = append(obj, `{"tensor":`...)
+			obj = strconv.AppendInt(obj, t.ID, 10)
+			d.slotObj[s] = obj
+		}
+		b = append(b, obj...)
 		if d.forms[k] == leafFull {
 			// The definition's text is the end of the object in full.
-			b = append(b, `,"storage":`...)
-			b = strconv.AppendInt(b, t.Storage, 10)
-			b = append(b, d.slotTail[d.rowSlot[t.Idx]]...)
+			full := d.slotFull[s]
+			if len(full) == 0 {
+				full = append(full, `,"storage":`...)
+				full = strconv.AppendInt(full, t.Storage, 10)
+				full = append(full, d.slotTail[s]...)
+				d.slotFull[s] = full
+			}
+			b = append(b, full...)
 		} else {
 			b = append(b, '}')
 		}
@@ -601,7 +686,7 @@ func (d *Decoder) Define(shape []int64) []int64 {
 			text = append([]byte(nil), text...)
 		}
 	}
-	t, err := d.reg.Define(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
+	row, err := d.reg.DefineRow(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
 	if err != nil {
 		d.Fail(err)
 		return shape
@@ -614,31 +699,38 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	} else {
 		s = int32(len(d.slotRow))
 		d.slotRow = append(d.slotRow, -1)
+		d.slotTen = append(d.slotTen, values.Tensor{})
 	}
-	d.slotRow[s] = t.Idx
+	d.slotRow[s] = row
+	d.slotTen[s] = d.reg.At(row)
 	for int(s) >= len(d.slotTail) {
 		d.slotTail = append(d.slotTail, nil)
+		d.slotObj = append(d.slotObj, nil)
+		d.slotFull = append(d.slotFull, nil)
 	}
 	d.slotTail[s] = text
-	for int(t.Idx) >= len(d.rowSlot) {
+	d.slotObj[s] = d.slotObj[s][:0] // rendered again for the new tensor
+	d.slotFull[s] = d.slotFull[s][:0]
+	for int(row) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
 	}
-	d.rowSlot[t.Idx] = s
+	d.rowSlot[row] = s
 	return shape
 }
 
 // Extras reads a message's key order and extra fields into ex (which the
 // caller has reset), for a message with nfields declared fields.
 func (d *Decoder) Extras(ex *values.Extras, nfields int) {
-	n := d.Count("keys", MaxExtras+values.MaxFields, 1)
-	for i := 0; i < n; i++ {
-		it := d.Byte()
+	n := d.Count("keys", MaxExtras+values.MaxFields, 1) // n bytes are left
+	order := d.buf[d.pos : d.pos+n]
+	for _, it := range order {
 		if int(it) > nfields {
 			d.Failf(ErrCorrupt, "key order names field %d of %d", it, nfields)
 			return
 		}
-		ex.Order = append(ex.Order, it)
 	}
+	ex.Order = append(ex.Order, order...)
+	d.pos += n
 	n = d.Count("extra fields", MaxExtras, 2)
 	for i := 0; i < n; i++ {
 		k := d.String()

@@ -247,8 +247,10 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
 			return binErr(values.FieldError("msg", err))
 		}
-		if err := r.checkExtras(&rec.Msg); err != nil {
-			return binErr(values.FieldError("msg", err))
+		if m := &rec.Msg; len(m.Extra.Order) > 0 || len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup {
+			if err := r.checkExtras(m); err != nil {
+				return binErr(values.FieldError("msg", err))
+			}
 		}
 		// A tensor is defined by the record that first mentions it: one the
 		// record defines but never mentions would vanish from its JSON.
@@ -278,8 +280,10 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if err := d.End(); err != nil {
 		return binErr(err)
 	}
-	if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
-		return binErr(fmt.Errorf("record: %w", err))
+	if len(rec.Extra.Keys) > 0 {
+		if err := r.checkFields(recordKeys, rec.Extra.Keys, rec.Extra.Vals); err != nil {
+			return binErr(fmt.Errorf("record: %w", err))
+		}
 	}
 	if !rec.IsStep || ts != r.lastTs {
 		if err := r.advanceTs(ts); err != nil {
@@ -385,28 +389,31 @@ func deletedInMsgs(l *gen.Msgs, fn func(id int64)) {
 }
 
 // freeSlots frees the decoder's slots of the tensors the record's
-// DeleteRefs delete, in the order the encoder freed them (deletedIn); the
-// rows are those Index gave the ids, before the deletion.
-func (b *binReader) freeSlots(m *gen.Msg) {
+// DeleteRefs delete, in the order the encoder freed them (deletedIn), and
+// deletes them from reg in the order DeleteRefs does; the rows are those
+// Index gave the ids, before the deletion.
+func (b *binReader) freeSlots(m *gen.Msg, reg *values.Registry) {
 	switch m.Kind {
 	case gen.MsgDeleteRefs:
 		for _, row := range m.DeleteRefs.RefsIdx {
 			b.dec.Deleted(row)
+			reg.DeleteRow(row)
 		}
 	case gen.MsgCommandGroup:
-		b.freeSlotsIn(&m.CommandGroup.Commands)
+		b.freeSlotsIn(&m.CommandGroup.Commands, reg)
 	}
 }
 
-func (b *binReader) freeSlotsIn(l *gen.Msgs) {
+func (b *binReader) freeSlotsIn(l *gen.Msgs, reg *values.Registry) {
 	for i := 0; i < l.Len(); i++ {
 		switch l.Kind(i) {
 		case gen.MsgDeleteRefs:
 			for _, row := range l.DeleteRefsAt(i).RefsIdx {
 				b.dec.Deleted(row)
+				reg.DeleteRow(row)
 			}
 		case gen.MsgCommandGroup:
-			b.freeSlotsIn(&l.CommandGroupAt(i).Commands)
+			b.freeSlotsIn(&l.CommandGroupAt(i).Commands, reg)
 		}
 	}
 }

@@ -466,9 +466,12 @@ func (r *Reader) Next(rec *Record) error {
 		// deletions take effect: a DeleteRefs names tensors still known.
 		rec.Msg.Index(r.reg)
 		if r.bin.on {
-			r.bin.freeSlots(&rec.Msg)
+			// The rows Index gave the deleted ids free their slots and
+			// end their tensors, with no second lookup of the ids.
+			r.bin.freeSlots(&rec.Msg, r.reg)
+		} else {
+			DeleteRefs(r.reg, &rec.Msg)
 		}
-		DeleteRefs(r.reg, &rec.Msg)
 	}
 	return nil
 }

@@ -20,10 +20,13 @@ const (
 // ignored. Its row is freed at once, or, with DeferFree, listed for
 // TakeDeleted and freed by Release.
 func (r *Registry) Delete(id int64) {
-	idx, ok := r.find(id)
-	if !ok {
-		return
+	if idx, ok := r.find(id); ok {
+		r.deleteLive(idx)
 	}
+}
+
+// deleteLive ends the life of live row idx: Delete once the row is known.
+func (r *Registry) deleteLive(idx int32) {
 	r.unmap(idx)
 	if r.deferFree {
 		r.setState(idx, rowDeleted)
@@ -31,6 +34,15 @@ func (r *Registry) Delete(id int64) {
 		return
 	}
 	r.free1(idx)
+}
+
+// DeleteRow is Delete of the tensor whose row is idx, for a reader that
+// already resolved the id (a row that is not live is ignored, as an
+// unknown id is). It saves Delete's lookup of the id.
+func (r *Registry) DeleteRow(idx int32) {
+	if idx >= 0 && int(idx) < len(r.id) && r.stateOf(idx) == rowLive {
+		r.deleteLive(idx)
+	}
 }
 
 // DeferFree makes Delete keep rows until Release frees them.
@@ -113,11 +125,5 @@ func (r *Registry) DeleteAt(idx int32, id int64) {
 		r.Delete(id)
 		return
 	}
-	r.unmap(idx)
-	if r.deferFree {
-		r.setState(idx, rowDeleted)
-		r.deleted = append(r.deleted, idx)
-		return
-	}
-	r.free1(idx)
+	r.deleteLive(idx)
 }

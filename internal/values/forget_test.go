@@ -96,3 +96,41 @@ func TestDeleteAtEqualsDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteRowIsDelete: deleting by row does what deleting by id does,
+// the second time of a row (an id named twice) and an unknown row (-1)
+// included, with and without DeferFree.
+func TestDeleteRowIsDelete(t *testing.T) {
+	for _, deferFree := range []bool{false, true} {
+		byID, byRow := NewRegistry(), NewRegistry()
+		byID.DeferFree(deferFree)
+		byRow.DeferFree(deferFree)
+		for _, r := range []*Registry{byID, byRow} {
+			for id := int64(1); id <= 4; id++ {
+				if _, err := r.Define(id, 100+id%2, 8, "float32", []int64{2}, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, id := range []int64{2, 4, 2, 9} {
+			byID.Delete(id)
+			byRow.DeleteRow(byRow.TensorIdx(id))
+		}
+		for id := int64(1); id <= 9; id++ {
+			if a, b := byID.TensorIdx(id), byRow.TensorIdx(id); a != b {
+				t.Errorf("defer %v: tensor %d: row %d by id, %d by row", deferFree, id, a, b)
+			}
+		}
+		if a, b := byID.TakeDeleted(), byRow.TakeDeleted(); !slices.Equal(a, b) {
+			t.Errorf("defer %v: deleted %v by id, %v by row", deferFree, a, b)
+		}
+		// The freed rows are reused alike by the next definitions.
+		for id := int64(10); id <= 12; id++ {
+			a, _ := byID.Define(id, id, 4, "int64", nil, true)
+			b, _ := byRow.Define(id, id, 4, "int64", nil, true)
+			if a.Idx != b.Idx || a.StorageIdx != b.StorageIdx {
+				t.Errorf("defer %v: tensor %d: row %d/%d storage %d/%d", deferFree, id, a.Idx, b.Idx, a.StorageIdx, b.StorageIdx)
+			}
+		}
+	}
+}

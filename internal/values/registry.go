@@ -243,18 +243,24 @@ func (r *Registry) Ensure(id, storage, nbytes int64, dtype string, shape []int64
 // Define adds a tensor given with all its fields, as a first mention does,
 // and returns it. Defining an id twice is an ErrConflict; shape is copied.
 func (r *Registry) Define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (Tensor, error) {
+	i, err := r.DefineRow(id, storage, nbytes, dtype, shape, cpu)
+	if err != nil {
+		return Tensor{}, err
+	}
+	return r.At(i), nil
+}
+
+// DefineRow is Define returning the new tensor's row only, for a decoder
+// that has no use for the whole Tensor (At builds it from the row).
+func (r *Registry) DefineRow(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (int32, error) {
 	if i, ok := r.find(id); ok {
 		where := ""
 		if r.line[i] > 0 {
 			where = " (line " + strconv.FormatInt(r.line[i], 10) + ")"
 		}
-		return Tensor{}, errorf(ErrConflict, "tensor %d is defined again; first defined%s", id, where)
+		return 0, errorf(ErrConflict, "tensor %d is defined again; first defined%s", id, where)
 	}
-	i, err := r.define(id, storage, nbytes, dtype, shape, cpu)
-	if err != nil {
-		return Tensor{}, err
-	}
-	return r.At(i), nil
+	return r.define(id, storage, nbytes, dtype, shape, cpu)
 }
 
 // define adds tensor id, which has no row, and returns its row.
