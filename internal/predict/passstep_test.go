@@ -12,51 +12,6 @@ import (
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
-// passLayouts are layouts of every schedule, recomputation policy, ZeRO
-// stage, sequence parallelism on and off, attention and MLP kind and
-// several tensor- and pipeline-parallel splits, with several layers per
-// stage so that recorded passes are replayed (the layouts of
-// internal/workload's TestTemplatesWriteTheSameRecords).
-func passLayouts() []workload.Job {
-	gpt := workload.Model{Name: "tiny-gpt", Layers: 12, Hidden: 128, Heads: 4, Vocab: 300, Seq: 32, Bias: true, Tied: true, Dtype: "bfloat16"}
-	llama := workload.Model{Name: "tiny-llama", Layers: 12, Hidden: 128, Heads: 4, KVHeads: 2, FFN: 192, Vocab: 300, Seq: 32, Gated: true, Dtype: "bfloat16"}
-	j := func(m workload.Model, tp, pp, dp, gb int, s workload.Schedule, edit func(*workload.Job)) workload.Job {
-		job := workload.Job{Model: m, TP: tp, PP: pp, DP: dp, MicroBatch: 1, GlobalBatch: gb, Schedule: s, Steps: 2}
-		if edit != nil {
-			edit(&job)
-		}
-		return job
-	}
-	return []workload.Job{
-		j(gpt, 1, 1, 1, 2, workload.OneFOneB, nil),
-		j(gpt, 2, 2, 1, 4, workload.OneFOneB, nil),
-		j(gpt, 2, 3, 2, 12, workload.GPipe, func(j *workload.Job) { j.SequenceParallel = true; j.Zero = 1 }),
-		j(gpt, 2, 3, 2, 12, workload.Interleaved, func(j *workload.Job) { j.Chunks = 2; j.Recompute = workload.RecomputeSelective }),
-		j(gpt, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.Recompute = workload.RecomputeFull; j.FP32CrossEntropy = true }),
-		j(gpt, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) {
-			j.GradReduce = workload.GradAfterBackward
-			j.HalfGradReduce = true
-			j.BlockingP2P = true
-		}),
-		j(gpt, 4, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.StageCollectives = true; j.Zero = 1; j.FuseGradAccumulation = true }),
-		j(gpt, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.NoScatterGather = true }),
-		j(gpt, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.Zero = 2 }),
-		j(gpt, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.Zero = 3; j.Recompute = workload.RecomputeFull }),
-		j(gpt, 2, 3, 2, 12, workload.Interleaved, func(j *workload.Job) {
-			j.Chunks = 2
-			j.Zero = 3
-			j.SequenceParallel = true
-			j.Recompute = workload.RecomputeSelective
-		}),
-		j(llama, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.FlashAttention = true; j.Zero = 3 }),
-		j(llama, 1, 3, 2, 12, workload.Interleaved, func(j *workload.Job) { j.Chunks = 2; j.FlashAttention = true; j.Zero = 2 }),
-		j(llama, 2, 2, 2, 8, workload.OneFOneB, func(j *workload.Job) { j.FlashAttention = true }),
-		j(llama, 1, 3, 1, 6, workload.Interleaved, func(j *workload.Job) { j.Chunks = 2; j.FlashAttention = true; j.SequenceParallel = true }),
-		j(llama, 2, 4, 1, 8, workload.OneFOneB, func(j *workload.Job) { j.Recompute = workload.RecomputeSelective }),
-		j(gpt, 2, 2, 1, 8, workload.OneFOneB, func(j *workload.Job) { j.SequenceParallel = true; j.Recompute = workload.RecomputeFull }),
-	}
-}
-
 // outcome is everything a replay of a job reports, device by device.
 type outcome struct {
 	res   replay.Result
@@ -105,7 +60,7 @@ func TestPassStepsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := int64(0)
-	for _, j := range passLayouts() {
+	for _, j := range workload.FeatureLayouts() {
 		name := fmt.Sprintf("%s tp%d pp%d dp%d %v zero%d recompute%d sp%v", j.Model.Name, j.TP, j.PP, j.DP, j.Schedule, j.Zero, j.Recompute, j.SequenceParallel)
 		one := replayOutcome(t, j, spec, true)
 		fast := replayOutcome(t, j, spec, false)
