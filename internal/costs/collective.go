@@ -111,11 +111,16 @@ type ncclTuning struct {
 	// llMaxGBps caps the LL ring's bus bandwidth within one host where it
 	// is not 0 (llMaxBws[compCap][N1]).
 	llMaxGBps float64
+	// llShare replaces the share of the bus bandwidth the LL ring reaches
+	// within one host (ringProtoBW's 1/4 or 1/3) where it is not 0.
+	llShare float64
 	// nvlsLatUs replaces the preset's NVLS latency where it is not 0.
 	nvlsLatUs float64
 }
 
-// tuningFor returns the constants of NCCL release r ("" is "2.7").
+// tuningFor returns the constants of NCCL release r ("" is "2.7") for a
+// GPU of compute capability cc (major × 10 + minor; 0 where the spec
+// gives none).
 //
 // "2.7": tuning.cc at v2.7.5 (commit 01afd20): ring base latency LL 3.6,
 // LL128 10.0, Simple 8.4 µs; the step latencies are the presets'; no LL
@@ -131,13 +136,44 @@ type ncclTuning struct {
 // channels on these hosts it is above the NVLink bus bandwidth. Its
 // changes across hosts (tree base latencies, network Simple step 14 µs,
 // the ring's plateau factor) are not taken: no table across hosts ran it.
-func tuningFor(r string) ncclTuning {
-	if r == "2.18" {
+//
+// "2.27": `git show v2.27.7-1:src/graph/tuning.cc`: baseLat[Ring] and
+// hwLat[NVLINK][Ring] as 2.18's; the LL ring's bus bandwidth is
+// min(llMaxBw, busBw × .5) for every collective ("busBw * .5"), with
+// llMaxBws[compCapIndex][N1] = 87.7 GB/s on Ampere (compute capability
+// 8.x), 141.0 on Hopper (9.x) and 2 × 141.0 on Blackwell (10.x and up),
+// on one host; NVLS: baseLat 0 and hwLat[NVLINK][NVLS][Simple] = 25 µs.
+// The LL128 cap (perChMaxRingLL128Bws, 36.7 GB/s per channel on Hopper)
+// is left out as for 2.18, and so are its changes across hosts (LL at
+// llMaxBws by CPU vendor, network Simple step 14 µs, the ring's plateau
+// factor 1.4 from compute capability 8.0, NCCL's network overhead per
+// step): no table across hosts ran it.
+func tuningFor(r string, cc int) ncclTuning {
+	switch r {
+	case "2.18":
 		return ncclTuning{
 			ringBaseLatUs: [numProtocols]float64{6.6, 14.0, 8.4},
 			nvLLStepUs:    0.6,
 			llMaxGBps:     87.7,
 			nvlsLatUs:     23.0,
+		}
+	case "2.27":
+		// llMaxBws[compCapIndex][N1], v2.27.7-1: compCapIndex is
+		// Blackwell from compute capability 10.0, Hopper from 9.0,
+		// Ampere from 8.0.
+		llMax := 87.7
+		switch {
+		case cc >= 100:
+			llMax = 2 * 141.0
+		case cc >= 90:
+			llMax = 141.0
+		}
+		return ncclTuning{
+			ringBaseLatUs: [numProtocols]float64{6.6, 14.0, 8.4},
+			nvLLStepUs:    0.6,
+			llMaxGBps:     llMax,
+			llShare:       0.5,
+			nvlsLatUs:     25.0,
 		}
 	}
 	return ncclTuning{ringBaseLatUs: [numProtocols]float64{3.6, 10.0, 8.4}}
@@ -271,7 +307,7 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 			intraB, steps = S, 1
 		}
 	}
-	tu := tuningFor(s.NCCL)
+	tu := tuningFor(s.NCCL, s.GPU.ComputeCapability)
 	best := math.Inf(1)
 	for pr := protoLL; pr < numProtocols; pr++ {
 		if pr == protoLL128 && M > 1 {
@@ -284,6 +320,9 @@ func hardwareCollective(s *hardware.Spec, c Collective, S float64, p Placement) 
 		if pr == protoLL {
 			if tu.nvLLStepUs > 0 {
 				intraLat = tu.nvLLStepUs
+			}
+			if tu.llShare > 0 && M == 1 {
+				bw = nv * eff * tu.llShare
 			}
 			if tu.llMaxGBps > 0 && M == 1 {
 				bw = min(bw, tu.llMaxGBps)

@@ -288,14 +288,14 @@ func TestNVLSPipelineByHand(t *testing.T) {
 		// (61,680.94) + 2 × 7,340,032 / 476 (15,420.24) = 117,521.41 ns.
 		{"16 MiB", 16 * MiB, 117521.41},
 	} {
-		if got := nvlsAllReduce(&s.Host, c.S, 8, tuningFor("")); math.Abs(got-c.want) > 0.01 {
+		if got := nvlsAllReduce(&s.Host, c.S, 8, tuningFor("", 0)); math.Abs(got-c.want) > 0.01 {
 			t.Errorf("NVLS all-reduce of %s: %.2f ns, want %.2f", c.what, got, c.want)
 		}
 	}
 	// Without channels or chunk the fill is left out: tuning.cc's time.
 	h := s.Host
 	h.NVLSChannels = 0
-	if got, want := nvlsAllReduce(&h, MiB, 8, tuningFor("")), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
+	if got, want := nvlsAllReduce(&h, MiB, 8, tuningFor("", 0)), 25000+1835008/476.0; math.Abs(got-want) > 0.01 {
 		t.Errorf("no pipeline: %.2f ns, want %.2f", got, want)
 	}
 }
@@ -344,7 +344,7 @@ func TestRingAcrossHostsByHand(t *testing.T) {
 }
 
 // TestNCCLReleaseByHand prices the same collectives with the tuning
-// constants of NCCL 2.7 (the default) and 2.18 (tuningFor), by hand.
+// constants of NCCL 2.7 (the default), 2.18 and 2.27 (tuningFor), by hand.
 func TestNCCLReleaseByHand(t *testing.T) {
 	s, err := hardware.Preset("h100-sxm")
 	if err != nil {
@@ -376,13 +376,53 @@ func TestNCCLReleaseByHand(t *testing.T) {
 	}
 	// NVLS latency: 2.18's baseLat[NVLS][Simple] is 23 µs, the preset's
 	// (a later release's) 25: the same all-reduce is 2 µs faster.
-	if got, want := nvlsAllReduce(&s.Host, MiB, 8, tuningFor("2.18")), 23000+3*1835008/476.0; math.Abs(got-want) > 0.01 {
+	if got, want := nvlsAllReduce(&s.Host, MiB, 8, tuningFor("2.18", 0)), 23000+3*1835008/476.0; math.Abs(got-want) > 0.01 {
 		t.Errorf("NVLS all-reduce of 1 MiB with NCCL 2.18: %.2f ns, want %.2f", got, want)
+	}
+	// 2.27 (tuningFor, v2.27.7-1): an all-reduce over the 8 GPUs of an
+	// H200 host (the h200 preset: NVLink 450 × 0.8222 = 369.99 GB/s,
+	// compute capability 9.0), 2 × 7/8 × S per rank over 14 ring steps.
+	// Ring LL: 6.6 + 14 × 0.6 = 15.0 µs, at min(llMaxBws[Hopper][N1] =
+	// 141, 369.99 × .5 = 185.0) = 141 GB/s.
+	//   1 MiB: 15,000 + 1,835,008 / 141 = 15,000 + 13,014.24 =
+	//   28,014.24 ns. (NVLS with its fill: 25,000 + 3 × 1,835,008 / 476
+	//   = 36,565.0; LL128: 14.0 + 14 × 1.9 = 40.6 µs already.)
+	//   2 MiB: 15,000 + 3,670,016 / 141 = 41,028.48 ns. (NVLS with its
+	//   fill, one loop: 25,000 + 3 × 3,670,016 / 476 = 48,130.35; LL128:
+	//   40,600 + 3,670,016 / (369.99 × 0.92) = 51,381.80.)
+	// The same host with an Ampere's compute capability (8.0) caps LL at
+	// llMaxBws[Ampere][N1] = 87.7 GB/s: 1 MiB takes 15,000 + 1,835,008 /
+	// 87.7 = 35,923.69 ns (NVLS 36,565.0 is slower).
+	h200, err := hardware.Preset("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s27 := *h200
+	s27.NCCL = "2.27"
+	s27amp := s27
+	s27amp.GPU.ComputeCapability = 80
+	for _, c := range []struct {
+		what  string
+		spec  *hardware.Spec
+		bytes int64
+		want  int64
+	}{
+		{"2.27, Hopper, 1 MiB", &s27, MiB, 28015},
+		{"2.27, Hopper, 2 MiB", &s27, 2 * MiB, 41029},
+		{"2.27, Ampere's LL cap, 1 MiB", &s27amp, MiB, 35924},
+	} {
+		if got := HardwareCollectiveNs(c.spec, AllReduce, c.bytes, p); got != c.want {
+			t.Errorf("all-reduce with NCCL %s: %d ns, want %d", c.what, got, c.want)
+		}
+	}
+	// 2.27's NVLS latency is hwLat[NVLINK][NVLS][Simple] = 25 µs.
+	if got, want := nvlsAllReduce(&h200.Host, MiB, 8, tuningFor("2.27", 90)), 25000+3*1835008/476.0; math.Abs(got-want) > 0.01 {
+		t.Errorf("NVLS all-reduce of 1 MiB with NCCL 2.27: %.2f ns, want %.2f", got, want)
 	}
 	// Every release hardware accepts has its constants: none falls back
 	// to the default silently.
 	for _, r := range hardware.NCCLReleases {
-		if r != "2.7" && tuningFor(r) == tuningFor("") {
+		if r != "2.7" && tuningFor(r, 90) == tuningFor("", 90) {
 			t.Errorf("release %q has the default constants", r)
 		}
 	}

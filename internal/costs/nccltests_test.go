@@ -201,7 +201,7 @@ func TestNCCLTestsPublished(t *testing.T) {
 				if c != AllReduce || tb.Hosts != 1 || s.Host.NVLSGBps <= 0 {
 					t.Fatalf("%s: NCCL_ALGO=NVLS priced only for an all-reduce within one NVLS host", tb.Name)
 				}
-				ns = math.Ceil(nvlsAllReduce(&s.Host, bytes, float64(tb.Ranks), tuningFor(s.NCCL)))
+				ns = math.Ceil(nvlsAllReduce(&s.Host, bytes, float64(tb.Ranks), tuningFor(s.NCCL, s.GPU.ComputeCapability)))
 			default:
 				t.Fatalf("%s: unknown nccl_algo %q", tb.Name, tb.Algo)
 			}

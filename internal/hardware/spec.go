@@ -42,8 +42,10 @@ type Spec struct {
 // NCCLReleases are the NCCL release series whose tuning constants the
 // collective model holds (internal/costs): "2.7" is NVIDIA/nccl
 // src/graph/tuning.cc at v2.7.5 (commit 01afd20), "2.18" the same file at
-// v2.18.3-1 (unchanged to v2.18.5-1).
-var NCCLReleases = []string{"2.7", "2.18"}
+// v2.18.3-1 (unchanged to v2.18.5-1), "2.27" the same file at v2.27.7-1.
+// "2.27" caps the LL protocol per GPU generation, so a spec that names it
+// needs gpu.compute_capability.
+var NCCLReleases = []string{"2.7", "2.18", "2.27"}
 
 // GPU is one accelerator.
 type GPU struct {
@@ -61,6 +63,12 @@ type GPU struct {
 	HBMTBps float64 `json:"hbm_tbps"`
 	// SMs is the number of streaming multiprocessors.
 	SMs int `json:"sms"`
+	// ComputeCapability is the GPU's CUDA compute capability as NCCL
+	// holds it, major × 10 + minor (80 for A100, 90 for H100 and H200,
+	// 100 for B200), optional: NCCL's tuning tables are indexed by GPU
+	// generation (src/graph/tuning.cc, compCapIndex), and the releases
+	// that cap a protocol per generation ("2.27") need it.
+	ComputeCapability int `json:"compute_capability,omitempty"`
 	// GEMMEfficiency is the fraction of the dtype's peak a matrix multiply
 	// reaches, as a function of its FLOPs.
 	GEMMEfficiency Curve `json:"gemm_efficiency"`
@@ -227,6 +235,12 @@ func (s *Spec) Check() error {
 	}
 	if s.NCCL != "" && !slices.Contains(NCCLReleases, s.NCCL) {
 		return fmt.Errorf("%w: nccl is %q (want one of %s)", ErrSpec, s.NCCL, strings.Join(NCCLReleases, ", "))
+	}
+	if v := s.GPU.ComputeCapability; v < 0 || v > 1000 {
+		return fmt.Errorf("%w: gpu.compute_capability is %d, want 0..1000 (major × 10 + minor: 90 for 9.0)", ErrSpec, v)
+	}
+	if s.NCCL == "2.27" && s.GPU.ComputeCapability == 0 {
+		return fmt.Errorf("%w: nccl %q caps LL per GPU generation: gpu.compute_capability is needed", ErrSpec, s.NCCL)
 	}
 	if len(s.GPU.PeakDenseTFLOPS) == 0 {
 		return fmt.Errorf("%w: gpu.peak_dense_tflops is empty", ErrSpec)

@@ -131,6 +131,10 @@ func TestParseErrors(t *testing.T) {
 		mutate(`"tree_max_gbps_per_channel": 41.4`, `"tree_max_gbps_per_channel": 41.4, "plugin_latency_us": -75`),
 		// An NCCL release whose tuning constants the model does not hold.
 		mutate(`"name": "h100-sxm",`, `"name": "h100-sxm", "nccl": "2.19",`),
+		// A compute capability out of range; NCCL 2.27, whose LL cap
+		// is per GPU generation, on a GPU that does not give its own.
+		mutate(`"compute_capability": 90`, `"compute_capability": -90`),
+		strings.Replace(mutate(`"name": "h100-sxm",`, `"name": "h100-sxm", "nccl": "2.27",`), `"compute_capability": 90,`, ``, 1),
 		// Efficiency growing as fast as the size: 0.0243 at 2^25 FLOPs to
 		// 0.9 at 2^28 grows 37x for 8x the size.
 		mutate("0.0971", "0.9"),
