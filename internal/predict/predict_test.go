@@ -109,16 +109,16 @@ const maeTarget = 3.5
 // worse fails; one that meets its target must leave this list.
 // bench/VALIDATION.md ("What still misses") says why each misses.
 var misses = map[string]float64{
-	"narayanan-7p5b/tflops_per_gpu": 17.5,
+	"narayanan-7p5b/tflops_per_gpu": 16.7,
 }
 
 // maeBound is the step-time mean absolute error held today, above
-// maeTarget (see misses): 5.16% over the four Korthikanti step times and
-// the 7.5B row's implied step time (-1.1, -3.9, -1.9, -4.2 and -14.8%);
+// maeTarget (see misses): 5.04% over the four Korthikanti step times and
+// the 7.5B row's implied step time (-1.1, -3.9, -1.9, -4.2 and -14.2%);
 // the four Korthikanti ones alone average 2.75%. With -args -all-points
-// the 145.6B row (+6.2% TFLOP/s, the step 5.8% short) makes it 5.26% over
+// the 145.6B row (+5.6% TFLOP/s, the step 5.3% short) makes it 5.09% over
 // six values, which the bound also holds.
-const maeBound = 5.3
+const maeBound = 5.1
 
 var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
 
@@ -321,6 +321,37 @@ func TestGradReduceTiming(t *testing.T) {
 		if h, f := step(gr, true), step(gr, false); !(h < f) {
 			t.Errorf("reduction %d: step %.6f s in 16 bits, %.6f s in fp32", gr, h, f)
 		}
+	}
+}
+
+// TestTwoPassNormBackwardTiming: the weight and bias gradients' own pass
+// over each layer norm's output gradient and input (Megatron-LM's layer
+// norm of 2021) lengthens a step by exactly its kernels on one GPU, where
+// everything runs on one stream. Hand count: 2 layers of 2 norms and the
+// final norm, 5 a microbatch, 2 microbatches (global batch 4, microbatch
+// 2): 10 a step. Each reads dy and x, 16-bit [1024, 2, 1024] (2,097,152
+// elements: 4,194,304 bytes each), the fp32 mean and reciprocal
+// deviation (2,048 rows: 8,192 bytes each), and writes the 16-bit weight
+// and bias gradients (1,024: 2,048 bytes each): 8,409,088 bytes at 95% of
+// the A100's 2,039 GB/s = 1,937.05 bytes/ns: 4,341.2 ns, plus the 3,000
+// ns launch: 7,342 ns (rounded up). 10 of them: 73,420 ns.
+func TestTwoPassNormBackwardTiming(t *testing.T) {
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := workload.Model{Name: "small", Layers: 2, Hidden: 1024, Heads: 16, Vocab: 51200, Seq: 1024, Bias: true, Tied: true, Dtype: "bfloat16"}
+	step := func(twoPass bool) int64 {
+		j := workload.Job{Model: m, TP: 1, PP: 1, DP: 1, GlobalBatch: 4, MicroBatch: 2, Schedule: workload.OneFOneB,
+			TwoPassNormBackward: twoPass}
+		r, err := Run(context.Background(), j, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(math.Round(r.StepTimeS * 1e9))
+	}
+	if one, two := step(false), step(true); two-one != 73420 {
+		t.Errorf("step %d ns with the separate pass, %d ns without: %d ns more, want 73,420", two, one, two-one)
 	}
 }
 

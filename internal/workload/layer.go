@@ -227,6 +227,36 @@ func (g *generator) layerNorm(st *stage, x values.Tensor) (out, mean, rstd value
 	return
 }
 
+// normBackward is a layer norm's backward pass: the gradient of its input
+// x [sp, b, h] from the output gradient dy, with the forward's mean mu and
+// reciprocal deviation rs. By default one native_layer_norm_backward makes
+// it, reading dy and x once, and the norm's weight and bias gradients
+// (two sums over the rows, of dy·x̂ and dy) come with that pass, as in a
+// one-pass kernel (apex's persistent FastLayerNorm, which Megatron-LM
+// uses from 2022 for the hidden sizes it supports: MixedFusedLayerNorm in
+// megatron/model/fused_layer_norm.py at 2755bcb). With
+// Job.TwoPassNormBackward the weight and bias gradients are a kernel of
+// their own, before the input gradient, that reads dy and x once more:
+// Megatron-LM's own fused_mix_prec_layer_norm_cuda, its only layer norm
+// in 2021, launches cuComputePartGradGammaBeta over dout and input, then
+// cuComputeGradGammaBeta over the partial sums, then cuComputeGradInput,
+// which reads dout and input again (cuda_layer_norm_gradient in
+// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58). The extra
+// pass is written as native_layer_norm_backward asking only for the
+// weight and bias gradients (output_mask false, true, true): 4 bytes an
+// element more with 16-bit dy and x.
+func (g *generator) normBackward(st *stage, dy, x, mu, rs values.Tensor) values.Tensor {
+	d := &g.d
+	if g.j.TwoPassNormBackward {
+		dw, db := g.e.tensor(bf16, d.h), g.e.tensor(bf16, d.h)
+		g.e.call(st.all, st.main, opLayerNormBw, []any{dy, x, []int64{d.h}, mu, rs, nil, nil, []any{false, true, true}}, []any{nil, dw, db})
+		g.free(st, dw, db)
+	}
+	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
+	g.e.call(st.all, st.main, opLayerNormBw, []any{dy, x, []int64{d.h}, mu, rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
+	return dx
+}
+
 // dropout runs native_dropout on x when the model has dropout; the mask is
 // kept for the backward.
 func (g *generator) dropout(st *stage, x values.Tensor) (out, mask values.Tensor) {
@@ -486,8 +516,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	dl2 := g.linearBackward(st, w, 2, WT[2], dh1, in)
 	g.free(st, dh1, in, extra, sv.ln2)
 	dl2r := g.columnGradOut(st, dl2)
-	dx2 := g.e.tensor(bf16, d.sp, d.b, d.h)
-	g.e.call(st.all, st.main, opLayerNormBw, []any{dl2r, sv.x2, []int64{d.h}, sv.mu2, sv.rs2, nil, nil, []any{true, false, false}}, []any{dx2, nil, nil})
+	dx2 := g.normBackward(st, dl2r, sv.x2, sv.mu2, sv.rs2)
 	g.free(st, dl2r, sv.x2, sv.mu2, sv.rs2)
 	dmid := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.op(st, opAdd, []any{dx2, dy}, dmid)
@@ -514,8 +543,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	g.free(st, dqkv, in, extra, sv.ln1, sv.qkv, sv.q, sv.k, sv.v)
 	g.releaseWeights(st, w, WT)
 	dl1r := g.columnGradOut(st, dl1)
-	dx1 := g.e.tensor(bf16, d.sp, d.b, d.h)
-	g.e.call(st.all, st.main, opLayerNormBw, []any{dl1r, sv.x, []int64{d.h}, sv.mu1, sv.rs1, nil, nil, []any{true, false, false}}, []any{dx1, nil, nil})
+	dx1 := g.normBackward(st, dl1r, sv.x, sv.mu1, sv.rs1)
 	g.free(st, dl1r, sv.x, sv.mu1, sv.rs1)
 	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.op(st, opAdd, []any{dx1, dmid}, dx)

@@ -380,3 +380,41 @@ func TestBiasAndLayoutKernels(t *testing.T) {
 	fl.FlashAttention = true
 	check("flash attention", fl, 4*lm, 0, 0, lm+8)
 }
+
+// TestTwoPassNormBackward counts the layer norms' backward kernels. tiny
+// has 4 layers of 2 norms and a final norm on the last stage; 4
+// microbatches a step, 2 steps: 32 layer-microbatches, 64 layer norm
+// backwards and 8 of the final norm, 72 native_layer_norm_backward calls.
+// With Job.TwoPassNormBackward each has a second call before it, for the
+// weight and bias gradients (output_mask false, true, true) reading the
+// same output gradient and input: 144, half of them asking for the
+// weight and bias gradients only. Full recomputation runs the backward
+// once a layer-microbatch, as before.
+func TestTwoPassNormBackward(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
+	count := func(j workload.Job) (all, params int64) {
+		eachRecord(t, j, false, func(rec *history.Record) {
+			c := &rec.Msg.CallFunction
+			if rec.Msg.Kind != gen.MsgCallFunction || !strings.HasSuffix(c.Function, "native_layer_norm_backward.default") {
+				return
+			}
+			all++
+			if strings.Contains(string(c.Args.Raw), "[false,true,true]") {
+				params++
+			}
+		})
+		return
+	}
+	for _, rc := range []workload.Recompute{workload.RecomputeNone, workload.RecomputeFull} {
+		j.Recompute = rc
+		j.TwoPassNormBackward = false
+		if all, params := count(j); all != 72 || params != 0 {
+			t.Errorf("recompute %d, one pass: %d calls, %d for the weights only; want 72 and 0", rc, all, params)
+		}
+		j.TwoPassNormBackward = true
+		if all, params := count(j); all != 144 || params != 72 {
+			t.Errorf("recompute %d, two passes: %d calls, %d for the weights only; want 144 and 72", rc, all, params)
+		}
+	}
+}
