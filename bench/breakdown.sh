@@ -58,7 +58,7 @@ synth() { # OUT [FLAGS...]
 		--recompute full --fp32-cross-entropy --half-grad-reduce --steps 1 --command-ns -1 "$@" "$out" >/dev/null
 }
 synth "$work/one.hist"
-synth "$work/two.hist" --two-pass-norm-backward
+synth "$work/two.hist" --apex-layer-norm
 echo "megatron-$row, tp $tp, microbatch $mb, $((gb / mb)) microbatch(es) a step, one rank (load $(cut -d' ' -f1-3 /proc/loadavg))"
 echo "-- one-pass layer norm backward:"
 classes "$work/one.hist"

@@ -105,15 +105,16 @@ type Job struct {
 	// wrote before then (usually nothing: the schedule runs the receiver
 	// next).
 	BlockingP2P bool
-	// TwoPassNormBackward makes each layer norm's weight and bias
-	// gradients in a pass of their own over the output gradient and the
-	// input, before the input gradient's pass, as Megatron-LM's own
-	// layer norm kernel of 2021 does (cuda_layer_norm_gradient in
-	// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58: 4
-	// bytes an element more with 16-bit tensors; generator.normBackward).
-	// Otherwise the input gradient's pass makes them too, as a one-pass
-	// kernel does.
-	TwoPassNormBackward bool
+	// ApexLayerNorm runs the layer norms as Megatron-LM's own kernels of
+	// 2021 (fused_mix_prec_layer_norm_cuda, apex's FusedLayerNorm
+	// kernels: megatron/fused_kernels at 6985e58), whose backward reads
+	// the output gradient and the input twice and also returns the
+	// weight and bias gradients; the op table prices both at the
+	// bandwidth NVIDIA measured for them on an A100 (internal/costs
+	// ops.go). Otherwise they are ATen's native_layer_norm and its
+	// backward at the GPU's memory efficiency (generator.layerNorm,
+	// normBackward).
+	ApexLayerNorm bool
 	// GradReduce is when the data-parallel gradient all-reduce runs
 	// (ZeRO 0; ZeRO 1 to 3 always overlap it).
 	GradReduce GradReduce

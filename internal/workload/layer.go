@@ -9,41 +9,45 @@ const (
 	opBMM         = "torch.ops.aten.bmm.default"
 	opLayerNorm   = "torch.ops.aten.native_layer_norm.default"
 	opLayerNormBw = "torch.ops.aten.native_layer_norm_backward.default"
-	opDropout     = "torch.ops.aten.native_dropout.default"
-	opDropoutBw   = "torch.ops.aten.native_dropout_backward.default"
-	opSoftmax     = "torch.ops.aten._softmax.default"
-	opSoftmaxBw   = "torch.ops.aten._softmax_backward_data.default"
-	opFlash       = "torch.ops.aten._scaled_dot_product_flash_attention.default"
-	opFlashBw     = "torch.ops.aten._scaled_dot_product_flash_attention_backward.default"
-	opGelu        = "torch.ops.aten.gelu.default"
-	opGeluBw      = "torch.ops.aten.gelu_backward.default"
-	opSilu        = "torch.ops.aten.silu.default"
-	opSiluBw      = "torch.ops.aten.silu_backward.default"
-	opMul         = "torch.ops.aten.mul.Tensor"
-	opCat         = "torch.ops.aten.cat.default"
-	opAdd         = "torch.ops.aten.add.Tensor"
-	opAddInPlace  = "torch.ops.aten.add_.Tensor"
-	opEmbedding   = "torch.ops.aten.embedding.default"
-	opEmbeddingBw = "torch.ops.aten.embedding_dense_backward.default"
-	opLogSoftmax  = "torch.ops.aten._log_softmax.default"
-	opAmax        = "torch.ops.aten.amax.default"
-	opSumDim      = "torch.ops.aten.sum.dim_IntList"
-	opClone       = "torch.ops.aten.clone.default"
-	opLogSumExp   = "torch.ops.aten.logsumexp.default"
-	opGather      = "torch.ops.aten.gather.default"
-	opLogSmBw     = "torch.ops.aten._log_softmax_backward_data.default"
-	opNLL         = "torch.ops.aten.nll_loss_forward.default"
-	opNLLBw       = "torch.ops.aten.nll_loss_backward.default"
-	opToCopy      = "torch.ops.aten._to_copy.default"
-	opOnesLike    = "torch.ops.aten.ones_like.default"
-	opZeros       = "torch.ops.aten.zeros.default"
-	opEmpty       = "torch.ops.aten.empty.memory_format"
-	opZero        = "torch.ops.aten.zero_.default"
-	opAdam        = "torch.ops.aten._fused_adam_.default"
-	opForeachCopy = "torch.ops.aten._foreach_copy_.default"
-	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
-	opDivInPlace  = "torch.ops.aten.div_.Scalar"
-	opMMOut       = "torch.ops.aten.mm.out"
+	// Megatron-LM's own layer norm of 2021, a C++ extension called from
+	// Python by this path (megatron/model/fused_layer_norm.py at 6985e58).
+	opApexLayerNorm   = "fused_mix_prec_layer_norm_cuda.forward_affine"
+	opApexLayerNormBw = "fused_mix_prec_layer_norm_cuda.backward_affine"
+	opDropout         = "torch.ops.aten.native_dropout.default"
+	opDropoutBw       = "torch.ops.aten.native_dropout_backward.default"
+	opSoftmax         = "torch.ops.aten._softmax.default"
+	opSoftmaxBw       = "torch.ops.aten._softmax_backward_data.default"
+	opFlash           = "torch.ops.aten._scaled_dot_product_flash_attention.default"
+	opFlashBw         = "torch.ops.aten._scaled_dot_product_flash_attention_backward.default"
+	opGelu            = "torch.ops.aten.gelu.default"
+	opGeluBw          = "torch.ops.aten.gelu_backward.default"
+	opSilu            = "torch.ops.aten.silu.default"
+	opSiluBw          = "torch.ops.aten.silu_backward.default"
+	opMul             = "torch.ops.aten.mul.Tensor"
+	opCat             = "torch.ops.aten.cat.default"
+	opAdd             = "torch.ops.aten.add.Tensor"
+	opAddInPlace      = "torch.ops.aten.add_.Tensor"
+	opEmbedding       = "torch.ops.aten.embedding.default"
+	opEmbeddingBw     = "torch.ops.aten.embedding_dense_backward.default"
+	opLogSoftmax      = "torch.ops.aten._log_softmax.default"
+	opAmax            = "torch.ops.aten.amax.default"
+	opSumDim          = "torch.ops.aten.sum.dim_IntList"
+	opClone           = "torch.ops.aten.clone.default"
+	opLogSumExp       = "torch.ops.aten.logsumexp.default"
+	opGather          = "torch.ops.aten.gather.default"
+	opLogSmBw         = "torch.ops.aten._log_softmax_backward_data.default"
+	opNLL             = "torch.ops.aten.nll_loss_forward.default"
+	opNLLBw           = "torch.ops.aten.nll_loss_backward.default"
+	opToCopy          = "torch.ops.aten._to_copy.default"
+	opOnesLike        = "torch.ops.aten.ones_like.default"
+	opZeros           = "torch.ops.aten.zeros.default"
+	opEmpty           = "torch.ops.aten.empty.memory_format"
+	opZero            = "torch.ops.aten.zero_.default"
+	opAdam            = "torch.ops.aten._fused_adam_.default"
+	opForeachCopy     = "torch.ops.aten._foreach_copy_.default"
+	opForeachNorm     = "torch.ops.aten._foreach_norm.Scalar"
+	opDivInPlace      = "torch.ops.aten.div_.Scalar"
+	opMMOut           = "torch.ops.aten.mm.out"
 )
 
 // dropP is the hidden and attention dropout of the GPT models (Radford et
@@ -217,42 +221,46 @@ func (g *generator) gatherSeq(st *stage, x values.Tensor) (flat, extra values.Te
 }
 
 // layerNorm runs native_layer_norm over the last dimension; the affine
-// parameters live in the layer's small-parameter buffer.
+// parameters live in the layer's small-parameter buffer. With
+// Job.ApexLayerNorm it is Megatron-LM's own kernel of 2021 instead,
+// fused_mix_prec_layer_norm_cuda.forward_affine (same arguments and
+// results; the op table prices it at its measured bandwidth).
 func (g *generator) layerNorm(st *stage, x values.Tensor) (out, mean, rstd values.Tensor) {
 	d := &g.d
 	out = g.e.tensor(bf16, d.sp, d.b, d.h)
 	mean = g.e.tensor(f32, d.sp, d.b, 1)
 	rstd = g.e.tensor(f32, d.sp, d.b, 1)
-	g.op(st, opLayerNorm, []any{x, []int64{d.h}, nil, nil, lnEps}, out, mean, rstd)
+	op := opLayerNorm
+	if g.j.ApexLayerNorm {
+		op = opApexLayerNorm
+	}
+	g.op(st, op, []any{x, []int64{d.h}, nil, nil, lnEps}, out, mean, rstd)
 	return
 }
 
 // normBackward is a layer norm's backward pass: the gradient of its input
 // x [sp, b, h] from the output gradient dy, with the forward's mean mu and
-// reciprocal deviation rs. By default one native_layer_norm_backward makes
-// it, reading dy and x once, and the norm's weight and bias gradients
-// (two sums over the rows, of dy·x̂ and dy) come with that pass, as in a
-// one-pass kernel (apex's persistent FastLayerNorm, which Megatron-LM
-// uses from 2022 for the hidden sizes it supports: MixedFusedLayerNorm in
-// megatron/model/fused_layer_norm.py at 2755bcb). With
-// Job.TwoPassNormBackward the weight and bias gradients are a kernel of
-// their own, before the input gradient, that reads dy and x once more:
-// Megatron-LM's own fused_mix_prec_layer_norm_cuda, its only layer norm
-// in 2021, launches cuComputePartGradGammaBeta over dout and input, then
-// cuComputeGradGammaBeta over the partial sums, then cuComputeGradInput,
-// which reads dout and input again (cuda_layer_norm_gradient in
-// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58). The extra
-// pass is written as native_layer_norm_backward asking only for the
-// weight and bias gradients (output_mask false, true, true): 4 bytes an
-// element more with 16-bit dy and x.
+// reciprocal deviation rs, in one native_layer_norm_backward (the norm's
+// weight and bias gradients, two sums over the rows, are left out: a
+// one-pass kernel makes them as it goes, as apex's persistent
+// FastLayerNorm, which Megatron-LM runs from 2022 where it is installed,
+// does: MixedFusedLayerNorm in megatron/model/fused_layer_norm.py at
+// 2755bcb). With Job.ApexLayerNorm it is Megatron-LM's own kernel of
+// 2021, fused_mix_prec_layer_norm_cuda.backward_affine(dout, mean,
+// invvar, input, normalized_shape, weight, bias, eps), which returns the
+// weight and bias gradients too and reads dout and input twice, once for
+// them and once for the input gradient (cuda_layer_norm_gradient in
+// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58); the op
+// table prices it at its measured bandwidth.
 func (g *generator) normBackward(st *stage, dy, x, mu, rs values.Tensor) values.Tensor {
 	d := &g.d
-	if g.j.TwoPassNormBackward {
-		dw, db := g.e.tensor(bf16, d.h), g.e.tensor(bf16, d.h)
-		g.e.call(st.all, st.main, opLayerNormBw, []any{dy, x, []int64{d.h}, mu, rs, nil, nil, []any{false, true, true}}, []any{nil, dw, db})
-		g.free(st, dw, db)
-	}
 	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
+	if g.j.ApexLayerNorm {
+		dw, db := g.e.tensor(bf16, d.h), g.e.tensor(bf16, d.h)
+		g.e.call(st.all, st.main, opApexLayerNormBw, []any{dy, mu, rs, x, []int64{d.h}, nil, nil, lnEps}, []any{dx, dw, db})
+		g.free(st, dw, db)
+		return dx
+	}
 	g.e.call(st.all, st.main, opLayerNormBw, []any{dy, x, []int64{d.h}, mu, rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
 	return dx
 }

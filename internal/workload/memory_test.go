@@ -381,40 +381,32 @@ func TestBiasAndLayoutKernels(t *testing.T) {
 	check("flash attention", fl, 4*lm, 0, 0, lm+8)
 }
 
-// TestTwoPassNormBackward counts the layer norms' backward kernels. tiny
-// has 4 layers of 2 norms and a final norm on the last stage; 4
-// microbatches a step, 2 steps: 32 layer-microbatches, 64 layer norm
-// backwards and 8 of the final norm, 72 native_layer_norm_backward calls.
-// With Job.TwoPassNormBackward each has a second call before it, for the
-// weight and bias gradients (output_mask false, true, true) reading the
-// same output gradient and input: 144, half of them asking for the
-// weight and bias gradients only. Full recomputation runs the backward
-// once a layer-microbatch, as before.
-func TestTwoPassNormBackward(t *testing.T) {
+// TestApexLayerNorm counts the layer norms' kernels. tiny has 4 layers
+// of 2 norms and a final norm on the last stage; 4 microbatches a step, 2
+// steps: 32 layer-microbatches, 64 layer norm forwards and backwards and
+// 8 of the final norm: 72 each; full recomputation runs each layer's
+// forward twice: 128 + 8 = 136 forwards. With Job.ApexLayerNorm every one
+// of them is Megatron-LM's kernel (forward_affine, backward_affine) and
+// none is ATen's.
+func TestApexLayerNorm(t *testing.T) {
 	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
 		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
-	count := func(j workload.Job) (all, params int64) {
-		eachRecord(t, j, false, func(rec *history.Record) {
-			c := &rec.Msg.CallFunction
-			if rec.Msg.Kind != gen.MsgCallFunction || !strings.HasSuffix(c.Function, "native_layer_norm_backward.default") {
-				return
-			}
-			all++
-			if strings.Contains(string(c.Args.Raw), "[false,true,true]") {
-				params++
-			}
-		})
-		return
+	count := func(j workload.Job) [4]int64 {
+		return [4]int64{countCalls(t, j, "aten.native_layer_norm.default"), countCalls(t, j, "aten.native_layer_norm_backward.default"),
+			countCalls(t, j, "fused_mix_prec_layer_norm_cuda.forward_affine"), countCalls(t, j, "fused_mix_prec_layer_norm_cuda.backward_affine")}
 	}
-	for _, rc := range []workload.Recompute{workload.RecomputeNone, workload.RecomputeFull} {
-		j.Recompute = rc
-		j.TwoPassNormBackward = false
-		if all, params := count(j); all != 72 || params != 0 {
-			t.Errorf("recompute %d, one pass: %d calls, %d for the weights only; want 72 and 0", rc, all, params)
+	for _, c := range []struct {
+		rc       workload.Recompute
+		forwards int64
+	}{{workload.RecomputeNone, 72}, {workload.RecomputeFull, 136}} {
+		j.Recompute = c.rc
+		j.ApexLayerNorm = false
+		if got, want := count(j), [4]int64{c.forwards, 72, 0, 0}; got != want {
+			t.Errorf("recompute %d, ATen's: ATen forwards, backwards, Megatron-LM's forwards, backwards = %v, want %v", c.rc, got, want)
 		}
-		j.TwoPassNormBackward = true
-		if all, params := count(j); all != 144 || params != 72 {
-			t.Errorf("recompute %d, two passes: %d calls, %d for the weights only; want 144 and 72", rc, all, params)
+		j.ApexLayerNorm = true
+		if got, want := count(j), [4]int64{0, 0, c.forwards, 72}; got != want {
+			t.Errorf("recompute %d, Megatron-LM's: ATen forwards, backwards, Megatron-LM's forwards, backwards = %v, want %v", c.rc, got, want)
 		}
 	}
 }
