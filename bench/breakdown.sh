@@ -7,10 +7,9 @@
 # Narayanan Table 1 gap"). The sums leave out the set-up (the fp32 state's
 # zeros) and the data-parallel all-reduce, which PyTorch DDP overlaps with
 # the backward; they add up each kernel's own time, so they are not a
-# timeline. `fastsim ops` keys calls as Monarch's timing files do (name,
-# input shapes, dtype), so the two calls of a two-pass layer norm backward
-# share a key and are listed at the larger time: the script prices them
-# apart by running the history without the weight-gradient pass too.
+# timeline: the replayed step of the same history is printed after them.
+# With BEFORE=1 the layer norms are ATen's (the history before
+# --apex-layer-norm).
 #
 # Usage: bench/breakdown.sh [ROW]    ROW: 1.7b, 3.6b, 7.5b (default), 18b
 set -euo pipefail
@@ -57,17 +56,13 @@ synth() { # OUT [FLAGS...]
 	"$work/fastsim" synth --model "megatron-$row" --tp "$tp" --dp 1 --global-batch "$gb" --micro-batch "$mb" \
 		--recompute full --fp32-cross-entropy --half-grad-reduce --steps 1 --command-ns -1 "$@" "$out" >/dev/null
 }
-synth "$work/one.hist"
-synth "$work/two.hist" --apex-layer-norm
+if [ "${BEFORE:-0}" = 1 ]; then
+	synth "$work/row.hist"
+else
+	synth "$work/row.hist" --apex-layer-norm
+fi
 echo "megatron-$row, tp $tp, microbatch $mb, $((gb / mb)) microbatch(es) a step, one rank (load $(cut -d' ' -f1-3 /proc/loadavg))"
-echo "-- one-pass layer norm backward:"
-classes "$work/one.hist"
-# The weight-gradient pass of each norm, priced apart: it reads dy and x
-# (2 bytes an element each) and the fp32 mean and deviation, and writes
-# the two [h] gradients; the replay prices it so, and this prints what
-# the two-pass history adds.
-"$work/fastsim" replay --hardware a100-80gb --controller none --report-only --summary-json "$work/one.json" "$work/one.hist" >/dev/null
-"$work/fastsim" replay --hardware a100-80gb --controller none --report-only --summary-json "$work/two.json" "$work/two.hist" >/dev/null
-one=$(grep -o '"exec_time_s": *[0-9.e+-]*' "$work/one.json" | sed 's/.*: *//')
-two=$(grep -o '"exec_time_s": *[0-9.e+-]*' "$work/two.json" | sed 's/.*: *//')
-awk -v a="$one" -v b="$two" 'BEGIN { printf "replayed step: %.1f ms one-pass, %.1f ms two-pass (+%.1f ms)\n", a * 1000, b * 1000, (b - a) * 1000 }'
+classes "$work/row.hist"
+"$work/fastsim" replay --hardware a100-80gb --controller none --report-only --summary-json "$work/row.json" "$work/row.hist" >/dev/null
+step=$(grep -o '"exec_time_s": *[0-9.e+-]*' "$work/row.json" | sed 's/.*: *//')
+awk -v a="$step" 'BEGIN { printf "replayed (the set-up included): %.1f ms\n", a * 1000 }'
