@@ -53,7 +53,7 @@ classes() {
 synth() { # OUT [FLAGS...]
 	out=$1
 	shift
-	"$work/fastsim" synth --model "megatron-$row" --tp "$tp" --dp 1 --global-batch "$gb" --micro-batch "$mb" \
+	"$work/fastsim" synth --model "megatron-$row" --tp "$tp" --pp 1 --dp 1 --global-batch "$gb" --micro-batch "$mb" \
 		--recompute full --fp32-cross-entropy --half-grad-reduce --steps 1 --command-ns -1 "$@" "$out" >/dev/null
 }
 if [ "${BEFORE:-0}" = 1 ]; then
