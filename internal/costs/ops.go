@@ -78,6 +78,10 @@ type opRow struct {
 	// causalArg is the position of is_causal among the positional
 	// arguments (counting every argument, tensor or not), -1 if none.
 	causalArg int
+	// memEff is the share of the GPU's HBM bandwidth the kernel was
+	// measured to reach over its bytes; 0: the GPU's memory_efficiency
+	// curve, as for every ATen op.
+	memEff float64
 }
 
 var (
@@ -219,4 +223,21 @@ var opTable = map[string]opRow{
 	"aten.empty":            free, // allocation only, no kernel
 	"aten.empty_like":       free,
 	"aten.empty_strided":    free,
+
+	// Megatron-LM's own layer norm of 2021 (megatron/fused_kernels at
+	// 6985e58, "copied from NVIDIA apex"): apex's FusedLayerNorm
+	// kernels. NVIDIA measured them on an A100 ("GA100") for apex pull
+	// request #1037 (January 2021, "current APEX affine LN kernels", fp16
+	// x of 16,384 x 1,024): forward 0.0751 ms, 895.7822 GB/s, backward
+	// 0.1762 ms, 572.1678 GB/s, counting what the op table's bytes count
+	// (x, y, gamma, beta, mean and rsigma forward; x, dx, dy, gamma,
+	// dgamma, dbeta, mean and rsigma backward: apex's
+	// test_fast_layer_norm.py at 780e02c). The backward is slow because
+	// it reads dy and x twice, once for dgamma and dbeta
+	// (cuComputePartGradGammaBeta) and once for dx (cuComputeGradInput).
+	// The shares are of the 40 GB A100's 1,555 GB/s (the A100 of that
+	// time; on the 80 GB part's 2,039 GB/s they would be 0.439 and
+	// 0.281, and the kernels slower still): 0.576 and 0.368.
+	"fused_mix_prec_layer_norm_cuda.forward_affine":  {flops: flopElementwise, bytes: bytesIO, perElem: 8, causalArg: -1, memEff: 895.7822 / 1555},
+	"fused_mix_prec_layer_norm_cuda.backward_affine": {flops: flopElementwise, bytes: bytesIO, perElem: 16, causalArg: -1, memEff: 572.1678 / 1555},
 }

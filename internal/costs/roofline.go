@@ -177,7 +177,11 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	}
 	e.ComputeNs = e.FLOPs / (peak * eff)
 	if e.Bytes > 0 {
-		e.MemoryNs = e.Bytes / (r.hbmPerNs * r.spec.GPU.MemoryEfficiency.At(e.Bytes))
+		meff := row.memEff
+		if meff <= 0 {
+			meff = r.spec.GPU.MemoryEfficiency.At(e.Bytes)
+		}
+		e.MemoryNs = e.Bytes / (r.hbmPerNs * meff)
 	}
 	e.LaunchNs = r.launchNs
 	return e

@@ -342,3 +342,44 @@ func TestRooflineCacheKeepsAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestApexLayerNormMeasured: Megatron-LM's layer norm kernels of 2021
+// (apex's FusedLayerNorm) priced on the 40 GB A100 give back the times
+// NVIDIA measured for them in apex pull request #1037 (fp16 x of 16,384
+// x 1,024, apex's test_fast_layer_norm.py at 780e02c): forward 0.0751 ms,
+// backward 0.1762 ms, to their printed precision. Forward bytes: x and y
+// 33,554,432 each, gamma and beta 2,048 each, mean and rsigma 65,536
+// each: 67,244,032 at 895.7822 GB/s = 75,068 ns. Backward: x, dy and dx
+// 33,554,432 each, gamma, beta, dgamma and dbeta 2,048 each (the test's
+// count has no beta: 2,048 bytes, 0.002%), mean and rsigma 65,536 each:
+// 100,802,560 at 572.1678 GB/s = 176,176 ns.
+func TestApexLayerNormMeasured(t *testing.T) {
+	s, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRoofline(s)
+	h := "float16"
+	x, dy := tn(h, 16384, 1024), tn(h, 16384, 1024)
+	gamma, beta := tn(h, 1024), tn(h, 1024)
+	mean, rsigma := tn("float32", 16384), tn("float32", 16384)
+	fwd := call([]values.Tensor{x, gamma, beta}, "", tn(h, 16384, 1024), mean, rsigma)
+	bwd := call([]values.Tensor{dy, mean, rsigma, x, gamma, beta}, "", tn(h, 16384, 1024), tn(h, 1024), tn(h, 1024))
+	for _, c := range []struct {
+		name      string
+		c         *gen.CallFunction
+		bytes, ns float64
+	}{
+		{"fused_mix_prec_layer_norm_cuda.forward_affine", fwd, 67_244_032, 75_100},
+		{"fused_mix_prec_layer_norm_cuda.backward_affine", bwd, 100_802_560, 176_200},
+	} {
+		e := r.Estimate(c.c, c.name)
+		if !e.Known || e.Bytes != c.bytes {
+			t.Errorf("%s: known %v, %.0f bytes, want %.0f", c.name, e.Known, e.Bytes, c.bytes)
+		}
+		// The measurement is printed to 0.1 µs.
+		if math.Abs(e.MemoryNs-c.ns) > 50 {
+			t.Errorf("%s: %.0f ns of memory time, measured %.0f", c.name, e.MemoryNs, c.ns)
+		}
+	}
+}

@@ -69,6 +69,13 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	j.BlockingP2P = true
 	// Its loss runs in fp32 (neither run sets --fp16-lm-cross-entropy).
 	j.FP32CrossEntropy = true
+	// The SC'21 runs are Megatron-LM of August 2021 (the scripts of
+	// examples/sc21, commit 6985e58), whose only layer norm is its own
+	// fused_mix_prec_layer_norm_cuda (workload.Job's ApexLayerNorm). The
+	// 2022 code of the other points runs apex's one-pass persistent
+	// kernel where it is installed (MixedFusedLayerNorm at 2755bcb),
+	// which ATen's native_layer_norm prices.
+	j.ApexLayerNorm = p.Chosen != nil && p.Chosen.Source.Ref == "megatron-sc21"
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

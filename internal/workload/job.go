@@ -105,6 +105,16 @@ type Job struct {
 	// wrote before then (usually nothing: the schedule runs the receiver
 	// next).
 	BlockingP2P bool
+	// ApexLayerNorm runs the layer norms as Megatron-LM's own kernels of
+	// 2021 (fused_mix_prec_layer_norm_cuda, apex's FusedLayerNorm
+	// kernels: megatron/fused_kernels at 6985e58), whose backward reads
+	// the output gradient and the input twice and also returns the
+	// weight and bias gradients; the op table prices both at the
+	// bandwidth NVIDIA measured for them on an A100 (internal/costs
+	// ops.go). Otherwise they are ATen's native_layer_norm and its
+	// backward at the GPU's memory efficiency (generator.layerNorm,
+	// normBackward).
+	ApexLayerNorm bool
 	// GradReduce is when the data-parallel gradient all-reduce runs
 	// (ZeRO 0; ZeRO 1 to 3 always overlap it).
 	GradReduce GradReduce

@@ -46,6 +46,13 @@ const (
 	opMMOut       = "torch.ops.aten.mm.out"
 )
 
+// Megatron-LM's own layer norm of 2021, a C++ extension called from
+// Python by these paths (megatron/model/fused_layer_norm.py at 6985e58).
+const (
+	opApexLayerNorm   = "fused_mix_prec_layer_norm_cuda.forward_affine"
+	opApexLayerNormBw = "fused_mix_prec_layer_norm_cuda.backward_affine"
+)
+
 // dropP is the hidden and attention dropout of the GPT models (Radford et
 // al. 2019 and Megatron-LM's default --hidden-dropout and
 // --attention-dropout, 0.1); Llama trains without dropout.
@@ -217,14 +224,48 @@ func (g *generator) gatherSeq(st *stage, x values.Tensor) (flat, extra values.Te
 }
 
 // layerNorm runs native_layer_norm over the last dimension; the affine
-// parameters live in the layer's small-parameter buffer.
+// parameters live in the layer's small-parameter buffer. With
+// Job.ApexLayerNorm it is Megatron-LM's own kernel of 2021 instead,
+// fused_mix_prec_layer_norm_cuda.forward_affine (same arguments and
+// results; the op table prices it at its measured bandwidth).
 func (g *generator) layerNorm(st *stage, x values.Tensor) (out, mean, rstd values.Tensor) {
 	d := &g.d
 	out = g.e.tensor(bf16, d.sp, d.b, d.h)
 	mean = g.e.tensor(f32, d.sp, d.b, 1)
 	rstd = g.e.tensor(f32, d.sp, d.b, 1)
-	g.op(st, opLayerNorm, []any{x, []int64{d.h}, nil, nil, lnEps}, out, mean, rstd)
+	op := opLayerNorm
+	if g.j.ApexLayerNorm {
+		op = opApexLayerNorm
+	}
+	g.op(st, op, []any{x, []int64{d.h}, nil, nil, lnEps}, out, mean, rstd)
 	return
+}
+
+// normBackward is a layer norm's backward pass: the gradient of its input
+// x [sp, b, h] from the output gradient dy, with the forward's mean mu and
+// reciprocal deviation rs, in one native_layer_norm_backward (the norm's
+// weight and bias gradients, two sums over the rows, are left out: a
+// one-pass kernel makes them as it goes, as apex's persistent
+// FastLayerNorm, which Megatron-LM runs from 2022 where it is installed,
+// does: MixedFusedLayerNorm in megatron/model/fused_layer_norm.py at
+// 2755bcb). With Job.ApexLayerNorm it is Megatron-LM's own kernel of
+// 2021, fused_mix_prec_layer_norm_cuda.backward_affine(dout, mean,
+// invvar, input, normalized_shape, weight, bias, eps), which returns the
+// weight and bias gradients too and reads dout and input twice, once for
+// them and once for the input gradient (cuda_layer_norm_gradient in
+// megatron/fused_kernels/layer_norm_cuda_kernel.cu at 6985e58); the op
+// table prices it at its measured bandwidth.
+func (g *generator) normBackward(st *stage, dy, x, mu, rs values.Tensor) values.Tensor {
+	d := &g.d
+	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
+	if g.j.ApexLayerNorm {
+		dw, db := g.e.tensor(bf16, d.h), g.e.tensor(bf16, d.h)
+		g.e.call(st.all, st.main, opApexLayerNormBw, []any{dy, mu, rs, x, []int64{d.h}, nil, nil, lnEps}, []any{dx, dw, db})
+		g.free(st, dw, db)
+		return dx
+	}
+	g.e.call(st.all, st.main, opLayerNormBw, []any{dy, x, []int64{d.h}, mu, rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
+	return dx
 }
 
 // dropout runs native_dropout on x when the model has dropout; the mask is
@@ -486,8 +527,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	dl2 := g.linearBackward(st, w, 2, WT[2], dh1, in)
 	g.free(st, dh1, in, extra, sv.ln2)
 	dl2r := g.columnGradOut(st, dl2)
-	dx2 := g.e.tensor(bf16, d.sp, d.b, d.h)
-	g.e.call(st.all, st.main, opLayerNormBw, []any{dl2r, sv.x2, []int64{d.h}, sv.mu2, sv.rs2, nil, nil, []any{true, false, false}}, []any{dx2, nil, nil})
+	dx2 := g.normBackward(st, dl2r, sv.x2, sv.mu2, sv.rs2)
 	g.free(st, dl2r, sv.x2, sv.mu2, sv.rs2)
 	dmid := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.op(st, opAdd, []any{dx2, dy}, dmid)
@@ -514,8 +554,7 @@ func (g *generator) backward(st *stage, w *layerW, dy values.Tensor, sv *saved) 
 	g.free(st, dqkv, in, extra, sv.ln1, sv.qkv, sv.q, sv.k, sv.v)
 	g.releaseWeights(st, w, WT)
 	dl1r := g.columnGradOut(st, dl1)
-	dx1 := g.e.tensor(bf16, d.sp, d.b, d.h)
-	g.e.call(st.all, st.main, opLayerNormBw, []any{dl1r, sv.x, []int64{d.h}, sv.mu1, sv.rs1, nil, nil, []any{true, false, false}}, []any{dx1, nil, nil})
+	dx1 := g.normBackward(st, dl1r, sv.x, sv.mu1, sv.rs1)
 	g.free(st, dl1r, sv.x, sv.mu1, sv.rs1)
 	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
 	g.op(st, opAdd, []any{dx1, dmid}, dx)

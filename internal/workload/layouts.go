@@ -25,7 +25,7 @@ func FeatureLayouts() []Job {
 		j(gpt, 2, 2, 1, 4, OneFOneB, nil),
 		j(gpt, 2, 3, 2, 12, GPipe, func(j *Job) { j.SequenceParallel = true; j.Zero = 1 }),
 		j(gpt, 2, 3, 2, 12, Interleaved, func(j *Job) { j.Chunks = 2; j.Recompute = RecomputeSelective }),
-		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.Recompute = RecomputeFull; j.FP32CrossEntropy = true }),
+		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.Recompute = RecomputeFull; j.FP32CrossEntropy = true; j.ApexLayerNorm = true }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.GradReduce = GradAfterBackward; j.HalfGradReduce = true; j.BlockingP2P = true }),
 		j(gpt, 4, 2, 2, 8, OneFOneB, func(j *Job) { j.StageCollectives = true; j.Zero = 1; j.FuseGradAccumulation = true }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.NoScatterGather = true; j.CommandNs = -1 }),

@@ -380,3 +380,33 @@ func TestBiasAndLayoutKernels(t *testing.T) {
 	fl.FlashAttention = true
 	check("flash attention", fl, 4*lm, 0, 0, lm+8)
 }
+
+// TestApexLayerNorm counts the layer norms' kernels. tiny has 4 layers
+// of 2 norms and a final norm on the last stage; 4 microbatches a step, 2
+// steps: 32 layer-microbatches, 64 layer norm forwards and backwards and
+// 8 of the final norm: 72 each; full recomputation runs each layer's
+// forward twice: 128 + 8 = 136 forwards. With Job.ApexLayerNorm every one
+// of them is Megatron-LM's kernel (forward_affine, backward_affine) and
+// none is ATen's.
+func TestApexLayerNorm(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+		Schedule: workload.OneFOneB, Steps: 2, CommandNs: 1_000_000_000}
+	count := func(j workload.Job) [4]int64 {
+		return [4]int64{countCalls(t, j, "aten.native_layer_norm.default"), countCalls(t, j, "aten.native_layer_norm_backward.default"),
+			countCalls(t, j, "fused_mix_prec_layer_norm_cuda.forward_affine"), countCalls(t, j, "fused_mix_prec_layer_norm_cuda.backward_affine")}
+	}
+	for _, c := range []struct {
+		rc       workload.Recompute
+		forwards int64
+	}{{workload.RecomputeNone, 72}, {workload.RecomputeFull, 136}} {
+		j.Recompute = c.rc
+		j.ApexLayerNorm = false
+		if got, want := count(j), [4]int64{c.forwards, 72, 0, 0}; got != want {
+			t.Errorf("recompute %d, ATen's: ATen forwards, backwards, Megatron-LM's forwards, backwards = %v, want %v", c.rc, got, want)
+		}
+		j.ApexLayerNorm = true
+		if got, want := count(j), [4]int64{0, 0, c.forwards, 72}; got != want {
+			t.Errorf("recompute %d, Megatron-LM's: ATen forwards, backwards, Megatron-LM's forwards, backwards = %v, want %v", c.rc, got, want)
+		}
+	}
+}

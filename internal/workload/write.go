@@ -712,8 +712,7 @@ func (g *generator) headBackward(st *stage, mb int) values.Tensor {
 	g.weightGrad(st, st.head, 0, dlt, in)
 	g.free(st, dlt, dlog, in, extra, h.ln)
 	dlr := g.columnGradOut(st, dln)
-	dx := g.e.tensor(bf16, d.sp, d.b, d.h)
-	g.e.call(st.all, st.main, opLayerNormBw, []any{dlr, h.x, []int64{d.h}, h.mu, h.rs, nil, nil, []any{true, false, false}}, []any{dx, nil, nil})
+	dx := g.normBackward(st, dlr, h.x, h.mu, h.rs)
 	g.free(st, dlr, h.x, h.mu, h.rs)
 	g.head[mb] = headSaved{}
 	g.layerDone(st, st.head)
