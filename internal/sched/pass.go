@@ -113,7 +113,7 @@ type passState struct {
 	units    []carryUnit
 	head     int
 	consume  []carryUse // classes the pass being applied consumes whole
-	defining bool   // classes are being defined
+	defining bool       // classes are being defined
 	dmade    []int32
 	carried  int64
 	defined  int64
