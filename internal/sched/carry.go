@@ -212,6 +212,15 @@ func (e *Engine) unitOf(id int64) int {
 	if len(us) == 0 || id < us[0].idBase || id >= us[len(us)-1].idEnd {
 		return -1
 	}
+	// A pass's inputs are mostly of one unit: the last one found first.
+	if l := e.pass.lastUnit; l >= h && l < len(e.pass.units) {
+		if u := &e.pass.units[l]; id >= u.idBase && id < u.idEnd {
+			if u.mask == 0 {
+				return -1
+			}
+			return l
+		}
+	}
 	lo, hi := 0, len(us)
 	for hi-lo > 1 {
 		m := (lo + hi) / 2
@@ -225,6 +234,7 @@ func (e *Engine) unitOf(id int64) int {
 	if id < u.idBase || id >= u.idEnd || u.mask == 0 {
 		return -1
 	}
+	e.pass.lastUnit = h + lo
 	return h + lo
 }
 
@@ -367,7 +377,6 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 			if i = e.reg.Known(id); i >= 0 {
 				si = e.reg.StorageIdxOf(i)
 			} else if ui, m := e.carriedOf(id); ui >= 0 {
-				i, si = idxCarried, idxCarried
 				j := 0
 				for j < len(cs) && (cs[j].unit != int32(ui) || cs[j].class != m) {
 					j++
@@ -375,6 +384,8 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 				if j == len(cs) {
 					cs = append(cs, carryUse{unit: int32(ui), class: m})
 				}
+				// The carried input's use, coded below idxCarried.
+				i, si = idxCarried, int32(-1-j)
 			} else {
 				ok = false
 			}
@@ -392,12 +403,8 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 		if idx[k] != idxCarried {
 			continue
 		}
-		ui, m := e.carriedOf(p.Ins[k].ID)
-		j := 0
-		for cs[j].unit != int32(ui) || cs[j].class != m {
-			j++
-		}
-		if carryOff || !e.consumable(fx, p, &e.pass.units[ui], k, base) {
+		j := -1 - sidx[k]
+		if carryOff || !e.consumable(fx, p, &e.pass.units[cs[j].unit], k, base) {
 			cs[j].bad = true
 		}
 		cs[j].n++
@@ -416,16 +423,16 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 		n++
 	}
 	e.pass.consume = cs[:n]
-	if !redo {
-		return true
-	}
-	// The inputs of the classes defined, found as always.
+	// The inputs of the classes defined, found as always; the others'
+	// storage indexes marked carried too.
 	for k := range p.Ins {
 		if idx[k] != idxCarried {
 			continue
 		}
-		if i := e.reg.Known(p.Ins[k].ID); i >= 0 {
+		if i := e.reg.Known(p.Ins[k].ID); redo && i >= 0 {
 			idx[k], sidx[k] = i, e.reg.StorageIdxOf(i)
+		} else {
+			sidx[k] = idxCarried
 		}
 	}
 	return true

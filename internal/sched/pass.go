@@ -112,6 +112,7 @@ type passState struct {
 	// (carry.go): units[head:] in order of their ids.
 	units    []carryUnit
 	head     int
+	lastUnit int        // the unit unitOf found last
 	consume  []carryUse // classes the pass being applied consumes whole
 	defining bool       // classes are being defined
 	dmade    []int32
