@@ -1,0 +1,101 @@
+package replay
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/values"
+)
+
+// carryFwd is a forward-like pass given x that makes y = relu(x) and
+// z = y*y (ids base, base+1; 400 bytes each), deletes y and leaves z
+// behind, as a layer leaves what it saves for its backward.
+func carryFwd(ts, x, base int) passSegment {
+	p := &sched.Pass{Key: sched.PassKey{Tpl: 1}, Rank: 0, Ins: []values.Tensor{{ID: int64(x), Storage: int64(x), NBytes: 400}}, Base: int64(base), Made: 2}
+	return passSegment{pass: p, lines: []string{
+		jsonCall(ts, "torch.ops.aten.relu.default", jsonRef(x), jsonTensor(base, base, 400)),
+		jsonCall(ts+1, "torch.ops.aten.mul.Tensor", jsonRef(base)+","+jsonRef(base), jsonTensor(base+1, base+1, 400)),
+		jsonDelete(ts+2, base),
+	}}
+}
+
+// carryBwd is a backward-like pass given z that makes w = relu(z) (id
+// base) and deletes w and z: it consumes what carryFwd left.
+func carryBwd(ts, z, base int) passSegment {
+	p := &sched.Pass{Key: sched.PassKey{Tpl: 2}, Rank: 0, Ins: []values.Tensor{{ID: int64(z), Storage: int64(z), NBytes: 400}}, Base: int64(base), Made: 1}
+	return passSegment{pass: p, lines: []string{
+		jsonCall(ts, "torch.ops.aten.relu.default", jsonRef(z), jsonTensor(base, base, 400)),
+		jsonDelete(ts+1, base, z),
+	}}
+}
+
+// carryPeek is carryBwd that keeps z: it is given z without consuming it.
+func carryPeek(ts, z, base int) passSegment {
+	p := &sched.Pass{Key: sched.PassKey{Tpl: 3}, Rank: 0, Ins: []values.Tensor{{ID: int64(z), Storage: int64(z), NBytes: 400}}, Base: int64(base), Made: 1}
+	return passSegment{pass: p, lines: []string{
+		jsonCall(ts, "torch.ops.aten.relu.default", jsonRef(z), jsonTensor(base, base, 400)),
+		jsonDelete(ts+1, base),
+	}}
+}
+
+// TestCarriedTensorsDefinedWhenNamed: what a forward applied as a step
+// leaves behind is carried undefined; a backward applied as a step that
+// deletes it consumes it whole, and everything else that names it (a
+// view of it, a new tensor of its storage, a pass that keeps it, a
+// DeleteRefs) finds it defined as the forward's commands would have left
+// it. Every case replays as command by command does. Without the
+// registry asking the engine about unknown ids, the view's reference
+// {"tensor":81} would be an incomplete first mention (an error), and the
+// new tensor of storage 121 would allocate a storage of its own (400 more
+// bytes at the peak and at the end).
+func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
+	stream := `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+	ones := func(ts, id int) passSegment {
+		return passSegment{lines: []string{jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400))}}
+	}
+	segs := []passSegment{
+		{lines: []string{stream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
+		carryFwd(2, 10, 20), // recorded: leaves 21
+		ones(5, 30),
+		carryFwd(6, 30, 40),  // one step: 41 carried
+		carryBwd(9, 21, 50),  // recorded
+		carryBwd(12, 41, 60), // one step, consuming 41 whole
+		ones(15, 70),
+		carryFwd(16, 70, 80), // 81 carried
+		{lines: []string{jsonCall(19, "torch.ops.aten.view.default", jsonRef(81), jsonTensor(90, 81, 400))}}, // defines 81
+		carryBwd(20, 81, 100), // storage 81 has two tensors: command by command
+		{lines: []string{jsonDelete(22, 90)}},
+		ones(23, 110),
+		carryFwd(24, 110, 120), // 121 carried
+		{lines: []string{jsonCall(27, "torch.ops.aten.empty.memory_format", "", jsonTensor(130, 121, 400))}}, // names storage 121 only
+		carryBwd(28, 121, 140), // command by command
+		{lines: []string{jsonDelete(30, 130)}},
+		ones(31, 150),
+		carryFwd(32, 150, 160),  // 161 carried
+		carryPeek(35, 10, 170),  // recorded
+		carryPeek(37, 161, 180), // one step, 161 defined first (kept)
+		carryBwd(39, 161, 190),  // one step, 161 defined
+		ones(41, 200),
+		carryFwd(42, 200, 210),                 // 211 carried
+		{lines: []string{jsonDelete(45, 211)}}, // defined, then deleted
+	}
+	one, oneDev := feedSegments(t, 1, segs, true)
+	fast, fastDev := feedSegments(t, 1, segs, false)
+	consumed, defined := lastPassUnits[0], lastPassUnits[1]
+	if one.PassSteps != 0 || fast.PassSteps == 0 {
+		t.Fatalf("passes applied as steps: %d command by command, %d otherwise", one.PassSteps, fast.PassSteps)
+	}
+	// Consumed whole: 41, by the backward at ts 12. Defined: 81 (the
+	// view), 121 (its storage named), 161 (kept by a pass), 211 (deleted).
+	if consumed != 1 || defined != 4 {
+		t.Errorf("carried tensors consumed by %d passes and defined %d times, want 1 and 4", consumed, defined)
+	}
+	a, b := *one, *fast
+	a.Wall, b.Wall = 0, 0
+	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
+	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
+		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
+	}
+	t.Logf("%+v %s", b, fastDev)
+}
