@@ -374,9 +374,9 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 	for k := range p.Ins {
 		i, si := int32(-1), int32(-1)
 		if id := p.Ins[k].ID; id != 0 {
-			if i = e.reg.Known(id); i >= 0 {
-				si = e.reg.StorageIdxOf(i)
-			} else if ui, m := e.carriedOf(id); ui >= 0 {
+			// A carried id is not in the registry: the units are asked
+			// first, which saves the registry a miss.
+			if ui, m := e.carriedOf(id); ui >= 0 {
 				j := 0
 				for j < len(cs) && (cs[j].unit != int32(ui) || cs[j].class != m) {
 					j++
@@ -386,6 +386,8 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 				}
 				// The carried input's use, coded below idxCarried.
 				i, si = idxCarried, int32(-1-j)
+			} else if i = e.reg.Known(id); i >= 0 {
+				si = e.reg.StorageIdxOf(i)
 			} else {
 				ok = false
 			}
@@ -429,10 +431,12 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 		if idx[k] != idxCarried {
 			continue
 		}
-		if i := e.reg.Known(p.Ins[k].ID); redo && i >= 0 {
+		sidx[k] = idxCarried
+		if !redo {
+			continue
+		}
+		if i := e.reg.Known(p.Ins[k].ID); i >= 0 {
 			idx[k], sidx[k] = i, e.reg.StorageIdxOf(i)
-		} else {
-			sidx[k] = idxCarried
 		}
 	}
 	return true
