@@ -20,6 +20,16 @@ func carryFwd(ts, x, base int) passSegment {
 	}}
 }
 
+// carryFwd2 is a pass given x that makes y = relu(x) and a view v of y
+// (ids base, base+1; one storage, base) and leaves both behind.
+func carryFwd2(ts, x, base int) passSegment {
+	p := &sched.Pass{Key: sched.PassKey{Tpl: 4}, Rank: 0, Ins: []values.Tensor{{ID: int64(x), Storage: int64(x), NBytes: 400}}, Base: int64(base), Made: 2}
+	return passSegment{pass: p, lines: []string{
+		jsonCall(ts, "torch.ops.aten.relu.default", jsonRef(x), jsonTensor(base, base, 400)),
+		jsonCall(ts+1, "torch.ops.aten.view.default", jsonRef(base), jsonTensor(base+1, base, 400)),
+	}}
+}
+
 // carryBwd is a backward-like pass given z that makes w = relu(z) (id
 // base) and deletes w and z: it consumes what carryFwd left.
 func carryBwd(ts, z, base int) passSegment {
@@ -44,11 +54,13 @@ func carryPeek(ts, z, base int) passSegment {
 // deletes it consumes it whole, and everything else that names it (a
 // view of it, a new tensor of its storage, a pass that keeps it, a
 // DeleteRefs) finds it defined as the forward's commands would have left
-// it. Every case replays as command by command does. Without the
-// registry asking the engine about unknown ids, the view's reference
-// {"tensor":81} would be an incomplete first mention (an error), and the
-// new tensor of storage 121 would allocate a storage of its own (400 more
-// bytes at the peak and at the end).
+// it; a DeleteRefs deletes a class it names whole without defining it,
+// and defines one it names in part. Every case replays as command by
+// command does. Without the registry asking the engine about unknown ids,
+// the view's reference {"tensor":81} would be an incomplete first mention
+// (an error), and the new tensor of storage 121 would allocate a storage
+// of its own (400 more bytes at the peak and at the end); deleting 241
+// alone, undefined, would release the storage 240 still holds.
 func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
 	stream := `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
 	ones := func(ts, id int) passSegment {
@@ -78,18 +90,31 @@ func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
 		carryBwd(39, 161, 190),  // one step, 161 defined
 		ones(41, 200),
 		carryFwd(42, 200, 210),                 // 211 carried
-		{lines: []string{jsonDelete(45, 211)}}, // defined, then deleted
+		{lines: []string{jsonDelete(45, 211)}}, // deleted undefined
+		ones(46, 220),
+		carryFwd2(47, 220, 230),                // recorded
+		carryFwd2(49, 220, 240),                // 240 and 241 carried, one storage
+		{lines: []string{jsonDelete(51, 241)}}, // the storage's other tensor stays: defined
+		ones(52, 245),                          // while storage 240 is held
+		ones(53, 246),
+		ones(54, 247),
+		ones(55, 248),
+		{lines: []string{jsonDelete(56, 240, 230, 245, 246, 247, 248)}}, // 230 (defined) and 240
+		carryFwd2(57, 220, 250),                          // 250 and 251 carried
+		{lines: []string{jsonDelete(59, 251, 220, 250)}}, // whole: deleted undefined
+		{lines: []string{jsonDelete(60, 231)}},
 	}
 	one, oneDev := feedSegments(t, 1, segs, true)
 	fast, fastDev := feedSegments(t, 1, segs, false)
-	consumed, defined := lastPassUnits[0], lastPassUnits[1]
+	consumed, released, defined := lastPassUnits[0], lastPassUnits[1], lastPassUnits[2]
 	if one.PassSteps != 0 || fast.PassSteps == 0 {
 		t.Fatalf("passes applied as steps: %d command by command, %d otherwise", one.PassSteps, fast.PassSteps)
 	}
-	// Consumed whole: 41, by the backward at ts 12. Defined: 81 (the
-	// view), 121 (its storage named), 161 (kept by a pass), 211 (deleted).
-	if consumed != 1 || defined != 4 {
-		t.Errorf("carried tensors consumed by %d passes and defined %d times, want 1 and 4", consumed, defined)
+	// Consumed whole: 41, by the backward at ts 12. Deleted undefined:
+	// 211, and 250 with 251. Defined: 81 (the view), 121 (its storage
+	// named), 161 (kept by a pass), 240 with 241 (deleted in part).
+	if consumed != 1 || released != 2 || defined != 4 {
+		t.Errorf("carried tensors consumed by %d passes, deleted undefined %d times and defined %d times, want 1, 2 and 4", consumed, released, defined)
 	}
 	a, b := *one, *fast
 	a.Wall, b.Wall = 0, 0

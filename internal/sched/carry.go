@@ -2,7 +2,9 @@ package sched
 
 import (
 	"math/bits"
+	"slices"
 
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/groups"
 	"github.com/fastsim/fastsim/internal/values"
 )
@@ -532,6 +534,116 @@ func (e *Engine) consumeCarried() {
 }
 
 // PassUnits returns how many passes applied as steps consumed carried
-// tensors whole, and how many times carried tensors were defined because
-// something else named them (or their group split).
-func (e *Engine) PassUnits() (consumed, defined int64) { return e.pass.carried, e.pass.defined }
+// tensors whole, how many times carried tensors were deleted by a
+// DeleteRefs without being defined, and how many times they were defined
+// because something else named them (or their group split).
+func (e *Engine) PassUnits() (consumed, released, defined int64) {
+	return e.pass.carried, e.pass.released, e.pass.defined
+}
+
+// deleteCarried deletes, for DeleteRefs m on groups gs, the tensors it
+// names that are carried undefined (a replay indexes a DeleteRefs without
+// defining them: their RefsIdx is -1). A class named whole, held by its
+// group (one of gs) on one stream with no task using it, is deleted as
+// deleteIn would delete it: its storage released at the stream's now,
+// after the same checks. Any other is defined, deleted from the registry
+// as indexing the DeleteRefs would have, and its index given to deleteIn.
+func (e *Engine) deleteCarried(m *gen.DeleteRefs, gs []groups.GroupID) error {
+	use := e.pass.delUse[:0]
+	for k, idx := range m.RefsIdx {
+		if idx >= 0 {
+			continue
+		}
+		id := m.Refs[k]
+		if i := e.reg.Known(id); i >= 0 {
+			// Defined since it was indexed (a split of its group).
+			m.RefsIdx[k] = i
+			e.reg.Delete(id)
+			continue
+		}
+		ui, c := e.carriedOf(id)
+		if ui < 0 {
+			continue
+		}
+		j := 0
+		for j < len(use) && (use[j].unit != int32(ui) || use[j].class != c) {
+			j++
+		}
+		if j == len(use) {
+			use = append(use, carryUse{unit: int32(ui), class: c})
+		}
+		use[j].n++
+	}
+	e.pass.delUse = use
+	if len(use) == 0 {
+		return nil
+	}
+	for _, c := range use {
+		u := &e.pass.units[c.unit]
+		if !e.releaseCarried(m, gs, u, c) {
+			e.defineCarried(u, c.class)
+			for k, idx := range m.RefsIdx {
+				if idx < 0 {
+					if i := e.reg.Known(m.Refs[k]); i >= 0 {
+						m.RefsIdx[k] = i
+						e.reg.Delete(m.Refs[k])
+					}
+				}
+			}
+		}
+	}
+	e.trimUnits()
+	return nil
+}
+
+// releaseCarried deletes class c of unit u, named by DeleteRefs m on
+// groups gs, as deleteIn would, if that is simple: m names each of its
+// tensors once, its group is among gs, and its rows are all on the stream
+// its storage was allocated on, unused, produced and not borrowed, so the
+// last of them releases the storage at the stream's now, which passes
+// releaseStorage's checks. False (and nothing changed) otherwise.
+func (e *Engine) releaseCarried(m *gen.DeleteRefs, gs []groups.GroupID, u *carryUnit, c carryUse) bool {
+	fx, ci := u.fx, u.fx.carry
+	cl := &ci.classes[bits.TrailingZeros64(c.class)]
+	if int(c.n) != len(cl.tensors) || !slices.Contains(gs, u.g) {
+		return false
+	}
+	// Each tensor named once.
+	for _, ti := range cl.tensors {
+		id, n := u.idBase+int64(fx.tensors[ti].t), 0
+		for _, r := range m.Refs {
+			if r == id {
+				n++
+			}
+		}
+		if n != 1 {
+			return false
+		}
+	}
+	ms := &fx.newStors[cl.stor]
+	if int(ms.count) != len(cl.rows) || ms.stream < 0 {
+		return false
+	}
+	for _, r := range cl.rows {
+		nr := &fx.newRows[r]
+		if nr.owner != ms.stream || nr.refs != 0 || nr.flags&(gen.TensorFlagsPending|gen.TensorFlagsCPU|gen.TensorFlagsBorrowed) != 0 || nr.flags&gen.TensorFlagsInStorage == 0 {
+			return false
+		}
+	}
+	g := e.gs[u.g]
+	if int(ms.stream) >= len(g.streams) {
+		return false
+	}
+	st := &g.streams[ms.stream]
+	ns := max(st.nowNs, e.nowNs)
+	if ms.bytes > st.usage || ms.bytes < 0 || u.base+ms.allocNs >= ns {
+		return false
+	}
+	if ms.bytes > 0 {
+		st.usage -= ms.bytes
+		st.mem = append(st.mem, memEvent{ns, -ms.bytes})
+	}
+	u.mask &^= c.class
+	e.pass.released++
+	return true
+}

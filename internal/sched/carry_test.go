@@ -16,9 +16,9 @@ import (
 // what its forward saved, whole).
 func TestCarryChangesNothing(t *testing.T) {
 	type outcome struct {
-		res              string
-		devices          string
-		consumed, define int64
+		res                       string
+		devices                   string
+		consumed, release, define int64
 	}
 	run := func(j workload.Job, carry bool) outcome {
 		sched.SetCarry(carry)
@@ -31,7 +31,7 @@ func TestCarryChangesNothing(t *testing.T) {
 		var o outcome
 		res, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
 			replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
-				o.consumed, o.define = eng.PassUnits()
+				o.consumed, o.release, o.define = eng.PassUnits()
 				eng.DevicePeaks(func(low, ranks, peak int64) {
 					_, final := eng.DeviceBytes(low)
 					o.devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)

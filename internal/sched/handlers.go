@@ -310,6 +310,11 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 	if err != nil {
 		return err
 	}
+	if e.reg != nil && len(m.RefsIdx) == len(m.Refs) {
+		if err := e.deleteCarried(m, gs); err != nil {
+			return err
+		}
+	}
 	e.batch = batchArgs{refs: m.RefsIdx}
 	err = e.each(gs, opDelete)
 	e.batch = batchArgs{}

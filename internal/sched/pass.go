@@ -116,7 +116,9 @@ type passState struct {
 	consume  []carryUse // classes the pass being applied consumes whole
 	defining bool       // classes are being defined
 	dmade    []int32
+	delUse   []carryUse // scratch of deleteCarried
 	carried  int64
+	released int64
 	defined  int64
 	missFn   func(int64) bool
 }

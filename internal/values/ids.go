@@ -343,7 +343,7 @@ func (r *Registry) StorageIdxOfID(id int64) int32 {
 	if i, ok := r.stor.ids.find(id); ok {
 		return i
 	}
-	if r.miss != nil && r.miss(id) {
+	if r.miss != nil && !r.missOff && r.miss(id) {
 		if i, ok := r.stor.ids.find(id); ok {
 			return i
 		}

@@ -50,7 +50,8 @@ type Registry struct {
 
 	// miss, when set (SetMiss), is asked about an id of a tensor or a
 	// storage the registry does not know, before it answers so.
-	miss func(id int64) bool
+	miss    func(id int64) bool
+	missOff bool // PauseMiss
 }
 
 // SetMiss makes the registry call fn with every tensor id it is asked
@@ -64,6 +65,11 @@ type Registry struct {
 // what it defines, and must not ask about ids that are not its own.
 // SetMiss(nil) ends it.
 func (r *Registry) SetMiss(fn func(id int64) bool) { r.miss = fn }
+
+// PauseMiss(true) makes the registry answer without asking the miss
+// function, until PauseMiss(false): a replay indexes a DeleteRefs so,
+// and the engine deletes the tensors it carries undefined itself.
+func (r *Registry) PauseMiss(on bool) { r.missOff = on }
 
 // Known is TensorIdx without asking the miss function: -1 for an id the
 // registry does not know now.
@@ -290,7 +296,7 @@ func (r *Registry) DefineRow(id, storage, nbytes int64, dtype string, shape []in
 
 // define adds tensor id, which has no row, and returns its row.
 func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (int32, error) {
-	if r.miss != nil && storage != id {
+	if r.miss != nil && !r.missOff && storage != id {
 		// A new view of a storage the engine carries undefined: the
 		// storage's tensors are defined first (its id itself was asked
 		// about by find).
@@ -351,7 +357,7 @@ func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64
 // (SetMiss) about an id it does not know.
 func (r *Registry) find(id int64) (int32, bool) {
 	i, ok := r.ids.find(id)
-	if !ok && r.miss != nil && r.miss(id) {
+	if !ok && r.miss != nil && !r.missOff && r.miss(id) {
 		i, ok = r.ids.find(id)
 	}
 	return i, ok
