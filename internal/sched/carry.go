@@ -72,6 +72,10 @@ type carryInfo struct {
 	stor           []int32
 	storIn         []int32
 	consumed       []bool
+	// memo is consumable's last answer for each input, which the
+	// effects alone decide (never set while effects are compared:
+	// CheckPasses applies no pass as a step).
+	memo []carryMemo
 }
 
 // carryUnit is what a pass applied as a step left behind and carries
@@ -136,7 +140,7 @@ func carryInfoOf(fx *passEffect, p *Pass) *carryInfo {
 	// As a consumer.
 	n := len(p.Ins)
 	ci.rowFrom, ci.rowTo = make([]int32, n), make([]int32, n)
-	ci.stor, ci.storIn, ci.consumed = make([]int32, n), make([]int32, n), make([]bool, n)
+	ci.stor, ci.storIn, ci.consumed, ci.memo = make([]int32, n), make([]int32, n), make([]bool, n), make([]carryMemo, n)
 	for k := range n {
 		ci.stor[k], ci.storIn[k] = -1, int32(firstStorage(p, k))
 	}
@@ -479,6 +483,36 @@ func (e *Engine) consumable(fx *passEffect, p *Pass, u *carryUnit, k int32, base
 	ci := F.carry
 	ti := ci.codeTensor[p.Ins[k].ID-u.idBase]
 	cl := ci.tensorClass[ti]
+	ms := &F.newStors[ci.classes[cl].stor]
+	ss := &fx.stors[bi.stor[k]]
+	if p.Ins[k].Storage != u.idBase+int64(ms.st) {
+		return false
+	}
+	if rel := u.base + ms.allocNs - base; rel >= fx.minRel && rel != ss.allocNs {
+		return false
+	}
+	// The rest depends on the two effects only: worked out once for each
+	// (the producer vouches that a pass's inputs come in the same order).
+	if m := &bi.memo[k]; m.fx == F && m.t == ti {
+		return m.ok
+	}
+	ok := sameCarried(fx, k, F, ti, cl, ms, ss)
+	bi.memo[k] = carryMemo{fx: F, t: ti, ok: ok}
+	return ok
+}
+
+// carryMemo is what consumable last worked out for an input: whether
+// tensor t of the unit effect fx is found by it as recorded.
+type carryMemo struct {
+	fx *passEffect
+	t  int32
+	ok bool
+}
+
+// sameCarried reports whether input k of fx found the rows and storage
+// that tensor ti (of class cl, storage ms) of unit effect F leaves.
+func sameCarried(fx *passEffect, k int32, F *passEffect, ti int32, cl int8, ms *madeStor, ss *storState) bool {
+	bi, ci := fx.carry, F.carry
 	fr := ci.classes[cl].rows
 	b := fx.rows[bi.rowFrom[k]:bi.rowTo[k]]
 	cnt := 0
@@ -503,15 +537,7 @@ func (e *Engine) consumable(fx *passEffect, p *Pass, u *carryUnit, k int32, base
 			return false
 		}
 	}
-	ms := &F.newStors[ci.classes[cl].stor]
-	ss := &fx.stors[bi.stor[k]]
-	if p.Ins[k].Storage != u.idBase+int64(ms.st) || ss.count != ms.count || ss.bytes != ms.bytes || ss.stream != ms.stream {
-		return false
-	}
-	if rel := u.base + ms.allocNs - base; rel >= fx.minRel && rel != ss.allocNs {
-		return false
-	}
-	return true
+	return ss.count == ms.count && ss.bytes == ms.bytes && ss.stream == ms.stream
 }
 
 // rowsCarried is how many rows input k of fx's run has in the unit that
