@@ -260,7 +260,11 @@ func (e *Engine) carryMiss(id int64) bool {
 		return false
 	}
 	e.defineCarried(u, m)
-	e.trimUnits()
+	if len(e.pass.consume) == 0 {
+		// Not while a pass holds units by index (passInputs to
+		// consumeCarried).
+		e.trimUnits()
+	}
 	return true
 }
 
