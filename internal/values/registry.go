@@ -61,9 +61,9 @@ type Registry struct {
 // there the tensors it carries undefined (the saved tensors of a pass
 // applied as one step, internal/sched's carry.go), so that what the
 // registry answers is what it would have answered had they been defined
-// all along. fn may call Ensure; it is not asked again meanwhile about
-// what it defines, and must not ask about ids that are not its own.
-// SetMiss(nil) ends it.
+// all along. fn may define tensors with Ensure; it is asked about their
+// ids and storages then too, and must answer false. SetMiss(nil) ends
+// it.
 func (r *Registry) SetMiss(fn func(id int64) bool) { r.miss = fn }
 
 // PauseMiss(true) makes the registry answer without asking the miss
@@ -352,7 +352,6 @@ func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64
 	return i, nil
 }
 
-// find returns the dense index of tensor id.
 // find returns the dense index of tensor id, asking the miss function
 // (SetMiss) about an id it does not know.
 func (r *Registry) find(id int64) (int32, bool) {
