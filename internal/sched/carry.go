@@ -23,6 +23,11 @@ import (
 //     rows, storage and allocation, checked from the two effects, not from
 //     the tables) and deleted them all, consumes the class whole: nothing
 //     of it is defined or freed;
+//   - a DeleteRefs that names a class whole, on its group, whose rows are
+//     all on the stream its storage was allocated on and unused, releases
+//     the storage there as deleting them would (deleteCarried): a replay
+//     indexes a DeleteRefs without defining what it names
+//     (Registry.PauseMiss);
 //   - anything else that names one of a class's ids, as a tensor or a
 //     storage, defines the class first, exactly as applying the pass
 //     would have defined it (the registry asks the engine about every id
