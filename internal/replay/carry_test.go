@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/sched"
@@ -123,4 +124,47 @@ func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
 		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
 	}
 	t.Logf("%+v %s", b, fastDev)
+}
+
+// TestCarriedTensorsSurviveASplit: a group that carries what a pass
+// applied as a step left behind defines it before a command to part of
+// its ranks splits it, so that both groups hold it; the replay is the
+// one of every command. Without that, the backward on both ranks would
+// find the tensor on one of them only (an error).
+func TestCarriedTensorsSurviveASplit(t *testing.T) {
+	both := `[{"offset":0,"sizes":[2],"strides":[1]}]`
+	on := func(ranks, line string) string {
+		return strings.Replace(line, `"ranks":[{"offset":0,"sizes":[1],"strides":[1]}]`, `"ranks":`+ranks, 1)
+	}
+	onBoth := func(s passSegment) passSegment {
+		for i, l := range s.lines {
+			s.lines[i] = on(both, l)
+		}
+		return s
+	}
+	stream := `{"ts":0,"ranks":` + both + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+	ones := func(ts, id int) string {
+		return on(both, jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400)))
+	}
+	segs := []passSegment{
+		{lines: []string{stream, ones(1, 10)}},
+		onBoth(carryFwd(2, 10, 20)), // recorded
+		{lines: []string{ones(5, 30)}},
+		onBoth(carryFwd(6, 30, 40)), // one step: 41 carried
+		{lines: []string{jsonCall(9, "torch.ops.aten.ones.default", "", jsonTensor(50, 50, 400))}}, // rank 0 only: a split
+		onBoth(carryBwd(10, 41, 60)), // two groups now: command by command
+		onBoth(carryBwd(12, 21, 70)),
+	}
+	one, oneDev := feedSegments(t, 2, segs, true)
+	fast, fastDev := feedSegments(t, 2, segs, false)
+	if fast.PassSteps != 1 || lastPassUnits[2] != 1 {
+		t.Errorf("passes applied as steps: %d, carried tensors defined %d times; want 1 and 1", fast.PassSteps, lastPassUnits[2])
+	}
+	a, b := *one, *fast
+	a.Wall, b.Wall = 0, 0
+	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
+	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
+		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
+	}
+	t.Logf("%s", fastDev)
 }
