@@ -116,6 +116,7 @@ type passState struct {
 	consume  []carryUse // classes the pass being applied consumes whole
 	defining bool       // classes are being defined
 	dmade    []int32
+	carrying bool       // a unit was made: DeleteRefs looks for carried ids
 	delUse   []carryUse // scratch of deleteCarried
 	carried  int64
 	released int64
@@ -1010,6 +1011,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 			e.pass.missFn = e.carryMiss
 		}
 		e.reg.SetMiss(e.pass.missFn)
+		e.pass.carrying = true
 		e.pass.units = append(e.pass.units, carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
 	}
 	e.touched = append(e.touched, gi)
