@@ -11,6 +11,11 @@ import (
 	"github.com/fastsim/fastsim/internal/values"
 )
 
+// lastPassUnits is what the engine of feedSegments' last replay says of
+// carried tensors (Engine.PassUnits): passes that consumed some whole, and
+// definitions.
+var lastPassUnits [3]int64
+
 // passSegment is a run of records, a pass's when pass is set.
 type passSegment struct {
 	pass  *sched.Pass
@@ -37,6 +42,7 @@ func feedSegments(t *testing.T, world int, segs []passSegment, perCommand bool) 
 	var devices strings.Builder
 	sim, err := New(r.Header(), "pass", Options{Controller: sched.ControllerNone, Grouped: true, PerCommand: perCommand,
 		Inspect: func(eng *sched.Engine, _ *Result) error {
+			lastPassUnits[0], lastPassUnits[1], lastPassUnits[2] = eng.PassUnits()
 			eng.DevicePeaks(func(low, ranks, peak int64) {
 				_, final := eng.DeviceBytes(low)
 				fmt.Fprintf(&devices, "device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)

@@ -297,8 +297,15 @@ func (s *Sim) indexTyped(rec *history.Record) error {
 	if s.err != nil {
 		return s.err
 	}
+	// The engine deletes the tensors it carries undefined itself
+	// (internal/sched's carry.go): a DeleteRefs does not define them.
+	del := rec.Msg.Kind == gen.MsgDeleteRefs
+	s.treg.PauseMiss(del)
 	rec.Msg.Index(s.treg)
 	history.DeleteRefs(s.treg, &rec.Msg)
+	if del {
+		s.treg.PauseMiss(false)
+	}
 	return nil
 }
 

@@ -354,6 +354,12 @@ func (e *Engine) Command(line, ts int64, ranks []values.Slice, m *gen.Msg, reg *
 		return e.command(line, ts, ranks, m)
 	}
 	if reg != e.reg {
+		if e.reg != nil {
+			// What is carried undefined is defined in the registry
+			// that gave its ids.
+			e.defineAll()
+			e.reg.SetMiss(nil)
+		}
 		e.reg = reg
 		if reg != nil {
 			reg.DeferFree(true)

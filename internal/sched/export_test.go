@@ -14,3 +14,7 @@ func CheckPasses(fn func(k PassKey, same bool)) {
 		fn(k, seen != nil && reflect.DeepEqual(recorded, seen))
 	}
 }
+
+// SetCarry turns carrying what passes applied as steps leave behind on
+// (the default) or off (carry.go).
+func SetCarry(on bool) { carryOff = !on }

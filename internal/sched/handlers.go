@@ -310,6 +310,13 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 	if err != nil {
 		return err
 	}
+	// Only once a pass left a unit (never while another goroutine owns
+	// the registry: Defer).
+	if e.pass.carrying && !e.dfr.on && e.reg != nil && len(m.RefsIdx) == len(m.Refs) {
+		if err := e.deleteCarried(m, gs); err != nil {
+			return err
+		}
+	}
 	e.batch = batchArgs{refs: m.RefsIdx}
 	err = e.each(gs, opDelete)
 	e.batch = batchArgs{}

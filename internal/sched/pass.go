@@ -108,6 +108,20 @@ type passState struct {
 	idx      []int32 // scratch: the inputs' dense indexes
 	sidx     []int32 // scratch: the inputs' storages' dense indexes
 	made     []int32 // scratch: the made tensors' dense indexes, by made code
+	// What passes applied as steps left behind, carried undefined
+	// (carry.go): units[head:] in order of their ids.
+	units    []carryUnit
+	head     int
+	lastUnit int        // the unit unitOf found last
+	consume  []carryUse // classes the pass being applied consumes whole
+	defining bool       // classes are being defined
+	dmade    []int32
+	carrying bool       // a unit was made: DeleteRefs looks for carried ids
+	delUse   []carryUse // scratch of deleteCarried
+	carried  int64
+	released int64
+	defined  int64
+	missFn   func(int64) bool
 }
 
 // Codes name a pass's tensors and storages independently of its ids:
@@ -218,6 +232,7 @@ type passEffect struct {
 	// share ids as the recorded ones did, so this need not be worked out
 	// again at each run.
 	chains []int32
+	carry  *carryInfo // what it leaves carried, and consumes (carry.go)
 }
 
 // passRec is a pass being recorded: the state it started from.
@@ -706,6 +721,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		fx.hasEv, fx.evOff = true, r.evMax-base
 		fx.maxOff = max(fx.maxOff, fx.evOff)
 	}
+	fx.carry = carryInfoOf(fx, p)
 	return fx
 }
 
@@ -778,10 +794,9 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 		return false
 	}
 	g := e.gs[gi]
-	if !e.inputIndexes(p) {
+	if int(fx.ref) >= len(g.streams) {
 		return false
 	}
-	idx, sidx := e.pass.idx, e.pass.sidx
 	base := g.streams[fx.ref].nowNs
 	if base > math.MaxInt64-fx.maxOff {
 		return false
@@ -795,10 +810,20 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	if satAdd(g.allocBytes, fx.allocSum) >= math.MaxInt64-g.memBase {
 		return false
 	}
+	// The inputs' indexes; those carried in a unit's classes this pass
+	// consumes whole are checked against the unit's effect (carry.go).
+	if !e.passInputs(fx, p, base) {
+		return false
+	}
+	idx, sidx := e.pass.idx, e.pass.sidx
 	// The inputs' rows and storages must be as recorded.
 	tt := &g.tensors
 	nrows := 0
 	for _, k := range fx.chains {
+		if idx[k] == idxCarried {
+			nrows += fx.rowsCarried(k)
+			continue
+		}
 		if idx[k] < 0 {
 			return false
 		}
@@ -811,6 +836,9 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	}
 	for _, rs := range fx.rows {
 		k := int(-1 - rs.in)
+		if idx[k] == idxCarried {
+			continue
+		}
 		row := g.rowOf(idx[k], rs.owner)
 		if row < 0 || tt.Refs[row] != rs.refs || tt.Flags[row] != rs.flags {
 			return false
@@ -818,6 +846,9 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	}
 	for i, ss := range fx.stors {
 		k := int(-1 - ss.in)
+		if sidx[k] == idxCarried {
+			continue
+		}
 		sr := gen.StorageRow(g.storageAt.get(sidx[k]) - 1)
 		if (sr >= 0) != ss.exists {
 			return false
@@ -845,9 +876,14 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	}
 	// Every check passed: apply. First the registry: the tensors the pass
 	// made and leaves behind (the dense indexes they get change no result).
+	carry := e.carries(fx, p)
 	made := e.pass.made[:0]
 	for i := range fx.tensors {
 		mt := &fx.tensors[i]
+		if carry && fx.carry.tensorClass[i] >= 0 {
+			made = append(made, -1, -1)
+			continue
+		}
 		ti, si, err := e.reg.Ensure(p.Base+int64(mt.t), e.storageID(p, mt.st), mt.nbytes, mt.dtype, mt.shape, mt.cpu)
 		if err != nil {
 			// Unreachable: the recording defined the same tensors, and
@@ -858,13 +894,13 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 	}
 	e.pass.made = made
 	e.reserveRows(e.reg.Len())
-	e.applyEffect(fx, p, gi, base, idx, sidx, made)
+	e.applyEffect(fx, p, gi, base, idx, sidx, made, carry)
 	return true
 }
 
 // applyEffect applies fx to group gi for run p starting at base, once
 // every check has passed.
-func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base int64, idx, sidx, made []int32) {
+func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base int64, idx, sidx, made []int32, carry bool) {
 	g := e.gs[gi]
 	cmd0 := e.cmdID
 	e.cmdID += fx.cmds
@@ -872,6 +908,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	for i := range fx.streams {
 		se := &fx.streams[i]
 		st := &g.streams[se.s]
+		st.mem = slices.Grow(st.mem, int(se.memTo-se.memFrom))
 		for _, ev := range fx.mem[se.memFrom:se.memTo] {
 			st.mem = append(st.mem, memEvent{ev.ns + base, ev.delta})
 		}
@@ -905,6 +942,9 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	tt := &g.tensors
 	for i, rs := range fx.rows {
 		a := &fx.after[i]
+		if idx[-1-rs.in] == idxCarried {
+			continue // consumed whole
+		}
 		row := g.rowOf(idx[-1-rs.in], rs.owner)
 		if a.gone {
 			g.unlink(row)
@@ -917,6 +957,9 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	for i, ss := range fx.stors {
 		a := &fx.storsAft[i]
 		si := sidx[-1-ss.in]
+		if si == idxCarried {
+			continue
+		}
 		sr := gen.StorageRow(g.storageAt.get(si) - 1)
 		switch {
 		case ss.exists && !a.exists:
@@ -932,6 +975,9 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	}
 	// The storages and rows of the tensors it made and leaves behind.
 	for i := range fx.newStors {
+		if carry && fx.carry.storClass[i] >= 0 {
+			continue // carried
+		}
 		ms := &fx.newStors[i]
 		si := made[2*ms.via+1]
 		sr := sto.Alloc()
@@ -939,6 +985,9 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		sto.Count[sr], sto.Bytes[sr], sto.AllocStream[sr], sto.AllocNs[sr] = ms.count, ms.bytes, ms.stream, ms.allocNs+base
 	}
 	for i := range fx.newRows {
+		if carry && fx.carry.rowClass[i] >= 0 {
+			continue // carried
+		}
 		nr := &fx.newRows[i]
 		t := values.Tensor{Storage: e.storageID(p, nr.st), NBytes: nr.nbytes}
 		if nr.t >= 0 {
@@ -952,7 +1001,18 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		g.link(row)
 	}
 	for _, c := range fx.deletes {
-		e.reg.DeleteAt(idx[-1-c], p.Ins[-1-c].ID)
+		if idx[-1-c] != idxCarried {
+			e.reg.DeleteAt(idx[-1-c], p.Ins[-1-c].ID)
+		}
+	}
+	e.consumeCarried()
+	if carry {
+		if e.pass.missFn == nil {
+			e.pass.missFn = e.carryMiss
+		}
+		e.reg.SetMiss(e.pass.missFn)
+		e.pass.carrying = true
+		e.pass.units = append(e.pass.units, carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
 	}
 	e.touched = append(e.touched, gi)
 	e.countRows()

@@ -536,6 +536,9 @@ func (e *Engine) split(from, to groups.GroupID) error {
 	if int(to) != len(e.gs) {
 		return fmt.Errorf("internal: split into group %d, want %d", to, len(e.gs))
 	}
+	// What the group carries undefined is defined first: both groups
+	// hold it after the split.
+	e.defineGroup(from)
 	src := e.gs[from]
 	dst := group{
 		tasks:      src.tasks.Clone(),

@@ -343,6 +343,11 @@ func (r *Registry) StorageIdxOfID(id int64) int32 {
 	if i, ok := r.stor.ids.find(id); ok {
 		return i
 	}
+	if r.miss != nil && !r.missOff && r.miss(id) {
+		if i, ok := r.stor.ids.find(id); ok {
+			return i
+		}
+	}
 	return -1
 }
 

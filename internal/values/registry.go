@@ -47,6 +47,37 @@ type Registry struct {
 	names    map[string]int32 // names (function paths) -> dense index
 	// nameCache holds recent names by length (NameIdx).
 	nameCache [64]nameEntry
+
+	// miss, when set (SetMiss), is asked about an id of a tensor or a
+	// storage the registry does not know, before it answers so.
+	miss    func(id int64) bool
+	missOff bool // PauseMiss
+}
+
+// SetMiss makes the registry call fn with every tensor id it is asked
+// about and does not know, and every storage id a new tensor names that
+// no tensor names yet, before it answers; fn returns true if it defined
+// the id meanwhile (the registry then looks again). The engine defines
+// there the tensors it carries undefined (the saved tensors of a pass
+// applied as one step, internal/sched's carry.go), so that what the
+// registry answers is what it would have answered had they been defined
+// all along. fn may define tensors with Ensure; it is asked about their
+// ids and storages then too, and must answer false. SetMiss(nil) ends
+// it.
+func (r *Registry) SetMiss(fn func(id int64) bool) { r.miss = fn }
+
+// PauseMiss(true) makes the registry answer without asking the miss
+// function, until PauseMiss(false): a replay indexes a DeleteRefs so,
+// and the engine deletes the tensors it carries undefined itself.
+func (r *Registry) PauseMiss(on bool) { r.missOff = on }
+
+// Known is TensorIdx without asking the miss function: -1 for an id the
+// registry does not know now.
+func (r *Registry) Known(id int64) int32 {
+	if i, ok := r.ids.find(id); ok {
+		return i
+	}
+	return -1
 }
 
 // NewRegistry returns an empty registry.
@@ -265,6 +296,14 @@ func (r *Registry) DefineRow(id, storage, nbytes int64, dtype string, shape []in
 
 // define adds tensor id, which has no row, and returns its row.
 func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64, cpu bool) (int32, error) {
+	if r.miss != nil && !r.missOff && storage != id {
+		// A new view of a storage the engine carries undefined: the
+		// storage's tensors are defined first (its id itself was asked
+		// about by find).
+		if _, ok := r.stor.ids.find(storage); !ok {
+			r.miss(storage)
+		}
+	}
 	if len(r.id) >= MaxTensors {
 		return 0, errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
 	}
@@ -313,8 +352,15 @@ func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64
 	return i, nil
 }
 
-// find returns the dense index of tensor id.
-func (r *Registry) find(id int64) (int32, bool) { return r.ids.find(id) }
+// find returns the dense index of tensor id, asking the miss function
+// (SetMiss) about an id it does not know.
+func (r *Registry) find(id int64) (int32, bool) {
+	i, ok := r.ids.find(id)
+	if !ok && r.miss != nil && !r.missOff && r.miss(id) {
+		i, ok = r.ids.find(id)
+	}
+	return i, ok
+}
 
 // insert records that tensor id has dense index i.
 func (r *Registry) insert(id int64, i int32) { r.ids.insert(id, i, len(r.id)) }

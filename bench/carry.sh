@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The megatron-1t prediction of the README (512 A100s, tp 8, pp 64) at
+# global batch 512 and 64, before and after a change (outside CI:
+# minutes). "Before" is commit BEFORE built from git archive, "after"
+# this tree. ROUNDS rounds, each running before and after in turn on
+# batch 512 then on batch 64; every run prints user+system CPU seconds,
+# its peak RSS and the load average when it ended (the machine is shared:
+# wall time follows its load), and the medians close. Checks that both
+# print the same report, line for line, but for the line with the timing.
+#
+# Usage: bench/carry.sh BEFORE [WORKDIR]   (ROUNDS=3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+before=${1:?usage: bench/carry.sh BEFORE-COMMIT [WORKDIR]}
+work=${2:-$(mktemp -d)}
+rounds=${ROUNDS:-3}
+mkdir -p "$work/before-src"
+git archive "$before" | tar -x -C "$work/before-src"
+(cd "$work/before-src" && go build -o "$work/before" ./cmd/fastsim)
+go build -o "$work/after" ./cmd/fastsim
+echo "before: $(git rev-parse --short "$before"), after: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
+echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+predict() { # NAME BATCH
+	/usr/bin/time -f "%U %S %M" -o "$work/$1.time" "$work/$1" predict --model megatron-1t --hardware a100-80gb \
+		--world 512 --tp 8 --pp 64 --global-batch "$2" >"$work/$1.$2.out"
+	read -r u s kb <"$work/$1.time"
+	cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+	echo "$cpu" >>"$work/$1.$2.cpu"
+	echo "$1 batch $2: $cpu s CPU (user $u, sys $s), peak RSS $((kb / 1024)) MiB, load $(cut -d' ' -f1 /proc/loadavg)"
+	grep -v '^simulated' "$work/$1.$2.out" >"$work/$1.$2.report"
+}
+rm -f "$work"/*.cpu
+for _ in $(seq "$rounds"); do
+	for b in 512 64; do
+		predict before "$b"
+		predict after "$b"
+	done
+done
+for b in 512 64; do
+	cmp "$work/before.$b.report" "$work/after.$b.report" && echo "batch $b: same report"
+	mb=$(sort -n "$work/before.$b.cpu" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+	ma=$(sort -n "$work/after.$b.cpu" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+	echo "batch $b: median before $mb s, after $ma s, before/after $(awk -v a="$mb" -v b="$ma" 'BEGIN { printf "%.2f", a / b }')x"
+done
+echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
