@@ -214,14 +214,20 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	}
 	switch kind {
 	case binform.KindCommand:
-		ndef := d.Count("tensor definitions", values.MaxTensors, 5)
+		ndef := d.SmallCount(values.MaxTensors, 5)
+		if ndef < 0 {
+			ndef = d.Count("tensor definitions", values.MaxTensors, 5)
+		}
 		for i := 0; i < ndef && d.Err() == nil; i++ {
 			r.bin.shape = d.Define(r.bin.shape)
 		}
 		if err := d.Err(); err != nil {
 			return binErr(fmt.Errorf("tensor definition: %w", err))
 		}
-		nr := d.Count("rank slices", values.MaxRankSlices, 2)
+		nr := d.SmallCount(values.MaxRankSlices, 2)
+		if nr < 0 {
+			nr = d.Count("rank slices", values.MaxRankSlices, 2)
+		}
 		for i := 0; i < nr; i++ {
 			if len(rec.Ranks) < cap(rec.Ranks) {
 				rec.Ranks = rec.Ranks[:len(rec.Ranks)+1]
