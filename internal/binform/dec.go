@@ -26,6 +26,7 @@ type Decoder struct {
 	slices    []values.Slice
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
+	oddOrders bool // a key order of the record failed Extras' check
 
 	sc         jsonl.Scanner // checks trees' raw JSON
 	tree       values.Tree
@@ -71,6 +72,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
 	d.mentioned = d.mentioned[:0]
+	d.oddOrders = false
 }
 
 // Err returns the first error of the record, nil if none.
@@ -119,13 +121,14 @@ func (d *Decoder) Uvarint() uint64 {
 // uvarintMore reads a varint of 2 or 3 bytes without a loop, else calls
 // uvarintSlow.
 func (d *Decoder) uvarintMore() uint64 {
-	if b := d.buf[min(d.pos, len(d.buf)):]; len(b) >= 3 {
+	if p := d.pos; p >= 0 && p+2 < len(d.buf) {
+		b := d.buf[p : p+3 : p+3] // one bounds check for the three bytes
 		if b[1] < 0x80 {
-			d.pos += 2
+			d.pos = p + 2
 			return uint64(b[0]&0x7f) | uint64(b[1])<<7
 		}
 		if b[2] < 0x80 {
-			d.pos += 3
+			d.pos = p + 3
 			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2])<<14
 		}
 	}
@@ -401,10 +404,11 @@ func (d *Decoder) SliceAt(sl *values.Slice) int {
 		sl.Offset = t.Offset
 		// Slices of ranks have a few dimensions: copied in a loop into
 		// the room sl has (sl was reset), rather than by memmove.
-		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) {
+		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) && n == len(t.Strides) {
 			sl.Sizes, sl.Strides = sl.Sizes[:n], sl.Strides[:n]
-			for k := range n {
-				sl.Sizes[k], sl.Strides[k] = t.Sizes[k], t.Strides[k]
+			sz, st, tz, tt := sl.Sizes[:n], sl.Strides[:n], t.Sizes[:n], t.Strides[:n]
+			for k := range sz { // the lengths are equal: no bounds checks
+				sz[k], st[k] = tz[k], tt[k]
 			}
 		} else {
 			sl.Sizes = append(sl.Sizes, t.Sizes...)
@@ -693,10 +697,21 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 		n = d.Count("keys", MaxExtras+values.MaxFields, 1)
 	}
 	order := d.buf[d.pos : d.pos+n]
+	var seen uint64 // declared fields named so far
+	zeros, twice := 0, false
 	for _, it := range order {
-		if int(it) > nfields {
+		switch {
+		case int(it) > nfields:
 			d.Failf(ErrCorrupt, "key order names field %d of %d", it, nfields)
 			return
+		case it == 0:
+			zeros++
+		case it >= 64:
+			twice = true // beyond seen's bits: leave it to the reader's check
+		case seen&(1<<it) != 0:
+			twice = true
+		default:
+			seen |= 1 << it
 		}
 	}
 	ex.Order = append(ex.Order, order...)
@@ -704,6 +719,9 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 	n = d.SmallCount(MaxExtras, 2)
 	if n < 0 {
 		n = d.Count("extra fields", MaxExtras, 2)
+	}
+	if twice || zeros != n {
+		d.oddOrders = true
 	}
 	for i := 0; i < n; i++ {
 		k := d.String()
@@ -714,6 +732,12 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 		ex.Add(k, v)
 	}
 }
+
+// OrdersValid reports whether every key order the record held (Extras)
+// names each declared field at most once and lists every extra field: a
+// reader need not check them again, and checks them, with its own
+// messages, when this is false.
+func (d *Decoder) OrdersValid() bool { return !d.oddOrders }
 
 // Enter notes that a nested message begins; it fails past MaxDepth.
 func (d *Decoder) Enter() bool {

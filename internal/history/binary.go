@@ -253,7 +253,11 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
 			return binErr(values.FieldError("msg", err))
 		}
-		if m := &rec.Msg; len(m.Extra.Order) > 0 || len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup {
+		// A key order alone (an optional field given empty, as a
+		// CallFunction's "mutates":[] is) is checked by the decoder as it
+		// reads it; checkExtras checks it again, naming what is wrong,
+		// when the decoder found it wrong.
+		if m := &rec.Msg; len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup || len(m.Extra.Order) > 0 && !d.OrdersValid() {
 			if err := r.checkExtras(m); err != nil {
 				return binErr(values.FieldError("msg", err))
 			}
