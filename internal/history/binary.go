@@ -145,7 +145,13 @@ func (r *Reader) nextBinary(rec *Record) error {
 		}
 	}
 	r.line++
-	n, k := binary.Uvarint(b.body[b.at:])
+	var n uint64
+	var k int
+	if c := b.body[b.at]; c < 0x80 { // most records are shorter than 128 bytes
+		n, k = uint64(c), 1
+	} else {
+		n, k = binary.Uvarint(b.body[b.at:])
+	}
 	if k <= 0 || n == 0 || n > uint64(len(b.body)-b.at-k) {
 		return r.fail(r.line, binErr(values.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
 	}
