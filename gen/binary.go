@@ -121,7 +121,7 @@ func DecodeMsgBinary(d *binform.Decoder, m *Msg) error {
 			d.Failf(binform.ErrCorrupt, "unknown message type %q is a known type", m.TypeName)
 		}
 	} else {
-		m.TypeName = m.Kind.String()
+		m.TypeName = msgKindNames[m.Kind]
 	}
 	var err error
 	n := 0
