@@ -121,7 +121,7 @@ func DecodeMsgBinary(d *binform.Decoder, m *Msg) error {
 			d.Failf(binform.ErrCorrupt, "unknown message type %q is a known type", m.TypeName)
 		}
 	} else {
-		m.TypeName = m.Kind.String()
+		m.TypeName = msgKindNames[m.Kind]
 	}
 	var err error
 	n := 0
@@ -218,13 +218,13 @@ func (x *CallFunction) present() uint64 {
 	if x.Ident != 0 {
 		mask |= 1 << 0
 	}
-	if x.Args.Raw != nil {
+	if x.Args.Given() {
 		mask |= 1 << 2
 	}
-	if x.Kwargs.Raw != nil {
+	if x.Kwargs.Given() {
 		mask |= 1 << 3
 	}
-	if x.Result.Raw != nil {
+	if x.Result.Given() {
 		mask |= 1 << 4
 	}
 	if len(x.Mutates) > 0 {

@@ -1,9 +1,7 @@
 package binform
 
 import (
-	"bytes"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -28,24 +26,19 @@ type Decoder struct {
 	slices    []values.Slice
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
+	oddOrders bool // a key order of the record failed Extras' check
 
 	sc         jsonl.Scanner // checks trees' raw JSON
 	tree       values.Tree
 	mentioned  []int32 // registry rows the record refers to
 	chk        templateChecker
-	forms      []byte          // the leaf forms of the tree being read
 	slotRow    []int32         // by tensor slot: its registry row (-1: free)
 	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
 	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
-	slotTail   [][]byte // by slot: its definition's text (appendTail)
-	slotObj    [][]byte // by slot: `{"tensor":ID` once rendered (empty: not yet)
-	slotFull   [][]byte // by slot: `,"storage":S` and the text once rendered
-	blobTail   []int32  // by blob: its entry in tails once read as a definition (-1: not)
-	tails      []tail   // definitions' texts read, by blobTail
-	tailShapes []int64  // their shapes, back to back
-	raws       [][]byte // rendered tree texts of the record
-	nraw       int      // raws in use by the record
+	blobTail   []int32 // by blob: its entry in tails once read as a definition (-1: not)
+	tails      []tail  // definitions' texts read, by blobTail
+	tailShapes []int64 // their shapes, back to back
 }
 
 // NewDecoder returns a Decoder with empty tables that resolves tensors
@@ -67,12 +60,7 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
 	clear(d.slotTen)
 	d.slotTen = d.slotTen[:0]
-	clear(d.slotTail)
-	for i := range d.slotObj {
-		d.slotObj[i] = d.slotObj[i][:0]
-		d.slotFull[i] = d.slotFull[i][:0]
-	}
-	d.slotTail, d.blobTail, d.tails, d.tailShapes = d.slotTail[:0], d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
+	d.blobTail, d.tails, d.tailShapes = d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
 }
 
 // Registry returns the registry tensors are resolved against.
@@ -84,7 +72,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
 	d.mentioned = d.mentioned[:0]
-	d.nraw = 0
+	d.oddOrders = false
 }
 
 // Err returns the first error of the record, nil if none.
@@ -133,13 +121,14 @@ func (d *Decoder) Uvarint() uint64 {
 // uvarintMore reads a varint of 2 or 3 bytes without a loop, else calls
 // uvarintSlow.
 func (d *Decoder) uvarintMore() uint64 {
-	if b := d.buf[min(d.pos, len(d.buf)):]; len(b) >= 3 {
+	if p := d.pos; p >= 0 && p+2 < len(d.buf) {
+		b := d.buf[p : p+3 : p+3] // one bounds check for the three bytes
 		if b[1] < 0x80 {
-			d.pos += 2
+			d.pos = p + 2
 			return uint64(b[0]&0x7f) | uint64(b[1])<<7
 		}
 		if b[2] < 0x80 {
-			d.pos += 3
+			d.pos = p + 3
 			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2])<<14
 		}
 	}
@@ -237,6 +226,25 @@ func (d *Decoder) Count(what string, max, minBytes int) int {
 		return 0
 	}
 	return int(u)
+}
+
+// SmallCount is Count's common case, small enough for the compiler to
+// inline (Count is not: its errors make it too large): a count of one
+// byte, at most max, whose items fit in the bytes left. It returns -1,
+// having read nothing, in every other case, where the caller calls Count:
+//
+//	n := d.SmallCount(max, minBytes)
+//	if n < 0 {
+//		n = d.Count(what, max, minBytes)
+//	}
+func (d *Decoder) SmallCount(max, minBytes int) int {
+	if p := d.pos; p < len(d.buf) {
+		if u := int(d.buf[p]); u < 0x80 && u <= max && u*minBytes < len(d.buf)-p {
+			d.pos = p + 1
+			return u
+		}
+	}
+	return -1
 }
 
 // bytesN reads n bytes (aliasing the body).
@@ -341,7 +349,10 @@ func (d *Decoder) blob() ([]byte, int) {
 // Ints reads a count and integers into dst[:0].
 func (d *Decoder) Ints(dst []int64) []int64 {
 	dst = dst[:0]
-	n := d.Count("integers", MaxRecordBytes, 1)
+	n := d.SmallCount(MaxRecordBytes, 1)
+	if n < 0 {
+		n = d.Count("integers", MaxRecordBytes, 1)
+	}
 	for i := 0; i < n; i++ {
 		dst = append(dst, d.Int())
 	}
@@ -393,10 +404,11 @@ func (d *Decoder) SliceAt(sl *values.Slice) int {
 		sl.Offset = t.Offset
 		// Slices of ranks have a few dimensions: copied in a loop into
 		// the room sl has (sl was reset), rather than by memmove.
-		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) {
+		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) && n == len(t.Strides) {
 			sl.Sizes, sl.Strides = sl.Sizes[:n], sl.Strides[:n]
-			for k := range n {
-				sl.Sizes[k], sl.Strides[k] = t.Sizes[k], t.Strides[k]
+			sz, st, tz, tt := sl.Sizes[:n], sl.Strides[:n], t.Sizes[:n], t.Strides[:n]
+			for k := range sz { // the lengths are equal: no bounds checks
+				sz[k], st[k] = tz[k], tt[k]
 			}
 		} else {
 			sl.Sizes = append(sl.Sizes, t.Sizes...)
@@ -497,7 +509,10 @@ func (d *Decoder) Mentioned() []int32 { return d.mentioned }
 // Tensors reads a count and tensor references into dst[:0].
 func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
 	dst = dst[:0]
-	n := d.Count("tensors", MaxRecordBytes, 1)
+	n := d.SmallCount(MaxRecordBytes, 1)
+	if n < 0 {
+		n = d.Count("tensors", MaxRecordBytes, 1)
+	}
 	for i := 0; i < n; i++ {
 		dst = append(dst, values.Tensor{})
 		d.Tensor(&dst[i])
@@ -507,8 +522,11 @@ func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
 
 // Tree reads a tree into t, reusing its leaves.
 func (d *Decoder) Tree(t *values.Tree) {
-	t.Leaves = t.Leaves[:0]
-	n := d.Count("tree tensors", MaxRecordBytes, 2)
+	t.Reset()
+	n := d.SmallCount(MaxRecordBytes, 2)
+	if n < 0 {
+		n = d.Count("tree tensors", MaxRecordBytes, 2)
+	}
 	if n == 0 {
 		var at int
 		t.Raw, at = d.blob()
@@ -538,7 +556,7 @@ func (d *Decoder) Tree(t *values.Tree) {
 		}
 	case treeTemplate:
 		tmpl, at := d.blob()
-		d.forms = d.forms[:0]
+		t.Forms = t.Forms[:0]
 		t.Leaves = slices.Grow(t.Leaves, n)[:n] // Tensor sets every field
 		for i := 0; i < n; i++ {
 			d.Tensor(&t.Leaves[i])
@@ -551,7 +569,7 @@ func (d *Decoder) Tree(t *values.Tree) {
 			if f > leafFull {
 				d.Failf(ErrCorrupt, "tree: tensor %d has form %d, not one of 0..%d", i, f, leafFull)
 			}
-			d.forms = append(d.forms, f)
+			t.Forms = append(t.Forms, f)
 		}
 		if d.err != nil {
 			return
@@ -567,55 +585,18 @@ func (d *Decoder) Tree(t *values.Tree) {
 				d.treeOK[at] = true
 			}
 		}
-		t.Raw = d.render(tmpl, t.Leaves)
+		// The text is rendered only when asked for (Tree.AppendText):
+		// a replay reads the leaves, and the template with the leaves'
+		// forms is the text.
+		t.Raw, t.Tmpl = nil, tmpl
+		if t.Tmpl == nil {
+			t.Tmpl = []byte{} // blob returns nil only on an error
+		}
 	default:
 		if d.err == nil {
 			d.Failf(ErrCorrupt, "tree: form %d is neither text (%d) nor a template (%d)", mode, treeText, treeTemplate)
 		}
 	}
-}
-
-// render writes the text of a template tree into a buffer of its own
-// (valid until the next record begins) and returns it.
-func (d *Decoder) render(tmpl []byte, leaves []values.Tensor) []byte {
-	if d.nraw == len(d.raws) {
-		d.raws = append(d.raws, nil)
-	}
-	b := d.raws[d.nraw][:0]
-	for k := range leaves {
-		i := bytes.IndexByte(tmpl, 0)
-		b = append(b, tmpl[:i]...)
-		t := &leaves[k]
-		// A tensor is mentioned by several trees while it lives (the
-		// result of one call, the argument of the next ones): its
-		// object's text is rendered once per definition and kept by slot.
-		s := d.rowSlot[t.Idx]
-		obj := d.slotObj[s]
-		if len(obj) == 0 {
-			obj = append(obj, `{"tensor":`...)
-			obj = strconv.AppendInt(obj, t.ID, 10)
-			d.slotObj[s] = obj
-		}
-		b = append(b, obj...)
-		if d.forms[k] == leafFull {
-			// The definition's text is the end of the object in full.
-			full := d.slotFull[s]
-			if len(full) == 0 {
-				full = append(full, `,"storage":`...)
-				full = strconv.AppendInt(full, t.Storage, 10)
-				full = append(full, d.slotTail[s]...)
-				d.slotFull[s] = full
-			}
-			b = append(b, full...)
-		} else {
-			b = append(b, '}')
-		}
-		tmpl = tmpl[i+1:]
-	}
-	b = append(b, tmpl...)
-	d.raws[d.nraw] = b
-	d.nraw++
-	return b[:len(b):len(b)]
 }
 
 // checkTree holds a tree to what a JSON-lines reader accepts and finds in
@@ -679,11 +660,9 @@ func (d *Decoder) Define(shape []int64) []int64 {
 			d.tails = append(d.tails, tl)
 			dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
 		} else {
-			// Not in the table (it is full): the shape is used at once,
-			// and the text, which aliases the record, is kept as a copy.
+			// Not in the table (it is full): the shape is used at once.
 			shape = append(shape[:0], t.Shape...)
 			dims = shape
-			text = append([]byte(nil), text...)
 		}
 	}
 	row, err := d.reg.DefineRow(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
@@ -703,14 +682,6 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	}
 	d.slotRow[s] = row
 	d.slotTen[s] = d.reg.At(row)
-	for int(s) >= len(d.slotTail) {
-		d.slotTail = append(d.slotTail, nil)
-		d.slotObj = append(d.slotObj, nil)
-		d.slotFull = append(d.slotFull, nil)
-	}
-	d.slotTail[s] = text
-	d.slotObj[s] = d.slotObj[s][:0] // rendered again for the new tensor
-	d.slotFull[s] = d.slotFull[s][:0]
 	for int(row) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
 	}
@@ -721,17 +692,37 @@ func (d *Decoder) Define(shape []int64) []int64 {
 // Extras reads a message's key order and extra fields into ex (which the
 // caller has reset), for a message with nfields declared fields.
 func (d *Decoder) Extras(ex *values.Extras, nfields int) {
-	n := d.Count("keys", MaxExtras+values.MaxFields, 1) // n bytes are left
+	n := d.SmallCount(MaxExtras+values.MaxFields, 1) // n bytes are left
+	if n < 0 {
+		n = d.Count("keys", MaxExtras+values.MaxFields, 1)
+	}
 	order := d.buf[d.pos : d.pos+n]
+	var seen uint64 // declared fields named so far
+	zeros, twice := 0, false
 	for _, it := range order {
-		if int(it) > nfields {
+		switch {
+		case int(it) > nfields:
 			d.Failf(ErrCorrupt, "key order names field %d of %d", it, nfields)
 			return
+		case it == 0:
+			zeros++
+		case it >= 64:
+			twice = true // beyond seen's bits: leave it to the reader's check
+		case seen&(1<<it) != 0:
+			twice = true
+		default:
+			seen |= 1 << it
 		}
 	}
 	ex.Order = append(ex.Order, order...)
 	d.pos += n
-	n = d.Count("extra fields", MaxExtras, 2)
+	n = d.SmallCount(MaxExtras, 2)
+	if n < 0 {
+		n = d.Count("extra fields", MaxExtras, 2)
+	}
+	if twice || zeros != n {
+		d.oddOrders = true
+	}
 	for i := 0; i < n; i++ {
 		k := d.String()
 		v := d.Blob()
@@ -741,6 +732,12 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 		ex.Add(k, v)
 	}
 }
+
+// OrdersValid reports whether every key order the record held (Extras)
+// names each declared field at most once and lists every extra field: a
+// reader need not check them again, and checks them, with its own
+// messages, when this is false.
+func (d *Decoder) OrdersValid() bool { return !d.oddOrders }
 
 // Enter notes that a nested message begins; it fails past MaxDepth.
 func (d *Decoder) Enter() bool {

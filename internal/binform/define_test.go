@@ -50,11 +50,12 @@ func TestDefineTexts(t *testing.T) {
 			t.Errorf("tensor %d: %+v (known %v), want %+v", id, got, ok, w)
 		}
 	}
-	// The slots are 0, 1, 2 in order of definition, each rendering its
-	// own text after "storage".
-	for s, text := range []string{a, b, a} {
-		if string(d.slotTail[s]) != text {
-			t.Errorf("slot %d: text %s, want %s", s, d.slotTail[s], text)
+	// Each tensor renders its own definition's text after "storage" (a
+	// tree's text is rendered from its leaves).
+	for id, text := range map[int64]string{1: a, 2: b, 3: a} {
+		got, _ := reg.Lookup(id)
+		if tail := values.AppendTensorTail(nil, &got); string(tail) != text {
+			t.Errorf("tensor %d: text %s, want %s", id, tail, text)
 		}
 	}
 }

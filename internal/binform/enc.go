@@ -32,6 +32,7 @@ type Encoder struct {
 	tmpl  []byte
 	forms []byte
 	leaf  []byte
+	text  []byte // a tree's text rendered from its template (Tree.Tmpl)
 }
 
 // NewEncoder returns an Encoder with empty tables.
@@ -186,11 +187,16 @@ func (e *Encoder) Tensors(ts []values.Tensor) {
 func (e *Encoder) Tree(t *values.Tree) {
 	n := len(t.Leaves)
 	e.Uvarint(uint64(n))
+	raw := t.Raw
+	if t.Tmpl != nil {
+		e.text = t.AppendText(e.text[:0])
+		raw = e.text
+	}
 	if n == 0 {
-		e.blob(t.Raw, true)
+		e.blob(raw, true)
 		return
 	}
-	if e.template(t) {
+	if e.template(t, raw) {
 		e.Byte(treeTemplate)
 		e.blob(e.tmpl, true)
 		for i := range t.Leaves {
@@ -200,25 +206,26 @@ func (e *Encoder) Tree(t *values.Tree) {
 		return
 	}
 	e.Byte(treeText)
-	e.blob(t.Raw, false)
+	e.blob(raw, false)
 	for i := range t.Leaves {
 		e.Tensor(&t.Leaves[i])
 	}
 }
 
-// template makes e.tmpl and e.forms from t and reports whether they are
-// usable: every tensor object of t's text is one of its leaves in a form
-// appendLeaf writes, and the template passes the check a reader makes.
-func (e *Encoder) template(t *values.Tree) bool {
+// template makes e.tmpl and e.forms from t, whose text is raw, and reports
+// whether they are usable: every tensor object of the text is one of its
+// leaves in a form appendLeaf writes, and the template passes the check a
+// reader makes.
+func (e *Encoder) template(t *values.Tree, raw []byte) bool {
 	var ok bool
-	e.spans, ok = leafSpans(&e.chk.sc, t.Raw, e.spans[:0])
+	e.spans, ok = leafSpans(&e.chk.sc, raw, e.spans[:0])
 	if !ok || len(e.spans) != len(t.Leaves) {
 		return false
 	}
 	e.tmpl, e.forms = e.tmpl[:0], e.forms[:0]
 	at := 0
 	for i, sp := range e.spans {
-		obj := t.Raw[sp[0]:sp[1]]
+		obj := raw[sp[0]:sp[1]]
 		f := byte(leafShort)
 		e.leaf = appendLeaf(e.leaf[:0], &t.Leaves[i], leafShort)
 		if !bytes.Equal(obj, e.leaf) {
@@ -229,11 +236,11 @@ func (e *Encoder) template(t *values.Tree) bool {
 			}
 		}
 		e.forms = append(e.forms, f)
-		e.tmpl = append(e.tmpl, t.Raw[at:sp[0]]...)
+		e.tmpl = append(e.tmpl, raw[at:sp[0]]...)
 		e.tmpl = append(e.tmpl, 0)
 		at = sp[1]
 	}
-	e.tmpl = append(e.tmpl, t.Raw[at:]...)
+	e.tmpl = append(e.tmpl, raw[at:]...)
 	if _, known := e.blobs[string(e.tmpl)]; known {
 		return true // checked when it joined the table
 	}

@@ -2,7 +2,6 @@ package binform
 
 import (
 	"bytes"
-	"strconv"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/values"
@@ -21,38 +20,16 @@ import (
 
 // Leaf forms: how a tensor object of a template tree is written.
 const (
-	leafShort = 0 // {"tensor":ID}
-	leafFull  = 1 // every field, in the order jsonl.Writer writes them
+	leafShort = values.LeafShort // {"tensor":ID}
+	leafFull  = values.LeafFull  // every field, in the order jsonl.Writer writes them
 )
 
 // appendLeaf appends tensor t's object in form f.
-func appendLeaf(b []byte, t *values.Tensor, f byte) []byte {
-	b = append(b, `{"tensor":`...)
-	b = strconv.AppendInt(b, t.ID, 10)
-	if f == leafFull {
-		b = append(b, `,"storage":`...)
-		b = strconv.AppendInt(b, t.Storage, 10)
-		return appendTail(b, t)
-	}
-	return append(b, '}')
-}
+func appendLeaf(b []byte, t *values.Tensor, f byte) []byte { return values.AppendTensorJSON(b, t, f) }
 
 // appendTail appends the end of tensor t's object in full, from its
 // "nbytes" on: what a definition carries as text (Encoder.Define).
-func appendTail(b []byte, t *values.Tensor) []byte {
-	b = append(b, `,"nbytes":`...)
-	b = strconv.AppendInt(b, t.NBytes, 10)
-	b = append(b, `,"dtype":`...)
-	b = jsonl.AppendString(b, t.Dtype)
-	b = append(b, `,"shape":`...)
-	b = jsonl.AppendInts(b, t.Shape)
-	if t.CPU {
-		b = append(b, `,"device":"cpu"}`...)
-	} else {
-		b = append(b, `,"device":"cuda"}`...)
-	}
-	return b
-}
+func appendTail(b []byte, t *values.Tensor) []byte { return values.AppendTensorTail(b, t) }
 
 // tail is a definition's text, read: its fields, and the text, which
 // renders the tensor's object in full.

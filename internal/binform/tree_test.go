@@ -66,7 +66,7 @@ func TestTemplateOf(t *testing.T) {
 			leaves = []values.Tensor{b}
 		}
 		tr := values.Tree{Raw: []byte(tc.raw), Leaves: leaves}
-		ok := e.template(&tr)
+		ok := e.template(&tr, tr.Raw)
 		if ok != (tc.tmpl != "") {
 			t.Errorf("%s: template %v, want %v", tc.raw, ok, tc.tmpl != "")
 			continue

@@ -410,11 +410,13 @@ func causal(c *gen.CallFunction, pos int) bool {
 	if pos < 0 {
 		return false
 	}
-	if v, ok := nthElement(c.Args.Raw, pos); ok {
+	// A tree read from the binary form renders its text here (Tree.Text);
+	// only the few ops with a causal flag ask.
+	if v, ok := nthElement(c.Args.Text(), pos); ok {
 		return bytes.Equal(bytes.TrimSpace(v), []byte("true"))
 	}
 	var kw map[string]json.RawMessage
-	if len(c.Kwargs.Raw) > 0 && json.Unmarshal(c.Kwargs.Raw, &kw) == nil {
+	if kwargs := c.Kwargs.Text(); len(kwargs) > 0 && json.Unmarshal(kwargs, &kw) == nil {
 		return bytes.Equal(bytes.TrimSpace(kw["is_causal"]), []byte("true"))
 	}
 	return false

@@ -145,7 +145,13 @@ func (r *Reader) nextBinary(rec *Record) error {
 		}
 	}
 	r.line++
-	n, k := binary.Uvarint(b.body[b.at:])
+	var n uint64
+	var k int
+	if c := b.body[b.at]; c < 0x80 { // most records are shorter than 128 bytes
+		n, k = uint64(c), 1
+	} else {
+		n, k = binary.Uvarint(b.body[b.at:])
+	}
 	if k <= 0 || n == 0 || n > uint64(len(b.body)-b.at-k) {
 		return r.fail(r.line, binErr(values.Errorf(binform.ErrCorrupt, "a record's length does not fit in its block")))
 	}
@@ -214,14 +220,20 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	}
 	switch kind {
 	case binform.KindCommand:
-		ndef := d.Count("tensor definitions", values.MaxTensors, 5)
+		ndef := d.SmallCount(values.MaxTensors, 5)
+		if ndef < 0 {
+			ndef = d.Count("tensor definitions", values.MaxTensors, 5)
+		}
 		for i := 0; i < ndef && d.Err() == nil; i++ {
 			r.bin.shape = d.Define(r.bin.shape)
 		}
 		if err := d.Err(); err != nil {
 			return binErr(fmt.Errorf("tensor definition: %w", err))
 		}
-		nr := d.Count("rank slices", values.MaxRankSlices, 2)
+		nr := d.SmallCount(values.MaxRankSlices, 2)
+		if nr < 0 {
+			nr = d.Count("rank slices", values.MaxRankSlices, 2)
+		}
 		for i := 0; i < nr; i++ {
 			if len(rec.Ranks) < cap(rec.Ranks) {
 				rec.Ranks = rec.Ranks[:len(rec.Ranks)+1]
@@ -247,7 +259,11 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := gen.DecodeMsgBinary(d, &rec.Msg); err != nil {
 			return binErr(values.FieldError("msg", err))
 		}
-		if m := &rec.Msg; len(m.Extra.Order) > 0 || len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup {
+		// A key order alone (an optional field given empty, as a
+		// CallFunction's "mutates":[] is) is checked by the decoder as it
+		// reads it; checkExtras checks it again, naming what is wrong,
+		// when the decoder found it wrong.
+		if m := &rec.Msg; len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup || len(m.Extra.Order) > 0 && !d.OrdersValid() {
 			if err := r.checkExtras(m); err != nil {
 				return binErr(values.FieldError("msg", err))
 			}

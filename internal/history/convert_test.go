@@ -48,6 +48,19 @@ func dumpValue(v reflect.Value) string {
 	var b strings.Builder
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
+		if v.Type() == reflect.TypeFor[values.Tree]() {
+			// A tree is its leaves and its text, however it holds the
+			// text (raw, or a template the binary form's reader keeps).
+			t := v.Interface().(values.Tree)
+			b.WriteString("{Leaves:")
+			walk(v.FieldByName("Leaves"))
+			if t.Given() {
+				fmt.Fprintf(&b, " Text:%q}", t.Text())
+			} else {
+				b.WriteString(" Text:<nil>}")
+			}
+			return
+		}
 		switch v.Kind() {
 		case reflect.Struct:
 			b.WriteString("{")

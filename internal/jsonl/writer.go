@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/fastsim/fastsim/internal/values"
 )
@@ -140,24 +139,15 @@ func (w *Writer) Tree(t *values.Tree) {
 	for i := range t.Leaves {
 		w.mark(t.Leaves[i].Idx)
 	}
-	if t.Raw == nil {
+	if !t.Given() {
 		w.Buf = append(w.Buf, "null"...)
 		return
 	}
-	w.Buf = append(w.Buf, t.Raw...)
+	w.Buf = t.AppendText(w.Buf)
 }
 
 // AppendInts appends a JSON list of integers.
-func AppendInts(b []byte, v []int64) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, x, 10)
-	}
-	return append(b, ']')
-}
+func AppendInts(b []byte, v []int64) []byte { return values.AppendJSONInts(b, v) }
 
 // AppendSlice appends a SLICE object.
 func AppendSlice(b []byte, sl *values.Slice) []byte {
@@ -170,55 +160,8 @@ func AppendSlice(b []byte, sl *values.Slice) []byte {
 	return append(b, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // AppendString appends s as a quoted JSON string. Quotes, backslashes and
 // control characters are escaped; invalid UTF-8 becomes U+FFFD, and U+2028
-// and U+2029 are escaped so the output is also valid JavaScript.
-func AppendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// and U+2029 are escaped so the output is also valid JavaScript
+// (values.AppendJSONString, which a tree's text is rendered with too).
+func AppendString(b []byte, s string) []byte { return values.AppendJSONString(b, s) }

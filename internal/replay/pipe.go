@@ -38,8 +38,9 @@ import (
 // What a record holds must stay valid until the engine has run it: its
 // slices are the batch's own (Ranks, Msg's lists), strings are immutable,
 // and tensor shapes point into the registry's rows, which are not reused
-// before the engine releases them. Only raw JSON text (Tree.Raw, extra
-// fields) aliases the reader's buffers: replays that read it (a hardware
+// before the engine releases them. Only raw JSON text (Tree.Raw, a binary
+// tree's template Tree.Tmpl, extra fields) aliases the reader's buffers
+// (a tree's Forms are the record's own): replays that read it (a hardware
 // model prices ops from their arguments, a cost model or EachCommand may
 // look at anything) run serially.
 //

@@ -43,14 +43,25 @@ type Tree struct {
 	// order. A tensor object's own fields are not walked further.
 	Leaves []Tensor
 	// Raw is the exact JSON text of the value. It may alias the line buffer
-	// and is valid until the next record.
+	// and is valid until the next record. It is nil when Tmpl holds the
+	// text instead: read the text through Text or AppendText.
 	Raw []byte
+	// Tmpl, when not nil, stands for the text of a tree read from the
+	// binary form: the text with each tensor object cut out and a NUL byte
+	// (never in JSON text) in its place, one per leaf, in order; Forms
+	// says how each leaf's object is written (LeafShort, LeafFull). The
+	// text is rendered from them only when asked for (AppendText), since
+	// a replay reads the leaves and seldom the text. Tmpl may alias the
+	// reader's buffers, as Raw does.
+	Tmpl  []byte
+	Forms []byte
 }
 
-// Reset empties t, keeping the capacity of Leaves.
+// Reset empties t, keeping the capacity of Leaves and Forms.
 func (t *Tree) Reset() {
 	t.Leaves = t.Leaves[:0]
-	t.Raw = nil
+	t.Raw, t.Tmpl = nil, nil
+	t.Forms = t.Forms[:0]
 }
 
 // Reset empties s, keeping the capacity of its slices.

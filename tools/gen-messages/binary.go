@@ -94,7 +94,9 @@ func renderBinary(sp *spec, f *jen.File) {
 				jen.Id("d").Dot("Failf").Call(binform("ErrCorrupt"), jen.Lit("unknown message type %q is a known type"), jen.Id("m").Dot("TypeName")),
 			),
 		).Else().Block(
-			jen.Id("m").Dot("TypeName").Op("=").Id("m").Dot("Kind").Dot("String").Call(),
+			// The kind is in range (checked above): its name from the
+			// table, without String's call.
+			jen.Id("m").Dot("TypeName").Op("=").Id("msgKindNames").Index(jen.Id("m").Dot("Kind")),
 		)
 		g.Var().Err().Error()
 		g.Id("n").Op(":=").Lit(0)

@@ -165,7 +165,7 @@ var kinds = [numKinds]kindInfo{
 	},
 	kindTree: {
 		name: "tree", goType: valuesType("Tree"), method: "Tree", byRef: true, registry: true,
-		present:     func(x xf, _ *field) *jen.Statement { return x().Dot("Raw").Op("!=").Nil() },
+		present:     func(x xf, _ *field) *jen.Statement { return x().Dot("Given").Call() },
 		reset:       resetMethod,
 		nullIsValue: true,
 		eachTensor: func(g *jen.Group, x xf, _ *field) {
