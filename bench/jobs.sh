@@ -46,7 +46,7 @@ wall() {
 	b1=$(busy)
 	read -r e u s <"$work/time"
 	awk -v e="$e" -v u="$u" -v s="$s" -v t=$((b1 - b0)) -v hz="$hz" \
-		'BEGIN{o = t / hz - u - s; if (o < 0) o = 0; printf "%s %.2f %.2f", e, u + s, o / (e > 0 ? e : 1)}'
+		'BEGIN{o = t / hz - u - s; if (o < 0) o = 0; printf "%s %.2f %.2f\n", e, u + s, o / (e > 0 ? e : 1)}'
 }
 median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
