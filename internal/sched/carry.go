@@ -676,7 +676,7 @@ func (e *Engine) releaseCarried(m *gen.DeleteRefs, gs []groups.GroupID, u *carry
 	}
 	if ms.bytes > 0 {
 		st.usage -= ms.bytes
-		st.mem = append(st.mem, memEvent{ns, -ms.bytes})
+		st.addMem(memEvent{ns, -ms.bytes})
 	}
 	u.mask &^= c.class
 	e.pass.released++

@@ -908,7 +908,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	for i := range fx.streams {
 		se := &fx.streams[i]
 		st := &g.streams[se.s]
-		st.mem = slices.Grow(st.mem, int(se.memTo-se.memFrom))
+		st.room(int(se.memTo - se.memFrom))
 		for _, ev := range fx.mem[se.memFrom:se.memTo] {
 			st.mem = append(st.mem, memEvent{ev.ns + base, ev.delta})
 		}
