@@ -72,14 +72,27 @@ type Partition struct {
 	mark     []uint32 // ungrouped: per rank, the pass that last saw it
 	pass     uint32
 
-	// The last slices Resolve answered and its answer, valid in epoch
-	// lastEpoch: programs send runs of commands to the same ranks, which
-	// this finds with a comparison, before the key is built and hashed.
-	last      []values.Slice
-	lastDims  []int64 // the sizes and strides of last
-	lastOut   []GroupID
-	lastEpoch uint64
-	lastOK    bool
+	// The last slices Resolve answered and its answers, each valid in its
+	// epoch: programs send runs of commands to the same few rank sets (a
+	// pipeline stage, its neighbour, both), which this finds with a
+	// comparison, before a key is built and hashed.
+	memos    [resolveMemos]resolveMemo
+	memoNext int // the entry the next new answer replaces
+}
+
+// resolveMemos is how many of Resolve's answers are kept for a
+// comparison: a pipelined program's commands alternate between a stage,
+// the next and both together, in each direction.
+const resolveMemos = 8
+
+// resolveMemo is one answer of Resolve: slices ss (their sizes and
+// strides in dims) resolve to groups out in epoch epoch.
+type resolveMemo struct {
+	ss    []values.Slice
+	dims  []int64
+	out   []GroupID
+	epoch uint64
+	ok    bool
 }
 
 type entry struct {
@@ -156,9 +169,11 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
-	if p.lastOK && p.lastEpoch == p.epoch && sameSlices(p.last, slices_) {
-		p.out = append(p.out[:0], p.lastOut...)
-		return p.out, nil
+	for i := range p.memos {
+		if m := &p.memos[i]; m.ok && m.epoch == p.epoch && sameSlices(m.ss, slices_) {
+			p.out = append(p.out[:0], m.out...)
+			return p.out, nil
+		}
 	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {
@@ -184,23 +199,26 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	return out, nil
 }
 
-// memo keeps Resolve's answer out for slices ss, in the current epoch.
+// memo keeps Resolve's answer out for slices ss, in the current epoch,
+// in place of the oldest kept.
 func (p *Partition) memo(ss []values.Slice, out []GroupID) {
+	m := &p.memos[p.memoNext]
+	p.memoNext = (p.memoNext + 1) % resolveMemos
 	n := 0
 	for i := range ss {
 		n += len(ss[i].Sizes) + len(ss[i].Strides)
 	}
-	p.lastDims = slices.Grow(p.lastDims[:0], n)
-	p.last = p.last[:0]
+	m.dims = slices.Grow(m.dims[:0], n)
+	m.ss = m.ss[:0]
 	for i := range ss {
-		at := len(p.lastDims)
-		p.lastDims = append(p.lastDims, ss[i].Sizes...)
-		mid := len(p.lastDims)
-		p.lastDims = append(p.lastDims, ss[i].Strides...)
-		p.last = append(p.last, values.Slice{Offset: ss[i].Offset, Sizes: p.lastDims[at:mid:mid], Strides: p.lastDims[mid:len(p.lastDims):len(p.lastDims)]})
+		at := len(m.dims)
+		m.dims = append(m.dims, ss[i].Sizes...)
+		mid := len(m.dims)
+		m.dims = append(m.dims, ss[i].Strides...)
+		m.ss = append(m.ss, values.Slice{Offset: ss[i].Offset, Sizes: m.dims[at:mid:mid], Strides: m.dims[mid:len(m.dims):len(m.dims)]})
 	}
-	p.lastOut = append(p.lastOut[:0], out...)
-	p.lastEpoch, p.lastOK = p.epoch, true
+	m.out = append(m.out[:0], out...)
+	m.epoch, m.ok = p.epoch, true
 }
 
 // sameSlices reports whether a and b are the same slices, field by field.

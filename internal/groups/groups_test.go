@@ -233,3 +233,55 @@ func TestResolveLastAnswer(t *testing.T) {
 		t.Fatalf("ranks 2-3 in the caller's reused slice: %v (group 2 = %s)", gs, ranksOf(p, 2))
 	}
 }
+
+// TestResolveKeptAnswersAlike resolves a random sequence drawn from a few
+// rank sets on two partitions of the same world, one of which forgets its
+// kept answers before every call: both must give the same groups, holding
+// the same ranks, at every call. The sets overlap, so some calls split
+// groups and a kept answer of an earlier epoch must not be given.
+func TestResolveKeptAnswersAlike(t *testing.T) {
+	pool := [][]values.Slice{
+		{sl(0, []int64{8}, []int64{1})},
+		{sl(8, []int64{8}, []int64{1})},
+		{sl(0, []int64{16}, []int64{1})},
+		{sl(0, []int64{8}, []int64{1}), sl(8, []int64{8}, []int64{1})},
+		{sl(4, []int64{8}, []int64{1})},
+		{sl(0, []int64{4, 2}, []int64{4, 1})},
+		{sl(1, []int64{8}, []int64{2})},
+		{sl(16, []int64{16}, []int64{1})},
+		{sl(0, []int64{32}, []int64{1})},
+		{sl(12, []int64{2}, []int64{1})},
+		{sl(24, []int64{4}, []int64{2})},
+		{sl(0, []int64{2, 2}, []int64{16, 1})},
+	}
+	kept, _ := New(32, true)
+	fresh, _ := New(32, true)
+	var rk, rf recorder
+	seed := uint64(1)
+	for i := range 5000 {
+		// A small linear congruential generator: the sequence is fixed.
+		seed = seed*6364136223846793005 + 1442695040888963407
+		s := pool[(seed>>33)%uint64(len(pool))]
+		fresh.memos = [resolveMemos]resolveMemo{}
+		a, err := kept.Resolve(s, rk.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = slices.Clone(a)
+		b, err := fresh.Resolve(s, rf.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a, b) {
+			t.Fatalf("call %d, %v: kept answers give %v, none %v", i, s, a, b)
+		}
+		for _, g := range a {
+			if ranksOf(kept, g) != ranksOf(fresh, g) {
+				t.Fatalf("call %d: group %d holds %s, without kept answers %s", i, g, ranksOf(kept, g), ranksOf(fresh, g))
+			}
+		}
+	}
+	if len(rk.splits) == 0 || !slices.Equal(rk.splits, rf.splits) {
+		t.Fatalf("splits %v, without kept answers %v", rk.splits, rf.splits)
+	}
+}

@@ -381,7 +381,7 @@ func (e *Engine) trimUnits() {
 func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 	e.pass.consume = e.pass.consume[:0]
 	if len(e.pass.units) == e.pass.head {
-		return e.inputIndexes(p)
+		return e.inputIndexes(fx, p)
 	}
 	idx, sidx := e.pass.idx[:0], e.pass.sidx[:0]
 	cs := e.pass.consume
@@ -401,7 +401,7 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 				}
 				// The carried input's use, coded below idxCarried.
 				i, si = idxCarried, int32(-1-j)
-			} else if i = e.reg.Known(id); i >= 0 {
+			} else if i = e.knownRow(fx, k, id, true); i >= 0 {
 				si = e.reg.StorageIdxOf(i)
 			} else {
 				ok = false
@@ -676,7 +676,7 @@ func (e *Engine) releaseCarried(m *gen.DeleteRefs, gs []groups.GroupID, u *carry
 	}
 	if ms.bytes > 0 {
 		st.usage -= ms.bytes
-		st.mem = append(st.mem, memEvent{ns, -ms.bytes})
+		st.addMem(memEvent{ns, -ms.bytes})
 	}
 	u.mask &^= c.class
 	e.pass.released++

@@ -248,6 +248,7 @@ type stream struct {
 	inWork  bool
 
 	mem    []memEvent // allocations and releases, in the order they happened
+	memArr []memEvent // the array mem lies in, whole: see room
 	sorted int        // mem[:sorted] is in (time, delta) order
 	base   int        // mem[:base] is settled (kept only for the trace)
 

@@ -131,7 +131,7 @@ func (e *Engine) firstUse(g *group, row gen.TensorRow, ns int64, s gen.StreamID)
 	st.usage += bytes
 	g.storages.AllocStream[sr] = s
 	g.storages.AllocNs[sr] = ns
-	st.mem = append(st.mem, memEvent{ns, bytes})
+	st.addMem(memEvent{ns, bytes})
 	return e.checkAlloc(g, s, bytes)
 }
 
@@ -327,6 +327,6 @@ func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.Str
 		return fmt.Errorf("%w: tensor %d frees storage %d at %d ns, not after its allocation at %d ns", ErrMemory, id, sid, ns, g.storages.AllocNs[sr])
 	}
 	st.usage -= bytes
-	st.mem = append(st.mem, memEvent{ns, -bytes})
+	st.addMem(memEvent{ns, -bytes})
 	return nil
 }

@@ -171,18 +171,7 @@ func (e *Engine) settleMemory(g *group) {
 		if e.opt.KeepEvents {
 			st.base = p
 		} else if p > 0 {
-			// Move the unsettled events to the front when they are no more
-			// than the settled ones (the copy costs at most what was
-			// settled, so each event is copied O(1) times) and the array
-			// keeps its capacity; else reslice, and append moves them
-			// when it grows.
-			if n := len(st.mem) - p; n <= p {
-				copy(st.mem, st.mem[p:])
-				st.mem = st.mem[:n]
-			} else {
-				st.mem = st.mem[p:]
-			}
-			st.sorted -= p
+			st.dropSettled(p)
 		}
 	}
 	if recount {
@@ -247,4 +236,49 @@ func (e *Engine) checkAlloc(g *group, s gen.StreamID, bytes int64) error {
 
 func (e *Engine) memOverflow(g *group, s gen.StreamID, bytes int64) error {
 	return fmt.Errorf("%w: allocating %d bytes on stream %q takes the memory of a device past %d bytes", ErrOverflow, bytes, e.streamName(g, s), int64(math.MaxInt64))
+}
+
+// dropSettled drops st's first p memory events, settled. It moves the
+// unsettled events to the front when they are no more than the settled
+// ones (the copy costs at most what was settled, so each event is copied
+// O(1) times) and the array keeps its capacity; else it reslices, and room
+// moves them when the array's end is reached.
+func (st *stream) dropSettled(p int) {
+	if n := len(st.mem) - p; n <= p {
+		copy(st.mem, st.mem[p:])
+		st.mem = st.mem[:n]
+	} else {
+		st.mem = st.mem[p:]
+	}
+	st.sorted -= p
+}
+
+// room makes room in st.mem for k more events without a new array where
+// the array it lies in can hold them. Settlement drops the settled events
+// from mem's front by reslicing when fewer are settled than remain (the
+// unsettled ones wait for an idle stream's now, which may lag a whole
+// step), so mem's own capacity shrinks; append would then copy every
+// unsettled event into a new array each time it ran out, and did, at about
+// two copies an event (profiles of the megatron-1t prediction). Here the
+// unsettled events move back to the front of the array when they fill at
+// most half of it, and a new array is four times what they need: each
+// event is then copied less than once on average, and no array is
+// allocated once one is large enough. The events and their order, and
+// base and sorted (offsets into mem), are unchanged.
+func (st *stream) room(k int) {
+	n := len(st.mem)
+	if cap(st.mem)-n >= k {
+		return
+	}
+	if need := n + k; 2*need > cap(st.memArr) {
+		st.memArr = make([]memEvent, max(4*need, 256))
+	}
+	copy(st.memArr, st.mem) // may overlap: copy moves
+	st.mem = st.memArr[:n]
+}
+
+// addMem appends event ev to st's memory events.
+func (st *stream) addMem(ev memEvent) {
+	st.room(1)
+	st.mem = append(st.mem, ev)
 }

@@ -205,6 +205,10 @@ type streamEffect struct {
 
 // passEffect is a recorded pass's effect on its group.
 type passEffect struct {
+	// hints holds, by input, the rows its id resolved to in the last
+	// runs applied, the most recent first (-1: none): knownRow checks
+	// them before it finds the id.
+	hints    [][inputHints]int32
 	g        groups.GroupID
 	size     int64
 	ref      gen.StreamID // the stream whose now at the start is the base
@@ -341,13 +345,22 @@ func (e *Engine) BeginPass(p *Pass) bool {
 
 // inputIndexes fills e.pass.idx and sidx with the dense indexes of p's
 // inputs (-1 for none); false if an input is not known.
-func (e *Engine) inputIndexes(p *Pass) bool {
+func (e *Engine) inputIndexes(fx *passEffect, p *Pass) bool {
 	idx, sidx := e.pass.idx[:0], e.pass.sidx[:0]
 	ok := true
 	for k := range p.Ins {
 		i, si := int32(-1), int32(-1)
-		if p.Ins[k].ID != 0 {
-			if i = e.reg.TensorIdx(p.Ins[k].ID); i < 0 {
+		if id := p.Ins[k].ID; id != 0 {
+			// A row the id resolved to in an earlier run (a layer's
+			// weights: the same every run) is checked, not looked up; a
+			// known id is never asked about, so the registry's question
+			// (SetMiss) goes out as it did.
+			if fx != nil {
+				i = e.knownRow(fx, k, id, false)
+			} else {
+				i = e.reg.TensorIdx(id)
+			}
+			if i < 0 {
 				ok = false
 			} else {
 				si = e.reg.StorageIdxOf(i)
@@ -407,7 +420,7 @@ func (e *Engine) inputState(g *group, p *Pass, idx, sidx []int32, rows []rowStat
 func (e *Engine) startRecording(p *Pass) {
 	gi := e.part.GroupOf(p.Rank)
 	g := e.gs[gi]
-	if !e.inputIndexes(p) {
+	if !e.inputIndexes(nil, p) {
 		return
 	}
 	r := &passRec{key: p.Key, p: *p, g: gi, size: e.part.Size(gi), nGroups: len(e.gs), cmd0: e.cmdID, tasks0: g.tasksMade,
@@ -908,7 +921,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	for i := range fx.streams {
 		se := &fx.streams[i]
 		st := &g.streams[se.s]
-		st.mem = slices.Grow(st.mem, int(se.memTo-se.memFrom))
+		st.room(int(se.memTo - se.memFrom))
 		for _, ev := range fx.mem[se.memFrom:se.memTo] {
 			st.mem = append(st.mem, memEvent{ev.ns + base, ev.delta})
 		}
@@ -1028,4 +1041,43 @@ func (e *Engine) storageID(p *Pass, c passCode) int64 {
 		return p.Base + int64(c)
 	}
 	return p.Ins[-1-c].Storage
+}
+
+// inputHints is how many rows each input of a recorded pass remembers:
+// the layers of one stage share a recording, each with its own weights.
+const inputHints = 4
+
+// hint is where input k's remembered rows are, making room for the
+// inputs' hints on first use (-1: none).
+func (fx *passEffect) hint(k int) *[inputHints]int32 {
+	for len(fx.hints) <= k {
+		fx.hints = append(fx.hints, [inputHints]int32{-1, -1, -1, -1})
+	}
+	return &fx.hints[k]
+}
+
+// knownRow is the row of id, input k of a run of fx, or -1 if the
+// registry does not know id now; known, without asking the registry's
+// question (Registry.Known), or else found (Registry.TensorIdx).
+func (e *Engine) knownRow(fx *passEffect, k int, id int64, known bool) int32 {
+	h := fx.hint(k)
+	for j, r := range h {
+		if e.reg.IsRow(id, r) {
+			// The most recent first.
+			copy(h[1:j+1], h[:j])
+			h[0] = r
+			return r
+		}
+	}
+	var i int32
+	if known {
+		i = e.reg.Known(id)
+	} else {
+		i = e.reg.TensorIdx(id)
+	}
+	if i >= 0 {
+		copy(h[1:], h[:inputHints-1])
+		h[0] = i
+	}
+	return i
 }

@@ -134,3 +134,49 @@ func TestDeleteRowIsDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestIsRowAgreesWithKnown remembers the row every id resolved to when
+// defined and asks IsRow about it, and about other rows, through
+// definitions, deletions (freed at once, or deferred and released later)
+// and rows reused by new ids: IsRow(id, row) must be true exactly when
+// Known(id) is row. A check of the id alone passes a deleted row whose
+// id is not yet reused (waiting for Release); one of the state alone, a
+// row a new id reused.
+func TestIsRowAgreesWithKnown(t *testing.T) {
+	for _, deferFree := range []bool{false, true} {
+		r := NewRegistry()
+		r.DeferFree(deferFree)
+		rows := map[int64]int32{} // every id ever defined: the row it got
+		next := int64(1)
+		var live []int64
+		for step := 0; step < 1500; step++ {
+			switch {
+			case step%3 != 2 || len(live) == 0:
+				id := next
+				next += 1 + int64(step%5)*1000
+				idx, err := r.DefineRow(id, id, 8, "float32", []int64{2}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rows[id] = idx
+				live = append(live, id)
+			default:
+				k := (step * 7) % len(live)
+				r.Delete(live[k])
+				live = append(live[:k], live[k+1:]...)
+				if deferFree && step%9 == 2 {
+					for _, i := range r.TakeDeleted() {
+						r.Release(i)
+					}
+				}
+			}
+			for id, idx := range rows {
+				for _, row := range []int32{idx, idx + 1, -1} {
+					if got, want := r.IsRow(id, row), row >= 0 && r.Known(id) == row; got != want {
+						t.Fatalf("defer %v, step %d: IsRow(%d, %d) = %v, Known = %d", deferFree, step, id, row, got, r.Known(id))
+					}
+				}
+			}
+		}
+	}
+}

@@ -80,6 +80,14 @@ func (r *Registry) Known(id int64) int32 {
 	return -1
 }
 
+// IsRow reports whether row idx is tensor id's live row now, which is
+// what the registry finds for id then (a live row's id resolves to it):
+// a caller that remembers the row an id resolved to before checks it
+// so, without finding the id.
+func (r *Registry) IsRow(id int64, idx int32) bool {
+	return idx >= 0 && int(idx) < len(r.id) && r.id[idx] == id && r.stateOf(idx) == rowLive
+}
+
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{} }
 

@@ -881,7 +881,8 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 		}
 		return outs[0], sv
 	}
-	sv = &saved{core: t.core}
+	sv = g.newSaved()
+	sv.core = t.core
 	for i, f := range sv.fields() {
 		*f = outs[1+i]
 	}

@@ -88,12 +88,17 @@ type generator struct {
 	v, m   int // chunks, microbatches
 	// per virtual stage and microbatch: what the forward kept, the
 	// messages in flight.
-	saved  [][][]*saved
-	ids    []values.Tensor // embedding inputs, per microbatch
-	head   []headSaved
-	inAct  [][]message
-	inGrad [][]message
-	tied   bool // the word embedding is on the first and the last stage
+	saved [][][]*saved
+	// Saved sets and their lists whose backward has run, for the next
+	// forwards to reuse: a layer pass makes one set of 25 tensors (about
+	// 2 KiB) and allocating it anew each time showed in profiles.
+	svFree  []*saved
+	svLists [][]*saved
+	ids     []values.Tensor // embedding inputs, per microbatch
+	head    []headSaved
+	inAct   [][]message
+	inGrad  [][]message
+	tied    bool // the word embedding is on the first and the last stage
 
 	// Recorded layer passes (template.go).
 	noTemplates bool // generate every layer pass anew
@@ -467,7 +472,7 @@ func (g *generator) runAction(st *stage, a action) {
 		} else {
 			x = g.receive(st, &g.inAct[vs][a.mb])
 		}
-		sv := make([]*saved, len(layers))
+		sv := g.savedList(len(layers))
 		for i, w := range layers {
 			x, sv[i] = g.layerForward(st, w, x, g.j.Recompute != RecomputeFull)
 			sv[i].kept = sv[i].bytes()
@@ -501,6 +506,7 @@ func (g *generator) runAction(st *stage, a action) {
 		g.layerDone(st, layers[i])
 	}
 	g.saved[vs][a.mb] = nil
+	g.freeSaved(sv)
 	if vs == 0 {
 		st.emb.last = lastMB
 		if st.pos != nil {
@@ -510,6 +516,36 @@ func (g *generator) runAction(st *stage, a action) {
 	} else {
 		g.send(st, 1, dy, &g.inGrad[vs-1][a.mb])
 	}
+}
+
+// savedList returns a list for n layers' saved sets, reused if one is
+// free.
+func (g *generator) savedList(n int) []*saved {
+	if k := len(g.svLists); k > 0 && cap(g.svLists[k-1]) >= n {
+		l := g.svLists[k-1][:n]
+		g.svLists = g.svLists[:k-1]
+		return l
+	}
+	return make([]*saved, n)
+}
+
+// newSaved returns an empty saved set, reused if one is free.
+func (g *generator) newSaved() *saved {
+	if k := len(g.svFree); k > 0 {
+		sv := g.svFree[k-1]
+		g.svFree = g.svFree[:k-1]
+		*sv = saved{}
+		return sv
+	}
+	return &saved{}
+}
+
+// freeSaved keeps the saved sets of list l, whose backwards have run
+// (nothing holds them any more), and l itself for reuse.
+func (g *generator) freeSaved(l []*saved) {
+	g.svFree = append(g.svFree, l...)
+	clear(l)
+	g.svLists = append(g.svLists, l[:0])
 }
 
 // send lends x to the side stream towards the neighbour in direction dir;
