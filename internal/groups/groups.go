@@ -70,6 +70,8 @@ type Partition struct {
 	seen     []uint32 // grouped: per group, the walk that last met it
 	seenPass uint32
 	mark     []uint32 // ungrouped: per rank, the pass that last saw it
+	posOf    []int32  // grouped: per rank, its position among a send's senders plus 1, else 0 (refinePairs)
+	classOf  []int64  // grouped: per group, the first class met (anySplit)
 	pass     uint32
 
 	// The last slices Resolve answered and its answer, valid in epoch
