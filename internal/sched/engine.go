@@ -164,7 +164,7 @@ type Engine struct {
 	pairs     []gen.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: where mergeMemory stopped
-	memHeap   []int32      // mergeMemory's heap of streams
+	memHeap   []memHead    // mergeMemory's heap of streams
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run

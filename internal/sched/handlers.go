@@ -317,6 +317,19 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 			return err
 		}
 	}
+	if e.opt.Jobs <= 1 || len(gs) < minParallel {
+		// Serial, as each would run it, without the refs' trip through
+		// e.batch (see addTasks).
+		for i, gi := range gs {
+			if i&0xffff == 0xffff && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				return ErrStopped
+			}
+			if err := e.deleteIn(gi, m.RefsIdx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	e.batch = batchArgs{refs: m.RefsIdx}
 	err = e.each(gs, opDelete)
 	e.batch = batchArgs{}

@@ -261,6 +261,29 @@ func (e *Engine) runChunk(k int) {
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
 func (e *Engine) addTasks(gs []groups.GroupID, stream values.Stream, name gen.NameID, runtimeNs int64, ins, outs []values.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+	if e.opt.Jobs <= 1 || len(gs) < minParallel {
+		// Serial, as each would run it, with the arguments passed
+		// straight on: storing them in e.batch for apply to read back
+		// cost more than the call (a struct of slices written into the
+		// heap-allocated engine, and cleared again, every command).
+		var err error
+		for i, gi := range gs {
+			if i&0xffff == 0xffff && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				err = ErrStopped
+				break
+			}
+			var t gen.TaskID
+			t, err = e.addTask(gi, stream, name, runtimeNs, ins, outs, coll)
+			if tasks != nil {
+				tasks[i] = t
+			}
+			if err != nil {
+				break
+			}
+		}
+		e.markReady(gs...)
+		return err
+	}
 	e.batch = batchArgs{stream: stream, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}
