@@ -353,20 +353,19 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int32) error {
 	// holding it, without visiting every stream.
 	hits := g.hits[:0]
 	tt := &g.tensors
+	sorted := true // hits come in k order: sorted unless a stream goes down
 	for k, idx := range refs {
 		for r := gen.TensorRow(g.tensorAt.get(idx) - 1); r >= 0; r = tt.Next[r] {
 			if s := tt.Owner[r]; s != cpuOwner {
+				if n := len(hits); n > 0 && hits[n-1].s > s {
+					sorted = false
+				}
 				hits = append(hits, deleteHit{s, int32(k)})
 			}
 		}
 	}
-	if len(hits) > 1 {
-		slices.SortFunc(hits, func(a, b deleteHit) int {
-			if a.s != b.s {
-				return int(a.s - b.s)
-			}
-			return int(a.k - b.k)
-		})
+	if !sorted {
+		sortHits(hits)
 	}
 	g.hits = hits
 	for _, h := range hits {
@@ -378,6 +377,32 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int32) error {
 		}
 	}
 	return nil
+}
+
+// sortHits puts hits in (stream, ref) order, which names each hit once: a
+// stream holds one row of a tensor, and a ref is one position. A
+// DeleteRefs finds a handful, so an insertion sort does; many go to
+// slices.SortFunc.
+func sortHits(hits []deleteHit) {
+	less := func(a, b deleteHit) bool { return a.s < b.s || a.s == b.s && a.k < b.k }
+	if len(hits) > 32 {
+		slices.SortFunc(hits, func(a, b deleteHit) int {
+			if a.s != b.s {
+				return int(a.s - b.s)
+			}
+			return int(a.k - b.k)
+		})
+		return
+	}
+	for i := 1; i < len(hits); i++ {
+		x := hits[i]
+		j := i
+		for j > 0 && less(x, hits[j-1]) {
+			hits[j] = hits[j-1]
+			j--
+		}
+		hits[j] = x
+	}
 }
 
 // deleteHit is a tensor a DeleteRefs finds on a stream: stream s holds

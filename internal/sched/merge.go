@@ -216,13 +216,35 @@ func (g *group) sortMemory(s gen.StreamID) {
 		}
 		return cmp.Compare(a.delta, b.delta)
 	}
-	slices.SortFunc(st.mem[st.sorted:], byTime)
+	sortEvents(st.mem[st.sorted:], byTime)
 	if st.sorted > st.base && byTime(st.mem[st.sorted-1], st.mem[st.sorted]) > 0 {
 		// Both parts sorted: a merge in effect. Settled events come before
 		// every later one, so only the unsettled part moves.
 		slices.SortStableFunc(st.mem[st.base:], byTime)
 	}
 	st.sorted = len(st.mem)
+}
+
+// sortEvents sorts events by (time, delta). Tails arrive nearly in order
+// (a release comes a little before the allocations queued after it), so
+// an insertion sort moves few events; when it has moved more than a few
+// per event it leaves the rest to slices.SortFunc. Equal events are equal
+// values, so either gives the same slice.
+func sortEvents(ev []memEvent, byTime func(a, b memEvent) int) {
+	budget := 4*len(ev) + 16
+	for i := 1; i < len(ev); i++ {
+		x := ev[i]
+		j := i
+		for j > 0 && (ev[j-1].ns > x.ns || ev[j-1].ns == x.ns && ev[j-1].delta > x.delta) {
+			ev[j] = ev[j-1]
+			j--
+		}
+		ev[j] = x
+		if budget -= i - j; budget < 0 {
+			slices.SortFunc(ev, byTime)
+			return
+		}
+	}
 }
 
 // satAdd adds two non-negative numbers, saturating at the largest int64.
