@@ -149,7 +149,15 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 	classes := make(map[string]int64) // a walk's group sequence -> its first class number
 	nextClass := int64(0)
 	var key []byte
+	// Walks mostly meet the groups the walk before met: that one's class
+	// is checked first, without building and hashing the key.
+	var lastSeq []GroupID
+	lastTag, lastC := byte(0), int64(0)
 	classOf := func(seq []GroupID, tag byte, count int) int64 {
+		if tag == lastTag && slices.Equal(seq, lastSeq) {
+			return lastC
+		}
+		defer func() { lastSeq, lastTag = append(lastSeq[:0], seq...), tag }()
 		key = append(key[:0], tag)
 		for _, g := range seq {
 			key = append(key, byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
@@ -160,6 +168,7 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 			classes[string(key)] = c
 			nextClass += int64(count)
 		}
+		lastC = c
 		return c
 	}
 	visited := make([]bool, n)
