@@ -44,12 +44,23 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	if err != nil {
 		return err
 	}
-	e.inputs = appendUnique(e.inputs[:0], m.Args.Leaves)
-	e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
-	e.outs = appendUnique(e.outs, m.Mutates)
+	// The message's own lists serve when they name no tensor twice (the
+	// usual case), without copying each 88-byte tensor into a list of
+	// distinct ones.
+	ins := m.Args.Leaves
+	if repeats(ins) {
+		e.inputs = appendUnique(e.inputs[:0], ins)
+		ins = e.inputs
+	}
+	outs := m.Result.Leaves
+	if len(m.Mutates) > 0 || repeats(outs) {
+		e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
+		e.outs = appendUnique(e.outs, m.Mutates)
+		outs = e.outs
+	}
 	name := e.fnName(m)
 	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
-	return e.addTasks(gs, m.Stream, name, runtime, e.inputs, e.outs, -1, nil)
+	return e.addTasks(gs, m.Stream, name, runtime, ins, outs, -1, nil)
 }
 
 // Reduce queues one collective across every receiving worker: one task per
@@ -466,6 +477,18 @@ func (e *Engine) Unknown(typeName string) error {
 		e.firstWarn = fmt.Sprintf("line %d: unknown message type %q skipped", e.line, typeName)
 	}
 	return nil
+}
+
+// repeats reports whether ts names a tensor id twice.
+func repeats(ts []values.Tensor) bool {
+	for i := 1; i < len(ts); i++ {
+		for j := range i {
+			if ts[j].ID == ts[i].ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appendUnique appends the tensors of src whose ids are not yet in dst.

@@ -118,8 +118,9 @@ outputs:
 		nOut++
 	}
 	tk := &g.tasks
+	// Alloc gives a row in its initial state: State Pending (0), Wait,
+	// Waiters, NextWaiter and Borrow -1; the rest is set here.
 	t := tk.Alloc()
-	tk.State[t] = gen.TaskStatePending
 	tk.StartNs[t] = max(st.nowNs, e.nowNs)
 	tk.RuntimeNs[t] = runtimeNs
 	tk.Stream[t] = s
@@ -127,9 +128,6 @@ outputs:
 	tk.Command[t] = e.cmdID
 	tk.Line[t] = e.line
 	tk.Coll[t] = coll
-	tk.Wait[t] = -1
-	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
-	tk.Borrow[t] = -1
 	tk.Flags[t] = gen.TaskFlagsQueued
 	if name == e.viewName {
 		tk.Flags[t] |= gen.TaskFlagsView

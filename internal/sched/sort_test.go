@@ -58,3 +58,19 @@ func TestSortsMatchLibrary(t *testing.T) {
 		}
 	}
 }
+
+// addTask leaves a task's State, Wait, Waiters, NextWaiter and Borrow as
+// TaskTable.Alloc gives them: Pending and -1, for a new row and for a
+// recycled one alike.
+func TestTaskAllocInitialState(t *testing.T) {
+	var tk gen.TaskTable
+	a := tk.Alloc()
+	tk.State[a], tk.Wait[a], tk.Waiters[a], tk.NextWaiter[a], tk.Borrow[a] = gen.TaskStateExecuted, 3, 4, 5, 6
+	tk.Free(a)
+	for _, id := range []gen.TaskID{tk.Alloc(), tk.Alloc()} { // recycled, then new
+		if tk.State[id] != gen.TaskStatePending || tk.Wait[id] != -1 || tk.Waiters[id] != -1 || tk.NextWaiter[id] != -1 || tk.Borrow[id] != -1 {
+			t.Errorf("task %d: state %d, wait %d, waiters %d, next waiter %d, borrow %d; want pending and -1s",
+				id, tk.State[id], tk.Wait[id], tk.Waiters[id], tk.NextWaiter[id], tk.Borrow[id])
+		}
+	}
+}
