@@ -153,14 +153,15 @@ func (p *Partition) GroupOf(r int64) GroupID {
 // order of their lowest rank: ungrouped, the ranks in increasing order. A
 // handler that stops at the first group it fails on thus fails on the
 // lowest rank that fails, grouped or not, and says the same thing. The
-// result is valid until the next call.
+// result is valid until the next call, and is not to be written.
 func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, error) {
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
 	if p.lastOK && p.lastEpoch == p.epoch && sameSlices(p.last, slices_) {
-		p.out = append(p.out[:0], p.lastOut...)
-		return p.out, nil
+		// The memo itself, not a copy: it too holds until the next call.
+		// (Full, so that a caller's append cannot write into it.)
+		return p.lastOut[:len(p.lastOut):len(p.lastOut)], nil
 	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {

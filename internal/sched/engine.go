@@ -546,7 +546,7 @@ func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {
 // and is interned afresh, which gives the same name.
 func (e *Engine) fnName(m *gen.CallFunction) gen.NameID {
 	i := int(m.FunctionIdx)
-	if i >= 0 && i < len(e.fnNames) && e.fnNames[i] != 0 && e.fnPaths[i] == m.Function {
+	if i >= 0 && i < len(e.fnNames) && e.fnNames[i] != 0 && samePath(e.fnPaths[i], m.Function) {
 		return e.fnNames[i] - 1
 	}
 	id := e.names.ID(CleanName(m.Function))
@@ -560,6 +560,12 @@ func (e *Engine) fnName(m *gen.CallFunction) gen.NameID {
 		e.fnNames[i], e.fnPaths[i] = id+1, m.Function
 	}
 	return id
+}
+
+// samePath is a == b, deciding at once when both are the same bytes: a
+// decoder gives a path it has read before as the string it gave then.
+func samePath(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // maxFnGrow bounds how far beyond its slots fnName grows its cache at once.
