@@ -180,6 +180,7 @@ type Engine struct {
 	placeKey   []byte              // scratch for placement's cache key
 	placeRanks *roaring.Bitmap     // scratch for placement's ranks
 	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
+	placeLast  lastPlacement       // placement's last slices and answer
 
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int

@@ -626,6 +626,55 @@ func (e *Engine) comm(gs []groups.GroupID, ss []values.Slice, one *values.Slice,
 // ranks on one host. Training loops repeat a few rank sets, so results
 // are cached by the slices' values.
 func (e *Engine) placement(ss []values.Slice) (hosts, maxPerHost int64) {
+	// Collectives come in runs over the same slices: the last answer is
+	// checked first, field by field, before a key is spelled and hashed.
+	if l := &e.placeLast; l.ok && l.same(ss) {
+		return l.out[0], l.out[1]
+	}
+	hosts, maxPerHost = e.placementOf(ss)
+	e.placeLast.set(ss, [2]int64{hosts, maxPerHost})
+	return hosts, maxPerHost
+}
+
+// lastPlacement is placement's last answer and owned copies of the slices
+// it was for.
+type lastPlacement struct {
+	ss   []values.Slice
+	dims []int64
+	out  [2]int64
+	ok   bool
+}
+
+func (l *lastPlacement) same(ss []values.Slice) bool {
+	if len(ss) != len(l.ss) {
+		return false
+	}
+	for i := range ss {
+		if !l.ss[i].Equal(&ss[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *lastPlacement) set(ss []values.Slice, out [2]int64) {
+	l.dims, l.ss = l.dims[:0], l.ss[:0]
+	for i := range ss {
+		l.dims = append(l.dims, ss[i].Sizes...)
+		l.dims = append(l.dims, ss[i].Strides...)
+	}
+	k := 0
+	for i := range ss {
+		n, m := len(ss[i].Sizes), len(ss[i].Strides)
+		l.ss = append(l.ss, values.Slice{Offset: ss[i].Offset, Sizes: l.dims[k : k+n : k+n], Strides: l.dims[k+n : k+n+m : k+n+m]})
+		k += n + m
+	}
+	l.out, l.ok = out, true
+}
+
+// placementOf is placement without the last answer: its cache, else the
+// ranks counted.
+func (e *Engine) placementOf(ss []values.Slice) (hosts, maxPerHost int64) {
 	key := e.placeKey[:0]
 	for i := range ss {
 		key = strconv.AppendInt(key, ss[i].Offset, 10)
