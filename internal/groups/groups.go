@@ -19,6 +19,11 @@
 // steady state of a training loop (same slices every step, no more splits)
 // resolving a command costs one map lookup.
 //
+// A point-to-point send that the cache does not know finds each
+// receiver's sender through posOf, a second table of 4 bytes a rank made
+// on the first such send (Pairs): a read where sorting the senders and
+// searching them cost O(log n) comparisons a rank.
+//
 // Ungrouped, every rank is its own group and no bitmap is kept.
 package groups
 
