@@ -24,7 +24,8 @@
 # to about 8.7 s for the 8k commands of (b).
 #
 #   bench/engine.sh                 prints the table and replaces the "Engine
-#                                   speed" section of bench/RESULTS.md
+#                                   speed" section of bench/RESULTS.md, up to
+#                                   its dated ### subsections, which stay
 #   BEFORE=<commit> bench/engine.sh compares with another commit
 # Needs python3 (for getrusage) and git.
 set -euo pipefail
@@ -123,6 +124,8 @@ section=$(
 )
 echo "$section"
 out=bench/RESULTS.md
-{ sed '/^## Engine speed/,$d' "$out"; echo "$section"; sed -n '/^## Search speed/,$p' "$out" | sed '1s/^/\n/'; } >"$work/RESULTS.md"
+# Dated subsections (### ...) after the generated part are kept.
+kept=$(awk '/^## Engine speed/ {on = 1; next} /^## / {on = 0} on && /^### / {keep = 1} on && keep' "$out")
+{ sed '/^## Engine speed/,$d' "$out"; echo "$section"; [ -z "$kept" ] || printf '\n%s\n' "$kept"; sed -n '/^## Search speed/,$p' "$out" | sed '1s/^/\n/'; } >"$work/RESULTS.md"
 mv "$work/RESULTS.md" "$out"
 echo "wrote $out"

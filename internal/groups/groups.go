@@ -19,6 +19,11 @@
 // steady state of a training loop (same slices every step, no more splits)
 // resolving a command costs one map lookup.
 //
+// A point-to-point send that the cache does not know finds each
+// receiver's sender through posOf, a second table of 4 bytes a rank made
+// on the first such send (Pairs): a read where sorting the senders and
+// searching them cost O(log n) comparisons a rank.
+//
 // Ungrouped, every rank is its own group and no bitmap is kept.
 package groups
 
@@ -70,6 +75,8 @@ type Partition struct {
 	seen     []uint32 // grouped: per group, the walk that last met it
 	seenPass uint32
 	mark     []uint32 // ungrouped: per rank, the pass that last saw it
+	posOf    []int32  // grouped: per rank, its position among a send's senders plus 1, else 0 (refinePairs)
+	classOf  []int64  // grouped: per group, the first class met (anySplit)
 	pass     uint32
 
 	// The last slices Resolve answered and its answers, each valid in its
@@ -164,15 +171,16 @@ func (p *Partition) GroupOf(r int64) GroupID {
 // order of their lowest rank: ungrouped, the ranks in increasing order. A
 // handler that stops at the first group it fails on thus fails on the
 // lowest rank that fails, grouped or not, and says the same thing. The
-// result is valid until the next call.
+// result is valid until the next call, and is not to be written.
 func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, error) {
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
 	for i := range p.memos {
 		if m := &p.memos[i]; m.ok && m.epoch == p.epoch && sameSlices(m.ss, slices_) {
-			p.out = append(p.out[:0], m.out...)
-			return p.out, nil
+			// The memo itself, not a copy: it too holds until the next
+			// call. (Full, so that a caller's append cannot write into it.)
+			return m.out[:len(m.out):len(m.out)], nil
 		}
 	}
 	p.key = append(p.key[:0], 'R')

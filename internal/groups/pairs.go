@@ -86,8 +86,13 @@ func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receive
 	// Distinct pairs in position order.
 	p.out, p.outB = p.out[:0], p.outB[:0]
 	seen := make(map[[2]GroupID]bool)
+	last := [2]GroupID{-1, -1}
 	for i := range src {
 		pair := [2]GroupID{p.rankGroup[src[i]], p.rankGroup[dst[i]]}
+		if pair == last {
+			continue // neighbours mostly pair the same groups: no lookup
+		}
+		last = pair
 		if !seen[pair] {
 			seen[pair] = true
 			p.out = append(p.out, pair[0])
@@ -115,30 +120,45 @@ func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receive
 func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 	n := len(src)
 	// next[i]: the position whose sender is dst[i], or -1; prev the inverse.
-	bySrc := make([]int32, n)
-	for i := range bySrc {
-		bySrc[i] = int32(i)
+	// A sender's position is looked up by rank in posOf (one entry a rank
+	// of the world, kept between calls and cleared after each), which
+	// costs a read where sorting the senders and searching them cost
+	// O(log n) comparisons a rank.
+	if p.posOf == nil {
+		p.posOf = make([]int32, p.world)
 	}
-	slices.SortFunc(bySrc, func(a, b int32) int { return cmp.Compare(src[a], src[b]) })
+	for i, r := range src {
+		p.posOf[r] = int32(i) + 1
+	}
 	next := make([]int32, n)
 	prev := make([]int32, n)
 	for i := range prev {
 		prev[i] = -1
 	}
-	for i := range dst {
-		j, ok := slices.BinarySearchFunc(bySrc, dst[i], func(k int32, r int64) int { return cmp.Compare(src[k], r) })
-		next[i] = -1
-		if ok {
-			next[i] = bySrc[j]
-			prev[bySrc[j]] = int32(i)
+	for i, r := range dst {
+		j := p.posOf[r] - 1
+		next[i] = j
+		if j >= 0 {
+			prev[j] = int32(i)
 		}
+	}
+	for _, r := range src {
+		p.posOf[r] = 0
 	}
 	members := make([]member, 0, n+n/2)
 	classes := make(map[string]int64) // a walk's group sequence -> its first class number
 	nextClass := int64(0)
+	var key []byte
+	// Walks mostly meet the groups the walk before met: that one's class
+	// is checked first, without building and hashing the key.
+	var lastSeq []GroupID
+	lastTag, lastC := byte(0), int64(0)
 	classOf := func(seq []GroupID, tag byte, count int) int64 {
-		key := make([]byte, 0, 1+4*len(seq))
-		key = append(key, tag)
+		if tag == lastTag && slices.Equal(seq, lastSeq) {
+			return lastC
+		}
+		defer func() { lastSeq, lastTag = append(lastSeq[:0], seq...), tag }()
+		key = append(key[:0], tag)
 		for _, g := range seq {
 			key = append(key, byte(g), byte(g>>8), byte(g>>16), byte(g>>24))
 		}
@@ -148,6 +168,7 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 			classes[string(key)] = c
 			nextClass += int64(count)
 		}
+		lastC = c
 		return c
 	}
 	visited := make([]bool, n)
@@ -193,6 +214,11 @@ func (p *Partition) refinePairs(src, dst []int64, split Split) error {
 	}
 	// Split each group whose ranks fall in more than one class: the
 	// largest class keeps the group's id, each other takes a new one.
+	// Once the groups are settled no group has two classes, which one
+	// pass finds without sorting the members.
+	if !p.anySplit(members) {
+		return nil
+	}
 	slices.SortFunc(members, func(a, b member) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.class, b.class), cmp.Compare(a.rank, b.rank))
 	})
@@ -244,6 +270,26 @@ func (p *Partition) splitClasses(g GroupID, ms []member, split Split) error {
 	}
 	p.epoch++
 	return nil
+}
+
+// anySplit reports whether some group of ms holds ranks of two classes.
+func (p *Partition) anySplit(ms []member) bool {
+	if cap(p.classOf) < len(p.ranks) {
+		p.classOf = make([]int64, len(p.ranks))
+	}
+	first := p.classOf[:len(p.ranks)]
+	for i := range first {
+		first[i] = -1
+	}
+	for _, m := range ms {
+		switch c := first[m.group]; {
+		case c < 0:
+			first[m.group] = m.class
+		case c != m.class:
+			return true
+		}
+	}
+	return false
 }
 
 // member is a rank of a send, its group and its class (refinePairs).

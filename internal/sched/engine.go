@@ -164,7 +164,7 @@ type Engine struct {
 	pairs     []gen.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
 	memPos    []int        // per stream: where mergeMemory stopped
-	memHeap   []int32      // mergeMemory's heap of streams
+	memHeap   []memHead    // mergeMemory's heap of streams
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run
@@ -180,6 +180,7 @@ type Engine struct {
 	placeKey   []byte              // scratch for placement's cache key
 	placeRanks *roaring.Bitmap     // scratch for placement's ranks
 	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
+	placeLast  lastPlacement       // placement's last slices and answer
 
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int
@@ -547,7 +548,7 @@ func (e *Engine) controllerEvent(name gen.NameID, start, end int64) {
 // and is interned afresh, which gives the same name.
 func (e *Engine) fnName(m *gen.CallFunction) gen.NameID {
 	i := int(m.FunctionIdx)
-	if i >= 0 && i < len(e.fnNames) && e.fnNames[i] != 0 && e.fnPaths[i] == m.Function {
+	if i >= 0 && i < len(e.fnNames) && e.fnNames[i] != 0 && samePath(e.fnPaths[i], m.Function) {
 		return e.fnNames[i] - 1
 	}
 	id := e.names.ID(CleanName(m.Function))
@@ -561,6 +562,12 @@ func (e *Engine) fnName(m *gen.CallFunction) gen.NameID {
 		e.fnNames[i], e.fnPaths[i] = id+1, m.Function
 	}
 	return id
+}
+
+// samePath is a == b, deciding at once when both are the same bytes: a
+// decoder gives a path it has read before as the string it gave then.
+func samePath(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // maxFnGrow bounds how far beyond its slots fnName grows its cache at once.

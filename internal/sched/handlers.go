@@ -44,12 +44,23 @@ func (e *Engine) CallFunction(m *gen.CallFunction) error {
 	if err != nil {
 		return err
 	}
-	e.inputs = appendUnique(e.inputs[:0], m.Args.Leaves)
-	e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
-	e.outs = appendUnique(e.outs, m.Mutates)
+	// The message's own lists serve when they name no tensor twice (the
+	// usual case), without copying each 88-byte tensor into a list of
+	// distinct ones.
+	ins := m.Args.Leaves
+	if repeats(ins) {
+		e.inputs = appendUnique(e.inputs[:0], ins)
+		ins = e.inputs
+	}
+	outs := m.Result.Leaves
+	if len(m.Mutates) > 0 || repeats(outs) {
+		e.outs = appendUnique(e.outs[:0], m.Result.Leaves)
+		e.outs = appendUnique(e.outs, m.Mutates)
+		outs = e.outs
+	}
 	name := e.fnName(m)
 	runtime := e.opt.Model.CallRuntimeNs(m, e.names.Name(name))
-	return e.addTasks(gs, m.Stream, name, runtime, e.inputs, e.outs, -1, nil)
+	return e.addTasks(gs, m.Stream, name, runtime, ins, outs, -1, nil)
 }
 
 // Reduce queues one collective across every receiving worker: one task per
@@ -317,6 +328,19 @@ func (e *Engine) DeleteRefs(m *gen.DeleteRefs) error {
 			return err
 		}
 	}
+	if e.opt.Jobs <= 1 || len(gs) < minParallel {
+		// Serial, as each would run it, without the refs' trip through
+		// e.batch (see addTasks).
+		for i, gi := range gs {
+			if i&0xffff == 0xffff && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				return ErrStopped
+			}
+			if err := e.deleteIn(gi, m.RefsIdx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	e.batch = batchArgs{refs: m.RefsIdx}
 	err = e.each(gs, opDelete)
 	e.batch = batchArgs{}
@@ -340,20 +364,19 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int32) error {
 	// holding it, without visiting every stream.
 	hits := g.hits[:0]
 	tt := &g.tensors
+	sorted := true // hits come in k order: sorted unless a stream goes down
 	for k, idx := range refs {
 		for r := gen.TensorRow(g.tensorAt.get(idx) - 1); r >= 0; r = tt.Next[r] {
 			if s := tt.Owner[r]; s != cpuOwner {
+				if n := len(hits); n > 0 && hits[n-1].s > s {
+					sorted = false
+				}
 				hits = append(hits, deleteHit{s, int32(k)})
 			}
 		}
 	}
-	if len(hits) > 1 {
-		slices.SortFunc(hits, func(a, b deleteHit) int {
-			if a.s != b.s {
-				return int(a.s - b.s)
-			}
-			return int(a.k - b.k)
-		})
+	if !sorted {
+		sortHits(hits)
 	}
 	g.hits = hits
 	for _, h := range hits {
@@ -365,6 +388,32 @@ func (e *Engine) deleteIn(gi groups.GroupID, refs []int32) error {
 		}
 	}
 	return nil
+}
+
+// sortHits puts hits in (stream, ref) order, which names each hit once: a
+// stream holds one row of a tensor, and a ref is one position. A
+// DeleteRefs finds a handful, so an insertion sort does; many go to
+// slices.SortFunc.
+func sortHits(hits []deleteHit) {
+	less := func(a, b deleteHit) bool { return a.s < b.s || a.s == b.s && a.k < b.k }
+	if len(hits) > 32 {
+		slices.SortFunc(hits, func(a, b deleteHit) int {
+			if a.s != b.s {
+				return int(a.s - b.s)
+			}
+			return int(a.k - b.k)
+		})
+		return
+	}
+	for i := 1; i < len(hits); i++ {
+		x := hits[i]
+		j := i
+		for j > 0 && less(x, hits[j-1]) {
+			hits[j] = hits[j-1]
+			j--
+		}
+		hits[j] = x
+	}
 }
 
 // deleteHit is a tensor a DeleteRefs finds on a stream: stream s holds
@@ -428,6 +477,18 @@ func (e *Engine) Unknown(typeName string) error {
 		e.firstWarn = fmt.Sprintf("line %d: unknown message type %q skipped", e.line, typeName)
 	}
 	return nil
+}
+
+// repeats reports whether ts names a tensor id twice.
+func repeats(ts []values.Tensor) bool {
+	for i := 1; i < len(ts); i++ {
+		for j := range i {
+			if ts[j].ID == ts[i].ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // appendUnique appends the tensors of src whose ids are not yet in dst.
@@ -565,6 +626,55 @@ func (e *Engine) comm(gs []groups.GroupID, ss []values.Slice, one *values.Slice,
 // ranks on one host. Training loops repeat a few rank sets, so results
 // are cached by the slices' values.
 func (e *Engine) placement(ss []values.Slice) (hosts, maxPerHost int64) {
+	// Collectives come in runs over the same slices: the last answer is
+	// checked first, field by field, before a key is spelled and hashed.
+	if l := &e.placeLast; l.ok && l.same(ss) {
+		return l.out[0], l.out[1]
+	}
+	hosts, maxPerHost = e.placementOf(ss)
+	e.placeLast.set(ss, [2]int64{hosts, maxPerHost})
+	return hosts, maxPerHost
+}
+
+// lastPlacement is placement's last answer and owned copies of the slices
+// it was for.
+type lastPlacement struct {
+	ss   []values.Slice
+	dims []int64
+	out  [2]int64
+	ok   bool
+}
+
+func (l *lastPlacement) same(ss []values.Slice) bool {
+	if len(ss) != len(l.ss) {
+		return false
+	}
+	for i := range ss {
+		if !l.ss[i].Equal(&ss[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *lastPlacement) set(ss []values.Slice, out [2]int64) {
+	l.dims, l.ss = l.dims[:0], l.ss[:0]
+	for i := range ss {
+		l.dims = append(l.dims, ss[i].Sizes...)
+		l.dims = append(l.dims, ss[i].Strides...)
+	}
+	k := 0
+	for i := range ss {
+		n, m := len(ss[i].Sizes), len(ss[i].Strides)
+		l.ss = append(l.ss, values.Slice{Offset: ss[i].Offset, Sizes: l.dims[k : k+n : k+n], Strides: l.dims[k+n : k+n+m : k+n+m]})
+		k += n + m
+	}
+	l.out, l.ok = out, true
+}
+
+// placementOf is placement without the last answer: its cache, else the
+// ranks counted.
+func (e *Engine) placementOf(ss []values.Slice) (hosts, maxPerHost int64) {
 	key := e.placeKey[:0]
 	for i := range ss {
 		key = strconv.AppendInt(key, ss[i].Offset, 10)

@@ -35,7 +35,7 @@ func (e *Engine) mergeAll(g *group, fn func(ns, running int64)) {
 // while running in parallel) and all saying to start at the first event
 // kept rather than at the settled base. It stops early, reporting true,
 // when the running total would overflow int64.
-func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(ns, running int64)) ([]int, []int32, bool) {
+func (g *group) merge(all bool, limitNs int64, pos []int, heap []memHead, fn func(ns, running int64)) ([]int, []memHead, bool) {
 	pos, heap = pos[:0], heap[:0]
 	running := g.memBase
 	if all {
@@ -50,11 +50,11 @@ func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(
 		}
 		pos = append(pos, p)
 		if p < len(st.mem) && st.mem[p].ns < limitNs {
-			heap = g.heapPush(heap, pos, int32(s))
+			heap = heapPush(heap, memHead{st.mem[p].ns, int32(s)})
 		}
 	}
 	for len(heap) > 0 {
-		s := heap[0]
+		s := heap[0].s
 		st := &g.streams[s]
 		ev := st.mem[pos[s]]
 		if ev.delta > 0 && running > math.MaxInt64-ev.delta {
@@ -63,12 +63,12 @@ func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(
 		running += ev.delta
 		pos[s]++
 		if pos[s] < len(st.mem) && st.mem[pos[s]].ns < limitNs {
-			g.heapDown(heap, pos, 0)
+			heap[0].ns = st.mem[pos[s]].ns
 		} else {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
-			g.heapDown(heap, pos, 0)
 		}
+		heapDown(heap, 0)
 		if fn != nil {
 			fn(ev.ns, running)
 		}
@@ -76,19 +76,23 @@ func (g *group) merge(all bool, limitNs int64, pos []int, heap []int32, fn func(
 	return pos, heap, false
 }
 
-// heapLess orders streams a and b by their next event's time, then by
-// creation.
-func (g *group) heapLess(pos []int, a, b int32) bool {
-	na, nb := g.streams[a].mem[pos[a]].ns, g.streams[b].mem[pos[b]].ns
-	return na < nb || na == nb && a < b
+// memHead is a stream in the merge's heap, with the time of its next
+// event: the heap compares times it holds, not times looked up through
+// the stream's events.
+type memHead struct {
+	ns int64
+	s  int32
 }
 
-func (g *group) heapPush(h []int32, pos []int, s int32) []int32 {
-	h = append(h, s)
+// less orders streams by their next event's time, then by creation.
+func (a memHead) less(b memHead) bool { return a.ns < b.ns || a.ns == b.ns && a.s < b.s }
+
+func heapPush(h []memHead, x memHead) []memHead {
+	h = append(h, x)
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if !g.heapLess(pos, h[i], h[p]) {
+		if !h[i].less(h[p]) {
 			break
 		}
 		h[i], h[p] = h[p], h[i]
@@ -97,17 +101,17 @@ func (g *group) heapPush(h []int32, pos []int, s int32) []int32 {
 	return h
 }
 
-func (g *group) heapDown(h []int32, pos []int, i int) {
+func heapDown(h []memHead, i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(h) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && g.heapLess(pos, h[r], h[l]) {
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
 			m = r
 		}
-		if !g.heapLess(pos, h[m], h[i]) {
+		if !h[m].less(h[i]) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]
@@ -201,13 +205,35 @@ func (g *group) sortMemory(s gen.StreamID) {
 		}
 		return cmp.Compare(a.delta, b.delta)
 	}
-	slices.SortFunc(st.mem[st.sorted:], byTime)
+	sortEvents(st.mem[st.sorted:], byTime)
 	if st.sorted > st.base && byTime(st.mem[st.sorted-1], st.mem[st.sorted]) > 0 {
 		// Both parts sorted: a merge in effect. Settled events come before
 		// every later one, so only the unsettled part moves.
 		slices.SortStableFunc(st.mem[st.base:], byTime)
 	}
 	st.sorted = len(st.mem)
+}
+
+// sortEvents sorts events by (time, delta). Tails arrive nearly in order
+// (a release comes a little before the allocations queued after it), so
+// an insertion sort moves few events; when it has moved more than a few
+// per event it leaves the rest to slices.SortFunc. Equal events are equal
+// values, so either gives the same slice.
+func sortEvents(ev []memEvent, byTime func(a, b memEvent) int) {
+	budget := 4*len(ev) + 16
+	for i := 1; i < len(ev); i++ {
+		x := ev[i]
+		j := i
+		for j > 0 && (ev[j-1].ns > x.ns || ev[j-1].ns == x.ns && ev[j-1].delta > x.delta) {
+			ev[j] = ev[j-1]
+			j--
+		}
+		ev[j] = x
+		if budget -= i - j; budget < 0 {
+			slices.SortFunc(ev, byTime)
+			return
+		}
+	}
 }
 
 // satAdd adds two non-negative numbers, saturating at the largest int64.

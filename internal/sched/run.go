@@ -118,8 +118,9 @@ outputs:
 		nOut++
 	}
 	tk := &g.tasks
+	// Alloc gives a row in its initial state: State Pending (0), Wait,
+	// Waiters, NextWaiter and Borrow -1; the rest is set here.
 	t := tk.Alloc()
-	tk.State[t] = gen.TaskStatePending
 	tk.StartNs[t] = max(st.nowNs, e.nowNs)
 	tk.RuntimeNs[t] = runtimeNs
 	tk.Stream[t] = s
@@ -127,9 +128,6 @@ outputs:
 	tk.Command[t] = e.cmdID
 	tk.Line[t] = e.line
 	tk.Coll[t] = coll
-	tk.Wait[t] = -1
-	tk.Waiters[t], tk.NextWaiter[t] = -1, -1
-	tk.Borrow[t] = -1
 	tk.Flags[t] = gen.TaskFlagsQueued
 	if name == e.viewName {
 		tk.Flags[t] |= gen.TaskFlagsView
@@ -261,6 +259,29 @@ func (e *Engine) runChunk(k int) {
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
 func (e *Engine) addTasks(gs []groups.GroupID, stream values.Stream, name gen.NameID, runtimeNs int64, ins, outs []values.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+	if e.opt.Jobs <= 1 || len(gs) < minParallel {
+		// Serial, as each would run it, with the arguments passed
+		// straight on: storing them in e.batch for apply to read back
+		// cost more than the call (a struct of slices written into the
+		// heap-allocated engine, and cleared again, every command).
+		var err error
+		for i, gi := range gs {
+			if i&0xffff == 0xffff && e.opt.Interrupt != nil && e.opt.Interrupt() {
+				err = ErrStopped
+				break
+			}
+			var t gen.TaskID
+			t, err = e.addTask(gi, stream, name, runtimeNs, ins, outs, coll)
+			if tasks != nil {
+				tasks[i] = t
+			}
+			if err != nil {
+				break
+			}
+		}
+		e.markReady(gs...)
+		return err
+	}
 	e.batch = batchArgs{stream: stream, name: name, runtimeNs: runtimeNs, ins: ins, outs: outs, coll: coll, tasks: tasks}
 	err := e.each(gs, opAddTask)
 	e.batch = batchArgs{}
