@@ -14,12 +14,8 @@ cd "$(dirname "$0")/.."
 before=${1:?usage: bench/carry.sh BEFORE-COMMIT [WORKDIR]}
 work=${2:-$(mktemp -d)}
 rounds=${ROUNDS:-3}
-mkdir -p "$work/before-src"
-git archive "$before" | tar -x -C "$work/before-src"
-(cd "$work/before-src" && go build -o "$work/before" ./cmd/fastsim)
-go build -o "$work/after" ./cmd/fastsim
-echo "before: $(git rev-parse --short "$before"), after: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with uncommitted changes)')"
-echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+. bench/builds.sh
+build_before_after "$before" "$work"
 
 predict() { # NAME BATCH
 	/usr/bin/time -f "%U %S %M" -o "$work/$1.time" "$work/$1" predict --model megatron-1t --hardware a100-80gb \

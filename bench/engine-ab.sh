@@ -22,10 +22,8 @@ cd "$(dirname "$0")/.."
 before=${BEFORE:-main}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/src"
-git archive "$before" | tar -x -C "$work/src"
-(cd "$work/src" && go build -o "$work/before" ./cmd/fastsim)
-go build -o "$work/after" ./cmd/fastsim
+. bench/builds.sh
+build_before_after "$before" "$work"
 if [ "${CG:-0}" = 1 ]; then
 	for f in "${files[@]}"; do
 		for b in before after; do
