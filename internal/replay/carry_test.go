@@ -168,3 +168,55 @@ func TestCarriedTensorsSurviveASplit(t *testing.T) {
 	}
 	t.Logf("%s", fastDev)
 }
+
+// carryStray is a pass given x that makes w = relu(x) and deletes w and
+// o, a tensor it is not given (its Ins list x only), as a producer that
+// breaks the pass contract might.
+func carryStray(ts, x, o, base int) passSegment {
+	p := &sched.Pass{Key: sched.PassKey{Tpl: 9}, Rank: 0, Ins: []values.Tensor{{ID: int64(x), Storage: int64(x), NBytes: 400}}, Base: int64(base), Made: 1}
+	return passSegment{pass: p, lines: []string{
+		jsonCall(ts, "torch.ops.aten.relu.default", jsonRef(x), jsonTensor(base, base, 400)),
+		jsonDelete(ts+1, base, o),
+	}}
+}
+
+// TestCarriedReleaseNotRecorded: a pass being recorded that deletes a
+// carried tensor it was not given must not fold that release into its
+// effect. Command by command, the recording sees a storage freed that its
+// live rows do not account for and is declined; were the carried class
+// released without rows going away, the recording would keep the -400
+// bytes, and the later run applied as a step would free them again while
+// tensor 64 stays alive: 1,600 bytes at the end instead of the 2,000 left
+// by 10, 21, 31, 45 and 65 (five 400-byte tensors).
+func TestCarriedReleaseNotRecorded(t *testing.T) {
+	stream := `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+	ones := func(ts, id int) passSegment {
+		return passSegment{lines: []string{jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400))}}
+	}
+	segs := []passSegment{
+		{lines: []string{stream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
+		carryFwd(2, 10, 20), // recorded
+		ones(5, 30),
+		carryFwd(6, 30, 40), // one step: 41 carried
+		ones(8, 45),
+		carryStray(9, 45, 41, 50), // recorded while it deletes carried 41
+		ones(11, 64),
+		ones(12, 65),
+		carryStray(13, 65, 64, 70),
+		{lines: []string{jsonDelete(15, 64)}},
+	}
+	one, oneDev := feedSegments(t, 1, segs, true)
+	fast, fastDev := feedSegments(t, 1, segs, false)
+	// carryFwd is recorded once and applied once; carryStray's recording
+	// defines carried 41 and is declined, so it never runs as a step.
+	if fast.PassesRecorded != 1 || fast.PassSteps != 1 {
+		t.Errorf("passes recorded %d, applied as steps %d; want 1 and 1", fast.PassesRecorded, fast.PassSteps)
+	}
+	a, b := *one, *fast
+	a.Wall, b.Wall = 0, 0
+	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
+	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
+		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
+	}
+	t.Logf("%s", fastDev)
+}

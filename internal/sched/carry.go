@@ -281,6 +281,13 @@ func (e *Engine) defineCarried(u *carryUnit, m uint64) {
 	if m == 0 {
 		return
 	}
+	if e.pass.rec != nil {
+		// A pass being recorded names a carried tensor its inputs do not
+		// list: its rows appear and may go away within the recording,
+		// where the check that live rows account for every memory event
+		// cannot see them, so the recording is declined.
+		e.pass.rec.carried = true
+	}
 	e.pass.defining = true
 	defer func() { e.pass.defining = false }()
 	u.mask &^= m
@@ -638,6 +645,14 @@ func (e *Engine) deleteCarried(m *gen.DeleteRefs, gs []groups.GroupID) error {
 // last of them releases the storage at the stream's now, which passes
 // releaseStorage's checks. False (and nothing changed) otherwise.
 func (e *Engine) releaseCarried(m *gen.DeleteRefs, gs []groups.GroupID, u *carryUnit, c carryUse) bool {
+	if e.pass.rec != nil {
+		// A pass being recorded must see the release as rows and a
+		// storage going away: its check that live rows account for every
+		// memory event then declines it, as without carrying. Released
+		// here, the freed bytes would become part of its effect and be
+		// freed again at every later run.
+		return false
+	}
 	fx, ci := u.fx, u.fx.carry
 	cl := &ci.classes[bits.TrailingZeros64(c.class)]
 	if int(c.n) != len(cl.tensors) || !slices.Contains(gs, u.g) {

@@ -271,6 +271,7 @@ type passRec struct {
 	sidx       []int32
 	otherGroup bool
 	loans      bool // a loan was made, used or ended
+	carried    bool // a carried class was defined (defineCarried)
 	settles    int64
 }
 
@@ -487,7 +488,7 @@ func (r *passRec) noteEvent(endNs int64) {
 // effectOf computes the effect of recorded pass r from the state it left,
 // or nil if the pass cannot be applied as a step.
 func (e *Engine) effectOf(r *passRec) *passEffect {
-	if r.otherGroup || r.loans || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
+	if r.otherGroup || r.loans || r.carried || e.pass.settles != r.settles || e.flushErr != nil || len(e.gs) != r.nGroups || e.part.Size(r.g) != r.size ||
 		e.warnings != r.warn0 || e.counted() != r.counted0 || !e.passable() {
 		return nil
 	}

@@ -109,6 +109,9 @@ func (r *Registry) Reset() {
 	r.shapes = r.shapes[:0]
 	r.free, r.state, r.deleted, r.fresh = r.free[:0], r.state[:0], r.deleted[:0], r.fresh[:0]
 	r.curLine = 0
+	// The engine that asked about unknown ids answered for the old
+	// contents; it sets its function again if it carries on.
+	r.miss, r.missOff = nil, false
 }
 
 // SetLine tells the registry the line being decoded, so that conflicts can
