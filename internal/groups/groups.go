@@ -76,7 +76,7 @@ type Partition struct {
 	seenPass uint32
 	mark     []uint32 // ungrouped: per rank, the pass that last saw it
 	posOf    []int32  // grouped: per rank, its position among a send's senders plus 1, else 0 (refinePairs)
-	classOf  []int64  // grouped: per group, the first class met (anySplit)
+	classOf  []int64  // grouped: per group, the first class met (anySplit); -1 between calls
 	pass     uint32
 
 	// The last slices Resolve answered and its answers, each valid in its

@@ -273,23 +273,30 @@ func (p *Partition) splitClasses(g GroupID, ms []member, split Split) error {
 }
 
 // anySplit reports whether some group of ms holds ranks of two classes.
+// classOf holds -1 for every group between calls: a call sets only the
+// groups of ms and puts them back, so it costs O(len(ms)), not a pass over
+// every group of the world (up to 2^24 of them) for each send.
 func (p *Partition) anySplit(ms []member) bool {
-	if cap(p.classOf) < len(p.ranks) {
-		p.classOf = make([]int64, len(p.ranks))
+	for len(p.classOf) < len(p.ranks) {
+		p.classOf = append(p.classOf, -1)
 	}
-	first := p.classOf[:len(p.ranks)]
-	for i := range first {
-		first[i] = -1
-	}
+	first := p.classOf
+	split := false
 	for _, m := range ms {
 		switch c := first[m.group]; {
 		case c < 0:
 			first[m.group] = m.class
 		case c != m.class:
-			return true
+			split = true
+		}
+		if split {
+			break
 		}
 	}
-	return false
+	for _, m := range ms {
+		first[m.group] = -1
+	}
+	return split
 }
 
 // member is a rank of a send, its group and its class (refinePairs).
