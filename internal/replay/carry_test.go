@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -117,13 +116,8 @@ func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
 	if consumed != 1 || released != 2 || defined != 4 {
 		t.Errorf("carried tensors consumed by %d passes, deleted undefined %d times and defined %d times, want 1, 2 and 4", consumed, released, defined)
 	}
-	a, b := *one, *fast
-	a.Wall, b.Wall = 0, 0
-	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
-	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
-		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
-	}
-	t.Logf("%+v %s", b, fastDev)
+	sameResults(t, one, oneDev, fast, fastDev)
+	t.Logf("%+v %s", *fast, fastDev)
 }
 
 // TestCarriedTensorsSurviveASplit: a group that carries what a pass
@@ -160,12 +154,7 @@ func TestCarriedTensorsSurviveASplit(t *testing.T) {
 	if fast.PassSteps != 1 || lastPassUnits[2] != 1 {
 		t.Errorf("passes applied as steps: %d, carried tensors defined %d times; want 1 and 1", fast.PassSteps, lastPassUnits[2])
 	}
-	a, b := *one, *fast
-	a.Wall, b.Wall = 0, 0
-	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
-	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
-		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
-	}
+	sameResults(t, one, oneDev, fast, fastDev)
 	t.Logf("%s", fastDev)
 }
 
@@ -212,11 +201,6 @@ func TestCarriedReleaseNotRecorded(t *testing.T) {
 	if fast.PassesRecorded != 1 || fast.PassSteps != 1 {
 		t.Errorf("passes recorded %d, applied as steps %d; want 1 and 1", fast.PassesRecorded, fast.PassSteps)
 	}
-	a, b := *one, *fast
-	a.Wall, b.Wall = 0, 0
-	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
-	if fmt.Sprint(a) != fmt.Sprint(b) || oneDev != fastDev {
-		t.Errorf("results differ:\ncommand by command %+v %s\npasses as steps    %+v %s", a, oneDev, b, fastDev)
-	}
+	sameResults(t, one, oneDev, fast, fastDev)
 	t.Logf("%s", fastDev)
 }

@@ -149,6 +149,14 @@ func TestPassFallsBackWhenItsInputDiffers(t *testing.T) {
 	if fast.PeakDeviceFinalBytes != 1600 || one.PeakDeviceFinalBytes != 1600 {
 		t.Errorf("final bytes %d (steps) and %d (commands), want 1600", fast.PeakDeviceFinalBytes, one.PeakDeviceFinalBytes)
 	}
+	sameResults(t, one, oneDev, fast, fastDev)
+}
+
+// sameResults fails t unless a replay command by command (one, with its
+// devices oneDev) and one with passes applied as steps (fast, fastDev)
+// give the same results, but for the wall time and the pass counts.
+func sameResults(t *testing.T, one *Result, oneDev string, fast *Result, fastDev string) {
+	t.Helper()
 	a, b := *one, *fast
 	a.Wall, b.Wall = 0, 0
 	a.PassSteps, a.PassesRecorded, b.PassSteps, b.PassesRecorded = 0, 0, 0, 0
