@@ -64,6 +64,7 @@ type carryClass struct {
 // consume classes of one.
 type carryInfo struct {
 	classes     []carryClass
+	nTensors    int      // the tensors of all classes
 	tensorClass []int8   // by passEffect.tensors: its class, or -1
 	storClass   []int8   // by passEffect.newStors: its class, or -1
 	rowClass    []int8   // by passEffect.newRows: its class, or -1
@@ -141,6 +142,7 @@ func carryInfoOf(fx *passEffect, p *Pass) *carryInfo {
 		ci.storClass[j] = cl
 		ci.codeClasses[ms.st] |= 1 << cl
 		ci.classes = append(ci.classes, c)
+		ci.nTensors += len(c.tensors)
 	}
 	// As a consumer.
 	n := len(p.Ins)
@@ -292,6 +294,7 @@ func (e *Engine) defineCarried(u *carryUnit, m uint64) {
 	defer func() { e.pass.defining = false }()
 	u.mask &^= m
 	fx, ci := u.fx, u.fx.carry
+	e.reg.HoldOutside(-classTensors(ci, m))
 	g := e.gs[u.g]
 	made := e.pass.dmade[:0]
 	for range fx.tensors {
@@ -304,8 +307,9 @@ func (e *Engine) defineCarried(u *carryUnit, m uint64) {
 			st := u.idBase + int64(mt.st)
 			i, si, err := e.reg.Ensure(u.idBase+int64(mt.t), st, mt.nbytes, mt.dtype, mt.shape, mt.cpu)
 			if err != nil {
-				// Unreachable: the ids are the unit's, undefined, and the
-				// pass that made them was checked against the limit.
+				// Unreachable: the ids are the unit's, undefined, and
+				// the registry counted them against its limit
+				// (HoldOutside) until just now.
 				panic(err)
 			}
 			made[2*ti], made[2*ti+1] = i, si
@@ -568,7 +572,9 @@ func (e *Engine) consumeCarried() {
 		return
 	}
 	for _, c := range e.pass.consume {
-		e.pass.units[c.unit].mask &^= c.class
+		u := &e.pass.units[c.unit]
+		u.mask &^= c.class
+		e.reg.HoldOutside(-classTensors(u.fx.carry, c.class))
 	}
 	e.pass.consume = e.pass.consume[:0]
 	e.pass.carried++
@@ -581,6 +587,20 @@ func (e *Engine) consumeCarried() {
 // because something else named them (or their group split).
 func (e *Engine) PassUnits() (consumed, released, defined int64) {
 	return e.pass.carried, e.pass.released, e.pass.defined
+}
+
+// CarriedTensors returns how many tensors the units carry undefined,
+// counted over the units, and how many the registry holds against its
+// limit for them (values.Registry.HoldOutside): the two are equal.
+func (e *Engine) CarriedTensors() (counted, held int) {
+	for i := e.pass.head; i < len(e.pass.units); i++ {
+		u := &e.pass.units[i]
+		counted += classTensors(u.fx.carry, u.mask)
+	}
+	if e.reg != nil {
+		held = e.reg.Outside()
+	}
+	return counted, held
 }
 
 // deleteCarried deletes, for DeleteRefs m on groups gs, the tensors it
@@ -694,6 +714,16 @@ func (e *Engine) releaseCarried(m *gen.DeleteRefs, gs []groups.GroupID, u *carry
 		st.addMem(memEvent{ns, -ms.bytes})
 	}
 	u.mask &^= c.class
+	e.reg.HoldOutside(-classTensors(ci, c.class))
 	e.pass.released++
 	return true
+}
+
+// classTensors returns how many tensors the classes m of ci hold.
+func classTensors(ci *carryInfo, m uint64) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n += len(ci.classes[bits.TrailingZeros64(m)].tensors)
+	}
+	return n
 }

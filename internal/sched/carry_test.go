@@ -32,6 +32,9 @@ func TestCarryChangesNothing(t *testing.T) {
 		res, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
 			replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
 				o.consumed, o.release, o.define = eng.PassUnits()
+				if counted, held := eng.CarriedTensors(); counted != held {
+					t.Errorf("%d tensors carried, %d held against the registry's limit", counted, held)
+				}
 				eng.DevicePeaks(func(low, ranks, peak int64) {
 					_, final := eng.DeviceBytes(low)
 					o.devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)

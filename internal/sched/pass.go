@@ -885,7 +885,7 @@ func (e *Engine) applyPass(fx *passEffect, p *Pass) bool {
 			}
 		}
 	}
-	if e.reg.Len()+len(fx.tensors) > values.MaxTensors {
+	if e.reg.Len()+e.reg.Outside()+len(fx.tensors) > values.MaxTensors {
 		return false
 	}
 	// Every check passed: apply. First the registry: the tensors the pass
@@ -1027,6 +1027,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		e.reg.SetMiss(e.pass.missFn)
 		e.pass.carrying = true
 		e.pass.units = append(e.pass.units, carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
+		e.reg.HoldOutside(fx.carry.nTensors)
 	}
 	e.touched = append(e.touched, gi)
 	e.countRows()

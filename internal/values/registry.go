@@ -52,6 +52,9 @@ type Registry struct {
 	// storage the registry does not know, before it answers so.
 	miss    func(id int64) bool
 	missOff bool // PauseMiss
+	// outside counts tensors the engine holds undefined and may define
+	// later (HoldOutside), against MaxTensors.
+	outside int
 }
 
 // SetMiss makes the registry call fn with every tensor id it is asked
@@ -111,8 +114,17 @@ func (r *Registry) Reset() {
 	r.curLine = 0
 	// The engine that asked about unknown ids answered for the old
 	// contents; it sets its function again if it carries on.
-	r.miss, r.missOff = nil, false
+	r.miss, r.missOff, r.outside = nil, false, 0
 }
+
+// HoldOutside counts n more tensors (fewer, for n < 0) that the engine
+// holds undefined against MaxTensors: a definition that would pass the
+// limit with them is refused with the limit's error, so that defining
+// them later never can be.
+func (r *Registry) HoldOutside(n int) { r.outside += n }
+
+// Outside returns the count HoldOutside keeps.
+func (r *Registry) Outside() int { return r.outside }
 
 // SetLine tells the registry the line being decoded, so that conflicts can
 // name the line of a tensor's first mention.
@@ -315,7 +327,7 @@ func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64
 			r.miss(storage)
 		}
 	}
-	if len(r.id) >= MaxTensors {
+	if len(r.id)+r.outside >= MaxTensors {
 		return 0, errorf(ErrLimit, "more than %d distinct tensors", MaxTensors)
 	}
 	if nbytes < 0 {
