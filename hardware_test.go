@@ -29,29 +29,36 @@ func callJSON(fn, args, results string) string {
 // hidden 1024, 16 heads of 64), every command at ts 0 on one stream: the
 // step time is the sum of the ops' roofline times. Each op by hand, on the
 // h100-sxm preset (bf16 989,400 FLOP/ns, CUDA-core 66,900 FLOP/ns, HBM
-// 3,350 × 0.8866 = 2,970.11 B/ns (BabelStream Triad, 2.97 of 3.35 TB/s),
-// launch 3,000 ns, GEMM efficiency 0.801 from
+// 3,350 B/ns times the preset's memory efficiency curve at the op's bytes,
+// a power law between the two points around them as named below (0.8866,
+// BabelStream Triad, for large ops, falling for small ones by Little's
+// law), launch 3,000 ns, GEMM efficiency 0.801 from
 // 6.361e9 FLOPs, 0.3884 at 2^31, a power law between):
 //
 //  1. native_layer_norm x[8,512,1024]: 8 × 4,194,304 = 33,554,432 FLOPs /
 //     66,900 = 501.6 ns; bytes x 8,388,608 + w, b 2 × 2,048 + out
-//     8,388,608 + mean, rstd 2 × 16,384 = 16,814,080 / 2,970.11 = 5,661.1 ns;
-//     5,661.1 + 3,000 -> 8,662.
+//     8,388,608 + mean, rstd 2 × 16,384 = 16,814,080 (between [16,800,622,
+//     0.834447] and [33,601,244, 0.859733]: 0.834476) -> 6,014.7 ns;
+//     6,014.7 + 3,000 -> 9,015.
 //  2. linear(x, w[3072,1024], b[3072]): 2·4096·1024·3072 + 4096·3072 =
 //     25,782,386,688 FLOPs / (989,400 × 0.801) = 32,532.6 ns; bytes
-//     8,388,608 + 6,291,456 + 6,144 + 25,165,824 = 39,852,032 -> 13,417.7
-//     ns; 32,532.6 + 3,000 -> 35,533.
+//     8,388,608 + 6,291,456 + 6,144 + 25,165,824 = 39,852,032 (0.862970,
+//     between 33,601,244 and 67,202,489 bytes) -> 13,785.1 ns; 32,532.6 + 3,000 -> 35,533.
 //  3. causal flash attention q,k,v [8,16,512,64]: 4·8·16·512²·64 / 2 =
 //     4,294,967,296 FLOPs, efficiency 0.3884 × 2^0.66617 = 0.61651:
-//     7,041.3 ns; bytes 4 × 8,388,608 + lse 262,144 = 33,816,576 ->
-//     11,385.6 ns (memory-bound); -> 14,386.
+//     7,041.3 ns; bytes 4 × 8,388,608 + lse 262,144 = 33,816,576 (between
+//     [33,601,244, 0.859733] and [67,202,489, 0.87296]: 0.859854) ->
+//     11,739.8 ns (memory-bound); -> 14,740.
 //  4. linear(attn, w[1024,1024], b[1024]): 2·4096·1024² + 4096·1024 =
-//     8,594,128,896 FLOPs -> 10,844.2 ns; bytes 18,876,416 -> 6,355.5;
+//     8,594,128,896 FLOPs -> 10,844.2 ns; bytes 18,876,416 (0.838644) ->
+//     6,718.9;
 //     -> 13,845.
-//  5. add.Tensor(x, proj): 3 × 8,388,608 bytes -> 8,473.0 ns; -> 11,474.
-//  6. gelu: 2 × 8,388,608 bytes -> 5,648.7 ns; -> 8,649.
+//  5. add.Tensor(x, proj): 3 × 8,388,608 = 25,165,824 bytes (0.849096, between
+//     16,800,622 and 33,601,244) -> 8,847.3 ns; -> 11,848.
+//  6. gelu: 2 × 8,388,608 = 16,777,216 bytes (between [8,400,311, 0.788089] and
+//     [16,800,622, 0.834447]: 0.834351) -> 6,002.4 ns; -> 9,003.
 //
-// Sum: 8,662 + 35,533 + 14,386 + 13,845 + 11,474 + 8,649 = 92,549 ns.
+// Sum: 9,015 + 35,533 + 14,740 + 13,845 + 11,848 + 9,003 = 93,984 ns.
 func TestHardwareReplayOfABlock(t *testing.T) {
 	bf, f32 := "bfloat16", "float32"
 	lines := []string{
@@ -100,8 +107,8 @@ func TestHardwareReplayOfABlock(t *testing.T) {
 		if len(steps) != 2 {
 			t.Fatalf("%d steps", len(steps))
 		}
-		if got := steps[1].ExecNs - steps[0].ExecNs; got != 92_549 {
-			t.Errorf("%+v: the block took %d ns, want 92,549", opt, got)
+		if got := steps[1].ExecNs - steps[0].ExecNs; got != 93_984 {
+			t.Errorf("%+v: the block took %d ns, want 93,984", opt, got)
 		}
 		if n, names := sim.UnknownOps(); n != 0 {
 			t.Errorf("unknown ops: %v", names)

@@ -32,13 +32,17 @@ func layerMs(t *testing.T, j workload.Job, spec *hardware.Spec) float64 {
 }
 
 // layerGuard bounds the error of a single layer's predicted time against
-// Korthikanti et al.'s Table 4 (today -1.0% to +1.9% in the five
-// configurations, with Megatron-LM's gradient accumulation fusion; +1.0%
-// to +4.1% before it, with the A100 preset's measured collective
-// efficiency; -1.6% to -3.4% before that, -7.0% to -8.6% before GEMMs
-// were priced by their shape's wave quantization); the errors are logged
-// for each configuration.
-const layerGuard = 3.0
+// Korthikanti et al.'s Table 4: +3.5% to +5.3% in the five
+// configurations since memory-bound kernels run at their measured
+// BabelStream bandwidth (0.834 of the A100's 2,039 GB/s, less for small
+// kernels by Little's law) instead of NVIDIA's claimed 95%; -1.0% to
+// +1.9% at 95%, with Megatron-LM's gradient accumulation fusion; +1.0% to
+// +4.1% before it, with the A100 preset's measured collective efficiency;
+// -1.6% to -3.4% before that, -7.0% to -8.6% before GEMMs were priced by
+// their shape's wave quantization. The guard is the current worst error
+// rounded up, so that a change making a layer worse fails; the errors are
+// logged for each configuration.
+const layerGuard = 5.5
 
 // TestLayerTimesAgainstKorthikantiTable4 predicts one layer of the 22B
 // model (t = 8, b = 4, s = 2048) in the five configurations of
