@@ -80,7 +80,11 @@ type GPU struct {
 	// quantization), at most at the curve's largest efficiency.
 	GEMMTile [2]int `json:"gemm_tile,omitempty"`
 	// MemoryEfficiency is the fraction of HBM bandwidth a memory-bound
-	// kernel reaches, as a function of the bytes it moves.
+	// kernel reaches, as a function of the bytes it moves. The presets
+	// carry the STREAM Triad rate BabelStream measured on the GPU for
+	// large kernels and, for small ones, e × B/(B + B0): a kernel moving B
+	// bytes takes at least the DRAM latency L (Little's law), B0 = e ×
+	// HBM × L (see each preset's sources).
 	MemoryEfficiency Curve `json:"memory_efficiency"`
 	// LaunchOverheadNs is added to every kernel.
 	LaunchOverheadNs float64 `json:"launch_overhead_ns"`
