@@ -156,7 +156,7 @@ type Engine struct {
 	borrowGroups []int32 // by borrow index: groups that have the borrow
 	borGone      []int32 // borrows whose count fell to zero since the last recycle
 	boundFn      func(*values.Tensor)
-	touched      []groups.GroupID // groups the current command reached (with repeats)
+	touched      []groups.GroupID // groups the current command reached, each once (touch)
 	dfr          deferred         // the registry's lifecycle while another goroutine writes it (Defer)
 
 	inputs    []values.Tensor
@@ -230,6 +230,7 @@ type group struct {
 	hits      []deleteHit    // deleteIn's scratch
 	work      []gen.StreamID // streams whose head may move
 	ready     bool           // in Engine.ready
+	touched   bool           // in Engine.touched
 	born      []int32        // tensor indices of rows made since the last countRows
 	died      []int32        // tensor indices of rows freed since the last countRows
 	wakeColls []gen.CollID   // collectives that this round's tasks completed the starts of
@@ -503,8 +504,21 @@ func (e *Engine) resolve() ([]groups.GroupID, error) {
 		return nil, fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
 	e.recv = append(e.recv[:0], r...)
-	e.touched = append(e.touched, r...)
+	e.touch(r)
 	return e.recv, nil
+}
+
+// touch logs the groups gs as reached by the current command, each group
+// once however often the command reaches it (a command resolves its groups
+// and then runs them, often several rounds): countRows then visits each
+// once.
+func (e *Engine) touch(gs []groups.GroupID) {
+	for _, gi := range gs {
+		if g := e.gs[gi]; !g.touched {
+			g.touched = true
+			e.touched = append(e.touched, gi)
+		}
+	}
 }
 
 func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
