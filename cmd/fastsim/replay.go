@@ -204,6 +204,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opt.Stop = stop
 	opt.PartialTrace = f.partial
 
+	if f.memprofile != "" {
+		runtime.MemProfileRate = heapSampleRate
+	}
 	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
