@@ -460,6 +460,12 @@ func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
 		if e.opt.Interrupt != nil && e.opt.Interrupt() {
 			return ErrStopped
 		}
+		if m.Commands.Kind(i) == gen.MsgCallFunction {
+			if err := e.processCall(e.nowNs, ranks, m.Commands.CallFunctionAt(i)); err != nil {
+				return err
+			}
+			continue
+		}
 		m.Commands.At(i, sub)
 		if err := e.process(e.nowNs, ranks, sub); err != nil {
 			return err
