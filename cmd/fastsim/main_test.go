@@ -80,8 +80,12 @@ func TestBadInputs(t *testing.T) {
 		"corrupt-zstd.hist.zst:":        {want: "zstd"},
 		// A gzip stream, which is not one of the forms read, said so
 		// rather than as a NUL byte in line 1.
-		"gzip.hist.gz:1:":                        {want: "the data is gzip-compressed"},
-		"unknown-stream.hist:3:":                 {want: "unknown stream: stream 7", engine: true},
+		"gzip.hist.gz:1:":        {want: "the data is gzip-compressed"},
+		"unknown-stream.hist:3:": {want: "unknown stream: stream 7", engine: true},
+		// A CommandGroup numbered 2 after the CreateStream: its
+		// sub-commands are 3 (f) and 4 (g, on the unknown stream), and
+		// the error names the sub-command, not the group.
+		"unknown-stream-in-group.hist:3:":        {want: "command 4 (CallFunction g): unknown stream: stream 7", engine: true},
 		"input-not-on-stream.hist:3:":            {want: "input tensor 1 is neither on stream", engine: true},
 		"borrow-first-use-before-create.hist:4:": {want: "unknown borrow 5", engine: true},
 		"borrow-drop-twice.hist:9:":              {want: "unknown borrow 5", engine: true},

@@ -204,6 +204,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	opt.Stop = stop
 	opt.PartialTrace = f.partial
 
+	if f.memprofile != "" {
+		runtime.MemProfileRate = heapSampleRate
+	}
 	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
@@ -241,8 +244,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !f.quiet || res.Partial {
-		printSummary(stdout, res, opt.TracePath)
-		io.Copy(stdout, &notes)
+		// Gathered and written at once: printed straight to standard
+		// output, the report took a write system call per piece (16).
+		var report bytes.Buffer
+		printSummary(&report, res, opt.TracePath)
+		report.ReadFrom(&notes)
+		report.WriteTo(stdout)
 	}
 	if tm, ok := opt.Model.(*monarch.Model); ok && !f.quiet {
 		if missed := tm.Missed(); len(missed) > 0 {

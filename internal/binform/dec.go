@@ -27,6 +27,7 @@ type Decoder struct {
 	sliceOK   []bool // by slice: checked against the world (SliceChecked)
 	depth     int
 	oddOrders bool // a key order of the record failed Extras' check
+	extraKeys bool // a message of the record has extra fields (Extras)
 
 	sc         jsonl.Scanner // checks trees' raw JSON
 	tree       values.Tree
@@ -72,7 +73,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
 	d.mentioned = d.mentioned[:0]
-	d.oddOrders = false
+	d.oddOrders, d.extraKeys = false, false
 }
 
 // Err returns the first error of the record, nil if none.
@@ -723,6 +724,9 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 	if twice || zeros != n {
 		d.oddOrders = true
 	}
+	if n > 0 {
+		d.extraKeys = true
+	}
 	for i := 0; i < n; i++ {
 		k := d.String()
 		v := d.Blob()
@@ -738,6 +742,11 @@ func (d *Decoder) Extras(ex *values.Extras, nfields int) {
 // reader need not check them again, and checks them, with its own
 // messages, when this is false.
 func (d *Decoder) OrdersValid() bool { return !d.oddOrders }
+
+// ExtraKeys reports whether a message of the record (a sub-command too)
+// held extra fields (Extras): with none and valid orders, a reader has
+// nothing of the messages' extras left to check.
+func (d *Decoder) ExtraKeys() bool { return d.extraKeys }
 
 // Enter notes that a nested message begins; it fails past MaxDepth.
 func (d *Decoder) Enter() bool {

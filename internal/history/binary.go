@@ -261,9 +261,13 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		}
 		// A key order alone (an optional field given empty, as a
 		// CallFunction's "mutates":[] is) is checked by the decoder as it
-		// reads it; checkExtras checks it again, naming what is wrong,
-		// when the decoder found it wrong.
-		if m := &rec.Msg; len(m.Extra.Keys) > 0 || m.Kind == gen.MsgCommandGroup || len(m.Extra.Order) > 0 && !d.OrdersValid() {
+		// reads it, a sub-command's too; checkExtras checks it again,
+		// naming what is wrong, when the decoder found it wrong, and checks
+		// extra fields wherever a message of the record (a CommandGroup's
+		// sub-command too) has some. A record with neither, the usual one,
+		// skips it: a CommandGroup's sub-commands are then not copied out
+		// of their list again only to pass the same checks.
+		if m := &rec.Msg; d.ExtraKeys() || !d.OrdersValid() {
 			if err := r.checkExtras(m); err != nil {
 				return binErr(values.FieldError("msg", err))
 			}

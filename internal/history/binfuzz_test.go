@@ -200,6 +200,14 @@ func TestBinaryErrors(t *testing.T) {
 		// JSON-lines writer writes them (a space).
 		{"definition not canonical", framed(slices.Concat([]byte{1, 0, 0, 1, 2, 0, 0, byte(len(tail0) + 1)}, []byte(" "+tail0), []byte{0, byte(gen.MsgBorrowDrop) << 1, 1, 2})...), "tensor 1: its definition: its fields are not written as a JSON-lines writer writes them", binform.ErrCorrupt},
 		{"too many slices", framed(1, 0, 0, 0, 0xff, 0x7f), "rank slices", nil},
+		// A CommandGroup of one BorrowDrop (borrow 1: zigzag 2) whose key
+		// order names its one field twice: the decoder finds the order odd
+		// and the reader names what is wrong in the sub-command.
+		{"sub-command key order twice", framed(1, 0, 0, 0, 0, byte(gen.MsgCommandGroup)<<1, 1, 1, byte(gen.MsgBorrowDrop)<<1|1, 1, 2, 2, 1, 1, 0), `BorrowDrop: key order names field "borrow" twice`, binform.ErrCorrupt},
+		// The same sub-command with a valid order (its field, then one
+		// extra) whose extra field is named "borrow", as its declared field
+		// is: only the extra fields' check finds it (the orders are valid).
+		{"sub-command extra key declared", framed(slices.Concat([]byte{1, 0, 0, 0, 0, byte(gen.MsgCommandGroup) << 1, 1, 1, byte(gen.MsgBorrowDrop)<<1 | 1, 1, 2, 2, 1, 0, 1, 0, 6}, []byte("borrow"), []byte{1, 1, '1'})...), `BorrowDrop: key "borrow" appears twice`, binform.ErrCorrupt},
 	}
 	for _, tc := range tests {
 		_, err := readAll(t, tc.data, "fuzz.fhist")

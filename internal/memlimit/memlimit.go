@@ -86,12 +86,19 @@ func Format(b int64) string {
 }
 
 // Watcher polls the memory the Go runtime has mapped and not returned to
-// the operating system, and raises a flag once it passes the limit.
+// the operating system, and raises a flag once it passes the limit. It
+// polls from a timer's callback, not from a goroutine of its own waiting on
+// a ticker: a replay shorter than one period starts nothing for it (no
+// goroutine, so no thread woken to run one).
 type Watcher struct {
-	limit int64
-	over  atomic.Bool
-	peak  atomic.Int64
-	done  chan struct{}
+	limit   int64
+	over    atomic.Bool
+	peak    atomic.Int64
+	samples []metrics.Sample
+
+	mu      sync.Mutex // orders Stop against a poll rearming the timer
+	timer   *time.Timer
+	stopped bool
 }
 
 // pollEvery is how often a Watcher reads the runtime's memory: often enough
@@ -103,35 +110,36 @@ const pollEvery = 20 * time.Millisecond
 // harder before the heap grows past it) and starts a Watcher; limit <= 0
 // watches nothing. Stop it when the run ends.
 func Watch(limit int64) *Watcher {
-	w := &Watcher{limit: limit, done: make(chan struct{})}
+	w := &Watcher{limit: limit}
 	if limit <= 0 {
 		return w
 	}
 	debug.SetMemoryLimit(limit)
-	go w.loop()
+	w.samples = []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	w.mu.Lock()
+	w.timer = time.AfterFunc(pollEvery, w.poll)
+	w.mu.Unlock()
 	return w
 }
 
-func (w *Watcher) loop() {
-	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.done:
-			return
-		case <-t.C:
-		}
-		metrics.Read(samples)
-		used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
-		if used > w.peak.Load() {
-			w.peak.Store(used)
-		}
-		if used > w.limit {
-			w.over.Store(true)
-			return
-		}
+// poll reads the runtime's memory once and rearms the timer, until the
+// limit is passed or the Watcher is stopped. Polls never overlap: the next
+// is armed at the end of this one.
+func (w *Watcher) poll() {
+	metrics.Read(w.samples)
+	used := int64(w.samples[0].Value.Uint64() - w.samples[1].Value.Uint64())
+	if used > w.peak.Load() {
+		w.peak.Store(used)
 	}
+	if used > w.limit {
+		w.over.Store(true)
+		return
+	}
+	w.mu.Lock()
+	if !w.stopped {
+		w.timer.Reset(pollEvery)
+	}
+	w.mu.Unlock()
 }
 
 // Over reports whether the memory in use has passed the limit (never, for
@@ -149,11 +157,11 @@ func (w *Watcher) Limit() int64 {
 
 // Stop ends the watching (the soft limit stays).
 func (w *Watcher) Stop() {
-	if w != nil && w.limit > 0 {
-		select {
-		case <-w.done:
-		default:
-			close(w.done)
-		}
+	if w == nil || w.limit <= 0 {
+		return
 	}
+	w.mu.Lock()
+	w.stopped = true
+	w.timer.Stop()
+	w.mu.Unlock()
 }

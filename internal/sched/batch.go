@@ -335,7 +335,7 @@ func (e *Engine) together(gs []groups.GroupID, runtime int64) error {
 	p := &e.pend
 	e.line, e.cmdID = p.line[0], p.cmd[0]
 	e.recv = append(e.recv[:0], gs...)
-	e.touched = append(e.touched, gs...)
+	e.touch(gs)
 	if err := e.reduceOn(e.recv, &p.msg.Reduce, runtime); err != nil {
 		return err
 	}

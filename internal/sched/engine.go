@@ -156,7 +156,7 @@ type Engine struct {
 	borrowGroups []int32 // by borrow index: groups that have the borrow
 	borGone      []int32 // borrows whose count fell to zero since the last recycle
 	boundFn      func(*values.Tensor)
-	touched      []groups.GroupID // groups the current command reached (with repeats)
+	touched      []groups.GroupID // groups the current command reached, each once (touch)
 	dfr          deferred         // the registry's lifecycle while another goroutine writes it (Defer)
 
 	inputs    []values.Tensor
@@ -230,6 +230,7 @@ type group struct {
 	hits      []deleteHit    // deleteIn's scratch
 	work      []gen.StreamID // streams whose head may move
 	ready     bool           // in Engine.ready
+	touched   bool           // in Engine.touched
 	born      []int32        // tensor indices of rows made since the last countRows
 	died      []int32        // tensor indices of rows freed since the last countRows
 	wakeColls []gen.CollID   // collectives that this round's tasks completed the starts of
@@ -483,8 +484,34 @@ func (e *Engine) process(ts int64, ranks []values.Slice, m *gen.Msg) error {
 	return nil
 }
 
+// processCall is process for a CallFunction read in place, a
+// CommandGroup's sub-command: it is not copied out of the group's list
+// into a Msg first (a CallFunction with its trees is a few hundred bytes,
+// and it is what a CommandGroup usually holds).
+func (e *Engine) processCall(ts int64, ranks []values.Slice, m *gen.CallFunction) error {
+	e.cmdID++
+	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
+		if gen.MsgCallFunction.Info().ControllerEvent {
+			e.controllerEvent(e.fnName(m), e.nowNs, ts)
+		}
+		e.nowNs = ts
+	}
+	if !e.opt.Mode.streams() {
+		return nil
+	}
+	e.cur = ranks
+	if err := e.CallFunction(m); err != nil {
+		return e.wrapCall(m, err)
+	}
+	if err := e.run(); err != nil {
+		return e.wrapCall(m, err)
+	}
+	return nil
+}
+
 // controllerStep is step 1 of a command: it is numbered, and the
-// controller's clock moves to ts, with an event for the time it took.
+// controller's clock moves to ts, with an event for the time it took
+// (processCall does the same for a CallFunction read in place).
 func (e *Engine) controllerStep(ts int64, m *gen.Msg) {
 	e.cmdID++
 	if e.opt.Mode.controller() && e.opt.Controller == ControllerMonarch {
@@ -503,8 +530,21 @@ func (e *Engine) resolve() ([]groups.GroupID, error) {
 		return nil, fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
 	e.recv = append(e.recv[:0], r...)
-	e.touched = append(e.touched, r...)
+	e.touch(r)
 	return e.recv, nil
+}
+
+// touch logs the groups gs as reached by the current command, each group
+// once however often the command reaches it (a command resolves its groups
+// and then runs them, often several rounds): countRows then visits each
+// once.
+func (e *Engine) touch(gs []groups.GroupID) {
+	for _, gi := range gs {
+		if g := e.gs[gi]; !g.touched {
+			g.touched = true
+			e.touched = append(e.touched, gi)
+		}
+	}
 }
 
 func (e *Engine) controllerName(m *gen.Msg) gen.NameID {
@@ -588,14 +628,21 @@ func CleanName(name string) string {
 }
 
 func (e *Engine) wrap(m *gen.Msg, err error) error {
+	if m.Kind == gen.MsgCallFunction {
+		return e.wrapCall(&m.CallFunction, err)
+	}
 	if _, ok := err.(*CommandError); ok { // a sub-command's, already named
 		return err
 	}
-	name := m.Kind.String()
-	if m.Kind == gen.MsgCallFunction {
-		name += " " + m.CallFunction.Function
+	return &CommandError{Command: e.cmdID, Type: m.Kind.String(), Err: err}
+}
+
+// wrapCall is wrap for a CallFunction.
+func (e *Engine) wrapCall(m *gen.CallFunction, err error) error {
+	if _, ok := err.(*CommandError); ok {
+		return err
 	}
-	return &CommandError{Command: e.cmdID, Type: name, Err: err}
+	return &CommandError{Command: e.cmdID, Type: gen.MsgCallFunction.String() + " " + m.Function, Err: err}
 }
 
 // CommandError is an error met while applying a command.

@@ -126,7 +126,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 			return fmt.Errorf("%w: from_ranks: %v", values.ErrRank, err)
 		}
 		e.recv = append(e.recv[:0], gs...)
-		e.touched = append(e.touched, gs...)
+		e.touch(gs)
 		e.inputs = append(e.inputs[:0], m.Tensor)
 		e.outs = append(e.outs[:0], m.Result)
 		runtime := e.opt.Model.SendRuntimeNs(m, e.comm(e.recv, nil, &m.FromRanks, true))
@@ -139,7 +139,8 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		}
 		return fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
-	e.touched = append(append(e.touched, senders...), receivers...)
+	e.touch(senders)
+	e.touch(receivers)
 	if e.recvName == 0 {
 		e.recvName = e.names.ID("RecvTensor") + 1
 	}
@@ -458,6 +459,12 @@ func (e *Engine) CommandGroup(m *gen.CommandGroup) error {
 	for i := 0; i < m.Commands.Len(); i++ {
 		if e.opt.Interrupt != nil && e.opt.Interrupt() {
 			return ErrStopped
+		}
+		if m.Commands.Kind(i) == gen.MsgCallFunction {
+			if err := e.processCall(e.nowNs, ranks, m.Commands.CallFunctionAt(i)); err != nil {
+				return err
+			}
+			continue
 		}
 		m.Commands.At(i, sub)
 		if err := e.process(e.nowNs, ranks, sub); err != nil {

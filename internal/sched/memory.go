@@ -219,6 +219,7 @@ func (e *Engine) countRows() {
 			}
 		}
 		g.died = g.died[:0]
+		g.touched = false
 	}
 	e.touched = e.touched[:0]
 }

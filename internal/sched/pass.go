@@ -1029,7 +1029,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		e.pass.units = append(e.pass.units, carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
 		e.reg.HoldOutside(fx.carry.nTensors)
 	}
-	e.touched = append(e.touched, gi)
+	e.touch([]groups.GroupID{gi})
 	e.countRows()
 	e.recycle()
 	if cmd0/settleEvery != e.cmdID/settleEvery {

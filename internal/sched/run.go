@@ -305,7 +305,7 @@ func (g *group) wake(s gen.StreamID) {
 func (e *Engine) run() error {
 	for len(e.ready) > 0 {
 		e.round, e.ready = e.ready, e.round[:0]
-		e.touched = append(e.touched, e.round...)
+		e.touch(e.round)
 		for _, gi := range e.round {
 			e.gs[gi].ready = false
 		}

@@ -1,7 +1,6 @@
 package values
 
 import (
-	"cmp"
 	"slices"
 	"strconv"
 )
@@ -267,14 +266,23 @@ func (s *Slice) Repeated(scratch []int64) (rank int64, found bool, buf []int64) 
 		n++
 	}
 	if nested {
-		slices.SortFunc(dims[:n], func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+		// By stride, by insertion (n is at most MaxSliceDims, usually one
+		// to three), indexing the array in place: passed to a sort as a
+		// slice, it was moved to the heap (512 bytes a call) wherever the
+		// compiler inlined Repeated into a loop, as profile-guided
+		// optimization does into the reader's send check.
+		for i := 1; i < n; i++ {
+			for j := i; j > 0 && dims[j][0] < dims[j-1][0]; j-- {
+				dims[j], dims[j-1] = dims[j-1], dims[j]
+			}
+		}
 		extent := int64(0)
-		for _, d := range dims[:n] {
-			if d[0] <= extent {
+		for i := 0; i < n; i++ {
+			if dims[i][0] <= extent {
 				nested = false
 				break
 			}
-			extent += d[0] * (d[1] - 1)
+			extent += dims[i][0] * (dims[i][1] - 1)
 		}
 		if nested {
 			return 0, false, scratch

@@ -194,3 +194,38 @@ func TestNameIdx(t *testing.T) {
 		t.Errorf("after Reset, NameIdx(aten.add) = %d, want 0", got)
 	}
 }
+
+// TestSliceRepeated checks the smallest rank a slice names twice, with the
+// ranks worked out by hand (rank = offset + sum of index * stride), in
+// nested and overlapping layouts whose strides come in either order.
+func TestSliceRepeated(t *testing.T) {
+	tests := []struct {
+		s     Slice
+		rank  int64
+		found bool
+	}{
+		{Slice{Offset: 3}, 0, false},
+		// i + 2j, i < 2, j < 3: 0 2 4 1 3 5, distinct.
+		{Slice{Sizes: []int64{2, 3}, Strides: []int64{1, 2}}, 0, false},
+		// 3i + j, i < 2, j < 3: 0 1 2 3 4 5, distinct (strides descending).
+		{Slice{Sizes: []int64{2, 3}, Strides: []int64{3, 1}}, 0, false},
+		// i + 2j, i < 3, j < 2: 0 1 2 2 3 4: 2 twice.
+		{Slice{Sizes: []int64{3, 2}, Strides: []int64{1, 2}}, 2, true},
+		// 10 + 2i + j, i < 2, j < 3 (strides descending): 10 11 12 12 13 14: 12 twice.
+		{Slice{Offset: 10, Sizes: []int64{2, 3}, Strides: []int64{2, 1}}, 12, true},
+		// 5 - i, i < 2: 5 4, distinct.
+		{Slice{Offset: 5, Sizes: []int64{2}, Strides: []int64{-1}}, 0, false},
+		// 6 - 2i + 3j, i < 3, j < 2: 6 9 4 7 2 5, distinct; sizes of 1 are skipped.
+		{Slice{Offset: 6, Sizes: []int64{3, 1, 2}, Strides: []int64{-2, 7, 3}}, 0, false},
+		// 6 - 2i + 3j, i < 3, j < 3: 6 9 12 4 7 10 2 5 8, distinct although not nested.
+		{Slice{Offset: 6, Sizes: []int64{3, 3}, Strides: []int64{-2, 3}}, 0, false},
+		// 2 + 0i: 2 2 2.
+		{Slice{Offset: 2, Sizes: []int64{3}, Strides: []int64{0}}, 2, true},
+	}
+	for _, tc := range tests {
+		rank, found, _ := tc.s.Repeated(nil)
+		if rank != tc.rank || found != tc.found {
+			t.Errorf("%+v: Repeated %d %v, want %d %v", tc.s, rank, found, tc.rank, tc.found)
+		}
+	}
+}
