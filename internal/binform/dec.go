@@ -386,15 +386,8 @@ func (d *Decoder) Slice(sl *values.Slice) { d.SliceAt(sl) }
 
 // SliceAt is Slice, also returning the slice's index in the slice table
 // (-1 when it did not join it), for CheckedSlice and SliceChecked.
-//
-// A slice read from the table shares the table's arrays (its Sizes and
-// Strides have no spare capacity, so an append copies them first), and
-// a slice written in full gets arrays of its own, which the table then
-// shares: the table's arrays are never written after they are filled.
-// So decoding writes no rank sizes into the record: a pipelined replay's
-// engine, on another core, reads the same few lines of the table record
-// after record instead of lines the decoder has just written.
 func (d *Decoder) SliceAt(sl *values.Slice) int {
+	sl.Reset()
 	var ref uint64 // d.Uvarint(), its one-byte case inline
 	if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
 		ref, d.pos = uint64(d.buf[p]), p+1
@@ -403,18 +396,30 @@ func (d *Decoder) SliceAt(sl *values.Slice) int {
 	}
 	if ref != 0 {
 		if ref > uint64(len(d.slices)) {
-			sl.Offset, sl.Sizes, sl.Strides = 0, nil, nil
 			if d.err == nil {
 				d.Failf(ErrIndex, "slice %d out of range (%d slices so far)", ref-1, len(d.slices))
 			}
 			return -1
 		}
-		*sl = d.slices[ref-1] // full slices: see above
+		t := &d.slices[ref-1]
+		sl.Offset = t.Offset
+		// Slices of ranks have a few dimensions: copied in a loop into
+		// the room sl has (sl was reset), rather than by memmove.
+		if n := len(t.Sizes); n <= cap(sl.Sizes) && n <= cap(sl.Strides) && n == len(t.Strides) {
+			sl.Sizes, sl.Strides = sl.Sizes[:n], sl.Strides[:n]
+			sz, st, tz, tt := sl.Sizes[:n], sl.Strides[:n], t.Sizes[:n], t.Strides[:n]
+			for k := range sz { // the lengths are equal: no bounds checks
+				sz[k], st[k] = tz[k], tt[k]
+			}
+		} else {
+			sl.Sizes = append(sl.Sizes, t.Sizes...)
+			sl.Strides = append(sl.Strides, t.Strides...)
+		}
 		return int(ref - 1)
 	}
 	d.sliceNew(sl)
 	if d.err == nil && len(d.slices) < MaxTableEntries {
-		d.slices = append(d.slices, *sl)
+		d.slices = append(d.slices, values.Slice{Offset: sl.Offset, Sizes: slices.Clone(sl.Sizes), Strides: slices.Clone(sl.Strides)})
 		d.sliceOK = append(d.sliceOK, false)
 		return len(d.slices) - 1
 	}
@@ -435,14 +440,9 @@ func (d *Decoder) SliceChecked(at int) {
 }
 
 // sliceNew reads a slice written in full.
-//
-// Its arrays are new, of exactly its length (see SliceAt): one
-// allocation of both a distinct slice, where the table kept a copy anyway.
 func (d *Decoder) sliceNew(sl *values.Slice) {
 	sl.Offset = d.Int()
 	n := d.Count("slice dimensions", values.MaxSliceDims, 2)
-	dims := make([]int64, 2*n)
-	sl.Sizes, sl.Strides = dims[:0:n], dims[n:n:2*n]
 	for k := 0; k < n; k++ {
 		size := d.Int()
 		if size < 0 {
