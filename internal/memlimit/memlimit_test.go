@@ -3,6 +3,7 @@ package memlimit
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,5 +68,39 @@ func TestPhysicalIsMemTotal(t *testing.T) {
 	}
 	if got := physical(); got != kb*1024 {
 		t.Errorf("physical() = %d bytes, /proc/meminfo MemTotal = %d kB = %d bytes", got, kb, kb*1024)
+	}
+}
+
+// held keeps TestWatcherKeepsPolling's allocation alive until it is seen.
+var held [][]byte
+
+// A budget passed only after many polls is still seen: each poll arms the
+// next, so the watcher keeps reading after its first few looks found room.
+func TestWatcherKeepsPolling(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	used := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	w := Watch(used + 64<<20)
+	defer w.Stop()
+	time.Sleep(10 * pollEvery)
+	if w.Over() {
+		t.Fatal("over budget before allocating")
+	}
+	for i := 0; i < 8; i++ {
+		b := make([]byte, 16<<20)
+		for j := 0; j < len(b); j += 4096 { // touch every page
+			b[j] = 1
+		}
+		held = append(held, b)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.Over() && time.Now().Before(deadline) {
+		time.Sleep(pollEvery)
+	}
+	over := w.Over()
+	held = nil
+	if !over {
+		t.Fatal("128 MiB allocated past a 64 MiB margin after the first polls was never seen")
 	}
 }

@@ -286,8 +286,9 @@ func (r *Registry) Streams() int { return int(r.nStreams) }
 // same few strings, so the comparison there is usually of one string with
 // itself (equal data pointers), cheaper than hashing it for the map.
 func (r *Registry) NameIdx(name string) int32 {
-	// Two ways a place: names that collide on a place (8 names in 64
-	// places do, about one time in three) take one way each.
+	// 32 places of two ways each: two names that collide on a place
+	// (8 names in 32 places do more often than not) take one way each;
+	// three on one place, about one time in twenty, fall to the map.
 	at := nameSlot(name) & (len(r.nameCache) - 2)
 	c := &r.nameCache[at]
 	if c.ok && c.name == name {
