@@ -34,14 +34,8 @@ fi
 now=$work/fastsim-ab-now
 go build -o "$now" ./cmd/fastsim
 
-case $size in
-1M) cmds=1000000 ;;
-10M) cmds=10000000 ;;
-*) echo "SIZE: want 1M or 10M, got $size" >&2; exit 2 ;;
-esac
-name=w65536-$size
 . bench/histories.sh
-history "$name" "$cmds"
+sized_history "$size"
 [ -f "$work/$name.fhist" ] || zstd -q -d -f "$work/$name.fhist.zst" -o "$work/$name.fhist"
 for b in "$before" "$now"; do
 	if ! "$b" replay --decode-only "$work/$name.fhist" >/dev/null 2>&1; then

@@ -36,17 +36,11 @@ mkdir -p "$work"
 now=$work/fastsim-binary
 go build -o "$now" ./cmd/fastsim
 
-case $size in
-1M) cmds=1000000 ;;
-10M) cmds=10000000 ;;
-*) echo "SIZE: want 1M or 10M, got $size" >&2; exit 2 ;;
-esac
-name=w65536-$size
+. bench/histories.sh
+sized_history "$size"
 j=$work/$name.hist.zst
 f=$work/$name.fhist.zst
 x=$work/$name.fhist
-. bench/histories.sh
-history "$name" "$cmds"
 [ -f "$x" ] || zstd -q -d -f "$f" -o "$x" # the same stream, uncompressed (.fhist)
 
 # cpu FILE ARGS...: one run's CPU seconds (user + system).

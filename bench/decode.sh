@@ -94,13 +94,7 @@ echo
 echo "| history | JSON decode before | JSON decode now | JSON now/before speedup | binary decode | binary vs JSON decode | JSON grouped replay | binary grouped replay | binary vs JSON replay | binary decode, no zstd (bare stream) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for size in $sizes; do
-	case $size in
-	1M) cmds=1000000 ;;
-	10M) cmds=10000000 ;;
-	*) echo "SIZES: want 1M or 10M, got $size" >&2; exit 2 ;;
-	esac
-	name=w65536-$size
-	history "$name" "$cmds"
+	sized_history "$size"
 	j=$work/$name.hist.zst
 	f=$work/$name.fhist.zst
 	read -r jbw jbc jnw jnc < <(pair3 "$before" replay --decode-only "$j" -- "$now" replay --decode-only "$j")

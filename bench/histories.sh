@@ -22,3 +22,16 @@ history() {
 		rm -f "$work/$name.fhist"
 	fi
 }
+
+# sized_history SIZE: the history of SIZE commands (1M or 10M) by
+# `history`, its name left in $name.
+sized_history() {
+	local cmds
+	case $1 in
+	1M) cmds=1000000 ;;
+	10M) cmds=10000000 ;;
+	*) echo "size: want 1M or 10M, got $1" >&2; exit 2 ;;
+	esac
+	name=w65536-$1
+	history "$name" "$cmds"
+}

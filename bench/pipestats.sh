@@ -24,13 +24,7 @@ mkdir -p "$work"
 now=$work/fastsim-now
 go build -o "$now" ./cmd/fastsim
 . bench/histories.sh
-case $size in
-1M) cmds=1000000 ;;
-10M) cmds=10000000 ;;
-*) echo "SIZE: want 1M or 10M, got $size" >&2; exit 2 ;;
-esac
-name=w65536-$size
-history "$name" "$cmds"
+sized_history "$size"
 
 src=$work/pipestats/src
 rm -rf "$src"
