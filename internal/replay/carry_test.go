@@ -62,43 +62,39 @@ func carryPeek(ts, z, base int) passSegment {
 // of its own (400 more bytes at the peak and at the end); deleting 241
 // alone, undefined, would release the storage 240 still holds.
 func TestCarriedTensorsDefinedWhenNamed(t *testing.T) {
-	stream := `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
-	ones := func(ts, id int) passSegment {
-		return passSegment{lines: []string{jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400))}}
-	}
 	segs := []passSegment{
-		{lines: []string{stream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
+		{lines: []string{carryStream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
 		carryFwd(2, 10, 20), // recorded: leaves 21
-		ones(5, 30),
+		carryOnes(5, 30),
 		carryFwd(6, 30, 40),  // one step: 41 carried
 		carryBwd(9, 21, 50),  // recorded
 		carryBwd(12, 41, 60), // one step, consuming 41 whole
-		ones(15, 70),
+		carryOnes(15, 70),
 		carryFwd(16, 70, 80), // 81 carried
 		{lines: []string{jsonCall(19, "torch.ops.aten.view.default", jsonRef(81), jsonTensor(90, 81, 400))}}, // defines 81
 		carryBwd(20, 81, 100), // storage 81 has two tensors: command by command
 		{lines: []string{jsonDelete(22, 90)}},
-		ones(23, 110),
+		carryOnes(23, 110),
 		carryFwd(24, 110, 120), // 121 carried
 		{lines: []string{jsonCall(27, "torch.ops.aten.empty.memory_format", "", jsonTensor(130, 121, 400))}}, // names storage 121 only
 		carryBwd(28, 121, 140), // command by command
 		{lines: []string{jsonDelete(30, 130)}},
-		ones(31, 150),
+		carryOnes(31, 150),
 		carryFwd(32, 150, 160),  // 161 carried
 		carryPeek(35, 10, 170),  // recorded
 		carryPeek(37, 161, 180), // one step, 161 defined first (kept)
 		carryBwd(39, 161, 190),  // one step, 161 defined
-		ones(41, 200),
+		carryOnes(41, 200),
 		carryFwd(42, 200, 210),                 // 211 carried
 		{lines: []string{jsonDelete(45, 211)}}, // deleted undefined
-		ones(46, 220),
+		carryOnes(46, 220),
 		carryFwd2(47, 220, 230),                // recorded
 		carryFwd2(49, 220, 240),                // 240 and 241 carried, one storage
 		{lines: []string{jsonDelete(51, 241)}}, // the storage's other tensor stays: defined
-		ones(52, 245),                          // while storage 240 is held
-		ones(53, 246),
-		ones(54, 247),
-		ones(55, 248),
+		carryOnes(52, 245),                     // while storage 240 is held
+		carryOnes(53, 246),
+		carryOnes(54, 247),
+		carryOnes(55, 248),
 		{lines: []string{jsonDelete(56, 240, 230, 245, 246, 247, 248)}}, // 230 (defined) and 240
 		carryFwd2(57, 220, 250),                          // 250 and 251 carried
 		{lines: []string{jsonDelete(59, 251, 220, 250)}}, // whole: deleted undefined
@@ -178,19 +174,15 @@ func carryStray(ts, x, o, base int) passSegment {
 // tensor 64 stays alive: 1,600 bytes at the end instead of the 2,000 left
 // by 10, 21, 31, 45 and 65 (five 400-byte tensors).
 func TestCarriedReleaseNotRecorded(t *testing.T) {
-	stream := `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
-	ones := func(ts, id int) passSegment {
-		return passSegment{lines: []string{jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400))}}
-	}
 	segs := []passSegment{
-		{lines: []string{stream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
+		{lines: []string{carryStream, jsonCall(1, "torch.ops.aten.ones.default", "", jsonTensor(10, 10, 400))}},
 		carryFwd(2, 10, 20), // recorded
-		ones(5, 30),
+		carryOnes(5, 30),
 		carryFwd(6, 30, 40), // one step: 41 carried
-		ones(8, 45),
+		carryOnes(8, 45),
 		carryStray(9, 45, 41, 50), // recorded while it deletes carried 41
-		ones(11, 64),
-		ones(12, 65),
+		carryOnes(11, 64),
+		carryOnes(12, 65),
 		carryStray(13, 65, 64, 70),
 		{lines: []string{jsonDelete(15, 64)}},
 	}
@@ -203,4 +195,13 @@ func TestCarriedReleaseNotRecorded(t *testing.T) {
 	}
 	sameResults(t, one, oneDev, fast, fastDev)
 	t.Logf("%s", fastDev)
+}
+
+// carryStream creates the one stream the carried-tensor histories run on.
+const carryStream = `{"ts":0,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+
+// carryOnes is a segment of one command at ts making tensor id (its own
+// storage id) of 400 bytes.
+func carryOnes(ts, id int) passSegment {
+	return passSegment{lines: []string{jsonCall(ts, "torch.ops.aten.ones.default", "", jsonTensor(id, id, 400))}}
 }
