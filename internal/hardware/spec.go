@@ -12,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/jsonpos"
@@ -198,66 +199,99 @@ func (c Curve) At(x float64) float64 {
 
 func (c Curve) check(name string) error {
 	if len(c) == 0 {
-		return fmt.Errorf("%w: %s has no points", ErrSpec, name)
+		return atKey(name, fmt.Errorf("%w: %s has no points", ErrSpec, name))
 	}
 	for i, p := range c {
+		point := name + "." + strconv.Itoa(i)
 		if !(p[0] > 0) || !(p[1] > 0) || p[1] > 1 {
-			return fmt.Errorf("%w: %s point %d is [%g, %g]: want a size > 0 and an efficiency in (0, 1]", ErrSpec, name, i, p[0], p[1])
+			return atKey(point, fmt.Errorf("%w: %s point %d is [%g, %g]: want a size > 0 and an efficiency in (0, 1]", ErrSpec, name, i, p[0], p[1]))
 		}
 		if i > 0 && p[0] <= c[i-1][0] {
-			return fmt.Errorf("%w: %s sizes must increase (point %d)", ErrSpec, name, i)
+			return atKey(point, fmt.Errorf("%w: %s sizes must increase (point %d)", ErrSpec, name, i))
 		}
 		if i > 0 && math.Log(p[1]/c[i-1][1]) >= math.Log(p[0]/c[i-1][0]) {
-			return fmt.Errorf("%w: %s from point %d to %d grows as fast as the size or faster: a larger operation would run faster", ErrSpec, name, i-1, i)
+			return atKey(point, fmt.Errorf("%w: %s from point %d to %d grows as fast as the size or faster: a larger operation would run faster", ErrSpec, name, i-1, i))
 		}
 	}
 	return nil
 }
 
+// keyError is an error of Check about the value at one key of a spec's
+// JSON text, so that Parse can name the key's line.
+type keyError struct {
+	path []string // the keys from the top, as jsonpos.Key takes them
+	err  error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// atKey blames err on the value at key, a dotted path
+// ("gpu.memory_efficiency.3": a curve's fourth point). The names Check
+// blames are the JSON keys of the spec's fields; a key of a map (a
+// peak_dense_tflops dtype) holding a dot is given by keyAt.
+func atKey(key string, err error) error {
+	return &keyError{path: strings.Split(key, "."), err: err}
+}
+
+// keyAt is atKey with the path given key by key.
+func keyAt(err error, path ...string) error { return &keyError{path: path, err: err} }
+
 // Dtypes are the keys PeakDenseTFLOPS may hold.
 var Dtypes = []string{"bf16", "fp16", "tf32", "fp32", "fp8"}
 
-// Check validates s.
+// Check validates s. An error about one value names its key ("gpu.hbm_tbps
+// is -2, ..."); Parse also gives the key's line.
 func (s *Spec) Check() error {
 	// Rates and sizes are bounded far beyond any hardware on both sides:
 	// a bandwidth of 1e-300 TB/s prices every op past the largest time,
 	// and the replay then blamed a line of the history.
 	pos := func(name string, v float64) error {
 		if !(v >= 1e-6 && v <= 1e9) {
-			return fmt.Errorf("%w: %s is %g, want 1e-06 to 1e+09", ErrSpec, name, v)
+			return atKey(name, fmt.Errorf("%w: %s is %g, want 1e-06 to 1e+09", ErrSpec, name, v))
 		}
 		return nil
 	}
 	frac := func(name string, v float64) error {
 		if !(v > 0) || v > 1 {
-			return fmt.Errorf("%w: %s is %g, want a fraction in (0, 1]", ErrSpec, name, v)
+			return atKey(name, fmt.Errorf("%w: %s is %g, want a fraction in (0, 1]", ErrSpec, name, v))
+		}
+		return nil
+	}
+	// within checks an optional value: 0 (absent) up to most.
+	within := func(name string, v, most float64, want string) error {
+		if v < 0 || v > most || math.IsNaN(v) {
+			return atKey(name, fmt.Errorf("%w: %s is %g, want %s", ErrSpec, name, v, want))
 		}
 		return nil
 	}
 	if s.Name == "" {
-		return fmt.Errorf("%w: no name", ErrSpec)
+		return atKey("name", fmt.Errorf("%w: no name", ErrSpec))
 	}
 	if s.NCCL != "" && !slices.Contains(NCCLReleases, s.NCCL) {
-		return fmt.Errorf("%w: nccl is %q (want one of %s)", ErrSpec, s.NCCL, strings.Join(NCCLReleases, ", "))
+		return atKey("nccl", fmt.Errorf("%w: nccl is %q (want one of %s)", ErrSpec, s.NCCL, strings.Join(NCCLReleases, ", ")))
 	}
 	if v := s.GPU.ComputeCapability; v < 0 || v > 1000 {
-		return fmt.Errorf("%w: gpu.compute_capability is %d, want 0..1000 (major × 10 + minor: 90 for 9.0)", ErrSpec, v)
+		return atKey("gpu.compute_capability", fmt.Errorf("%w: gpu.compute_capability is %d, want 0..1000 (major × 10 + minor: 90 for 9.0)", ErrSpec, v))
 	}
 	if s.NCCL == "2.27" && s.GPU.ComputeCapability == 0 {
-		return fmt.Errorf("%w: nccl %q caps LL per GPU generation: gpu.compute_capability is needed", ErrSpec, s.NCCL)
+		return atKey("nccl", fmt.Errorf("%w: nccl %q caps LL per GPU generation: gpu.compute_capability is needed", ErrSpec, s.NCCL))
 	}
 	if len(s.GPU.PeakDenseTFLOPS) == 0 {
-		return fmt.Errorf("%w: gpu.peak_dense_tflops is empty", ErrSpec)
+		return atKey("gpu.peak_dense_tflops", fmt.Errorf("%w: gpu.peak_dense_tflops is empty", ErrSpec))
 	}
-	for k, v := range s.GPU.PeakDenseTFLOPS {
-		known := false
-		for _, d := range Dtypes {
-			known = known || d == k
+	// In sorted order, so that of two bad dtypes the same one is named
+	// every time.
+	dtypes := make([]string, 0, len(s.GPU.PeakDenseTFLOPS))
+	for k := range s.GPU.PeakDenseTFLOPS {
+		dtypes = append(dtypes, k)
+	}
+	sort.Strings(dtypes)
+	for _, k := range dtypes {
+		if !slices.Contains(Dtypes, k) {
+			return keyAt(fmt.Errorf("%w: gpu.peak_dense_tflops has %q (want one of %s)", ErrSpec, k, strings.Join(Dtypes, ", ")), "gpu", "peak_dense_tflops", k)
 		}
-		if !known {
-			return fmt.Errorf("%w: gpu.peak_dense_tflops has %q (want one of %s)", ErrSpec, k, strings.Join(Dtypes, ", "))
-		}
-		if err := pos("gpu.peak_dense_tflops."+k, v); err != nil {
+		if err := pos("gpu.peak_dense_tflops."+k, s.GPU.PeakDenseTFLOPS[k]); err != nil {
 			return err
 		}
 	}
@@ -283,45 +317,48 @@ func (s *Spec) Check() error {
 			return err
 		}
 	}
-	if v := s.Host.NVLSGBps; v < 0 || v > 1e6 || math.IsNaN(v) {
-		return fmt.Errorf("%w: host.nvls_gbps is %g, want 0..1e6", ErrSpec, v)
-	}
-	if v := s.Host.NVLSLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
-		return fmt.Errorf("%w: host.nvls_latency_us is %g, want 0..1e6", ErrSpec, v)
-	}
-	if v := s.Network.TreeMaxGBpsPerChannel; v < 0 || v > 1e6 || math.IsNaN(v) {
-		return fmt.Errorf("%w: network.tree_max_gbps_per_channel is %g, want 0..1e6", ErrSpec, v)
+	for _, e := range []error{
+		within("host.nvls_gbps", s.Host.NVLSGBps, 1e6, "0..1e6"),
+		within("host.nvls_latency_us", s.Host.NVLSLatencyUs, 1e6, "0..1e6"),
+		within("network.tree_max_gbps_per_channel", s.Network.TreeMaxGBpsPerChannel, 1e6, "0..1e6"),
+	} {
+		if e != nil {
+			return e
+		}
 	}
 	if !slices.Contains(NetworkKinds, s.Network.Kind) {
-		return fmt.Errorf("%w: network.kind is %q (want infiniband or efa)", ErrSpec, s.Network.Kind)
+		return atKey("network.kind", fmt.Errorf("%w: network.kind is %q (want infiniband or efa)", ErrSpec, s.Network.Kind))
 	}
-	if v := s.Network.PluginLatencyUs; v < 0 || v > 1e6 || math.IsNaN(v) {
-		return fmt.Errorf("%w: network.plugin_latency_us is %g, want 0..1e6", ErrSpec, v)
-	}
-	if v := s.Host.NVLSChannels; v < 0 || v > 1024 {
-		return fmt.Errorf("%w: host.nvls_channels is %d, want 0..1024", ErrSpec, v)
-	}
-	if v := s.Host.NVLSChunkBytes; v < 0 || v > 1<<30 || math.IsNaN(v) {
-		return fmt.Errorf("%w: host.nvls_chunk_bytes is %g, want 0..2^30", ErrSpec, v)
+	for _, e := range []error{
+		within("network.plugin_latency_us", s.Network.PluginLatencyUs, 1e6, "0..1e6"),
+		within("host.nvls_channels", float64(s.Host.NVLSChannels), 1024, "0..1024"),
+		within("host.nvls_chunk_bytes", s.Host.NVLSChunkBytes, 1<<30, "0..2^30"),
+	} {
+		if e != nil {
+			return e
+		}
 	}
 	if t := s.GPU.GEMMTile; t != [2]int{} && (t[0] <= 0 || t[1] <= 0 || t[0] > 1<<16 || t[1] > 1<<16) {
-		return fmt.Errorf("%w: gpu.gemm_tile is %v, want two sizes in 1..65536", ErrSpec, t)
+		return atKey("gpu.gemm_tile", fmt.Errorf("%w: gpu.gemm_tile is %v, want two sizes in 1..65536", ErrSpec, t))
 	}
-	if v := s.GPU.LaunchOverheadNs; v < 0 || v > 1e9 {
-		return fmt.Errorf("%w: gpu.launch_overhead_ns is %g, want 0..1e9", ErrSpec, v)
+	if err := within("gpu.launch_overhead_ns", s.GPU.LaunchOverheadNs, 1e9, "0..1e9"); err != nil {
+		return err
 	}
 	for _, p := range []struct {
 		name string
 		v    Protocols
 	}{{"host.nvlink_step_latency_us", s.Host.NVLinkStepLatencyUs}, {"network.step_latency_us", s.Network.StepLatencyUs}} {
-		for _, v := range []float64{p.v.LL, p.v.LL128, p.v.Simple} {
-			if v < 0 || v > 1e6 || math.IsNaN(v) {
-				return fmt.Errorf("%w: %s values must be 0..1e6 µs", ErrSpec, p.name)
+		for _, v := range []struct {
+			key string
+			us  float64
+		}{{"ll", p.v.LL}, {"ll128", p.v.LL128}, {"simple", p.v.Simple}} {
+			if err := within(p.name+"."+v.key, v.us, 1e6, "0..1e6 µs"); err != nil {
+				return err
 			}
 		}
 	}
 	if s.Host.GPUsPerHost > 1<<16 {
-		return fmt.Errorf("%w: host.gpus_per_host is %d, over 65536", ErrSpec, s.Host.GPUsPerHost)
+		return atKey("host.gpus_per_host", fmt.Errorf("%w: host.gpus_per_host is %d, over 65536", ErrSpec, s.Host.GPUsPerHost))
 	}
 	return nil
 }
@@ -329,9 +366,40 @@ func (s *Spec) Check() error {
 // MaxSpecBytes is the largest spec file read.
 const MaxSpecBytes = 1 << 20
 
-// Parse reads a Spec from JSON; unknown fields are errors. An error in the
-// JSON text is a *jsonpos.Error naming its line.
+// Parse reads a Spec from JSON; unknown fields are errors. Every error is
+// a *jsonpos.Error naming its line: where the JSON text is wrong, or the
+// key of a value Check refuses.
 func Parse(data []byte) (*Spec, error) {
+	s, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		line := 1
+		if ke := (*keyError)(nil); errors.As(err, &ke) {
+			line = keyLine(data, ke.path)
+		}
+		return nil, &jsonpos.Error{Line: line, Err: err}
+	}
+	return s, nil
+}
+
+// keyLine is the line of path's key in data or, when the key is absent (a
+// required value left out reads as 0), of the nearest object holding it
+// that is there ("gpu" for a missing gpu.sms); 1 if none is. A key on
+// line 1 is found so too: the keys holding it come no later.
+func keyLine(data []byte, path []string) int {
+	for n := len(path); n > 0; n-- {
+		if line := jsonpos.Key(data, path[:n]...); line > 1 {
+			return line
+		}
+	}
+	return 1
+}
+
+// decode reads a Spec from JSON without checking its values; an error in
+// the JSON text is a *jsonpos.Error naming its line.
+func decode(data []byte) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSpec, len(data), MaxSpecBytes)
 	}
@@ -344,9 +412,6 @@ func Parse(data []byte) (*Spec, error) {
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)}
-	}
-	if err := s.Check(); err != nil {
-		return nil, err
 	}
 	return &s, nil
 }
@@ -377,7 +442,12 @@ func Preset(name string) (*Spec, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no preset %q (presets: %s)", ErrSpec, name, strings.Join(Presets(), ", "))
 	}
-	s, err := Parse(data)
+	// A preset is no file a user could edit: a value it gets wrong is
+	// named by its key alone.
+	s, err := decode(data)
+	if err == nil {
+		err = s.Check()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("preset %s: %w", name, err)
 	}

@@ -246,3 +246,64 @@ func TestCheckBoundsRates(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckErrorLines: a value Check refuses is blamed on the line of its
+// key in the file. testdata/small.json is a complete spec of 32 lines;
+// each case changes one value in place (no line moves), and the line is
+// counted by hand in that file.
+func TestCheckErrorLines(t *testing.T) {
+	good, err := os.ReadFile("testdata/small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(good); err != nil {
+		t.Fatalf("testdata/small.json: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "hw.json")
+	for _, c := range []struct {
+		old, new string
+		line     int
+		what     string
+	}{
+		{`"name": "small"`, `"name": ""`, 2, "no name"},
+		{`"bf16": 312`, `"bf8": 312`, 4, `gpu.peak_dense_tflops has "bf8"`},
+		{`"fp32": 19.5}`, `"fp32": 0}`, 4, "gpu.peak_dense_tflops.fp32 is 0"},
+		{`"hbm_tbps": 2.039`, `"hbm_tbps": -2`, 7, "gpu.hbm_tbps is -2, want 1e-06 to 1e+09"},
+		// gpu.sms left out (the line emptied): blamed on "gpu", line 3.
+		{`"sms": 108,`, ``, 3, "gpu.sms is 0"},
+		// The second point of gemm_efficiency opens on line 11, its
+		// efficiency on line 12.
+		{"0.5]", "1.5]", 11, "gpu.gemm_efficiency point 1 is [1e+09, 1.5]"},
+		{"[1e3, 0.01]", "[1e3, 0]", 14, "gpu.memory_efficiency point 0"},
+		{`"launch_overhead_ns": 4000`, `"launch_overhead_ns": -1`, 15, "gpu.launch_overhead_ns is -1"},
+		{`"nvlink_efficiency": 0.8`, `"nvlink_efficiency": 1.8`, 20, "host.nvlink_efficiency is 1.8"},
+		{`"ll128": 1.25`, `"ll128": -1.25`, 21, "host.nvlink_step_latency_us.ll128 is -1.25"},
+		{`"nic_efficiency": 0.9`, `"nic_efficiency": 0`, 25, "network.nic_efficiency is 0"},
+		{`"simple": 14`, `"simple": 2e6`, 29, "network.step_latency_us.simple is 2e+06"},
+	} {
+		bad := strings.Replace(string(good), c.old, c.new, 1)
+		if bad == string(good) {
+			t.Fatalf("%q not in testdata/small.json", c.old)
+		}
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		want := fmt.Sprintf("%s:%d: bad hardware spec: %s", path, c.line, c.what)
+		if !errors.Is(err, ErrSpec) || err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s -> %s: got %v, want it to start with %q", c.old, c.new, err, want)
+		}
+	}
+	// The same values in a preset's text: Check's error, without a file
+	// or line, and Parse's with the key's line (hbm_tbps is on line 15
+	// of the h100-sxm preset, counted in presets/h100-sxm.json).
+	data, _ := PresetJSON("h100-sxm")
+	bad := strings.Replace(string(data), `"hbm_tbps": 3.35`, `"hbm_tbps": -2`, 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "15: bad hardware spec: gpu.hbm_tbps is -2") {
+		t.Errorf("Parse: %v", err)
+	}
+	s, _ := decode([]byte(bad))
+	if err := s.Check(); err == nil || !strings.HasPrefix(err.Error(), "bad hardware spec: gpu.hbm_tbps is -2") {
+		t.Errorf("Check: %v", err)
+	}
+}

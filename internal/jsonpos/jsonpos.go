@@ -78,9 +78,11 @@ func lineAt(data []byte, offset int64) int {
 }
 
 // Key returns the line of the key at path (object keys from the top, as
-// "fixed", "reduce_ns") in data, a JSON object, so that a value decoded
-// well but out of range can be blamed on its line; 1 if path is not there.
-// The first of duplicate keys is the one found.
+// "fixed", "reduce_ns"; in an array, an element's decimal index, as
+// "gemm_efficiency", "2") in data, a JSON object, so that a value decoded
+// well but out of range can be blamed on its line: the line of the key,
+// or of where the element starts; 1 if path is not there. The first of
+// duplicate keys is the one found.
 func Key(data []byte, path ...string) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if off, ok := keyOffset(dec, path); ok {
@@ -89,30 +91,59 @@ func Key(data []byte, path ...string) int {
 	return 1
 }
 
-// keyOffset reads the object dec is at up to path's key and returns the
-// offset just after that key.
+// keyOffset reads the object or array dec is at up to path's key or
+// element and returns the offset just after that key, or just after the
+// element's first token.
 func keyOffset(dec *json.Decoder, path []string) (int64, bool) {
 	if len(path) == 0 {
 		return 0, false
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	tok, err := dec.Token()
+	if err != nil {
 		return 0, false
 	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return 0, false
-		}
-		if k == path[0] {
-			if len(path) == 1 {
-				return dec.InputOffset(), true
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return 0, false
 			}
-			return keyOffset(dec, path[1:])
+			if k == path[0] {
+				if len(path) == 1 {
+					return dec.InputOffset(), true
+				}
+				return keyOffset(dec, path[1:])
+			}
+			if !skip(dec) {
+				return 0, false
+			}
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
+	case json.Delim('['):
+		i, err := strconv.Atoi(path[0])
+		if err != nil || i < 0 || strconv.Itoa(i) != path[0] {
 			return 0, false
+		}
+		for ; dec.More(); i-- {
+			if i == 0 {
+				if len(path) == 1 {
+					if _, err := dec.Token(); err != nil {
+						return 0, false
+					}
+					return dec.InputOffset(), true
+				}
+				return keyOffset(dec, path[1:])
+			}
+			if !skip(dec) {
+				return 0, false
+			}
 		}
 	}
 	return 0, false
+}
+
+// skip reads past the value dec is at.
+func skip(dec *json.Decoder) bool {
+	var v json.RawMessage
+	return dec.Decode(&v) == nil
 }

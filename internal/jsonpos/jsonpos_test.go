@@ -80,9 +80,35 @@ func TestKey(t *testing.T) {
 		{[]string{"b", "c"}, 5},      // b's c, past the array over lines 2-3
 		{[]string{"b", `a:b"`}, 6},   // an escaped key
 		{[]string{"a"}, 8},           // after the nested object
-		{[]string{"c", "x", "y"}, 1}, // x is an array
-		{[]string{"zz"}, 1},          // not there
+		{[]string{"c", "x", "y"}, 1}, // x is an array: its keys are indexes
+		{[]string{"c", "x", "0"}, 2}, // x's first element, the 1 on line 2
+		{[]string{"c", "x", "1"}, 3}, // its second, the 2 on line 3
+		{[]string{"c", "x", "2"}, 1}, // past its end
+		{[]string{"c", "x", "01"}, 1},
+		{[]string{"c", "x", "-1"}, 1},
+		{[]string{"zz"}, 1}, // not there
 		{nil, 1},
+	} {
+		if got := Key(text, c.path...); got != c.line {
+			t.Errorf("Key(%q): line %d, want %d", c.path, got, c.line)
+		}
+	}
+}
+
+// TestKeyArray: an element of an array of arrays is found on the line
+// where it starts (lines counted by hand: the text's line 1 is "{").
+func TestKeyArray(t *testing.T) {
+	text := []byte("{\n \"k\": [\n  [1,\n   2],\n  [3,\n   4]\n ]\n}\n")
+	for _, c := range []struct {
+		path []string
+		line int
+	}{
+		{[]string{"k"}, 2},           // the key
+		{[]string{"k", "0"}, 3},      // [1, opens on line 3
+		{[]string{"k", "1"}, 5},      // [3, opens on line 5
+		{[]string{"k", "1", "1"}, 6}, // its 4
+		{[]string{"k", "0", "1"}, 4}, // the first's 2
+		{[]string{"k", "2"}, 1},      // past the end
 	} {
 		if got := Key(text, c.path...); got != c.line {
 			t.Errorf("Key(%q): line %d, want %d", c.path, got, c.line)
