@@ -140,29 +140,49 @@ func ParseModel(data []byte) (Model, error) {
 	if m.Dtype == "" {
 		m.Dtype = "bfloat16"
 	}
-	if err := m.Check(); err != nil {
-		return Model{}, fmt.Errorf("1: %w", err)
+	if key, err := m.check(); err != nil {
+		return Model{}, fmt.Errorf("%d: %w", jsonpos.Key(data, key), err)
 	}
 	return m, nil
 }
 
 // Check reports the first thing about m that is not a transformer.
 func (m *Model) Check() error {
-	switch {
-	case m.Layers < 1 || m.Hidden < 1 || m.Heads < 1 || m.Vocab < 1 || m.Seq < 1:
-		return fmt.Errorf("%w: layers, hidden, heads, vocab and seq must be at least 1", ErrModel)
-	case m.Layers > 1<<16 || m.Hidden > 1<<20 || m.Heads > 1<<16 || m.Vocab > 1<<24 || m.Seq > 1<<24 || m.FFN > 1<<22:
-		return fmt.Errorf("%w: a dimension is over its limit (layers 65536, hidden 2^20, heads 65536, vocab 2^24, seq 2^24, ffn 2^22)", ErrModel)
-	case m.Hidden%m.Heads != 0:
-		return fmt.Errorf("%w: hidden %d does not split into %d heads", ErrModel, m.Hidden, m.Heads)
-	case m.KVHeads < 0 || m.KVHeads > 0 && m.Heads%m.KVHeads != 0:
-		return fmt.Errorf("%w: %d heads do not split into %d KV head groups", ErrModel, m.Heads, m.KVHeads)
-	case m.FFN < 0:
-		return fmt.Errorf("%w: ffn must be 0 (4*hidden) or positive", ErrModel)
-	case m.Dtype != "bfloat16":
-		return fmt.Errorf("%w: dtype %q (only bfloat16 is written)", ErrModel, m.Dtype)
+	_, err := m.check()
+	return err
+}
+
+// check is Check, also naming the JSON key of the value at fault, so that
+// ParseModel can give its line.
+func (m *Model) check() (key string, err error) {
+	for _, d := range []struct {
+		key   string
+		v     int
+		least int
+		most  int
+		want  string
+	}{
+		{"layers", m.Layers, 1, 1 << 16, "1 to 65536"},
+		{"hidden", m.Hidden, 1, 1 << 20, "1 to 2^20"},
+		{"heads", m.Heads, 1, 1 << 16, "1 to 65536"},
+		{"kv_heads", m.KVHeads, 0, 1 << 16, "0 (as many as heads) to 65536"},
+		{"ffn", m.FFN, 0, 1 << 22, "0 (4 × hidden) to 2^22"},
+		{"vocab", m.Vocab, 1, 1 << 24, "1 to 2^24"},
+		{"seq", m.Seq, 1, 1 << 24, "1 to 2^24"},
+	} {
+		if d.v < d.least || d.v > d.most {
+			return d.key, fmt.Errorf("%w: %s is %d, want %s", ErrModel, d.key, d.v, d.want)
+		}
 	}
-	return nil
+	switch {
+	case m.Hidden%m.Heads != 0:
+		return "heads", fmt.Errorf("%w: hidden %d does not split into %d heads", ErrModel, m.Hidden, m.Heads)
+	case m.KVHeads > 0 && m.Heads%m.KVHeads != 0:
+		return "kv_heads", fmt.Errorf("%w: %d heads do not split into %d KV head groups", ErrModel, m.Heads, m.KVHeads)
+	case m.Dtype != "bfloat16":
+		return "dtype", fmt.Errorf("%w: dtype %q (only bfloat16 is written)", ErrModel, m.Dtype)
+	}
+	return "", nil
 }
 
 // kv is the number of key/value heads.

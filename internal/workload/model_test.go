@@ -2,6 +2,7 @@ package workload
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,55 @@ func TestModelFile(t *testing.T) {
 	}
 	if _, err := LoadModel("no-such-preset"); err == nil || !strings.Contains(err.Error(), "megatron-1.7b") {
 		t.Errorf("unknown name: %v", err)
+	}
+}
+
+// TestModelCheckLines: a value the checks refuse is blamed on its key's
+// line. The file is eleven lines, one key each from line 2 ("name") to
+// line 10 ("dtype"); each case changes one value in place, and the line
+// is counted by hand.
+func TestModelCheckLines(t *testing.T) {
+	good := `{
+  "name": "small",
+  "layers": 4,
+  "hidden": 256,
+  "heads": 4,
+  "kv_heads": 2,
+  "ffn": 1024,
+  "vocab": 1000,
+  "seq": 128,
+  "dtype": "bfloat16"
+}
+`
+	if _, err := ParseModel([]byte(good)); err != nil {
+		t.Fatalf("the good file: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "m.json")
+	for _, c := range []struct {
+		old, new string
+		line     int
+		what     string
+	}{
+		{`"layers": 4`, `"layers": -3`, 3, "layers is -3, want 1 to 65536"},
+		{`"hidden": 256`, `"hidden": 2097152`, 4, "hidden is 2097152, want 1 to 2^20"},
+		{`"heads": 4`, `"heads": 3`, 5, "hidden 256 does not split into 3 heads"},
+		{`"kv_heads": 2`, `"kv_heads": 3`, 6, "4 heads do not split into 3 KV head groups"},
+		{`"ffn": 1024`, `"ffn": -1`, 7, "ffn is -1"},
+		{`"vocab": 1000`, `"vocab": 0`, 8, "vocab is 0"},
+		{`"seq": 128`, `"seq": 16777217`, 9, "seq is 16777217"},
+		{`"dtype": "bfloat16"`, `"dtype": "float16"`, 10, `dtype "float16"`},
+	} {
+		bad := strings.Replace(good, c.old, c.new, 1)
+		if bad == good {
+			t.Fatalf("%q not in the file", c.old)
+		}
+		if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadModel(p)
+		want := fmt.Sprintf("%s:%d: bad model: %s", p, c.line, c.what)
+		if err == nil || !errors.Is(err, ErrModel) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s -> %s: got %v, want it to start with %q", c.old, c.new, err, want)
+		}
 	}
 }
