@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/jsonpos"
 	"github.com/fastsim/fastsim/internal/monarch"
 	"github.com/fastsim/fastsim/internal/sched"
 )
@@ -27,7 +28,7 @@ func (f pricingFlags) pricing() (sched.CostModel, *costs.Model, string, sched.Co
 		if monarch.IsTiming(data) {
 			t, err := monarch.ParseTiming(data)
 			if err != nil {
-				return nil, nil, "", 0, fmt.Errorf("--costs: %s: %w", *f.costs, err)
+				return nil, nil, "", 0, fmt.Errorf("--costs: %w", jsonpos.InFile(*f.costs, err))
 			}
 			rest := f
 			none := ""

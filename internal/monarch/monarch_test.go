@@ -2,6 +2,8 @@ package monarch
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/gen"
@@ -121,6 +123,37 @@ func TestRankCounter(t *testing.T) {
 	for range 2 {
 		if got := rc.Count(ss); got != 6 {
 			t.Errorf("count %d, want 6", got)
+		}
+	}
+}
+
+// TestTimingErrorLines: a timing file's wrong value is blamed on its
+// key's line, in both forms, and of two wrong values the first in the
+// file is the one named. Lines counted by hand in each text.
+func TestTimingErrorLines(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+		what string
+	}{
+		// The key on line 3; the next line is wrong too, named second.
+		{"{\n  \"BorrowCreate\": 2,\n  \"SendTensor:(2):float32\": -3,\n  \"Reduce:x\": -4\n}\n", 3,
+			`timing file: "SendTensor:(2):float32": -3 microseconds is out of range (0 to 1e14)`},
+		// A catalogue: "timing" opens on line 3, its second key on line 5.
+		{"{\n  \"command_types\": [],\n  \"timing\": {\n    \"BorrowCreate\": 0.5,\n    \"Reduce:x\": 2e14\n  }\n}\n", 5,
+			`timing file: "Reduce:x": 2e+14 microseconds is out of range`},
+		{"{\n  \"a\": 1,\n\n  \"b\": \"x\"\n}", 4, `timing file: "b": want a number of microseconds`},
+		{"{\n  \"a\": 1,\n  \"a\": 2\n}", 3, `timing file: "a": given twice (first on line 2)`},
+		// The borrow waits differ: blamed on the later key, line 4.
+		{"{\n  \"BorrowLastUse\": 1,\n  \"x\": 1,\n  \"BorrowCreate\": 2\n}", 4, "timing file: BorrowCreate (2000 ns) and BorrowLastUse (1000 ns) differ"},
+		{"{\n  \"command_types\": [],\n  \"timing\": 5\n}", 3, `timing file: "timing": want an object`},
+		// Not JSON: where the text goes wrong.
+		{"{\n  \"a\": 1,\n  \"b\" 2\n}", 3, "timing file: invalid character"},
+	} {
+		_, err := ParseTiming([]byte(c.text))
+		want := fmt.Sprintf("%d: %s", c.line, c.what)
+		if !errors.Is(err, ErrTiming) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: got %v, want it to start with %q", c.text, err, want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/jsonpos"
 	"github.com/fastsim/fastsim/internal/sched"
 )
 
@@ -48,32 +49,76 @@ func IsTiming(data []byte) bool {
 
 // ParseTiming reads a timing file: {timing_key: microseconds} or a
 // catalogue with a "timing" object of that form. Microseconds may have a
-// fraction; they are rounded to whole nanoseconds.
+// fraction; they are rounded to whole nanoseconds. Every error is a
+// *jsonpos.Error naming its line: where the JSON text is wrong, or the
+// key of a value out of range, given twice, or not a number.
 func ParseTiming(data []byte) (Timing, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTiming, err)
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrTiming, err)}
 	}
-	if raw, ok := doc["timing"]; ok {
-		if _, cat := doc["command_types"]; cat {
-			doc = nil
-			if err := json.Unmarshal(raw, &doc); err != nil {
-				return nil, fmt.Errorf("%w: \"timing\": %v", ErrTiming, err)
+	_, timing := doc["timing"]
+	_, cat := doc["command_types"]
+	// The entries are read in the file's order, each key's offset at
+	// hand, so an error names the key's line and the first of several
+	// wrong values is the one named.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.Token() // the object's '{': the text is an object, Unmarshal found
+	if timing && cat {
+		for dec.More() {
+			if k, err := dec.Token(); err != nil || k == "timing" {
+				break
 			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, &jsonpos.Error{Line: lineOf(data, dec.InputOffset()), Err: fmt.Errorf("%w: \"timing\": want an object of microseconds by timing key", ErrTiming)}
 		}
 	}
 	t := Timing{}
-	for k, raw := range doc {
+	line := map[string]int{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, &jsonpos.Error{Line: lineOf(data, dec.InputOffset()), Err: fmt.Errorf("%w: %v", ErrTiming, err)}
+		}
+		k, _ := tok.(string)
+		at := lineOf(data, dec.InputOffset())
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, &jsonpos.Error{Line: at, Err: fmt.Errorf("%w: %v", ErrTiming, err)}
+		}
+		fail := func(format string, a ...any) error {
+			return &jsonpos.Error{Line: at, Err: fmt.Errorf("%w: %q: "+format, append([]any{ErrTiming, k}, a...)...)}
+		}
+		if first, dup := line[k]; dup {
+			return nil, fail("given twice (first on line %d)", first)
+		}
+		line[k] = at
 		var us float64
 		if err := json.Unmarshal(raw, &us); err != nil {
-			return nil, fmt.Errorf("%w: %q: want a number of microseconds", ErrTiming, k)
+			return nil, fail("want a number of microseconds")
 		}
 		if us < 0 || us > maxMicros || math.IsNaN(us) {
-			return nil, fmt.Errorf("%w: %q: %v microseconds is out of range (0 to 1e14)", ErrTiming, k, us)
+			return nil, fail("%v microseconds is out of range (0 to 1e14)", us)
 		}
 		t[k] = int64(math.Round(us * 1000))
 	}
+	// NewModel's check, here where the later of the two keys has a line.
+	if _, err := NewModel(t, nil); err != nil {
+		return nil, &jsonpos.Error{Line: max(line["BorrowCreate"], line["BorrowLastUse"]), Err: err}
+	}
 	return t, nil
+}
+
+// lineOf is the line of data holding the byte before offset (the last
+// byte of a token the decoder has read).
+func lineOf(data []byte, offset int64) int {
+	offset = min(max(offset-1, 0), int64(len(data)))
+	return 1 + bytes.Count(data[:offset], []byte("\n"))
 }
 
 // Model prices tasks from a timing file, and the keys it lacks with a base
