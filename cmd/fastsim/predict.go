@@ -36,7 +36,11 @@ transformer layers store for their backward passes (what Korthikanti et
 al. 2022's activation formulas count). --json writes the same as
 {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_memory_gib",
 "peak_device", "model_state_gib", "activation_gib", "stored_activation_gib",
-"hbm_gib", "fits", ...}.
+"hbm_gib", "fits", ..., "mechanisms"}. Both name the mechanism flags the
+job ran with (the layout line's "mechanisms --blocking-p2p ..." or
+"mechanisms none"; JSON's "mechanisms", a list of the flags as given,
+such as "--grad-reduce after-backward", or []), so that two predictions
+of one layout that differ by them can be told apart.
 
 Flags:
 `
@@ -72,6 +76,10 @@ type predictJSON struct {
 	PassSteps      int64   `json:"layer_passes_as_steps"`
 	WallS          float64 `json:"wall_s"`
 	UnknownOpCalls int64   `json:"unknown_op_calls"`
+
+	// Mechanisms are the mechanism flags the job ran with
+	// (predict.MechanismsOf), [] for none.
+	Mechanisms []string `json:"mechanisms"`
 }
 
 func predictCmd(args []string, stdout, stderr io.Writer) int {
@@ -168,6 +176,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			ModelFLOPs: r.ModelFLOPs, PeakMemoryGiB: r.PeakGiB, PeakDevice: r.PeakDevice,
 			ModelStateGiB: r.ModelStateGiB, ActivationGiB: r.ActivationGiB, StoredActGiB: r.StoredActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
 			Groups: r.Groups, Commands: r.Commands, PassSteps: r.PassSteps, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
+			Mechanisms: predict.MechanismsOf(&j),
 		}
 		data, _ := json.MarshalIndent(doc, "", "  ")
 		if err := trace.WriteFileAtomic(*jsonPath, append(data, '\n')); err != nil {
@@ -180,8 +189,12 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		if !r.Fits {
 			fits = "does NOT fit"
 		}
-		fmt.Fprintf(stdout, "layout               %s on %d x %s: tp %d, pp %d, dp %d; batch %d in microbatches of %d; %s, recompute %s, sequence parallel %v, ZeRO %d\n",
-			j.Model.Name, r.World, spec.Name, j.TP, j.PP, j.DP, j.GlobalBatch, j.MicroBatch, tf.schedule, tf.recompute, j.SequenceParallel, j.Zero)
+		mech := strings.Join(predict.MechanismsOf(&j), " ")
+		if mech == "" {
+			mech = "none"
+		}
+		fmt.Fprintf(stdout, "layout               %s on %d x %s: tp %d, pp %d, dp %d; batch %d in microbatches of %d; %s, recompute %s, sequence parallel %v, ZeRO %d; mechanisms %s\n",
+			j.Model.Name, r.World, spec.Name, j.TP, j.PP, j.DP, j.GlobalBatch, j.MicroBatch, tf.schedule, tf.recompute, j.SequenceParallel, j.Zero, mech)
 		fmt.Fprintf(stdout, "step time            %.4f s\n", r.StepTimeS)
 		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
 		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -77,6 +78,48 @@ func TestPredictMeshFlags(t *testing.T) {
 		code, _, stderr := runCLI(append([]string{"predict", "--model", "llama3-8b"}, c.args...)...)
 		if code != exitInput || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, c.want) {
 			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, exitInput, c.want)
+		}
+	}
+}
+
+// TestPredictMechanisms: the layout line and the JSON name the mechanism
+// flags given (in predict.Mechanisms' order, whatever the command line's),
+// and none when none is: "mechanisms none" and [] (not null).
+func TestPredictMechanisms(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flags []string
+		line  string
+		json  []string
+	}{
+		{nil, "; mechanisms none\n", []string{}},
+		{[]string{"--blocking-p2p", "--grad-reduce", "after-backward"}, "; mechanisms --grad-reduce after-backward --blocking-p2p\n",
+			[]string{"--grad-reduce after-backward", "--blocking-p2p"}},
+		{[]string{"--flash-attention", "--apex-layer-norm", "--half-grad-reduce"}, "; mechanisms --half-grad-reduce --apex-layer-norm --flash-attention\n",
+			[]string{"--half-grad-reduce", "--apex-layer-norm", "--flash-attention"}},
+	} {
+		out := filepath.Join(dir, "p.json")
+		args := append([]string{"predict", "--layers", "2", "--hidden", "256", "--seq", "256", "--world", "2",
+			"--global-batch", "4", "--micro-batch", "2", "--json", out}, c.flags...)
+		code, stdout, stderr := runCLI(args...)
+		if code != exitOK {
+			t.Fatalf("%q: exit %d: %s", c.flags, code, stderr)
+		}
+		if layout, _, _ := strings.Cut(stdout, "\n"); !strings.HasPrefix(layout, "layout ") || !strings.HasSuffix(layout+"\n", c.line) {
+			t.Errorf("%q: layout line %q, want it to end %q", c.flags, layout, c.line)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Mechanisms []string `json:"mechanisms"`
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Mechanisms == nil || !slices.Equal(p.Mechanisms, c.json) {
+			t.Errorf("%q: JSON mechanisms %#v, want %#v", c.flags, p.Mechanisms, c.json)
 		}
 	}
 }
