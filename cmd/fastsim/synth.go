@@ -91,6 +91,10 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	if *seed >= 0 {
+		if bad := setFlags(fs, trainOnly); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim synth: %s: only a training job reads it, not --random's random history (which takes --world, --commands and --whole-mesh)\n", bad[0])
+			return exitInput
+		}
 		if *world < 2 || *world > synth.MaxRandomWorld {
 			fmt.Fprintf(stderr, "fastsim synth: --world %d: want 2..%d ranks\n", *world, synth.MaxRandomWorld)
 			return exitInput
@@ -103,6 +107,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		if *mesh {
 			write = func(w io.Writer) error { return synth.RandomMesh(w, uint64(*seed), *world, *commands) }
 		}
+	} else if bad := setFlags(fs, randomOnly); len(bad) > 0 {
+		fmt.Fprintf(stderr, "fastsim synth: %s: only the random history reads it (give --random SEED; a training job's world is --tp x --pp x --dp)\n", bad[0])
+		return exitInput
 	} else if tf.model != "" && tf.model != "toy" {
 		if bad := setFlags(fs, toyOnly); len(bad) > 0 {
 			fmt.Fprintf(stderr, "fastsim synth: %s: only the toy workload reads it (--model gives the transformer's shape; use --micro-batch and --global-batch)\n", bad[0])
@@ -159,6 +166,15 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// randomOnly names the flags that only the random history (--random)
+// reads.
+var randomOnly = []string{"world", "commands", "whole-mesh"}
+
+// trainOnly names the flags that only a training job (the toy or a
+// transformer) reads: the random history's shape comes from --world and
+// its seed alone.
+var trainOnly = append(append([]string{"model", "tp", "pp", "dp", "steps", "gpus-per-host", "command-ns"}, toyOnly...), tfOnly...)
 
 // writeAtomic streams fill to path as an output: a regular file through a
 // temporary file renamed onto path once complete (on error nothing is left
