@@ -98,7 +98,7 @@ type searchOut struct {
 
 func (o *searchOut) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
-	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(a space that searches how layouts train, or prunes, adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
+	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(the transformer adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no table and no progress line")
 }

@@ -28,10 +28,10 @@ type Doc struct {
 }
 
 // full reports whether d's results carry the training dimensions, the
-// memory split and the bounds (a space that searches them or prunes).
+// memory split and the bounds: a transformer's do, whether the space
+// searches them or pins them, prunes or not.
 func (d *Doc) full() bool {
-	s := &d.Space
-	return s.Prune || s.Schedules != "" || s.Recomputes != "" || s.SequenceParallels != "" || s.Zeros != ""
+	return !d.Space.toy()
 }
 
 // NewDoc wraps ranked results.
@@ -45,9 +45,63 @@ func NewDoc(s Space, costs string, sh Shard, layouts int, rs []Result) *Doc {
 	return &Doc{Fastsim: "search", Version: 1, Space: s, Costs: costs, Shard: sh, Layouts: layouts, Results: rs}
 }
 
-// WriteJSON writes d indented, with a final newline.
+// record is a transformer's Result as WriteJSON writes it: every field,
+// always, as the CSV has it (the schedule, recomputation, sequence
+// parallelism and ZeRO stage the layout ran with even when the space
+// pins them; a bound of 0 when the space does not prune), and an MFU of
+// null when the space has no GPU peak to measure it against.
+type record struct {
+	Index            int      `json:"index"`
+	PP               int      `json:"pp"`
+	DP               int      `json:"dp"`
+	TP               int      `json:"tp"`
+	Micro            int      `json:"micro"`
+	MicroBatch       int      `json:"micro_batch"`
+	Schedule         string   `json:"schedule"`
+	Recompute        string   `json:"recompute"`
+	SequenceParallel bool     `json:"sequence_parallel"`
+	Zero             int      `json:"zero"`
+	StepTimeS        float64  `json:"step_time_s"`
+	PeakMemoryMB     float64  `json:"peak_memory_mb"`
+	Fits             bool     `json:"fits"`
+	TokensPerS       float64  `json:"tokens_per_s"`
+	StepTimeNs       int64    `json:"step_time_ns"`
+	PeakBytes        int64    `json:"peak_memory_bytes"`
+	ModelStateBytes  int64    `json:"model_state_bytes"`
+	MFU              *float64 `json:"mfu"`
+	MemoryBoundBytes int64    `json:"memory_bound_bytes"`
+	TimeBoundNs      int64    `json:"time_bound_ns"`
+}
+
+// hasMFU reports whether the results' MFU means something: the space
+// knows its GPU's peak (search --hardware).
+func (d *Doc) hasMFU() bool { return d.Space.PeakTFLOPS > 0 }
+
+// WriteJSON writes d indented, with a final newline. A toy space's
+// results are written as they are; a transformer's as records.
 func (d *Doc) WriteJSON(w io.Writer) error {
-	data, err := json.MarshalIndent(d, "", "  ")
+	var v any = d
+	if d.full() {
+		rs := make([]record, len(d.Results))
+		for i, r := range d.Results {
+			j := d.Space.Job(r.Layout)
+			rs[i] = record{Index: r.Index, PP: r.PP, DP: r.DP, TP: r.TP, Micro: r.Micro,
+				MicroBatch: j.MicroBatch, Schedule: d.Space.scheduleOf(r.Layout), Recompute: d.Space.recomputeOf(r.Layout),
+				SequenceParallel: j.SequenceParallel, Zero: j.Zero,
+				StepTimeS: r.StepTimeS, PeakMemoryMB: r.PeakMemoryMB, Fits: r.Fits, TokensPerS: r.TokensPerS,
+				StepTimeNs: r.StepTimeNs, PeakBytes: r.PeakBytes, ModelStateBytes: r.ModelStateBytes,
+				MemoryBoundBytes: r.MemoryBoundBytes, TimeBoundNs: r.TimeBoundNs}
+			if d.hasMFU() {
+				rs[i].MFU = &d.Results[i].MFU
+			}
+		}
+		// The outer Results field hides the embedded Doc's.
+		v = struct {
+			*Doc
+			Results []record `json:"results"`
+		}{d, rs}
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -100,8 +154,12 @@ func (d *Doc) WriteCSV(w io.Writer) error {
 			ftoa(r.StepTimeS), ftoa(r.PeakMemoryMB), r.Fits, ftoa(r.TokensPerS))
 		if full {
 			j := d.Space.Job(r.Layout)
+			mfu := "" // unknown without the GPU's peak
+			if d.hasMFU() {
+				mfu = ftoa(r.MFU)
+			}
 			fmt.Fprintf(&b, ",%d,%s,%s,%t,%d,%s,%d,%d,%d,%d", j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout),
-				j.SequenceParallel, j.Zero, ftoa(r.MFU), r.ModelStateBytes, r.PeakBytes, r.MemoryBoundBytes, r.TimeBoundNs)
+				j.SequenceParallel, j.Zero, mfu, r.ModelStateBytes, r.PeakBytes, r.MemoryBoundBytes, r.TimeBoundNs)
 		}
 		b.WriteByte('\n')
 	}

@@ -1,0 +1,67 @@
+package search
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// TestJSONRecordsComplete: every --json record of a transformer search
+// has every field the CSV has, whether the layout's values are zero or
+// not (omitempty left out sequence_parallel false, zero 0 and mfu 0, and
+// micro_batch was never written), in a space that prunes or pins every
+// dimension; the MFU is null without a GPU peak, a number with one.
+func TestJSONRecordsComplete(t *testing.T) {
+	m := workload.Model{Name: "g", Layers: 4, Hidden: 128, Heads: 4, Vocab: 256, Seq: 64, Bias: true, Tied: true, Dtype: "bfloat16"}
+	base := Space{Model: m, Batch: 8, World: 4, GPUsPerHost: 4, MemoryBytes: 80e9, Steps: 2}
+	pruned := base
+	pruned.Prune, pruned.Schedules, pruned.Zeros, pruned.PeakTFLOPS = true, "1f1b", "0,1", 312
+	results := []Result{
+		{Index: 0, Layout: Layout{PP: 1, DP: 2, TP: 2, Micro: 2}, StepTimeNs: 1e9, PeakBytes: 1e9},
+		{Index: 1, Layout: Layout{PP: 1, DP: 4, TP: 1, Micro: 1, Training: Training{Schedule: "1f1b", Recompute: "full", SequenceParallel: false, Zero: 1}}, StepTimeNs: 2e9, PeakBytes: 2e9},
+	}
+	cols := strings.Split(CSVFullHeader, ",")
+	for _, c := range []struct {
+		s   Space
+		rs  []Result
+		mfu bool
+	}{{base, results[:1], false}, {pruned, results, true}} {
+		for i := range c.rs {
+			fill(&c.rs[i], c.s)
+		}
+		var b bytes.Buffer
+		if err := NewDoc(c.s, "x", Shard{}, len(c.rs), c.rs).WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Results) != len(c.rs) {
+			t.Fatalf("%d records, want %d", len(doc.Results), len(c.rs))
+		}
+		for i, rec := range doc.Results {
+			for _, col := range cols {
+				if _, ok := rec[col]; !ok {
+					t.Errorf("prune %t, record %d: no %q in %v", c.s.Prune, i, col, rec)
+				}
+			}
+			// Batch 8 over dp x micro: 8/(2x2) = 2 and 8/(4x1) = 2.
+			if rec["micro_batch"] != 2.0 {
+				t.Errorf("record %d: micro_batch %v, want 2", i, rec["micro_batch"])
+			}
+			if mfu, ok := rec["mfu"].(float64); ok != c.mfu || c.mfu && mfu <= 0 {
+				t.Errorf("record %d: mfu %v (peak %g)", i, rec["mfu"], c.s.PeakTFLOPS)
+			}
+		}
+		// What was written reads back, as search merge reads it.
+		if _, err := ReadDoc(&b, "x.json"); err != nil {
+			t.Error(err)
+		}
+	}
+}
