@@ -193,9 +193,13 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 			if j.SequenceParallel {
 				sp = "yes"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%.3f\t%.0f\t%.1f%%\t%.2f\t%.2f\t%.2f\t%s\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
+			mfu := "–" // unknown without the GPU's peak (search --hardware)
+			if d.hasMFU() {
+				mfu = fmt.Sprintf("%.1f%%", 100*r.MFU)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%.3f\t%.0f\t%s\t%.2f\t%.2f\t%.2f\t%s\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
 				j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout), sp, j.Zero,
-				float64(r.StepTimeNs)/1e6, r.TokensPerS, 100*r.MFU, float64(r.ModelStateBytes)/1e9,
+				float64(r.StepTimeNs)/1e6, r.TokensPerS, mfu, float64(r.ModelStateBytes)/1e9,
 				float64(r.PeakBytes-r.ModelStateBytes)/1e9, float64(r.PeakBytes)/1e9, fits)
 			continue
 		}

@@ -65,3 +65,24 @@ func TestJSONRecordsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestTableMFUUnknown: without a GPU peak the table's MFU column says
+// "–", not a "0.0%" that reads as a measurement; with one it is a
+// percentage.
+func TestTableMFUUnknown(t *testing.T) {
+	m := workload.Model{Name: "g", Layers: 4, Hidden: 128, Heads: 4, Vocab: 256, Seq: 64, Bias: true, Tied: true, Dtype: "bfloat16"}
+	s := Space{Model: m, Batch: 8, World: 4, GPUsPerHost: 4, MemoryBytes: 80e9, Steps: 2, Prune: true}
+	for _, peak := range []float64{0, 312} {
+		s.PeakTFLOPS = peak
+		r := Result{Layout: Layout{PP: 1, DP: 2, TP: 2, Micro: 2}, StepTimeNs: 1e9, PeakBytes: 1e9}
+		fill(&r, s)
+		var b bytes.Buffer
+		if err := NewDoc(s, "x", Shard{}, 1, []Result{r}).WriteTable(&b, 0); err != nil {
+			t.Fatal(err)
+		}
+		row := strings.Split(b.String(), "\n")[1]
+		if strings.Contains(row, "–") != (peak == 0) || strings.Contains(row, "%") != (peak > 0) {
+			t.Errorf("peak %g: row %q", peak, row)
+		}
+	}
+}
