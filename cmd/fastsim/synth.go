@@ -76,6 +76,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
+	quiet := fs.Bool("quiet", false, "draw no progress line (errors still go to stderr)")
 	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns` (transformer: negative sends every command at time 0)")
 	positional, code := parseArgs(fs, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
@@ -149,7 +150,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	if form, ok := history.FormOf(positional[0]); ok {
 		write = inForm(form, write)
 	}
-	if isTerminal(os.Stderr) {
+	if isTerminal(os.Stderr) && !*quiet {
 		// The records to come are not counted in advance: the bytes
 		// written so far show that it moves.
 		var cw countingWriter

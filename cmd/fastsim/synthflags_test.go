@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSynthRefusesUnreadFlags: a flag the chosen workload does not read is
@@ -43,6 +46,41 @@ func TestSynthRefusesUnreadFlags(t *testing.T) {
 	} {
 		if code, _, stderr := runCLI(append(append([]string{"synth"}, args...), out)...); code != exitOK {
 			t.Errorf("%q: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+// TestQuietSynthAndOps: synth and ops take --quiet, as every other
+// command does: on a terminal (util-linux script gives them one) they
+// draw no progress line, however long they run (over the second after
+// which one is drawn), and ops prints no table.
+func TestQuietSynthAndOps(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "long.hist")
+	long := []string{"synth", "--quiet", "--pp", "2", "--dp", "4", "--layers", "16", "--hidden", "256", "--seq", "128", "--batch", "16", "--micro", "4", "--steps", "120", hist}
+	if code, stdout, stderr := runCLI(long...); code != exitOK || stdout != "" || stderr != "" {
+		t.Fatalf("synth --quiet: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCLI("ops", "--quiet", hist); code != exitOK || stdout != "" || stderr != "" {
+		t.Fatalf("ops --quiet: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if testing.Short() {
+		return
+	}
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("no script(1) to give the child a terminal")
+	}
+	for _, args := range [][]string{long, {"ops", "--quiet", hist}} {
+		cmd := exec.Command("script", "-q", "-e", "-c", os.Args[0]+" -test.run=^$", "/dev/null")
+		cmd.Env = append(os.Environ(), "FASTSIM_CHILD="+strings.Join(args, "\x1f"))
+		began := time.Now()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", args, err, out)
+		}
+		t.Logf("%s --quiet on a terminal: %v", args[0], time.Since(began))
+		if len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("%s --quiet wrote %q", args[0], out)
 		}
 	}
 }
