@@ -216,6 +216,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "fastsim search: --model: %v\n", err)
 				return exitInput
 			}
+			nameModel(&m, tf.model)
 			s.Model = m
 		} else {
 			s.Model = gptModel(s.Layers, s.Hidden, s.Seq, *heads, *vocab)
