@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // Doc is the JSON document of a search or of one shard of it.
@@ -109,25 +111,43 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// ReadDoc reads a document written by WriteJSON; name labels errors.
+// maxDocBytes bounds a document ReadDoc reads: MaxLayouts records of a
+// few hundred bytes each.
+const maxDocBytes = 1 << 30
+
+// ReadDoc reads a document written by WriteJSON; name labels errors,
+// which start "name:LINE: " at the line they are about.
 func ReadDoc(r io.Reader, name string) (*Doc, error) {
-	dec := json.NewDecoder(io.LimitReader(r, 1<<30))
+	data, err := io.ReadAll(io.LimitReader(r, maxDocBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > maxDocBytes {
+		return nil, fmt.Errorf("%s: %w: over %d bytes", name, ErrMerge, maxDocBytes)
+	}
+	at := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %w: %s", name, line, ErrMerge, fmt.Sprintf(format, args...))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d Doc
 	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrMerge, err)
+		return nil, at(jsonpos.Line(data, err), "%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, at(jsonpos.Trailing(data, dec.InputOffset()), "trailing data after the JSON object")
 	}
 	if d.Fastsim != "search" || d.Version != 1 {
-		return nil, fmt.Errorf("%s: %w: not a fastsim search result (version 1)", name, ErrMerge)
+		return nil, at(jsonpos.Key(data, "fastsim"), "not a fastsim search result (version 1)")
 	}
 	if err := d.Shard.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrMerge, err)
+		return nil, at(jsonpos.Key(data, "shard"), "%v", err)
 	}
 	if d.Layouts < 0 || d.Layouts > MaxLayouts || len(d.Results) > d.Layouts {
-		return nil, fmt.Errorf("%s: %w: %d results of %d layouts (at most %d)", name, ErrMerge, len(d.Results), d.Layouts, MaxLayouts)
+		return nil, at(jsonpos.Key(data, "layouts"), "%d results of %d layouts (at most %d)", len(d.Results), d.Layouts, MaxLayouts)
 	}
 	if d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > d.Layouts || (d.PrunedMemory > 0 && !d.Space.Prune) {
-		return nil, fmt.Errorf("%s: %w: %d layouts pruned by memory and %d results of %d layouts", name, ErrMerge, d.PrunedMemory, len(d.Results), d.Layouts)
+		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of %d layouts", d.PrunedMemory, len(d.Results), d.Layouts)
 	}
 	return &d, nil
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,6 +84,29 @@ func TestTableMFUUnknown(t *testing.T) {
 		row := strings.Split(b.String(), "\n")[1]
 		if strings.Contains(row, "–") != (peak == 0) || strings.Contains(row, "%") != (peak > 0) {
 			t.Errorf("peak %g: row %q", peak, row)
+		}
+	}
+}
+
+// TestReadDocLines: what search merge finds wrong in a shard's file is
+// reported at its line, FILE:LINE, as for every other JSON file.
+func TestReadDocLines(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+	}{
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"layouts\": x\n}", 4},                  // syntax
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"colour\": 1\n}", 4},                   // unknown field
+		{"{\n  \"version\": 1,\n  \"fastsim\": \"replay\"\n}", 3},                                     // not a search
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 0}\n}", 4}, // bad shard
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 1},\n  \"layouts\": -1\n}", 5},
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 1}\n}\n\n{}", 7}, // trailing
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,", 3},                                             // ends early
+	} {
+		_, err := ReadDoc(strings.NewReader(c.text), "s.json")
+		want := "s.json:" + strconv.Itoa(c.line) + ": shards do not merge: "
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v; want it to start %q", c.text, err, want)
 		}
 	}
 }
