@@ -25,17 +25,25 @@ const maxMicros = 1e14
 
 // IsTiming reports whether data looks like a Monarch timing file: a JSON
 // object whose values are all numbers (import_timing's format), or a
-// command catalogue carrying a "timing" object (export_command_types with
-// timing). A fastsim cost model has object values ("fixed", "comm", ...), so
+// "timing" object of that form, alone or in a command catalogue
+// (export_command_types with timing, as 'fastsim ops --json' writes it). A fastsim cost model has object values ("fixed", "comm", ...), so
 // the two never look alike.
 func IsTiming(data []byte) bool {
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(data, &doc) != nil || len(doc) == 0 {
 		return false
 	}
+	if raw, ok := doc["timing"]; ok && isObject(raw) {
+		// A catalogue's timing, with or without its command_types.
+		for k := range doc {
+			if k != "timing" && k != "command_types" {
+				return false
+			}
+		}
+		return true
+	}
 	if _, ok := doc["command_types"]; ok {
-		_, ok := doc["timing"]
-		return ok
+		return false
 	}
 	for _, v := range doc {
 		v = bytes.TrimSpace(v)
@@ -46,20 +54,25 @@ func IsTiming(data []byte) bool {
 	return true
 }
 
-// ParseTiming reads a timing file: {timing_key: microseconds} or a
-// catalogue with a "timing" object of that form. Microseconds may have a
+// isObject reports whether raw, a JSON value, is an object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// ParseTiming reads a timing file: {timing_key: microseconds}, or a
+// "timing" object of that form, alone or beside a catalogue's
+// "command_types". Microseconds may have a
 // fraction; they are rounded to whole nanoseconds.
 func ParseTiming(data []byte) (Timing, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTiming, err)
 	}
-	if raw, ok := doc["timing"]; ok {
-		if _, cat := doc["command_types"]; cat {
-			doc = nil
-			if err := json.Unmarshal(raw, &doc); err != nil {
-				return nil, fmt.Errorf("%w: \"timing\": %v", ErrTiming, err)
-			}
+	if raw, ok := doc["timing"]; ok && isObject(raw) {
+		doc = nil
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("%w: \"timing\": %v", ErrTiming, err)
 		}
 	}
 	t := Timing{}
