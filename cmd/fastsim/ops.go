@@ -42,6 +42,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	top := fs.Int("top", 30, "show the `K` kinds with the most predicted time in the table (0: all)")
 	grouped := fs.Bool("group-workers", false, "simulate identical ranks once (same results; for very large worlds)")
 	mf := registerPricingFlags(fs)
+	quiet := fs.Bool("quiet", false, "print no table and no progress line (errors still go to stderr)")
 	positional, code := parseArgs(fs, opsUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
@@ -61,7 +62,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	if model == nil {
 		model = sched.DefaultCosts()
 	}
-	showProgress := isTerminal(os.Stderr)
+	showProgress := isTerminal(os.Stderr) && !*quiet
 	cat, err := catalogue(positional[0], model, ctl, *grouped, showProgress, stderr)
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -85,7 +86,9 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	printCatalogue(stdout, cat, *top)
+	if !*quiet {
+		printCatalogue(stdout, cat, *top)
+	}
 	return exitOK
 }
 

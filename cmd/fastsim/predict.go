@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,6 +122,16 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	dp := *world / (*tp * *pp)
+	// As search leaves them out: these would train as the layout without
+	// them, under a name that says otherwise.
+	switch {
+	case tf.zero > 0 && tf.zero <= 3 && dp == 1: // a stage past 3 is refused as such below
+		fmt.Fprintf(stderr, "fastsim predict: --zero %d: ZeRO shards over the data-parallel replicas and dp (--world / (--tp x --pp)) is 1; it would train as --zero 0\n", tf.zero)
+		return exitInput
+	case tf.sp && *tp == 1:
+		fmt.Fprintln(stderr, "fastsim predict: --sequence-parallel: it splits over the tensor-parallel shards and --tp is 1; it would train as without it")
+		return exitInput
+	}
 	var j workload.Job
 	if tf.model == "" {
 		if *layers < 1 || *hidden < 1 {
@@ -143,6 +154,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		if j, ok = tf.job(stderr, "predict", *tp, *pp, dp, 2, spec.Host.GPUsPerHost, -1); !ok {
 			return exitInput
 		}
+		nameModel(&j.Model, tf.model)
 	}
 	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
@@ -214,5 +226,15 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 func predictProgress(w io.Writer, began time.Time) func(records int64) {
 	return func(records int64) {
 		fmt.Fprintf(w, "\r\033[Kfastsim predict: %d records simulated in %.0f s...", records, time.Since(began).Seconds())
+	}
+}
+
+// nameModel gives a model read from a file without a "name" the file's
+// base name without its extension (gpt-13b.json: "gpt-13b"), so that
+// reports and JSON name it.
+func nameModel(m *workload.Model, path string) {
+	if m.Name == "" {
+		base := filepath.Base(path)
+		m.Name = strings.TrimSuffix(base, filepath.Ext(base))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -98,7 +99,7 @@ type searchOut struct {
 
 func (o *searchOut) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
-	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(a space that searches how layouts train, or prunes, adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
+	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(the transformer adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no table and no progress line")
 }
@@ -147,8 +148,16 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: unexpected argument %q (everything is a flag; see fastsim search --help)\n", positional[0])
 		return exitInput
 	}
-	if s.World < 1 {
+	if !flagSet(fs, "world") {
 		fmt.Fprintln(stderr, "fastsim search: --world is required (the number of GPUs)")
+		return exitInput
+	}
+	if s.World < 1 || s.World > sched.MaxGroupedWorld {
+		fmt.Fprintf(stderr, "fastsim search: --world %d: want 1..%d GPUs\n", s.World, sched.MaxGroupedWorld)
+		return exitInput
+	}
+	if flagSet(fs, "batch") && flagSet(fs, "global-batch") {
+		fmt.Fprintln(stderr, "fastsim search: --batch and --global-batch: give one (both are the global batch)")
 		return exitInput
 	}
 	model, m, costsID, ctl, err := mf.pricing()
@@ -207,6 +216,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "fastsim search: --model: %v\n", err)
 				return exitInput
 			}
+			nameModel(&m, tf.model)
 			s.Model = m
 		} else {
 			s.Model = gptModel(s.Layers, s.Hidden, s.Seq, *heads, *vocab)
@@ -217,9 +227,19 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		pin := func(one, many string, list *string, v string) {
+			if code >= 0 {
+				return // one line: the first flag that is wrong
+			}
 			if given[one] && given[many] {
 				fmt.Fprintf(stderr, "fastsim search: --%s and --%s: give one\n", one, many)
 				code = exitInput
+				return
+			}
+			if given[many] && strings.TrimSpace(v) == "" {
+				// An empty list would search the space's one default.
+				fmt.Fprintf(stderr, "fastsim search: --%s %q: an empty list (give at least one value, or --%s to pin one)\n", many, v, one)
+				code = exitInput
+				return
 			}
 			*list = v
 			if given[one] {
@@ -249,6 +269,10 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 				s.Zeros = strconv.Itoa(s.Zero)
 			}
 			s.Schedule, s.Recompute, s.SequenceParallel, s.Zero = "", "", false, 0
+		}
+		if *maxTP < 0 {
+			fmt.Fprintf(stderr, "fastsim search: --max-tp %d: want 1 or more, or 0 for the GPUs of a host\n", *maxTP)
+			return exitInput
 		}
 		s.MaxTP = *maxTP
 		if s.MaxTP == 0 {

@@ -76,6 +76,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
+	quiet := fs.Bool("quiet", false, "draw no progress line (errors still go to stderr)")
 	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns` (transformer: negative sends every command at time 0)")
 	positional, code := parseArgs(fs, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
@@ -91,6 +92,10 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		return exitInput
 	}
 	if *seed >= 0 {
+		if bad := setFlags(fs, trainOnly); len(bad) > 0 {
+			fmt.Fprintf(stderr, "fastsim synth: %s: only a training job reads it, not --random's random history (which takes --world, --commands and --whole-mesh)\n", bad[0])
+			return exitInput
+		}
 		if *world < 2 || *world > synth.MaxRandomWorld {
 			fmt.Fprintf(stderr, "fastsim synth: --world %d: want 2..%d ranks\n", *world, synth.MaxRandomWorld)
 			return exitInput
@@ -103,6 +108,9 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 		if *mesh {
 			write = func(w io.Writer) error { return synth.RandomMesh(w, uint64(*seed), *world, *commands) }
 		}
+	} else if bad := setFlags(fs, randomOnly); len(bad) > 0 {
+		fmt.Fprintf(stderr, "fastsim synth: %s: only the random history reads it (give --random SEED; a training job's world is --tp x --pp x --dp)\n", bad[0])
+		return exitInput
 	} else if tf.model != "" && tf.model != "toy" {
 		if bad := setFlags(fs, toyOnly); len(bad) > 0 {
 			fmt.Fprintf(stderr, "fastsim synth: %s: only the toy workload reads it (--model gives the transformer's shape; use --micro-batch and --global-batch)\n", bad[0])
@@ -142,7 +150,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	if form, ok := history.FormOf(positional[0]); ok {
 		write = inForm(form, write)
 	}
-	if isTerminal(os.Stderr) {
+	if isTerminal(os.Stderr) && !*quiet {
 		// The records to come are not counted in advance: the bytes
 		// written so far show that it moves.
 		var cw countingWriter
@@ -159,6 +167,15 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// randomOnly names the flags that only the random history (--random)
+// reads.
+var randomOnly = []string{"world", "commands", "whole-mesh"}
+
+// trainOnly names the flags that only a training job (the toy or a
+// transformer) reads: the random history's shape comes from --world and
+// its seed alone.
+var trainOnly = append(append([]string{"model", "tp", "pp", "dp", "steps", "gpus-per-host", "command-ns"}, toyOnly...), tfOnly...)
 
 // writeAtomic streams fill to path as an output: a regular file through a
 // temporary file renamed onto path once complete (on error nothing is left

@@ -54,6 +54,10 @@ func Default() int64 { return int64(float64(Machine()) * DefaultShare) }
 
 // Parse reads a size: a number of bytes with an optional unit (K, M, G, T,
 // as powers of 1024, with or without "iB"/"B"); "0" or "off" means no limit.
+// A size is a whole number of bytes from 1 to 2^63-1 (the largest int64,
+// which Go's soft limit takes as no limit at all): a fraction of a byte is
+// rounded down, and a size that rounds down to none is refused rather than
+// read as "off".
 func Parse(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	if t == "off" {
@@ -70,19 +74,46 @@ func Parse(s string) (int64, error) {
 			break
 		}
 	}
+	tooLarge := fmt.Errorf("%q is over the largest size, 2^63-1 bytes (8 EiB)", s)
+	// A whole number is read exactly: a float64 cannot hold every int64
+	// (2^63-1 rounds up to 2^63).
+	if i, err := strconv.ParseInt(t, 10, 64); err == nil && i >= 0 {
+		if i > math.MaxInt64/mult {
+			return 0, tooLarge
+		}
+		return i * mult, nil
+	} else if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(t, "-") {
+		return 0, tooLarge
+	}
 	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n < 0 || math.IsNaN(n) || n*float64(mult) >= math.MaxInt64 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || n < 0 || math.IsNaN(n) {
 		return 0, fmt.Errorf("%q is not a size (want bytes with an optional unit: 512M, 8G, 1.5T; 0 or off for none)", s)
 	}
-	return int64(n * float64(mult)), nil
+	if n*float64(mult) >= math.MaxInt64 { // 2^63: past the largest int64
+		return 0, tooLarge
+	}
+	b := int64(n * float64(mult))
+	mantissa, _, _ := strings.Cut(strings.ToLower(t), "e")
+	if b == 0 && (n > 0 || strings.ContainsAny(mantissa, "123456789")) { // 1e-400 underflows to 0
+		return 0, fmt.Errorf("%q is less than one byte (0 or off for no limit)", s)
+	}
+	return b, nil
 }
 
-// Format writes a size in MiB or GiB for messages.
+// Format writes a size for messages: in bytes below 1 KiB, else in KiB,
+// MiB or GiB (one decimal), the largest unit it reaches.
 func Format(b int64) string {
-	if b >= 1<<30 {
-		return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
+	switch {
+	case b == 1:
+		return "1 byte"
+	case b < 1<<10:
+		return strconv.FormatInt(b, 10) + " bytes"
+	case b < 1<<20:
+		return strconv.FormatFloat(float64(b)/(1<<10), 'f', 1, 64) + " KiB"
+	case b < 1<<30:
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
 	}
-	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB"
+	return strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64) + " GiB"
 }
 
 // Watcher polls the memory the Go runtime has mapped and not returned to

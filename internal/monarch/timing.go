@@ -26,17 +26,25 @@ const maxMicros = 1e14
 
 // IsTiming reports whether data looks like a Monarch timing file: a JSON
 // object whose values are all numbers (import_timing's format), or a
-// command catalogue carrying a "timing" object (export_command_types with
-// timing). A fastsim cost model has object values ("fixed", "comm", ...), so
+// "timing" object of that form, alone or in a command catalogue
+// (export_command_types with timing, as 'fastsim ops --json' writes it). A fastsim cost model has object values ("fixed", "comm", ...), so
 // the two never look alike.
 func IsTiming(data []byte) bool {
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(data, &doc) != nil || len(doc) == 0 {
 		return false
 	}
+	if raw, ok := doc["timing"]; ok && isObject(raw) {
+		// A catalogue's timing, with or without its command_types.
+		for k := range doc {
+			if k != "timing" && k != "command_types" {
+				return false
+			}
+		}
+		return true
+	}
 	if _, ok := doc["command_types"]; ok {
-		_, ok := doc["timing"]
-		return ok
+		return false
 	}
 	for _, v := range doc {
 		v = bytes.TrimSpace(v)
@@ -47,24 +55,34 @@ func IsTiming(data []byte) bool {
 	return true
 }
 
-// ParseTiming reads a timing file: {timing_key: microseconds} or a
-// catalogue with a "timing" object of that form. Microseconds may have a
-// fraction; they are rounded to whole nanoseconds. Every error is a
-// *jsonpos.Error naming its line: where the JSON text is wrong, or the
-// key of a value out of range, given twice, or not a number.
+// isObject reports whether raw, a JSON value, is an object.
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// ParseTiming reads a timing file: {timing_key: microseconds}, or a
+// "timing" object of that form, alone or beside a catalogue's
+// "command_types". Microseconds may have a fraction; they are rounded to
+// whole nanoseconds. Every error is a *jsonpos.Error naming its line:
+// where the JSON text is wrong, or the key of a value out of range, given
+// twice, or not a number.
 func ParseTiming(data []byte) (Timing, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrTiming, err)}
 	}
-	_, timing := doc["timing"]
+	// A catalogue's "timing" (with command_types), which must be an
+	// object, or a "timing" object alone.
+	raw, timing := doc["timing"]
 	_, cat := doc["command_types"]
+	timing = timing && (cat || isObject(raw))
 	// The entries are read in the file's order, each key's offset at
 	// hand, so an error names the key's line and the first of several
 	// wrong values is the one named.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.Token() // the object's '{': the text is an object, Unmarshal found
-	if timing && cat {
+	if timing {
 		for dec.More() {
 			if k, err := dec.Token(); err != nil || k == "timing" {
 				break

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/fastsim/fastsim/internal/jsonpos"
 )
 
 // Doc is the JSON document of a search or of one shard of it.
@@ -28,10 +30,10 @@ type Doc struct {
 }
 
 // full reports whether d's results carry the training dimensions, the
-// memory split and the bounds (a space that searches them or prunes).
+// memory split and the bounds: a transformer's do, whether the space
+// searches them or pins them, prunes or not.
 func (d *Doc) full() bool {
-	s := &d.Space
-	return s.Prune || s.Schedules != "" || s.Recomputes != "" || s.SequenceParallels != "" || s.Zeros != ""
+	return !d.Space.toy()
 }
 
 // NewDoc wraps ranked results.
@@ -45,9 +47,63 @@ func NewDoc(s Space, costs string, sh Shard, layouts int, rs []Result) *Doc {
 	return &Doc{Fastsim: "search", Version: 1, Space: s, Costs: costs, Shard: sh, Layouts: layouts, Results: rs}
 }
 
-// WriteJSON writes d indented, with a final newline.
+// record is a transformer's Result as WriteJSON writes it: every field,
+// always, as the CSV has it (the schedule, recomputation, sequence
+// parallelism and ZeRO stage the layout ran with even when the space
+// pins them; a bound of 0 when the space does not prune), and an MFU of
+// null when the space has no GPU peak to measure it against.
+type record struct {
+	Index            int      `json:"index"`
+	PP               int      `json:"pp"`
+	DP               int      `json:"dp"`
+	TP               int      `json:"tp"`
+	Micro            int      `json:"micro"`
+	MicroBatch       int      `json:"micro_batch"`
+	Schedule         string   `json:"schedule"`
+	Recompute        string   `json:"recompute"`
+	SequenceParallel bool     `json:"sequence_parallel"`
+	Zero             int      `json:"zero"`
+	StepTimeS        float64  `json:"step_time_s"`
+	PeakMemoryMB     float64  `json:"peak_memory_mb"`
+	Fits             bool     `json:"fits"`
+	TokensPerS       float64  `json:"tokens_per_s"`
+	StepTimeNs       int64    `json:"step_time_ns"`
+	PeakBytes        int64    `json:"peak_memory_bytes"`
+	ModelStateBytes  int64    `json:"model_state_bytes"`
+	MFU              *float64 `json:"mfu"`
+	MemoryBoundBytes int64    `json:"memory_bound_bytes"`
+	TimeBoundNs      int64    `json:"time_bound_ns"`
+}
+
+// hasMFU reports whether the results' MFU means something: the space
+// knows its GPU's peak (search --hardware).
+func (d *Doc) hasMFU() bool { return d.Space.PeakTFLOPS > 0 }
+
+// WriteJSON writes d indented, with a final newline. A toy space's
+// results are written as they are; a transformer's as records.
 func (d *Doc) WriteJSON(w io.Writer) error {
-	data, err := json.MarshalIndent(d, "", "  ")
+	var v any = d
+	if d.full() {
+		rs := make([]record, len(d.Results))
+		for i, r := range d.Results {
+			j := d.Space.Job(r.Layout)
+			rs[i] = record{Index: r.Index, PP: r.PP, DP: r.DP, TP: r.TP, Micro: r.Micro,
+				MicroBatch: j.MicroBatch, Schedule: d.Space.scheduleOf(r.Layout), Recompute: d.Space.recomputeOf(r.Layout),
+				SequenceParallel: j.SequenceParallel, Zero: j.Zero,
+				StepTimeS: r.StepTimeS, PeakMemoryMB: r.PeakMemoryMB, Fits: r.Fits, TokensPerS: r.TokensPerS,
+				StepTimeNs: r.StepTimeNs, PeakBytes: r.PeakBytes, ModelStateBytes: r.ModelStateBytes,
+				MemoryBoundBytes: r.MemoryBoundBytes, TimeBoundNs: r.TimeBoundNs}
+			if d.hasMFU() {
+				rs[i].MFU = &d.Results[i].MFU
+			}
+		}
+		// The outer Results field hides the embedded Doc's.
+		v = struct {
+			*Doc
+			Results []record `json:"results"`
+		}{d, rs}
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -55,25 +111,43 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// ReadDoc reads a document written by WriteJSON; name labels errors.
+// maxDocBytes bounds a document ReadDoc reads: MaxLayouts records of a
+// few hundred bytes each.
+const maxDocBytes = 1 << 30
+
+// ReadDoc reads a document written by WriteJSON; name labels errors,
+// which start "name:LINE: " at the line they are about.
 func ReadDoc(r io.Reader, name string) (*Doc, error) {
-	dec := json.NewDecoder(io.LimitReader(r, 1<<30))
+	data, err := io.ReadAll(io.LimitReader(r, maxDocBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(data) > maxDocBytes {
+		return nil, fmt.Errorf("%s: %w: over %d bytes", name, ErrMerge, maxDocBytes)
+	}
+	at := func(line int, format string, args ...any) error {
+		return fmt.Errorf("%s:%d: %w: %s", name, line, ErrMerge, fmt.Sprintf(format, args...))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d Doc
 	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrMerge, err)
+		return nil, at(jsonpos.Line(data, err), "%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, at(jsonpos.Trailing(data, dec.InputOffset()), "trailing data after the JSON object")
 	}
 	if d.Fastsim != "search" || d.Version != 1 {
-		return nil, fmt.Errorf("%s: %w: not a fastsim search result (version 1)", name, ErrMerge)
+		return nil, at(jsonpos.Key(data, "fastsim"), "not a fastsim search result (version 1)")
 	}
 	if err := d.Shard.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrMerge, err)
+		return nil, at(jsonpos.Key(data, "shard"), "%v", err)
 	}
 	if d.Layouts < 0 || d.Layouts > MaxLayouts || len(d.Results) > d.Layouts {
-		return nil, fmt.Errorf("%s: %w: %d results of %d layouts (at most %d)", name, ErrMerge, len(d.Results), d.Layouts, MaxLayouts)
+		return nil, at(jsonpos.Key(data, "layouts"), "%d results of %d layouts (at most %d)", len(d.Results), d.Layouts, MaxLayouts)
 	}
 	if d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > d.Layouts || (d.PrunedMemory > 0 && !d.Space.Prune) {
-		return nil, fmt.Errorf("%s: %w: %d layouts pruned by memory and %d results of %d layouts", name, ErrMerge, d.PrunedMemory, len(d.Results), d.Layouts)
+		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of %d layouts", d.PrunedMemory, len(d.Results), d.Layouts)
 	}
 	return &d, nil
 }
@@ -100,8 +174,12 @@ func (d *Doc) WriteCSV(w io.Writer) error {
 			ftoa(r.StepTimeS), ftoa(r.PeakMemoryMB), r.Fits, ftoa(r.TokensPerS))
 		if full {
 			j := d.Space.Job(r.Layout)
+			mfu := "" // unknown without the GPU's peak
+			if d.hasMFU() {
+				mfu = ftoa(r.MFU)
+			}
 			fmt.Fprintf(&b, ",%d,%s,%s,%t,%d,%s,%d,%d,%d,%d", j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout),
-				j.SequenceParallel, j.Zero, ftoa(r.MFU), r.ModelStateBytes, r.PeakBytes, r.MemoryBoundBytes, r.TimeBoundNs)
+				j.SequenceParallel, j.Zero, mfu, r.ModelStateBytes, r.PeakBytes, r.MemoryBoundBytes, r.TimeBoundNs)
 		}
 		b.WriteByte('\n')
 	}
@@ -135,9 +213,13 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 			if j.SequenceParallel {
 				sp = "yes"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%.3f\t%.0f\t%.1f%%\t%.2f\t%.2f\t%.2f\t%s\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
+			mfu := "–" // unknown without the GPU's peak (search --hardware)
+			if d.hasMFU() {
+				mfu = fmt.Sprintf("%.1f%%", 100*r.MFU)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%d\t%.3f\t%.0f\t%s\t%.2f\t%.2f\t%.2f\t%s\t\n", i+1, r.PP, r.DP, r.TP, r.Micro,
 				j.MicroBatch, d.Space.scheduleOf(r.Layout), d.Space.recomputeOf(r.Layout), sp, j.Zero,
-				float64(r.StepTimeNs)/1e6, r.TokensPerS, 100*r.MFU, float64(r.ModelStateBytes)/1e9,
+				float64(r.StepTimeNs)/1e6, r.TokensPerS, mfu, float64(r.ModelStateBytes)/1e9,
 				float64(r.PeakBytes-r.ModelStateBytes)/1e9, float64(r.PeakBytes)/1e9, fits)
 			continue
 		}

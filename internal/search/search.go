@@ -393,6 +393,10 @@ type Result struct {
 	// The layout's lower bounds (a pruned search's; see Bounds).
 	MemoryBoundBytes int64 `json:"memory_bound_bytes,omitempty"`
 	TimeBoundNs      int64 `json:"time_bound_ns,omitempty"`
+	// MicroBatch is read from a transformer's --json record (the
+	// sequences per microbatch, which Space.Job derives from the layout);
+	// nothing uses it.
+	MicroBatch int `json:"micro_batch,omitempty"`
 }
 
 // Shard selects the layouts whose index mod N is K.

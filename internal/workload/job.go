@@ -225,6 +225,9 @@ func (j *Job) Check() error {
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}
+	if err := j.checkCommandTimes(); err != nil {
+		return err
+	}
 	return j.checkSizes()
 }
 

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSearchFlagValidation: each bad search flag is refused in one line
+// that names it and says what is wrong with its value: a negative world
+// is not "required", an empty list is not a silent search of one value,
+// --batch beside --global-batch is not "last wins", and a negative
+// --max-tp is not described as "no limit", which 0 is not (0 is the GPUs
+// of a host, as --help says).
+func TestSearchFlagValidation(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--world", "-4"}, "fastsim search: --world -4: want 1..16777216 GPUs"},
+		{[]string{"--world", "0"}, "fastsim search: --world 0: want 1..16777216 GPUs"},
+		{[]string{"--layers", "4"}, "fastsim search: --world is required"},
+		{[]string{"--world", "8", "--layers", "4", "--recomputes", ""}, `fastsim search: --recomputes "": an empty list`},
+		{[]string{"--world", "8", "--layers", "4", "--schedules", ""}, `fastsim search: --schedules "": an empty list`},
+		{[]string{"--world", "8", "--layers", "4", "--zeros", ""}, `fastsim search: --zeros "": an empty list`},
+		{[]string{"--world", "8", "--layers", "4", "--sequence-parallels", " "}, `fastsim search: --sequence-parallels " ": an empty list`},
+		{[]string{"--world", "8", "--layers", "4", "--batch", "8", "--global-batch", "16"}, "fastsim search: --batch and --global-batch: give one"},
+		{[]string{"--world", "8", "--layers", "4", "--max-tp", "-1"}, "fastsim search: --max-tp -1: want 1 or more, or 0 for the GPUs of a host"},
+	} {
+		code, _, stderr := runCLI(append([]string{"search", "--quiet"}, c.args...)...)
+		if code != exitInput || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
