@@ -79,6 +79,9 @@ PY
 	shares=$(go tool pprof -top -cum -nodecount 100000 "$fs" "$bin/cpu.prof" 2>/dev/null | awk '
 		/Total samples/ { for (i = 1; i <= NF; i++) if ($i == "=") total = secs($(i+1)) }
 		function secs(v) { if (v ~ /ms$/) { sub(/ms$/, "", v); return v / 1000 } sub(/s$/, "", v); return v }
+		# A function the compiler inlined (the profile-guided build inlines
+		# more) is listed with "(inline)" or "(partial-inline)" after its name.
+		$NF ~ /^\((partial-)?inline\)$/ { NF-- }
 		$NF ~ /sched\.\(\*Engine\)\.Command$/ { eng = secs($4) }
 		$NF ~ /replay\.\(\*Sim\)\.indexTyped$/ { idx = secs($4) }
 		$NF ~ /synth\.EmitTrain$/ { emit = secs($4) }

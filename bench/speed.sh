@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The replay's own speed, every row of bench/RESULTS.md that has a target,
-# in one run (hours on 2 cores; outside CI). Each script prints its table
+# in one run (about 30 minutes on 2 cores with the 1M and 10M histories
+# kept in WORK, a few more to synthesize them; outside CI). Each script prints its table
 # with its ratios, and those that keep a section of bench/RESULTS.md
 # rewrite it:
 #   bench/engine.sh      ungrouped world 64 and grouped world 1,024 against
