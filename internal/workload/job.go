@@ -124,7 +124,8 @@ type Job struct {
 	// does (its gradients are the fp16 param.grad; megatron/arguments.py
 	// forces fp32 only for bf16, at commits 6985e58 and 2755bcb), and
 	// PyTorch DDP on fp16 parameters. Only the transfer is 16-bit: the
-	// memory model keeps its fp32 gradient buffer.
+	// memory model keeps its fp32 gradient buffer (FP16Grads makes the
+	// gradients themselves 16-bit).
 	HalfGradReduce bool
 	// FuseGradAccumulation has each linear layer's weight-gradient GEMM
 	// accumulate straight into the fp32 main gradient, with no 16-bit

@@ -298,7 +298,9 @@ func (g *generator) gradTarget(st *stage, w *layerW, slot int) values.Tensor {
 // backward (ZeRO 2 and 3: a reduce-scatter of the bucket added into the
 // gradient shard). The reduction overlaps the rest of the backward pass;
 // the compute stream waits for it only before the optimizer step (ZeRO 0
-// and 1) or when the next bucket is lent (ZeRO 2 and 3).
+// and 1) or when the next bucket is lent (ZeRO 2 and 3). With
+// Job.FP16Grads and PyTorch DDP the all-reduce works on a copy in the
+// group's DDP bucket (ddpReduce).
 func (g *generator) layerDone(st *stage, w *layerW) {
 	if g.j.DP == 1 {
 		return
