@@ -365,8 +365,10 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 // (Job.FP16Grads, GradOverlap): the gradient is copied into the group's
 // bucket and divided by the data-parallel size on the way, in one
 // mul_out on the compute stream (Reducer::copy_grad_to_bucket, "Divides
-// while copying into the bucket view", torch/lib/c10d/reducer.cpp), then
-// the bucket is all-reduced on "comm". PyTorch DDP's buckets hold 25 MB
+// while copying into the bucket view", torch/lib/c10d/reducer.cpp: so
+// from before August 2020, pytorch/pytorch pull request #42399, until
+// May 2021, #58937, which spans PyTorch 1.8), then the bucket is
+// all-reduced on "comm". PyTorch DDP's buckets hold 25 MB
 // (bucket_cap_mb) and fastsim reduces one group a bucket: the same bytes
 // in fewer, larger calls. The copy back into the gradient runs when the
 // backward ends (ddpCopyBack).
