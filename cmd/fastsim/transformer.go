@@ -20,12 +20,12 @@ type tfFlags struct {
 	gradReduce               string
 	halfGrad, fuseGrad, noSG bool
 	blockingP2P, fp32CE      bool
-	apexLN                   bool
+	apexLN, fp16Grads        bool
 }
 
 // tfOnly names the flags that only the transformer workload reads.
 var tfOnly = []string{"micro-batch", "global-batch", "schedule", "recompute", "sequence-parallel", "zero", "flash-attention", "stage-collectives",
-	"grad-reduce", "half-grad-reduce", "fuse-grad-accumulation", "no-scatter-gather", "blocking-p2p", "fp32-cross-entropy", "apex-layer-norm"}
+	"grad-reduce", "half-grad-reduce", "fuse-grad-accumulation", "no-scatter-gather", "blocking-p2p", "fp32-cross-entropy", "apex-layer-norm", "fp16-grads"}
 
 // toyOnly names the flags that only the toy micro-benchmark reads.
 var toyOnly = []string{"layers", "hidden", "seq", "batch", "micro"}
@@ -45,6 +45,7 @@ func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
 		fs.BoolVar(&f.blockingP2P, "blocking-p2p", false, "transformer: a pipeline send blocks the sender's compute stream until the receiver takes it\n(Megatron-LM's synchronous exchange); without it the sender goes on")
 		fs.BoolVar(&f.fp32CE, "fp32-cross-entropy", false, "transformer: the loss in fp32 (the logits converted, their gradient converted back), as Megatron-LM\nruns it without --fp16-lm-cross-entropy")
 		fs.BoolVar(&f.apexLN, "apex-layer-norm", false, "transformer: layer norms as Megatron-LM's own kernels of 2021 (apex's FusedLayerNorm: a backward that reads\nits inputs twice), priced at the bandwidth measured for them on an A100, instead of ATen's")
+		fs.BoolVar(&f.fp16Grads, "fp16-grads", false, "transformer: gradients as the 16-bit param.grad, reduced and moved to fp32 as Megatron-LM's fp16 runs of 2021 do:\nPyTorch 1.8 DDP's bucket copies (--grad-reduce overlap) or its local DDP's flatten, divide and copy back\n(after-backward), then its fp16 optimizer's copy to fp32, unscale and inf check (ZeRO 0; not with\n--fuse-grad-accumulation). Default: a zeroed fp32 gradient buffer, as Megatron-LM of 2022")
 		fs.BoolVar(&f.noSG, "no-scatter-gather", false, "transformer: pipeline transfers whole from every tensor-parallel shard, instead of Megatron-LM's\nscatter/gather (each shard sends 1/t, the receiver all-gathers; not used with sequence parallelism)")
 	}
 	fs.StringVar(&f.schedule, "schedule", "1f1b", "transformer: pipeline schedule `S`: 1f1b, gpipe or interleaved:V (V model chunks per stage)")
@@ -123,7 +124,7 @@ func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, 
 		return j, false
 	}
 	j.HalfGradReduce, j.FuseGradAccumulation, j.NoScatterGather, j.BlockingP2P = f.halfGrad, f.fuseGrad, f.noSG, f.blockingP2P
-	j.FP32CrossEntropy, j.ApexLayerNorm = f.fp32CE, f.apexLN
+	j.FP32CrossEntropy, j.ApexLayerNorm, j.FP16Grads = f.fp32CE, f.apexLN, f.fp16Grads
 	if err := j.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 		return j, false

@@ -46,6 +46,9 @@ func TestSynthModelCLI(t *testing.T) {
 		{[]string{"synth", "--model", "megatron-1.7b", "--zero", "4", out}, "zero stage 4"},
 		{[]string{"synth", "--model", "nope", out}, "--model"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "5", out}, "tp 5"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--zero", "1", "--fp16-grads", out}, "16-bit gradients"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--fuse-grad-accumulation", "--fp16-grads", out}, "16-bit gradients"},
+		{[]string{"synth", "--model", "toy", "--fp16-grads", out}, "--fp16-grads"},
 	} {
 		se.Reset()
 		if code := run(c.args, &so, &se); code != exitInput || !strings.Contains(se.String(), c.want) {

@@ -195,6 +195,10 @@ var opTable = map[string]opRow{
 	"aten.copy_":          {flops: flopNone, bytes: bytesCopyInto, causalArg: -1},
 	"aten._foreach_copy_": {flops: flopNone, bytes: bytesForeachCopyInto, causalArg: -1},
 	"aten._foreach_zero_": fill,
+	// Unscales each gradient in place and sets found_inf on inf or NaN:
+	// every gradient read and written once (one multiply and a check an
+	// element).
+	"aten._amp_foreach_non_finite_check_and_unscale_": ew(2),
 	// The global gradient norm of clipping: each gradient read once, one
 	// scalar written per tensor; square and add per element.
 	"aten._foreach_norm":    ew(2),

@@ -27,6 +27,7 @@ var Mechanisms = []Mechanism{
 	{"--blocking-p2p", func(j *workload.Job) bool { return j.BlockingP2P }},
 	{"--fp32-cross-entropy", func(j *workload.Job) bool { return j.FP32CrossEntropy }},
 	{"--apex-layer-norm", func(j *workload.Job) bool { return j.ApexLayerNorm }},
+	{"--fp16-grads", func(j *workload.Job) bool { return j.FP16Grads }},
 	{"--no-scatter-gather", func(j *workload.Job) bool { return j.NoScatterGather }},
 	{"--flash-attention", func(j *workload.Job) bool { return j.FlashAttention }},
 	{"--stage-collectives", func(j *workload.Job) bool { return j.StageCollectives }},

@@ -63,7 +63,7 @@ func TestMechanismsOfValidation(t *testing.T) {
 	}{
 		{"korthikanti-175b-seqsel", []string{"--grad-reduce after-backward", "--fuse-grad-accumulation", "--blocking-p2p", "--fp32-cross-entropy"}},
 		{"korthikanti-175b-full", []string{"--grad-reduce after-backward", "--fuse-grad-accumulation", "--blocking-p2p", "--fp32-cross-entropy"}},
-		{"narayanan-7p5b", []string{"--half-grad-reduce", "--blocking-p2p", "--fp32-cross-entropy", "--apex-layer-norm"}},
+		{"narayanan-7p5b", []string{"--half-grad-reduce", "--blocking-p2p", "--fp32-cross-entropy", "--apex-layer-norm", "--fp16-grads"}},
 	} {
 		i := slices.IndexFunc(points, func(p validation.Point) bool { return p.ID == c.id })
 		if i < 0 {

@@ -263,18 +263,20 @@ func writeTable(t *testing.T, all []Compared, rows, skipped, peakActs []string) 
 // fp16 (7.5B: PyTorch DDP, overlapped; 145.6B: Megatron-LM's local DDP,
 // after the backward), Megatron-LM's default local DDP in bf16 (fp32
 // gradients) for the others, and no reduction after the backward for
-// ZeRO runs.
+// ZeRO runs; the SC'21 points (and only they) hold their gradients as the
+// 2021 code's fp16 param.grad (workload.Job's FP16Grads).
 func TestJobOfDataParallel(t *testing.T) {
 	pts, err := validation.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]struct {
-		after, half bool
+		after, half, fp16Grads bool
 	}{
-		"narayanan-7p5b":              {false, true},
-		"narayanan-145p6b":            {true, true},
-		"korthikanti-530b-seqsel-dp8": {true, false},
+		"narayanan-7p5b":              {false, true, true},
+		"narayanan-145p6b":            {true, true, true},
+		"korthikanti-530b-seqsel-dp8": {true, false, false},
+		"korthikanti-175b-seqsel":     {true, false, false},
 	}
 	for i := range pts {
 		p := &pts[i]
@@ -288,6 +290,12 @@ func TestJobOfDataParallel(t *testing.T) {
 		}
 		if w, ok := want[p.ID]; ok && ((j.GradReduce == workload.GradAfterBackward) != w.after || j.HalfGradReduce != w.half) {
 			t.Errorf("%s: gradient reduction %d, half %v; want after the backward %v, half %v", p.ID, j.GradReduce, j.HalfGradReduce, w.after, w.half)
+		}
+		if w, ok := want[p.ID]; ok && j.FP16Grads != w.fp16Grads {
+			t.Errorf("%s: 16-bit gradients %v, want %v", p.ID, j.FP16Grads, w.fp16Grads)
+		}
+		if sc21 := p.Chosen != nil && p.Chosen.Source.Ref == "megatron-sc21"; j.FP16Grads != sc21 {
+			t.Errorf("%s: 16-bit gradients %v for a point whose code is the SC'21 scripts' %v", p.ID, j.FP16Grads, sc21)
 		}
 		if j.Zero > 0 && j.GradReduce == workload.GradAfterBackward {
 			t.Errorf("%s: ZeRO %d with the reduction after the backward", p.ID, j.Zero)

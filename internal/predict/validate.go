@@ -76,6 +76,15 @@ func JobOf(p *validation.Point) (workload.Job, error) {
 	// kernel where it is installed (MixedFusedLayerNorm at 2755bcb),
 	// which ATen's native_layer_norm prices.
 	j.ApexLayerNorm = p.Chosen != nil && p.Chosen.Source.Ref == "megatron-sc21"
+	// Their gradients are the fp16 param.grad of that code, reduced by
+	// PyTorch 1.8's DDP (DDP=torch) or Megatron-LM's local DDP without
+	// contiguous buffers (DDP=local; CONFIG.sh passes neither
+	// --use-contiguous-buffers-in-ddp nor --accumulate-allreduce-grads-in-fp32)
+	// and moved to fp32 by its fp16 optimizer (workload.Job's FP16Grads).
+	// The 2022 code of the other points is bf16 with fp32 gradients in
+	// contiguous buffers, zeroed each step, and no loss scaler to unscale
+	// with (megatron/arguments.py, megatron/optimizer at 2755bcb).
+	j.FP16Grads = j.ApexLayerNorm && precision == "fp16"
 	var err error
 	if j.Schedule, j.Chunks, err = workload.ParseSchedule(l.Schedule); err != nil {
 		return j, fmt.Errorf("%w: point %s: %v", ErrPredict, p.ID, err)

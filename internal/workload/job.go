@@ -124,7 +124,8 @@ type Job struct {
 	// does (its gradients are the fp16 param.grad; megatron/arguments.py
 	// forces fp32 only for bf16, at commits 6985e58 and 2755bcb), and
 	// PyTorch DDP on fp16 parameters. Only the transfer is 16-bit: the
-	// memory model keeps its fp32 gradient buffer.
+	// memory model keeps its fp32 gradient buffer (FP16Grads makes the
+	// gradients themselves 16-bit).
 	HalfGradReduce bool
 	// FuseGradAccumulation has each linear layer's weight-gradient GEMM
 	// accumulate straight into the fp32 main gradient, with no 16-bit
@@ -134,6 +135,39 @@ type Job struct {
 	// whenever gradients accumulate in fp32, as they do with bf16
 	// (megatron/arguments.py and megatron/mpu/layers.py at 2755bcb).
 	FuseGradAccumulation bool
+	// FP16Grads keeps each gradient as the model's own 16-bit param.grad
+	// during the backward and moves it to fp32 only in the optimizer step,
+	// with the kernels Megatron-LM of August 2021 issues in an fp16 run
+	// without --accumulate-allreduce-grads-in-fp32 and
+	// --use-contiguous-buffers-in-ddp, as the SC'21 scripts run it
+	// (examples/sc21/CONFIG.sh at 6985e58: --fp16 --loss-scale 8192
+	// --clip-grad 1.0):
+	//   - autograd's AccumulateGrad takes a parameter's first gradient of a
+	//     step as param.grad without a kernel (zero_grad(set_to_none=True)
+	//     left it None) and adds later microbatches' in 16 bits;
+	//   - PyTorch 1.8's DDP (GradOverlap; gradient_as_bucket_view False by
+	//     default) copies each gradient into its bucket, multiplying by
+	//     1/dp on the way (Reducer::copy_grad_to_bucket's mul_out), before
+	//     the bucket's all-reduce, and copies the bucket back into the
+	//     gradient when the backward finishes (finalize_bucket_dense);
+	//     Megatron-LM's local DDP (GradAfterBackward) flattens the
+	//     gradients into one buffer (_flatten_dense_tensors, a cat),
+	//     divides it by dp, all-reduces it and copies it back
+	//     (allreduce_gradients without contiguous buffers,
+	//     megatron/model/distributed.py at 6985e58);
+	//   - Float16OptimizerWithFloat16Params.step (megatron/optimizer at
+	//     6985e58) copies each gradient to a new fp32 main gradient
+	//     (.float()), unscales it while checking for inf and NaN
+	//     (torch._amp_foreach_non_finite_check_and_unscale_), takes the
+	//     norm for clipping, runs apex's FusedAdam on the fp32 master
+	//     weights and copies them back to the 16-bit parameters; nothing
+	//     zeroes the gradients (set_to_none). The clipping's scaling pass
+	//     (multi_tensor_scale, only when the norm exceeds --clip-grad)
+	//     depends on the data and is left out.
+	// Without it, gradients accumulate into a zeroed fp32 main-gradient
+	// buffer (Megatron-LM's contiguous buffers, 2022). ZeRO 0 only, and not
+	// with FuseGradAccumulation, which accumulates into that fp32 buffer.
+	FP16Grads bool
 	// Zero is the ZeRO stage (Rajbhandari et al. 2020): 0 replicates the
 	// optimizer state, 1 shards it over the data-parallel replicas, 2 also
 	// the gradients, 3 also the parameters (FSDP).
@@ -222,6 +256,8 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: unknown gradient reduction", ErrJob)
 	case j.GradReduce == GradAfterBackward && j.Zero > 0 && j.DP > 1:
 		return fmt.Errorf("%w: the gradient reduction after the backward pass is Megatron-LM's local DDP, without ZeRO", ErrJob)
+	case j.FP16Grads && (j.Zero > 0 || j.FuseGradAccumulation):
+		return fmt.Errorf("%w: 16-bit gradients (Megatron-LM's fp16 optimizer of 2021) need ZeRO 0 and no fused gradient accumulation", ErrJob)
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}

@@ -44,6 +44,12 @@ const (
 	opForeachNorm = "torch.ops.aten._foreach_norm.Scalar"
 	opDivInPlace  = "torch.ops.aten.div_.Scalar"
 	opMMOut       = "torch.ops.aten.mm.out"
+	opMulOut      = "torch.ops.aten.mul.out"
+	opCopyInto    = "torch.ops.aten.copy_.default"
+	// Megatron-LM's fp16 optimizer unscales the fp32 main gradients and
+	// checks them for inf and NaN with this (megatron/optimizer/optimizer.py
+	// at 6985e58).
+	opUnscale = "torch.ops.aten._amp_foreach_non_finite_check_and_unscale_.default"
 )
 
 // Megatron-LM's own layer norm of 2021, a C++ extension called from

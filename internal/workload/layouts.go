@@ -2,7 +2,7 @@ package workload
 
 // FeatureLayouts are small layouts that together use every schedule,
 // recomputation policy, ZeRO stage, sequence parallelism on and off,
-// attention and MLP kind, the gradient-reduction and point-to-point
+// attention and MLP kind, the gradient-reduction, 16-bit gradient and point-to-point
 // options and several tensor- and pipeline-parallel splits, with several
 // layers per stage so that recorded layer passes are replayed, and a
 // first stage whose first layer takes the embedding's view. They are the
@@ -27,6 +27,8 @@ func FeatureLayouts() []Job {
 		j(gpt, 2, 3, 2, 12, Interleaved, func(j *Job) { j.Chunks = 2; j.Recompute = RecomputeSelective }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.Recompute = RecomputeFull; j.FP32CrossEntropy = true; j.ApexLayerNorm = true }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.GradReduce = GradAfterBackward; j.HalfGradReduce = true; j.BlockingP2P = true }),
+		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.Recompute = RecomputeFull; j.HalfGradReduce = true; j.FP16Grads = true }),
+		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.GradReduce = GradAfterBackward; j.HalfGradReduce = true; j.FP16Grads = true }),
 		j(gpt, 4, 2, 2, 8, OneFOneB, func(j *Job) { j.StageCollectives = true; j.Zero = 1; j.FuseGradAccumulation = true }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.NoScatterGather = true; j.CommandNs = -1 }),
 		j(gpt, 2, 2, 2, 8, OneFOneB, func(j *Job) { j.Zero = 2 }),

@@ -15,8 +15,15 @@ type layerW struct {
 	n      int64           // elements on this rank before ZeRO sharding
 	shard  int64           // elements of a ZeRO shard: ceil(n / dp)
 
-	grad values.Tensor   // fp32 main gradient, flat (ZeRO < 2)
+	grad values.Tensor   // fp32 main gradient, flat (ZeRO < 2); 16-bit with Job.FP16Grads
 	gv   []values.Tensor // its views shaped like the matrices
+	// Job.FP16Grads: the matrices (bit k: slot k) whose gradient this
+	// step already holds; the first one of a step is taken without a
+	// kernel, later ones are added in.
+	has uint64
+	// Job.FP16Grads with PyTorch DDP (GradOverlap, dp > 1): the group's
+	// 16-bit DDP bucket, which the all-reduce works on.
+	ddp values.Tensor
 	// ZeRO >= 2: this microbatch's gradient bucket and its views.
 	bucket values.Tensor
 	bv     []values.Tensor
@@ -81,13 +88,27 @@ func (g *generator) allocate(st *stage, w *layerW) {
 		w.pshard = g.e.tensor(bf16, w.shard)
 		g.e.call(st.all, comm, opEmpty, []any{[]int64{w.shard}}, []any{w.pshard})
 	}
-	if z < 2 {
+	switch {
+	case g.j.FP16Grads:
+		// param.grad, made by autograd in the backward: never zeroed.
+		// PyTorch DDP's bucket is made empty too (Reducer's
+		// initialize_buckets: at::empty).
+		w.grad = g.e.tensor(bf16, w.n)
+		g.op(st, opEmpty, []any{[]int64{w.n}}, w.grad)
+		for _, s := range w.shapes {
+			w.gv = append(w.gv, g.view(st, w.grad, s...))
+		}
+		if g.torchDDPCopies() {
+			w.ddp = g.e.tensor(bf16, w.n)
+			g.op(st, opEmpty, []any{[]int64{w.n}}, w.ddp)
+		}
+	case z < 2:
 		w.grad = g.e.tensor(f32, w.n)
 		g.op(st, opZeros, []any{[]int64{w.n}}, w.grad)
 		for _, s := range w.shapes {
 			w.gv = append(w.gv, g.view(st, w.grad, s...))
 		}
-	} else {
+	default:
 		w.gshard = g.e.tensor(f32, w.shard)
 		g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{w.gshard})
 	}
@@ -102,6 +123,29 @@ func (g *generator) allocate(st *stage, w *layerW) {
 			g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{*t})
 		}
 	}
+}
+
+// torchDDPCopies reports whether the gradients go through PyTorch DDP's
+// own buckets (Job.FP16Grads with GradOverlap and data parallelism).
+func (g *generator) torchDDPCopies() bool {
+	return g.j.FP16Grads && g.j.GradReduce == GradOverlap && g.j.DP > 1
+}
+
+// takesGrad reports whether slot's gradient is the first of its step
+// (Job.FP16Grads): autograd's AccumulateGrad then takes the kernel's
+// result as param.grad, with no kernel of its own
+// (torch/csrc/autograd/functions/accumulate_grad.h, PyTorch 1.8), so the
+// kernel that makes it writes the gradient.
+func (g *generator) takesGrad(w *layerW, slot int) bool {
+	if w.shared != nil {
+		w = w.shared
+	}
+	bit := uint64(1) << uint(slot)
+	if !g.j.FP16Grads || w.has&bit != 0 {
+		return false
+	}
+	w.has |= bit
+	return true
 }
 
 // zero is the effective ZeRO stage: without data parallelism nothing is
@@ -183,9 +227,14 @@ func (g *generator) release(st *stage, h *gathered) {
 }
 
 // accumulate adds a weight gradient into the fp32 main gradient (ZeRO < 2)
-// or this microbatch's bucket (ZeRO >= 2).
+// or this microbatch's bucket (ZeRO >= 2), or into the 16-bit param.grad
+// with Job.FP16Grads (AccumulateGrad's in-place add).
 func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor) {
 	dst := g.gradTarget(st, w, slot)
+	if g.j.FP16Grads { // the result is the gradient itself: read once, written once
+		g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{dst}, dst)
+		return
+	}
 	r := g.e.alias(dst, f32, dst.Shape...)
 	g.e.call(st.all, st.main, opAddInPlace, []any{dst, dw}, []any{r}, dst)
 	g.free(st, r)
@@ -200,6 +249,11 @@ func (g *generator) accumulate(st *stage, w *layerW, slot int, dw values.Tensor)
 // second kernel. The fused GEMM's read of the fp32 buffer is not counted
 // (the GEMM is compute-bound).
 func (g *generator) weightGrad(st *stage, w *layerW, slot int, xt, dy values.Tensor) {
+	if g.takesGrad(w, slot) { // the product is param.grad (Job.FP16Grads)
+		dst := g.gradTarget(st, w, slot)
+		g.e.call(st.all, st.main, opMMOut, []any{xt, dy}, []any{dst}, dst)
+		return
+	}
 	if !g.j.FuseGradAccumulation {
 		dw := g.e.tensor(bf16, xt.Shape[0], dy.Shape[1])
 		g.op(st, opMM, []any{xt, dy}, dw)
@@ -244,7 +298,9 @@ func (g *generator) gradTarget(st *stage, w *layerW, slot int) values.Tensor {
 // backward (ZeRO 2 and 3: a reduce-scatter of the bucket added into the
 // gradient shard). The reduction overlaps the rest of the backward pass;
 // the compute stream waits for it only before the optimizer step (ZeRO 0
-// and 1) or when the next bucket is lent (ZeRO 2 and 3).
+// and 1) or when the next bucket is lent (ZeRO 2 and 3). With
+// Job.FP16Grads and PyTorch DDP the all-reduce works on a copy in the
+// group's DDP bucket (ddpReduce).
 func (g *generator) layerDone(st *stage, w *layerW) {
 	if g.j.DP == 1 {
 		return
@@ -255,6 +311,10 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	}
 	if z < 2 {
 		if !w.last {
+			return
+		}
+		if g.torchDDPCopies() {
+			g.ddpReduce(st, w)
 			return
 		}
 		id, lent := g.e.borrowCreate(st.all, w.grad, st.main, streamComm)
@@ -301,6 +361,38 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 	st.bucketBorrow = id
 }
 
+// ddpReduce is PyTorch 1.8 DDP's reduction of group w's 16-bit gradient
+// (Job.FP16Grads, GradOverlap): the gradient is copied into the group's
+// bucket and divided by the data-parallel size on the way, in one
+// mul_out on the compute stream (Reducer::copy_grad_to_bucket, "Divides
+// while copying into the bucket view", torch/lib/c10d/reducer.cpp: so
+// from before August 2020, pytorch/pytorch pull request #42399, until
+// May 2021, #58937, which spans PyTorch 1.8), then the bucket is
+// all-reduced on "comm". PyTorch DDP's buckets hold 25 MB
+// (bucket_cap_mb) and fastsim reduces one group a bucket: the same bytes
+// in fewer, larger calls. The copy back into the gradient runs when the
+// backward ends (ddpCopyBack).
+func (g *generator) ddpReduce(st *stage, w *layerW) {
+	g.e.call(st.all, st.main, opMulOut, []any{w.grad, 1 / float64(g.j.DP)}, []any{w.ddp}, w.ddp)
+	id, lent := g.e.borrowCreate(st.all, w.ddp, st.main, streamComm)
+	g.e.borrowFirstUse(st.all, id)
+	res := g.e.alias(lent, bf16, w.n)
+	g.e.reduceEach(st.dpGroups, dimDP, streamComm, res, lent, "sum", false)
+	g.e.borrowLastUse(st.all, id)
+	g.e.del(st.all, res, lent)
+	w.borrow = id
+	st.pendingGrad = append(st.pendingGrad, w)
+}
+
+// ddpCopyBack copies group w's all-reduced bucket back into its gradient
+// on the compute stream, which has waited for the all-reduce: what
+// PyTorch 1.8 DDP's finalize_backward does for each bucket when
+// gradient_as_bucket_view is False (finalize_bucket_dense's
+// grad.copy_(bucket_view)), at the end of the backward pass.
+func (g *generator) ddpCopyBack(st *stage, w *layerW) {
+	g.e.call(st.all, st.main, opCopyInto, []any{w.grad, w.ddp}, []any{w.grad}, w.grad)
+}
+
 // reduceAfterBackward all-reduces stage st's gradients over the
 // data-parallel replicas after its last backward pass, on the compute
 // stream (GradAfterBackward): each group's fp32 gradient is divided by the
@@ -310,6 +402,10 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 // same bytes at the same bandwidth, a few NCCL latencies more.
 func (g *generator) reduceAfterBackward(st *stage) {
 	dp := float64(g.j.DP)
+	if g.j.FP16Grads {
+		g.flatReduce(st)
+		return
+	}
 	for _, w := range st.groups {
 		scaled := g.e.alias(w.grad, f32, w.n)
 		g.e.call(st.all, st.main, opDivInPlace, []any{w.grad, dp}, []any{scaled}, w.grad)
@@ -328,6 +424,28 @@ func (g *generator) reduceAfterBackward(st *stage) {
 	}
 }
 
+// flatReduce is reduceAfterBackward for Job.FP16Grads: Megatron-LM's local
+// DDP of 2021 without contiguous buffers (allreduce_gradients in
+// megatron/model/distributed.py at 6985e58) flattens the 16-bit
+// gradients into a new buffer (_flatten_dense_tensors: a cat), divides
+// it by the data-parallel size in place, all-reduces it, and copies each
+// gradient back from it (buf.copy_(synced)). It flattens every gradient
+// of a dtype into one buffer; this does it a group at a time (the same
+// kernels' bytes; one group's buffer alive at a time instead of all).
+func (g *generator) flatReduce(st *stage) {
+	dp := float64(g.j.DP)
+	for _, w := range st.groups {
+		flat := g.e.tensor(bf16, w.n)
+		g.op(st, opCat, []any{tlist{w.grad}}, flat)
+		g.e.call(st.all, st.main, opDivInPlace, []any{flat, dp}, []any{flat}, flat)
+		res := g.e.alias(flat, bf16, w.n)
+		g.e.reduceEach(st.dpGroups, dimDP, st.main, res, flat, "sum", false)
+		g.free(st, res)
+		g.e.call(st.all, st.main, opCopyInto, []any{w.grad, flat}, []any{w.grad}, w.grad)
+		g.free(st, flat)
+	}
+}
+
 // optimizerStep ends a step on stage st: it waits for the gradient
 // reductions, computes the gradients' norms for clipping, runs one fused Adam over the stage's groups (on the compute
 // stream, or on "comm" over the shards with ZeRO >= 1), all-gathers the
@@ -340,6 +458,16 @@ func (g *generator) optimizerStep(st *stage) {
 	}
 	for _, w := range st.pendingGrad {
 		g.e.borrowDrop(st.all, w.borrow)
+	}
+	if g.torchDDPCopies() {
+		for _, w := range st.pendingGrad {
+			g.ddpCopyBack(st, w)
+		}
+	}
+	if g.j.FP16Grads {
+		g.fp16Step(st)
+		st.pendingGrad = st.pendingGrad[:0]
+		return
 	}
 	var params, grads, ms, vs, masters tlist
 	for _, w := range st.groups {
@@ -422,6 +550,53 @@ func (g *generator) optimizerStep(st *stage) {
 		}
 	}
 	st.pendingGrad = st.pendingGrad[:0]
+}
+
+// fp16Step is Megatron-LM's Float16OptimizerWithFloat16Params.step of
+// 2021 (megatron/optimizer/optimizer.py and clip_grads.py at 6985e58) on
+// stage st's 16-bit gradients (Job.FP16Grads), on the compute stream:
+// each gradient copied to a new fp32 main gradient
+// (_copy_model_grads_to_main_grads: model_param.grad.float(), one
+// _to_copy a group here instead of one a parameter), unscaled with the
+// inf/NaN check (_unscale_main_grads_and_check_for_nan:
+// torch._amp_foreach_non_finite_check_and_unscale_ on every main
+// gradient, with the constant scaler of --loss-scale; found_inf is
+// zeroed first), the gradients' norm for clipping (clip_grad_norm_fp32:
+// multi_tensor_l2norm), apex's FusedAdam on the fp32 master weights, and
+// the copy of the masters to the 16-bit parameters
+// (_copy_main_params_to_model_params). Left out: the found_inf
+// all-reduce over the model-parallel group and the norm's (one float
+// each), the host synchronizations of found_inf.item() and
+// total_norm.item(), and the clipping's scaling pass, which runs only
+// when the norm exceeds --clip-grad (data dependent). The main gradients
+// are freed after the step (zero_grad(set_to_none=True) frees them at
+// the next step's start; nothing runs in between) and nothing is zeroed.
+func (g *generator) fp16Step(st *stage) {
+	var params, mains, ms, vs, masters tlist
+	for _, w := range st.groups {
+		main := g.e.tensor(f32, w.n)
+		g.op(st, opToCopy, []any{w.grad}, main)
+		mains, masters, ms, vs = append(mains, main), append(masters, w.master), append(ms, w.m), append(vs, w.v)
+		params = append(append(params, w.w...), w.small)
+		w.has = 0
+	}
+	found, inv := g.e.tensor(f32, 1), g.e.tensor(f32)
+	g.op(st, opZeros, []any{[]int64{1}}, found)
+	g.op(st, opEmpty, []any{[]int64{}}, inv)
+	mut := append(append(tlist{}, mains...), found)
+	g.e.call(st.all, st.main, opUnscale, []any{mains, found, inv}, nil, mut...)
+	norms := make([]any, len(mains))
+	var normTs []values.Tensor
+	for i := range mains {
+		n := g.e.tensor(f32)
+		norms[i], normTs = n, append(normTs, n)
+	}
+	g.e.call(st.all, st.main, opForeachNorm, []any{mains, 2.0}, norms)
+	g.e.del(st.all, normTs...)
+	mut = append(append(append(tlist{}, masters...), ms...), vs...)
+	g.e.call(st.all, st.main, opAdam, []any{masters, mains, ms, vs, tlist{}, tlist{}}, nil, mut...)
+	g.e.call(st.all, st.main, opForeachCopy, []any{params, masters}, nil, params...)
+	g.free(st, append(mains, found, inv)...)
 }
 
 // StageParams counts the parameters one rank of pipeline stage st holds

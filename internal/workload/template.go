@@ -142,6 +142,9 @@ type template struct {
 type tplKey struct {
 	fwd  bool
 	keep bool
+	// fresh: a backward whose layer holds no gradient yet this step
+	// (Job.FP16Grads: its GEMMs write param.grad instead of adding to it).
+	fresh bool
 }
 
 // mainRef codes the compute stream of the stage in a recording's streams
@@ -902,7 +905,8 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	nb := len(w.shapes)
-	outs, _, _ := g.pass(st, tplKey{keep: sv.core}, ins, insB, func() ([]values.Tensor, []int64) {
+	fresh := g.j.FP16Grads && w.has == 0
+	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh}, ins, insB, func() ([]values.Tensor, []int64) {
 		dx := g.backward(st, w, dy, sv)
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)
 		for len(out) < 2+nb { // no bucket: its views' places
@@ -910,6 +914,9 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 		}
 		return gatheredOut(st, out)
 	})
+	if g.j.FP16Grads { // a replayed pass took or added every matrix's gradient
+		w.has = 1<<uint(nb) - 1
+	}
 	// The gradient bucket the pass made (ZeRO 2 and 3), for layerDone.
 	w.bucket = outs[1]
 	w.bv = w.bv[:0]

@@ -420,7 +420,7 @@ func (g *generator) syncEmbedding() {
 	} else {
 		local = w.gshard
 	}
-	res := g.e.alias(local, f32, local.Shape...)
+	res := g.e.alias(local, local.Dtype, local.Shape...)
 	dp, tp := int64(g.j.DP), int64(g.j.TP)
 	if g.j.StageCollectives {
 		g.e.reduce2(first.all, last.all, dimPP, streamComm, res, local)
@@ -648,9 +648,15 @@ func (g *generator) embedBackward(st *stage, mb int, dy values.Tensor) {
 	d := &g.d
 	full, extra := g.gatherSeq(st, dy)
 	gb := g.view(st, full, d.b, d.s, d.h)
-	dw := g.e.tensor(bf16, d.vt, d.h)
-	g.op(st, opEmbeddingBw, []any{gb, g.ids[mb], d.vt, -1, false}, dw)
-	g.accumulate(st, st.emb, 0, dw)
+	var dw values.Tensor
+	if g.takesGrad(st.emb, 0) { // the result is param.grad (Job.FP16Grads)
+		dst := g.gradTarget(st, st.emb, 0)
+		g.e.call(st.all, st.main, opEmbeddingBw, []any{gb, g.ids[mb], d.vt, -1, false}, []any{dst}, dst)
+	} else {
+		dw = g.e.tensor(bf16, d.vt, d.h)
+		g.op(st, opEmbeddingBw, []any{gb, g.ids[mb], d.vt, -1, false}, dw)
+		g.accumulate(st, st.emb, 0, dw)
+	}
 	g.free(st, gb, full, extra, dw, dy, g.ids[mb])
 	g.ids[mb] = values.Tensor{}
 	g.layerDone(st, st.emb)

@@ -1,0 +1,136 @@
+package workload_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/costs"
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// kernelSums counts the first step's calls of each op (by clean name, the
+// overload dropped) and sums the bytes the a100-80gb roofline prices them
+// at; ns is the time of the longest call of op nsOf.
+func kernelSums(t *testing.T, j workload.Job, nsOf string) (count map[string]int, bytes map[string]float64, ns int64) {
+	t.Helper()
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := costs.NewRoofline(spec)
+	count, bytes = map[string]int{}, map[string]float64{}
+	eachRecord(t, j, true, func(rec *history.Record) {
+		if rec.Msg.Kind != gen.MsgCallFunction {
+			return
+		}
+		c := &rec.Msg.CallFunction
+		name := strings.TrimPrefix(c.Function, "torch.ops.")
+		if i := strings.LastIndexByte(name, '.'); i > len("aten.") && !strings.HasSuffix(name, ".out") {
+			name = name[:i]
+		}
+		e := r.Estimate(c, name)
+		if name == nsOf {
+			ns = max(ns, e.Ns())
+		}
+		count[name]++
+		bytes[name] += e.Bytes
+	})
+	return count, bytes, ns
+}
+
+// TestFP16GradsKernels: the kernels Job.FP16Grads adds, counted and
+// priced by hand on tiny (4 layers, h 256, V 512, s 64, biases, tied
+// embedding, learned positions) with tp 1, pp 1, dp 2, one microbatch of
+// one sequence a step.
+//
+// Parameter groups (one rank): each layer 256x768 + 256x256 + 256x1024 +
+// 1024x256 matrices and 3,328 small parameters (2 norms of 2x256, the
+// QKV bias 768, fc1's 1024, two 256 biases) = 196,608 + 65,536 +
+// 262,144 + 262,144 + 3,328 = 789,760; the embedding 512x256 + 64x256
+// positions = 147,456; the head's final norm 512. In all 4 x 789,760 +
+// 147,456 + 512 = 3,307,008 parameters.
+//
+// PyTorch DDP (overlap): each group's 16-bit gradient multiplied into its
+// bucket by 1/dp (mul.out: 2 bytes read, 2 written) and copied back (copy_:
+// 2 + 2): 6 calls each, 4 x 3,307,008 = 13,228,032 bytes each. The fp16
+// optimizer: _to_copy to fp32 (2 read, 4 written) 19,842,048 bytes; the
+// unscale reads and writes each main gradient (8 bytes) plus found_inf
+// (read and written, 4 + 4) and inv_scale (4): 26,456,076 bytes; one
+// zeros of found_inf. No _foreach_zero_ of the gradients, and with one
+// microbatch no matrix's gradient is added to: only the tied word
+// embedding's second contribution (the embedding's after the head's),
+// one add_ of 512x256 16-bit elements, read twice and written once: 6 x
+// 131,072 = 786,432 bytes.
+//
+// Time of one layer's copy into its bucket: 3,159,040 bytes; the
+// a100-80gb memory efficiency between its points [2,652,349, 0.66696]
+// and [5,304,697, 0.741067] is 0.66696 x (3,159,040 / 2,652,349)^(ln
+// (0.741067 / 0.66696) / ln 2) = 0.684921, so 3,159,040 / (2,039 x
+// 0.684921) = 2,262.02 ns, plus the 3,000 ns launch, rounded up: 5,263
+// ns.
+func TestFP16GradsKernels(t *testing.T) {
+	base := workload.Job{Model: tiny, TP: 1, PP: 1, DP: 2, MicroBatch: 1, GlobalBatch: 2, Schedule: workload.OneFOneB,
+		Steps: 1, HalfGradReduce: true, FP16Grads: true}
+	count, bytes, ns := kernelSums(t, base, "aten.mul.out")
+	want := []struct {
+		op    string
+		n     int
+		bytes float64
+	}{
+		{"aten.mul.out", 6, 13228032},
+		{"aten.copy_", 6, 13228032},
+		{"aten._to_copy", 6 + 2, 19842048 + 2*1024}, // and the input tokens' two int64 copies (64 x 8 bytes read and written)
+		{"aten._amp_foreach_non_finite_check_and_unscale_", 1, 26456076},
+		{"aten.add_", 1 + 4, 786432 + 4*(64*768*2*2+768*2)}, // and the 4 QKV bias adds
+		{"aten._foreach_zero_", 0, 0},
+	}
+	for _, w := range want {
+		if count[w.op] != w.n || bytes[w.op] != w.bytes {
+			t.Errorf("%s: %d calls of %.0f bytes, want %d of %.0f", w.op, count[w.op], bytes[w.op], w.n, w.bytes)
+		}
+	}
+	if ns != 5263 {
+		t.Errorf("a layer's copy into its DDP bucket takes %d ns, want 5,263", ns)
+	}
+
+	// Without data parallelism there is no DDP and nothing to copy.
+	dp1 := base
+	dp1.DP, dp1.GlobalBatch = 1, 1
+	count, _, _ = kernelSums(t, dp1, "")
+	if count["aten.mul.out"] != 0 || count["aten.copy_"] != 0 {
+		t.Errorf("dp 1: %d mul.out and %d copy_ calls, want none", count["aten.mul.out"], count["aten.copy_"])
+	}
+
+	// Megatron-LM's local DDP (after the backward): each group flattened
+	// (cat: 2 + 2 bytes), divided in place (2 + 2) and copied back (2 +
+	// 2): 13,228,032 bytes each, 6 calls.
+	local := base
+	local.GradReduce = workload.GradAfterBackward
+	count, bytes, _ = kernelSums(t, local, "")
+	for _, op := range []string{"aten.cat", "aten.div_", "aten.copy_"} {
+		got := bytes[op]
+		if op == "aten.cat" { // less the attention's context copies: 4 layers x 3 of 4x64x64 16-bit elements, read and written
+			got -= 4 * 3 * 4 * 64 * 64 * 2 * 2
+		}
+		if got != 13228032 || count[op] < 6 {
+			t.Errorf("local DDP: %s %d calls of %.0f bytes, want 6 of 13,228,032", op, count[op], got)
+		}
+	}
+
+	// Two microbatches: the second adds each matrix's gradient (4 a layer,
+	// and the head's and the embedding's both to the tied word embedding),
+	// 16-bit, read twice and written once: with the first microbatch's
+	// tied add, 16 layer matrices (786,432 elements a layer) and 3 word
+	// embedding adds (131,072 each).
+	two := base
+	two.GlobalBatch = 4
+	count, bytes, _ = kernelSums(t, two, "")
+	added := 4*786432 + 3*131072.0
+	qkvBias := 2 * 4 * (64*768*2*2 + 768*2.0)
+	if count["aten.add_"] != 16+3+8 || bytes["aten.add_"] != 6*added+qkvBias {
+		t.Errorf("two microbatches: %d add_ calls of %.0f bytes, want 27 of %.0f", count["aten.add_"], bytes["aten.add_"], 6*added+qkvBias)
+	}
+}
