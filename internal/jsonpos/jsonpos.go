@@ -81,8 +81,10 @@ func lineAt(data []byte, offset int64) int {
 // "fixed", "reduce_ns"; in an array, an element's decimal index, as
 // "gemm_efficiency", "2") in data, a JSON object, so that a value decoded
 // well but out of range can be blamed on its line: the line of the key,
-// or of where the element starts; 1 if path is not there. The first of
-// duplicate keys is the one found.
+// or of where the element starts; 1 if path is not there. A key is found
+// as encoding/json decodes it into a struct field: by a case-insensitive
+// match, the last of several that match, since that one's value is the
+// one the decoder keeps and a check refuses.
 func Key(data []byte, path ...string) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if off, ok := keyOffset(dec, path); ok {
@@ -104,21 +106,43 @@ func keyOffset(dec *json.Decoder, path []string) (int64, bool) {
 	}
 	switch tok {
 	case json.Delim('{'):
+		// Every key is read: a later one that matches takes the place of
+		// an earlier one, as it does when encoding/json decodes.
+		var at int64
+		found := false
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {
 				return 0, false
 			}
-			if k == path[0] {
-				if len(path) == 1 {
-					return dec.InputOffset(), true
+			name, _ := k.(string)
+			if !strings.EqualFold(name, path[0]) {
+				if !skip(dec) {
+					return 0, false
 				}
-				return keyOffset(dec, path[1:])
+				continue
 			}
-			if !skip(dec) {
+			if len(path) == 1 {
+				at, found = dec.InputOffset(), true
+				if !skip(dec) {
+					return 0, false
+				}
+				continue
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
 				return 0, false
 			}
+			// v ends where the decoder now is: the offset within v, moved
+			// to where v starts in the whole text. A later object that
+			// lacks the path leaves the earlier match: encoding/json
+			// decodes it into the same struct or map, which keeps what
+			// it does not name.
+			if off, ok := keyOffset(json.NewDecoder(bytes.NewReader(v)), path[1:]); ok {
+				at, found = dec.InputOffset()-int64(len(v))+off, true
+			}
 		}
+		return at, found
 	case json.Delim('['):
 		i, err := strconv.Atoi(path[0])
 		if err != nil || i < 0 || strconv.Itoa(i) != path[0] {

@@ -93,6 +93,30 @@ func TestKey(t *testing.T) {
 			t.Errorf("Key(%q): line %d, want %d", c.path, got, c.line)
 		}
 	}
+
+	// Repeated keys and keys that differ in case: encoding/json keeps the
+	// last value of those that match a field, so that is the line a
+	// check's error names (lines counted by hand: line 1 is "{").
+	dup := []byte("{\n \"layers\": 2,\n \"g\": {\"x\": 1},\n \"LAYERS\": -1,\n \"g\": {\n  \"x\": 3\n },\n \"h\": {\"x\": 1},\n \"h\": {}\n}\n")
+	for _, c := range []struct {
+		path []string
+		line int
+	}{
+		{[]string{"layers"}, 4}, // "LAYERS" on line 4 is decoded last
+		{[]string{"g", "x"}, 6}, // the second g's x
+		{[]string{"h", "x"}, 8}, // the second h has no x: the first's stays
+	} {
+		if got := Key(dup, c.path...); got != c.line {
+			t.Errorf("Key(%q) with repeated keys: line %d, want %d", c.path, got, c.line)
+		}
+	}
+	var kept struct {
+		Layers int
+		G, H   struct{ X int }
+	}
+	if err := json.Unmarshal(dup, &kept); err != nil || kept.Layers != -1 || kept.G.X != 3 || kept.H.X != 1 {
+		t.Errorf("encoding/json kept layers %d, g.x %d and h.x %d (%v), want -1, 3 and 1: the lines above assume it", kept.Layers, kept.G.X, kept.H.X, err)
+	}
 }
 
 // TestKeyArray: an element of an array of arrays is found on the line
