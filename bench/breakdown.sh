@@ -44,7 +44,7 @@ classes() {
 		else if (k ~ /aten\.bmm:/) c = "attention bmm"
 		else if (k ~ /^Reduce|^SendTensor|^Borrow/) c = "collectives and transfers"
 		else if (k ~ /x2048x2048\)/) c = "elementwise on b*a*s^2/t"
-		else if (k ~ /fused_adam|_foreach_|aten\._to_copy:\([0-9]+\):/) c = "optimizer"
+		else if (k ~ /fused_adam|_foreach_|aten\._to_copy:\([0-9]+\):bfloat16$/) c = "optimizer"
 		else if (k ~ /nll_loss|log_softmax|amax|logsumexp|gather|embedding|ones_like|int64|x51200\)|x25600\)|x12800\)|x6400\)/) c = "loss and embedding"
 		sum[c] += ms; total += ms
 	}
@@ -75,11 +75,11 @@ fi
 if [ "${FP32GRADS:-0}" != 1 ]; then
 	flags+=(--fp16-grads)
 fi
-synth "$work/row.hist" "${flags[@]}"
+synth "$work/row.hist" ${flags[@]+"${flags[@]}"}
 echo "megatron-$row, tp $tp, microbatch $mb, $((gb / mb)) microbatch(es) a step, one rank (load $(cut -d' ' -f1-3 /proc/loadavg))"
 classes "$work/row.hist"
 if [ "${FP32GRADS:-0}" != 1 ]; then
-	synth "$work/dp2.hist" "${flags[@]}" --dp 2 --global-batch $((2 * gb))
+	synth "$work/dp2.hist" ${flags[@]+"${flags[@]}"} --dp 2 --global-batch $((2 * gb))
 	ddp "$work/dp2.hist"
 fi
 "$work/fastsim" replay --hardware a100-80gb --controller none --report-only --summary-json "$work/row.json" "$work/row.hist" >/dev/null

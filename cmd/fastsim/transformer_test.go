@@ -48,6 +48,7 @@ func TestSynthModelCLI(t *testing.T) {
 		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "5", out}, "tp 5"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--zero", "1", "--fp16-grads", out}, "16-bit gradients"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--fuse-grad-accumulation", "--fp16-grads", out}, "16-bit gradients"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--fp16-grads", out}, "reduced in 16 bits"},
 		{[]string{"synth", "--model", "toy", "--fp16-grads", out}, "--fp16-grads"},
 	} {
 		se.Reset()

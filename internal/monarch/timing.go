@@ -25,26 +25,22 @@ type Timing map[string]int64
 const maxMicros = 1e14
 
 // IsTiming reports whether data looks like a Monarch timing file: a JSON
-// object whose values are all numbers (import_timing's format), or a
-// "timing" object of that form, alone or in a command catalogue
-// (export_command_types with timing, as 'fastsim ops --json' writes it). A fastsim cost model has object values ("fixed", "comm", ...), so
-// the two never look alike.
+// object whose values are all numbers (import_timing's format), a command
+// catalogue carrying a "timing" object (export_command_types with timing,
+// as 'fastsim ops --json' writes it, whatever else it carries), or a
+// "timing" object alone. A fastsim cost model has object values ("fixed",
+// "comm", ...), so the two never look alike.
 func IsTiming(data []byte) bool {
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(data, &doc) != nil || len(doc) == 0 {
 		return false
 	}
-	if raw, ok := doc["timing"]; ok && isObject(raw) {
-		// A catalogue's timing, with or without its command_types.
-		for k := range doc {
-			if k != "timing" && k != "command_types" {
-				return false
-			}
-		}
-		return true
-	}
+	raw, timing := doc["timing"]
 	if _, ok := doc["command_types"]; ok {
-		return false
+		return timing
+	}
+	if timing && len(doc) == 1 && isObject(raw) {
+		return true
 	}
 	for _, v := range doc {
 		v = bytes.TrimSpace(v)
@@ -73,10 +69,11 @@ func ParseTiming(data []byte) (Timing, error) {
 		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrTiming, err)}
 	}
 	// A catalogue's "timing" (with command_types), which must be an
-	// object, or a "timing" object alone.
+	// object, or a "timing" object alone; anything else is read as
+	// {timing_key: microseconds}, where an object value is refused.
 	raw, timing := doc["timing"]
 	_, cat := doc["command_types"]
-	timing = timing && (cat || isObject(raw))
+	timing = timing && (cat || len(doc) == 1 && isObject(raw))
 	// The entries are read in the file's order, each key's offset at
 	// hand, so an error names the key's line and the first of several
 	// wrong values is the one named.
@@ -117,7 +114,8 @@ func ParseTiming(data []byte) (Timing, error) {
 		}
 		line[k] = at
 		var us float64
-		if err := json.Unmarshal(raw, &us); err != nil {
+		// null decodes to 0 without an error: it is not a number either.
+		if err := json.Unmarshal(raw, &us); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			return nil, fail("want a number of microseconds")
 		}
 		if us < 0 || us > maxMicros || math.IsNaN(us) {

@@ -1,6 +1,9 @@
 package monarch
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestTimingAlone: a {"timing": {...}} document, a catalogue's timing
 // without its command_types, is a timing file, as the README says the
@@ -20,9 +23,28 @@ func TestTimingAlone(t *testing.T) {
 	if tm["BorrowCreate"] != 500 || tm["SendTensor:(2):float32"] != 3000 || len(tm) != 2 {
 		t.Errorf("parsed %v", tm)
 	}
-	for _, other := range []string{`{"timing": {"a": 1}, "fixed": {"reduce_ns": 5}}`, `{"command_types": [], "timing": 5}`} {
-		if IsTiming([]byte(other)) {
-			t.Errorf("%s: a timing file", other)
+	// Beside other keys but command_types, a "timing" object is a cost
+	// model's or a mistake, not this form.
+	if other := `{"timing": {"a": 1}, "fixed": {"reduce_ns": 5}}`; IsTiming([]byte(other)) {
+		t.Errorf("%s: a timing file", other)
+	}
+	// A catalogue is a timing file whatever its "timing" holds, so that
+	// ParseTiming says what is wrong with it.
+	cat := []byte("{\"command_types\": [],\n \"timing\": 5}")
+	if !IsTiming(cat) {
+		t.Errorf("%s: not a timing file", cat)
+	}
+	if _, err := ParseTiming(cat); err == nil || !strings.HasPrefix(err.Error(), "2: timing file: \"timing\": want an object") {
+		t.Errorf("%s: %v, want line 2's \"timing\" named", cat, err)
+	}
+	// ParseTiming itself refuses a key beside a "timing" object (read as
+	// {key: microseconds}, the object is not a number), and null.
+	for _, c := range []struct{ doc, want string }{
+		{"{\"timing\": {\"a\": 1},\n \"b\": 2}", "1: timing file: \"timing\": want a number"},
+		{"{\"a\": 1,\n \"b\": null}", "2: timing file: \"b\": want a number"},
+	} {
+		if _, err := ParseTiming([]byte(c.doc)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.doc, err, c.want)
 		}
 	}
 }

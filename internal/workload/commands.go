@@ -8,11 +8,15 @@ import (
 // commandsPerUnit bounds the commands that advance the controller's clock
 // per unit of commandBound. The most the generator writes is about 121
 // per layer pass (one microbatch's forward or backward of one layer) with
-// ZeRO 3, full recomputation and tensor parallelism (FeatureLayouts'
-// tenth job, with its layers doubled: 23,292 more commands for 96 more
-// microbatch-layers, forward and backward). A unit holds both passes
-// (about 242), so 1,024 leaves a factor of four;
-// TestCommandBoundHolds checks it against every FeatureLayouts job.
+// ZeRO 3, full recomputation and tensor parallelism (the FeatureLayouts
+// job with Zero 3 and RecomputeFull, with its layers doubled: 23,292 more
+// commands for 96 more microbatch-layers, forward and backward). A unit
+// holds both passes (about 242), so 1,024 leaves a factor of four;
+// TestCommandBoundHolds checks it against every FeatureLayouts job. The
+// bound is loose on purpose (on most layouts a hundred times the count:
+// a collective per group shares one time, and most passes write far
+// fewer commands): it only has to keep times from wrapping, so it may
+// refuse a job whose --command-ns is absurdly large a little early.
 const commandsPerUnit = 1024
 
 // commandBound is an upper bound on the commands of j's history that

@@ -1,6 +1,7 @@
 package workload_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,5 +133,36 @@ func TestFP16GradsKernels(t *testing.T) {
 	qkvBias := 2 * 4 * (64*768*2*2 + 768*2.0)
 	if count["aten.add_"] != 16+3+8 || bytes["aten.add_"] != 6*added+qkvBias {
 		t.Errorf("two microbatches: %d add_ calls of %.0f bytes, want 27 of %.0f", count["aten.add_"], bytes["aten.add_"], 6*added+qkvBias)
+	}
+}
+
+// TestDDPCopyBackBeforeEmbeddingSync: with PyTorch DDP's bucket copies
+// and a word embedding tied between the first and the last of two
+// stages, every bucket is copied back into its gradient (at the end of
+// the backward) before the embedding's gradients are all-reduced between
+// the stages, the last reduction over "pp" of a step: a copy back after
+// it would overwrite the synchronized gradient with the bucket.
+func TestDDPCopyBackBeforeEmbeddingSync(t *testing.T) {
+	j := workload.Job{Model: tiny, TP: 1, PP: 2, DP: 2, MicroBatch: 1, GlobalBatch: 2, Schedule: workload.OneFOneB,
+		Steps: 1, HalfGradReduce: true, FP16Grads: true}
+	if !j.Model.Tied {
+		t.Fatal("the model must tie its word embedding for the test to mean anything")
+	}
+	n, lastCopy, lastPP := 0, -1, -1
+	eachRecord(t, j, true, func(rec *history.Record) {
+		n++
+		m := &rec.Msg
+		switch {
+		case m.Kind == gen.MsgCallFunction && strings.HasPrefix(m.CallFunction.Function, "torch.ops.aten.copy_"):
+			lastCopy = n
+		case m.Kind == gen.MsgReduce && slices.Contains(m.Reduce.Dims, "pp"):
+			lastPP = n
+		}
+	})
+	if lastCopy < 0 || lastPP < 0 {
+		t.Fatalf("no DDP copy back (%d) or no reduction over pp (%d) in the step", lastCopy, lastPP)
+	}
+	if lastCopy > lastPP {
+		t.Errorf("record %d copies a bucket back after the embedding's all-reduce between the stages (record %d)", lastCopy, lastPP)
 	}
 }

@@ -258,6 +258,10 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: the gradient reduction after the backward pass is Megatron-LM's local DDP, without ZeRO", ErrJob)
 	case j.FP16Grads && (j.Zero > 0 || j.FuseGradAccumulation):
 		return fmt.Errorf("%w: 16-bit gradients (Megatron-LM's fp16 optimizer of 2021) need ZeRO 0 and no fused gradient accumulation", ErrJob)
+	case j.FP16Grads && !j.HalfGradReduce:
+		// 16-bit gradients are reduced in 16 bits whatever HalfGradReduce
+		// says; asking for both keeps one job from having two names.
+		return fmt.Errorf("%w: 16-bit gradients (Megatron-LM's fp16 optimizer of 2021) are reduced in 16 bits: give the half-precision gradient reduction with them", ErrJob)
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
 	}

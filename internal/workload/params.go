@@ -90,9 +90,13 @@ func (g *generator) allocate(st *stage, w *layerW) {
 	}
 	switch {
 	case g.j.FP16Grads:
-		// param.grad, made by autograd in the backward: never zeroed.
-		// PyTorch DDP's bucket is made empty too (Reducer's
-		// initialize_buckets: at::empty).
+		// param.grad: never zeroed. It is allocated here, once, and
+		// held for the whole run, where autograd makes it at a step's
+		// first backward and zero_grad(set_to_none=True) frees it after
+		// the optimizer step: a peak that falls before a stage's first
+		// backward of a step (a warm-up of forwards) is overstated by
+		// 2 bytes a parameter. PyTorch DDP's bucket is made empty too
+		// (Reducer's initialize_buckets: at::empty), and is held, as it is.
 		w.grad = g.e.tensor(bf16, w.n)
 		g.op(st, opEmpty, []any{[]int64{w.n}}, w.grad)
 		for _, s := range w.shapes {
@@ -384,6 +388,20 @@ func (g *generator) ddpReduce(st *stage, w *layerW) {
 	st.pendingGrad = append(st.pendingGrad, w)
 }
 
+// finishDDP ends stage st's backward as PyTorch 1.8 DDP does when it
+// copies its buckets (torchDDPCopies): the compute stream waits for every
+// bucket's all-reduce and copies each bucket back into its gradient
+// (Reducer::finalize_backward, run by autograd's final callback), before
+// Megatron-LM's word-embedding all-reduce between the first and the last
+// stage reads the gradient, and before the optimizer step.
+func (g *generator) finishDDP(st *stage) {
+	for _, w := range st.pendingGrad {
+		g.e.borrowDrop(st.all, w.borrow)
+		g.ddpCopyBack(st, w)
+	}
+	st.pendingGrad = st.pendingGrad[:0]
+}
+
 // ddpCopyBack copies group w's all-reduced bucket back into its gradient
 // on the compute stream, which has waited for the all-reduce: what
 // PyTorch 1.8 DDP's finalize_backward does for each bucket when
@@ -458,11 +476,6 @@ func (g *generator) optimizerStep(st *stage) {
 	}
 	for _, w := range st.pendingGrad {
 		g.e.borrowDrop(st.all, w.borrow)
-	}
-	if g.torchDDPCopies() {
-		for _, w := range st.pendingGrad {
-			g.ddpCopyBack(st, w)
-		}
 	}
 	if g.j.FP16Grads {
 		g.fp16Step(st)

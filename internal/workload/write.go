@@ -389,6 +389,11 @@ func (g *generator) runStep() error {
 			g.reduceAfterBackward(st)
 		}
 	}
+	if g.torchDDPCopies() {
+		for _, st := range g.stages {
+			g.finishDDP(st)
+		}
+	}
 	if g.tied {
 		g.syncEmbedding()
 	}
