@@ -289,12 +289,25 @@ func Merge(docs []*Doc) (*Doc, error) {
 			return nil, fmt.Errorf("%w: shard %d/%d is missing", ErrMerge, k, n)
 		}
 	}
+	// The space's layouts, to check each result's against: a result names
+	// its layout by its index and carries it too, and a shard edited or
+	// written by another build could disagree with its index.
+	layouts, err := Enumerate(first.Space)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the shards' space: %v", ErrMerge, err)
+	}
+	if len(layouts) != first.Layouts {
+		return nil, fmt.Errorf("%w: the shards count %d layouts, their space has %d", ErrMerge, first.Layouts, len(layouts))
+	}
 	got := make([]bool, first.Layouts)
 	for _, r := range all {
 		if got[r.Index] {
 			return nil, fmt.Errorf("%w: layout %d appears twice", ErrMerge, r.Index)
 		}
 		got[r.Index] = true
+		if r.Layout != layouts[r.Index] {
+			return nil, fmt.Errorf("%w: layout %d is %+v, but the space's layout %d is %+v", ErrMerge, r.Index, r.Layout, r.Index, layouts[r.Index])
+		}
 	}
 	if first.Space.Prune {
 		// Each shard kept the layouts it could not rule out against its

@@ -179,27 +179,50 @@ func TestShardsMergeToWhole(t *testing.T) {
 
 func TestMergeErrors(t *testing.T) {
 	s := small()
-	a := NewDoc(s, "x", Shard{K: 0, N: 2}, 2, []Result{{Index: 0}})
-	b := NewDoc(s, "x", Shard{K: 1, N: 2}, 2, []Result{{Index: 1}})
+	ls, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(ls)
+	// half k of 2: the results of the layouts shard k of 2 holds, each
+	// with its own layout.
+	half := func(k int) []Result {
+		var rs []Result
+		for i, l := range ls {
+			if i%2 == k {
+				rs = append(rs, Result{Index: i, Layout: l})
+			}
+		}
+		return rs
+	}
+	a := NewDoc(s, "x", Shard{K: 0, N: 2}, n, half(0))
+	b := NewDoc(s, "x", Shard{K: 1, N: 2}, n, half(1))
 	if _, err := Merge([]*Doc{a, b}); err != nil {
 		t.Fatalf("good shards: %v", err)
 	}
 	other := s
 	other.Batch = 8
+	edited := half(1)
+	edited[0].TP *= 2 // layout 1 said to be another
 	cases := map[string][]*Doc{
 		"missing":   {a},
 		"twice":     {a, a, b},
-		"space":     {a, NewDoc(other, "x", Shard{K: 1, N: 2}, 2, []Result{{Index: 1}})},
-		"costs":     {a, NewDoc(s, "y", Shard{K: 1, N: 2}, 2, []Result{{Index: 1}})},
-		"not own":   {a, NewDoc(s, "x", Shard{K: 1, N: 2}, 2, []Result{{Index: 0}})},
-		"too few":   {a, NewDoc(s, "x", Shard{K: 1, N: 2}, 2, nil)},
-		"other N":   {a, NewDoc(s, "x", Shard{K: 1, N: 3}, 2, nil)},
+		"space":     {a, NewDoc(other, "x", Shard{K: 1, N: 2}, n, half(1))},
+		"costs":     {a, NewDoc(s, "y", Shard{K: 1, N: 2}, n, half(1))},
+		"not own":   {a, NewDoc(s, "x", Shard{K: 1, N: 2}, n, half(0))},
+		"too few":   {a, NewDoc(s, "x", Shard{K: 1, N: 2}, n, half(1)[1:])},
+		"other N":   {a, NewDoc(s, "x", Shard{K: 1, N: 3}, n, nil)},
+		"count":     {NewDoc(s, "x", Shard{K: 0, N: 2}, n+1, half(0)), NewDoc(s, "x", Shard{K: 1, N: 2}, n+1, half(1))},
+		"edited":    {a, NewDoc(s, "x", Shard{K: 1, N: 2}, n, edited)},
 		"no shards": nil,
 	}
 	for name, docs := range cases {
 		if _, err := Merge(docs); !errors.Is(err, ErrMerge) {
 			t.Errorf("%s: %v, want ErrMerge", name, err)
 		}
+	}
+	if _, err := Merge(cases["edited"]); err == nil || !strings.Contains(err.Error(), "layout 1 is") {
+		t.Errorf("edited: %v, want layout 1 named", err)
 	}
 }
 
