@@ -34,7 +34,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "print nothing on success")
-	positional, code := parseArgs(fs, convertUsage, args, 2, "IN and OUT")
+	positional, code := parseArgs(fs, stdout, convertUsage, args, 2, "IN and OUT")
 	if code >= 0 {
 		return code
 	}

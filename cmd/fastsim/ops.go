@@ -42,7 +42,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	top := fs.Int("top", 30, "show the `K` kinds with the most predicted time in the table (0: all)")
 	grouped := fs.Bool("group-workers", false, "simulate identical ranks once (same results; for very large worlds)")
 	mf := registerPricingFlags(fs)
-	positional, code := parseArgs(fs, opsUsage, args, 1, "exactly one HISTORY file")
+	positional, code := parseArgs(fs, stdout, opsUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
 	}

@@ -92,7 +92,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the prediction to `PATH`")
-	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
+	if _, code := parseArgs(fs, stdout, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
 	switch {

@@ -82,7 +82,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time; no output but --cpuprofile is written")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
-	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
+	positional, code := parseArgs(fs, stdout, replayUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
 	}

@@ -134,7 +134,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the search to `PATH`")
 	var out searchOut
 	out.register(fs)
-	positional, code := parseArgs(fs, searchUsage, args, -1, "")
+	positional, code := parseArgs(fs, stdout, searchUsage, args, -1, "")
 	if code >= 0 {
 		return code
 	}
@@ -321,7 +321,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), mergeUsage)
 		fs.PrintDefaults()
 	}
-	files, code := parseInterleaved(fs, args)
+	files, code := parseInterleaved(fs, stdout, args)
 	if code >= 0 {
 		return code
 	}
