@@ -30,7 +30,8 @@ with how many tasks of each kind the workers run (rank by rank) and the
 time the cost model (--costs) predicts for one, in microseconds. --json
 writes Monarch's catalogue {"command_types": [...]} plus "timing":
 {timing_key: microseconds}; edit the times (or fill them from a profiler)
-and pass the file back with --costs to replay with them.
+and pass the file back with --costs to replay with them. With --json - the
+catalogue goes to standard output and the table to standard error.
 
 Flags:
 `
@@ -53,6 +54,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim ops", stderr, []string{positional[0], *mf.costs, *mf.hardware}, dest{"--json", *jsonPath}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", *jsonPath})
 	model, _, _, ctl, err := mf.pricing()
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim ops: %v\n", oneLine(err))

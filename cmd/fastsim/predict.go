@@ -36,7 +36,8 @@ transformer layers store for their backward passes (what Korthikanti et
 al. 2022's activation formulas count). --json writes the same as
 {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_memory_gib",
 "peak_device", "model_state_gib", "activation_gib", "stored_activation_gib",
-"hbm_gib", "fits", ...}.
+"hbm_gib", "fits", ...}. With --json - the JSON goes to standard output
+and the report to standard error.
 
 Flags:
 `
@@ -139,6 +140,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile})
 
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim predict", stderr)

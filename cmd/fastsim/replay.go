@@ -32,6 +32,10 @@ where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
 (ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
 they are; a .zst one is smaller but must be decompressed first (zstd -d).
 
+Any one output (--trace, --summary-json, --html, --memory-snapshot, the
+profiles) may be "-", standard output; the report then goes to standard
+error, so the output reads back whole. Two outputs on "-" are refused.
+
 Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
 error); 2 bad input (one line FILE:LINE: what is wrong) or usage; 3 the
 replay outgrew --max-memory; 130 interrupted by Ctrl-C (after a partial
@@ -110,6 +114,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		if !checkDests("fastsim replay", stderr, []string{path}, dest{"--cpuprofile", f.cpuprofile}) {
 			return exitInput
 		}
+		stdout = reportTo(stdout, stderr, dest{"--cpuprofile", f.cpuprofile})
 		if f.cpuprofile != "" {
 			stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
 			if !ok {
@@ -173,15 +178,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
 		return exitInput
 	}
-	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, append([]dest{
+	outs := append([]dest{
 		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
 		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
-	}, f.extra.dests()...)...) {
+	}, f.extra.dests()...)
+	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, outs...) {
 		return exitInput
 	}
-	if opt.TracePath == trace.Stdout {
-		stdout = stderr // the trace owns standard output; the report goes to stderr
-	}
+	stdout = reportTo(stdout, stderr, outs...)
 	var notes bytes.Buffer // lines about the extra outputs, printed after the report
 	f.extra.costs, f.extra.history = f.costs, path
 	if f.extra.wanted() {

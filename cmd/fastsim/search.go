@@ -76,6 +76,9 @@ array (--shard $SLURM_ARRAY_TASK_ID/N) or a Kubernetes Indexed Job spreads a
 search; 'fastsim search merge' combines the shards' --json files into the
 same ranked output as one unsharded search.
 
+An output given as "-" (one at most) goes to standard output, and the
+report then goes to standard error.
+
 Flags:
 `
 
@@ -270,6 +273,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim search", stderr, []string{tf.model, *mf.costs, *mf.hardware}, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile})
 
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim search", stderr)
@@ -336,6 +340,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim search merge", stderr, files, dest{"--json", out.json}, dest{"--csv", out.csv}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", out.json}, dest{"--csv", out.csv})
 	var docs []*search.Doc
 	for _, p := range files {
 		f, err := os.Open(p)
