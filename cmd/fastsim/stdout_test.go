@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -87,5 +89,37 @@ func TestTwoOutputsOnStdoutRefused(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %.100q, stderr %q; want %d, nothing written, one line naming %s and %s",
 				c.args, code, stdout, stderr, exitInput, c.flag1, c.fl2)
 		}
+	}
+}
+
+// TestConvertStdio: convert reads standard input for IN "-" and writes
+// plain JSON lines to standard output for OUT "-" (both were refused, IN
+// as a missing file named "-"); the line saying what it converted then
+// goes to stderr. JSON lines to binary and back give the history's bytes.
+func TestConvertStdio(t *testing.T) {
+	want, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "e.fhist")
+	cmd := child("convert", "-", bin)
+	cmd.Stdin = bytes.NewReader(want)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("convert - %s: %v: %s", bin, err, errb.String())
+	}
+	code, stdout, stderr := runChild(t, "convert", bin, "-")
+	if code != exitOK || !bytes.Equal(stdout, want) || !bytes.HasPrefix(stderr, []byte("standard output: ")) {
+		t.Errorf("convert %s -: exit %d, stderr %q, stdout equals the history: %v", bin, code, stderr, bytes.Equal(stdout, want))
+	}
+	// A bad history on standard input is named as a replay names it.
+	cmd = child("convert", "-", "-")
+	cmd.Stdin = strings.NewReader("{\"x\":1}\n")
+	errb.Reset()
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInput || !strings.HasPrefix(errb.String(), "stdin:1: ") {
+		t.Errorf("bad standard input: %v, %q; want exit %d and stdin:1:", err, errb.String(), exitInput)
 	}
 }
