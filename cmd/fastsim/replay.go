@@ -102,6 +102,20 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
+	// A flag that changes an output that is not written would be ignored
+	// in silence: refuse it, as --memory-device without --memory-snapshot.
+	if f.overwriteSummary && f.summary == "" {
+		fmt.Fprintln(stderr, "fastsim replay: --overwrite-summary needs --summary-json")
+		return exitInput
+	}
+	if f.partial && (f.reportOnly || f.decodeOnly) {
+		other := "--report-only"
+		if f.decodeOnly {
+			other = "--decode-only"
+		}
+		fmt.Fprintf(stderr, "fastsim replay: --partial-trace and %s contradict each other (%s writes no trace); pick one\n", other, other)
+		return exitInput
+	}
 	if f.decodeOnly {
 		// Decoding alone has no report, trace or memory to write: an
 		// output asked for beside it would silently not appear.
@@ -127,6 +141,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	mode, err := sched.ParseMode(f.traceMode)
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
+		return exitInput
+	}
+	if mode == sched.ControllerOnly && f.extra.memSnapshot != "" {
+		// No stream runs, so no device allocates: the snapshot would be empty.
+		fmt.Fprintln(stderr, "fastsim replay: --memory-snapshot and --trace-mode controller-only contradict each other (controller-only simulates no device memory); pick one")
 		return exitInput
 	}
 	if f.jobs < 1 {
