@@ -46,3 +46,33 @@ func TestContradictoryReplayFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedOutputKeepsReport: an output that cannot be written after the
+// replay succeeded (the device is full) is reported in one line named by
+// its flag, exit status 1, after the report, which is printed whole and
+// names no trace (it said "trace: /dev/full: ..." without the command or
+// the flag, and threw the report away).
+func TestFailedOutputKeepsReport(t *testing.T) {
+	if st, err := os.Stat("/dev/full"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/full device")
+	}
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"replay", "--trace", "/dev/full", example}, "--trace"},
+		{[]string{"replay", "--report-only", "--html", "/dev/full", example}, "--html"},
+		{[]string{"replay", "--trace", "/dev/full", "--html", "/dev/full", example}, "--html"},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != exitError || !strings.HasPrefix(stderr, "fastsim replay: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 ||
+			!strings.Contains(stderr, "no space left on device") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and one line naming %s", c.args, code, stderr, exitError, c.flag)
+		}
+		// train_step is the golden random_105, whose reference time is
+		// 0.0123025 s (testdata/golden/random_105.expected.json).
+		if !strings.Contains(stdout, "simulated time       0.012302 s") || strings.Contains(stdout, "trace    ") {
+			t.Errorf("%q: report %q; want it whole, naming no trace", c.args, stdout)
+		}
+	}
+}

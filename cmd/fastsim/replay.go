@@ -240,12 +240,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
-	if fe := (*flagError)(nil); errors.As(err, &fe) {
-		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
-		if fe.usage {
-			return exitInput
-		}
-		return exitError
+	// An output that failed after the replay succeeded (the trace, the
+	// snapshot, the HTML page) is reported after the report, which is
+	// still whole: a full disk must not throw away a long replay's result.
+	// A flag's value the history showed to be wrong is a usage error,
+	// reported alone.
+	var outErr error
+	if fe := (*flagError)(nil); errors.As(err, &fe) && fe.usage {
+		return outputErr(stderr, err)
+	}
+	if err != nil && res != nil {
+		outErr, err = err, nil
+		opt.TracePath = "" // not written: the report must not name it
 	}
 	if err != nil {
 		return runErr(stderr, err)
@@ -287,10 +293,36 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim replay: --trace-steps %s: the history has steps 0 to %d; the trace holds none of its commands\n", f.traceSteps, len(res.Steps))
 		}
 	}
+	if outErr != nil {
+		return outputErr(stderr, outErr)
+	}
 	if res.Partial {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+// outputErr prints the failure of an output written after a replay that
+// succeeded, named by its flag, and returns its exit status: 2 when the
+// history showed the flag's value to be wrong (a rank outside its world),
+// 1 otherwise (the trace's device is full, ...).
+func outputErr(stderr io.Writer, err error) int {
+	if fe := (*flagError)(nil); errors.As(err, &fe) {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		if fe.usage {
+			return exitInput
+		}
+		return exitError
+	}
+	if te := (*replay.TraceError)(nil); errors.As(err, &te) {
+		// The system's own words name the file and the failure.
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			err = pe
+		}
+		fmt.Fprintf(stderr, "fastsim replay: --trace: %v\n", oneLine(err))
+		return exitError
+	}
+	return runErr(stderr, err)
 }
 
 // defaultTracePath is NAME.trace.json.gz in the current directory: gzip,

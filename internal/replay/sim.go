@@ -435,7 +435,10 @@ func (s *Sim) Result() *Result {
 // End finishes a whole replay: unless it was stopped, it checks that
 // every task ran (Finish), then calls Options.Inspect and writes the trace
 // to Options.TracePath (after a stop only with Options.PartialTrace), and
-// returns the result. The Sim stays readable.
+// returns the result. When the simulation succeeded but an output failed
+// (Inspect's error, or the trace's, a *TraceError), the result is returned
+// with the error: it is whole, and a caller may still report it. The Sim
+// stays readable.
 func (s *Sim) End() (*Result, error) {
 	res := &s.res
 	if !res.Partial {
@@ -446,7 +449,8 @@ func (s *Sim) End() (*Result, error) {
 	fillResult(s.eng, res)
 	if s.opt.Inspect != nil && (!res.Partial || s.opt.PartialTrace) {
 		if err := s.opt.Inspect(s.eng, res); err != nil {
-			return nil, err
+			res.Wall = time.Since(s.began)
+			return res, err
 		}
 	}
 	if s.opt.TracePath != "" && (!res.Partial || s.opt.PartialTrace) {
@@ -455,12 +459,25 @@ func (s *Sim) End() (*Result, error) {
 			first, last = s.opt.TraceSteps.commandWindow(s.atMark, res.Commands)
 		}
 		if err := writeTrace(s.eng, s.opt.TracePath, first, last); err != nil {
-			return nil, err
+			res.Wall = time.Since(s.began)
+			return res, &TraceError{Path: s.opt.TracePath, Err: err}
 		}
 	}
 	res.Wall = time.Since(s.began)
 	return res, nil
 }
+
+// TraceError reports a trace that could not be written (Options.TracePath)
+// after a simulation that succeeded. Its text is the trace writer's.
+type TraceError struct {
+	Path string
+	Err  error
+}
+
+func (e *TraceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the trace writer's error.
+func (e *TraceError) Unwrap() error { return e.Err }
 
 // ErrNoTrace is returned by WriteTrace when the events were not kept
 // (Options.KeepTrace).
