@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestContradictoryReplayFlags: a flag about an output that the other
@@ -74,5 +75,44 @@ func TestFailedOutputKeepsReport(t *testing.T) {
 		if !strings.Contains(stdout, "simulated time       0.012302 s") || strings.Contains(stdout, "trace    ") {
 			t.Errorf("%q: report %q; want it whole, naming no trace", c.args, stdout)
 		}
+	}
+}
+
+// TestProgressLineClears: each redraw of replay's progress line clears
+// the line it returns to (it returned with \r alone, so "about 9s left..."
+// kept the last "." of "about 10s left...").
+func TestProgressLineClears(t *testing.T) {
+	for _, got := range []string{progressLine(5000, 1<<20, 4<<20, 10*time.Second), progressLine(7, 100, -1, time.Second)} {
+		if !strings.HasPrefix(got, "\r\033[K") {
+			t.Errorf("%q does not clear the line it redraws", got)
+		}
+	}
+}
+
+// TestReportSingular: one step, one worker and one group are said so
+// ("1 steps on 1 workers (1 simulated groups)" before). The history is
+// one rank running one function, then one step mark.
+func TestReportSingular(t *testing.T) {
+	hist := filepath.Join(t.TempDir(), "one.hist")
+	const one = `"ranks":[{"offset":0,"sizes":[1],"strides":[1]}]`
+	data := `{"fastsim":"history","version":1,"world_size":1}
+{"ts":0,` + one + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":10,` + one + `,"msg":{"type":"CallFunction","function":"f","args":[],"result":{"tensor":1,"storage":1,"nbytes":100,"dtype":"float32","shape":[25],"device":"cuda"},"stream":{"ref":1}}}
+{"step":0}
+`
+	if err := os.WriteFile(hist, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--report-only", hist)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"(1 step; the last took", "on 1 worker (1 simulated group)\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, " 1 steps") || strings.Contains(stdout, " 1 workers") || strings.Contains(stdout, " 1 simulated groups") {
+		t.Errorf("report says a plural of one:\n%s", stdout)
 	}
 }

@@ -61,13 +61,16 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 
 // progressLine is the progress text for records replayed after reading
 // read of size bytes (size < 0: unknown) in elapsed time. The time left
-// assumes the rest of the file goes as fast as what was read so far.
+// assumes the rest of the file goes as fast as what was read so far. It
+// returns to the start of the line and clears it ("\r\033[K"), as the
+// other commands' progress lines do: a shorter line ("9s left") would
+// otherwise keep the end of the longer one before it ("10s left...").
 func progressLine(records, read, size int64, elapsed time.Duration) string {
 	if size <= 0 || read <= 0 {
-		return fmt.Sprintf("\rfastsim: %d records replayed...", records)
+		return fmt.Sprintf("\r\033[Kfastsim: %d records replayed...", records)
 	}
 	read = min(read, size)
 	pct := 100 * float64(read) / float64(size)
 	left := time.Duration(float64(elapsed) * float64(size-read) / float64(read)).Round(time.Second)
-	return fmt.Sprintf("\rfastsim: %d records replayed, %.0f%% of the input, about %s left...", records, pct, left)
+	return fmt.Sprintf("\r\033[Kfastsim: %d records replayed, %.0f%% of the input, about %s left...", records, pct, left)
 }

@@ -188,8 +188,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
 		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
 			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.ActivationGiB, r.StoredActivationGiB)
-		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %d groups for %d GPUs, in %.2f s\n",
-			r.Commands, r.PassSteps, r.Groups, r.World, r.Wall.Seconds())
+		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %s for %d GPUs, in %.2f s\n",
+			r.Commands, r.PassSteps, plural(int64(r.Groups), "group"), r.World, r.Wall.Seconds())
 		if r.UnknownOps > 0 {
 			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
 		}

@@ -367,6 +367,14 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// plural is n and noun, in the plural unless n is 1: "1 step", "2 steps".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	// Reports are cumulative (docs/SEMANTICS.md): a step's own time is the
 	// difference between its report and the previous one.
@@ -376,7 +384,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 		if n > 1 {
 			prev = res.Steps[n-2].ExecSeconds()
 		}
-		fmt.Fprintf(w, " (%d steps; the last took %.6f s)", n, res.Steps[n-1].ExecSeconds()-prev)
+		fmt.Fprintf(w, " (%s; the last took %.6f s)", plural(int64(n), "step"), res.Steps[n-1].ExecSeconds()-prev)
 	}
 	fmt.Fprintln(w)
 	if res.Final.PeakDevice >= 0 {
@@ -388,7 +396,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	prev := 0.0
 	for i, st := range res.Steps {
 		if i == shown && len(res.Steps) > shown+1 {
-			fmt.Fprintf(w, "  ... %d more steps (--summary-json lists them all)\n", len(res.Steps)-shown-1)
+			fmt.Fprintf(w, "  ... %s more (--summary-json lists them all)\n", plural(int64(len(res.Steps)-shown-1), "step"))
 			i, prev, st = len(res.Steps)-1, res.Steps[len(res.Steps)-2].ExecSeconds(), res.Steps[len(res.Steps)-1]
 			fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
 			break
@@ -401,7 +409,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	if secs > 0 {
 		rate = float64(res.Commands) / secs
 	}
-	fmt.Fprintf(w, "commands replayed    %d on %d workers (%d simulated groups)\n", res.Commands, res.Header.WorldSize, res.Groups)
+	fmt.Fprintf(w, "commands replayed    %d on %s (%s)\n", res.Commands, plural(res.Header.WorldSize, "worker"), plural(int64(res.Groups), "simulated group"))
 	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s, %.0f worker-tasks/s)\n", secs, rate, float64(res.WorkerTasks)/max(secs, 1e-9))
 	if res.Warnings > 0 {
 		fmt.Fprintf(w, "warnings             %d (first: %s)\n", res.Warnings, res.FirstWarning)
