@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,22 +33,29 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // replayInput replays path ("-": standard input). On a terminal it shows
 // progress: the records replayed and, when the input's size is known (a
 // regular file), the share of it read and an estimate of the time left.
+// An input that is not a regular file (a pipe, a terminal) may wait for
+// its writer without end: with opt.Stop it is read through a stopReader,
+// so that a stop ends the replay even then.
 func replayInput(path string, opt replay.Options, progress bool, stderr io.Writer) (*replay.Result, error) {
-	var src io.Reader
-	name := path
-	size := int64(-1)
-	if path == "-" {
-		src, name = os.Stdin, "stdin"
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
+	f, name := os.Stdin, "stdin"
+	if path != "-" {
+		var err error
+		if f, err = os.Open(path); err != nil {
 			return nil, &history.Error{File: path, Err: err}
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		name = path
+	}
+	var src io.Reader = f
+	size := int64(-1)
+	st, err := f.Stat()
+	switch {
+	case err == nil && st.Mode().IsRegular():
+		if st.Size() > 0 && path != "-" {
 			size = st.Size()
 		}
-		src = f
+	case opt.Stop != nil:
+		src = newStopReader(f, opt.Stop)
 	}
 	cr := &countingReader{r: src}
 	if progress {
@@ -57,6 +65,97 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 		}
 	}
 	return replay.Reader(cr, name, opt)
+}
+
+// errInterrupted is what a stopReader returns once its stop is closed.
+var errInterrupted = errors.New("interrupted (Ctrl-C) while waiting for input")
+
+// stopReader reads r on a goroutine of its own, so that a read waiting on
+// a pipe or a terminal can be given up: once stop is closed, Read returns
+// errInterrupted at once, whether data has come or not. The goroutine
+// reads into buffers of its own (two, passed back and forth over
+// channels, so each has one owner at a time), never into the caller's;
+// after a stop it stays in its read until data or the end arrive, or the
+// process exits. Read must not be called from two goroutines at once, as
+// for any io.Reader.
+type stopReader struct {
+	stop <-chan struct{}
+	data chan chunk  // read chunks, from the goroutine
+	free chan []byte // emptied buffers, back to it
+	cur  []byte      // what is left of the chunk being read
+	buf  []byte      // that chunk's buffer, to give back once emptied
+	err  error       // the chunk's error, returned once cur is empty
+}
+
+// chunk is one read of the goroutine: the bytes and the read's error.
+type chunk struct {
+	b   []byte
+	err error
+}
+
+// stopReadBytes is the size of a stopReader's buffers, a pipe's capacity
+// on Linux (pipe(7): 65,536 bytes by default).
+const stopReadBytes = 64 << 10
+
+func newStopReader(r io.Reader, stop <-chan struct{}) *stopReader {
+	s := &stopReader{stop: stop, data: make(chan chunk), free: make(chan []byte, 2)}
+	s.free <- make([]byte, stopReadBytes)
+	s.free <- make([]byte, stopReadBytes)
+	go s.pump(r)
+	return s
+}
+
+// pump reads r into the free buffers until an error (io.EOF included) or
+// a stop.
+func (s *stopReader) pump(r io.Reader) {
+	for {
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		case <-s.stop:
+			return
+		}
+		n, err := r.Read(buf)
+		select {
+		case s.data <- chunk{buf[:n], err}:
+		case <-s.stop:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *stopReader) Read(p []byte) (int, error) {
+	for len(s.cur) == 0 {
+		select {
+		case <-s.stop:
+			return 0, errInterrupted
+		default:
+		}
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.buf != nil {
+			s.free <- s.buf[:cap(s.buf)] // never blocks: it holds both buffers
+			s.buf = nil
+		}
+		select {
+		case c := <-s.data:
+			s.buf, s.cur, s.err = c.b, c.b, c.err
+		case <-s.stop:
+			return 0, errInterrupted
+		}
+	}
+	select {
+	case <-s.stop:
+		return 0, errInterrupted
+	default:
+	}
+	n := copy(p, s.cur)
+	s.cur = s.cur[n:]
+	return n, nil
 }
 
 // progressLine is the progress text for records replayed after reading

@@ -219,9 +219,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 
-	// The first Ctrl-C stops the replay at the next record and reports what
-	// was replayed; a second one, or SIGTERM, removes the temporary files
-	// of the outputs being written and exits.
+	// The first Ctrl-C stops the replay at the next record, or while it
+	// waits for input from a pipe or a terminal, and reports what was
+	// replayed; a second one, or SIGTERM, removes the temporary files of
+	// the outputs being written and exits.
 	stop, release := handleSignals()
 	defer release()
 	opt.Stop = stop
@@ -252,6 +253,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil && res != nil {
 		outErr, err = err, nil
 		opt.TracePath = "" // not written: the report must not name it
+	}
+	if errors.Is(err, errInterrupted) {
+		// Stopped while the header was awaited: no replay began.
+		fmt.Fprintln(stderr, "fastsim replay: interrupted (Ctrl-C) before the history's header was read; nothing was replayed")
+		return exitInterrupted
 	}
 	if err != nil {
 		return runErr(stderr, err)

@@ -66,7 +66,11 @@ type Options struct {
 	Memory *memlimit.Watcher
 	// Stop, when closed, ends the simulation early, even inside one
 	// record: the result covers the commands replayed so far and is
-	// marked Partial.
+	// marked Partial. A history that ends or fails to read once Stop is
+	// closed ends the replay the same way (Run), so a reader that a stop
+	// aborts (one waiting on a pipe, made to fail) yields a Partial
+	// result, and a stop asked for while the last records were read is
+	// not lost.
 	Stop <-chan struct{}
 	// Progress, when set, is called about once a second with the records
 	// fed so far.
@@ -345,6 +349,9 @@ func (s *Sim) Run(r *history.Reader) error {
 	}
 	for {
 		err := r.Next(&s.rec)
+		if err != nil && s.stopAsked() {
+			return s.stopAtInput()
+		}
 		if err == io.EOF {
 			return nil
 		}
@@ -363,6 +370,31 @@ func (s *Sim) Run(r *history.Reader) error {
 			return err
 		}
 	}
+}
+
+// stopAsked reports whether Options.Stop is closed. It reads the channel
+// itself, not the flag its watcher sets, so that a reader which fails
+// because of the stop always finds it asked for.
+func (s *Sim) stopAsked() bool {
+	if s.opt.Stop == nil {
+		return false
+	}
+	select {
+	case <-s.opt.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAtInput ends a replay whose input ended or failed after a stop was
+// asked for: the result is Partial (or, past the memory budget, the
+// *LimitError), with the last record fed.
+func (s *Sim) stopAtInput() error {
+	if err := s.stopped(s.res.LastLine); !s.res.Partial {
+		return err
+	}
+	return nil
 }
 
 // Step closes an iteration, as a step record does (without its check
