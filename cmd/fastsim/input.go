@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fastsim/fastsim/internal/history"
@@ -34,8 +35,8 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // progress: the records replayed and, when the input's size is known (a
 // regular file), the share of it read and an estimate of the time left.
 // An input that is not a regular file (a pipe, a terminal) may wait for
-// its writer without end: with opt.Stop it is read through a stopReader,
-// so that a stop ends the replay even then.
+// its writer without end: with opt.Stop, a stop cuts such a read short
+// (interruptible), so that the replay ends even then.
 func replayInput(path string, opt replay.Options, progress bool, stderr io.Writer) (*replay.Result, error) {
 	f, name := os.Stdin, "stdin"
 	if path != "-" {
@@ -55,7 +56,9 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 			size = st.Size()
 		}
 	case opt.Stop != nil:
-		src = newStopReader(f, opt.Stop)
+		var release func()
+		src, release = interruptible(f, path == "-", opt.Stop)
+		defer release()
 	}
 	cr := &countingReader{r: src}
 	if progress {
@@ -65,6 +68,43 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 		}
 	}
 	return replay.Reader(cr, name, opt)
+}
+
+// interruptible returns a reader of f (standard input when stdin is set),
+// not a regular file, whose waiting Read returns an error once stop is
+// closed; release ends what it started. Where the runtime's poller can
+// wait on the file (a pipe or a terminal opened by name: os.Open adds it),
+// the stop sets a read deadline in the past, which wakes the Read with
+// os.ErrDeadlineExceeded, and reads cost what they did. Standard input
+// was opened blocking by the parent, and making its file description
+// non-blocking would change it for the shell too: a new description of
+// the same pipe or terminal, opened from /dev/stdin, is used instead. A
+// file neither can wait on (a socket on stdin) is read through a
+// stopReader, a goroutine and a copy more.
+func interruptible(f *os.File, stdin bool, stop <-chan struct{}) (r io.Reader, release func()) {
+	if stdin {
+		// O_NONBLOCK: opening a named pipe whose writer has left would
+		// otherwise wait for another (fifo(7)).
+		if own, err := os.OpenFile("/dev/stdin", os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			if own.SetReadDeadline(time.Time{}) == nil {
+				r, release := interruptible(own, false, stop)
+				return r, func() { release(); own.Close() }
+			}
+			own.Close()
+		}
+	}
+	if f.SetReadDeadline(time.Time{}) != nil { // no poller for it
+		return newStopReader(f, stop), func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-stop:
+			f.SetReadDeadline(time.Now()) // in the past: a waiting Read returns
+		case <-done:
+		}
+	}()
+	return f, func() { close(done) }
 }
 
 // errInterrupted is what a stopReader returns once its stop is closed.

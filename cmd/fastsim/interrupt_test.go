@@ -17,8 +17,9 @@ import (
 // TestInterruptWhileWaitingForInput: Ctrl-C while the replay waits on a
 // pipe that stays open and silent ends it at once with the PARTIAL report
 // and exit status 130, with the pipe still open, decoding beside the
-// engine or not, and while the header is awaited too (the interrupt was
-// noticed only at the next record, so the replay kept waiting for it).
+// engine or not, from a named pipe or from standard input, and while the
+// header is awaited too (the interrupt was noticed only at the next
+// record, so the replay kept waiting for it).
 func TestInterruptWhileWaitingForInput(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
@@ -30,29 +31,47 @@ func TestInterruptWhileWaitingForInput(t *testing.T) {
 	lines := strings.SplitAfter(hist.String(), "\n")
 	for _, c := range []struct {
 		name   string
+		stdin  bool // the pipe is standard input, not a named pipe
 		jobs   string
 		lines  int    // written before the interrupt
 		stdout string // what the report says
 		stderr string
 	}{
-		{"mid-history", "1", len(lines) / 2, "PARTIAL: interrupted after line", ""},
-		{"mid-history-pipelined", "2", len(lines) / 2, "PARTIAL: interrupted after line", ""},
-		{"before-header", "1", 0, "", "before the history's header was read"},
+		{"mid-history", false, "1", len(lines) / 2, "PARTIAL: interrupted after line", ""},
+		{"mid-history-pipelined", false, "2", len(lines) / 2, "PARTIAL: interrupted after line", ""},
+		{"before-header", false, "1", 0, "", "before the history's header was read"},
+		{"stdin-mid-history", true, "1", len(lines) / 2, "PARTIAL: interrupted after line", ""},
+		{"stdin-before-header", true, "2", 0, "", "before the history's header was read"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			fifo := filepath.Join(t.TempDir(), "in.hist")
-			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-				t.Skip("no named pipes here:", err)
+			var cmd *exec.Cmd
+			var w *os.File
+			fifo := ""
+			if c.stdin {
+				r, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd, w = child("replay", "--report-only", "--jobs", c.jobs, "-"), pw
+				cmd.Stdin = r
+				defer r.Close()
+			} else {
+				fifo = filepath.Join(t.TempDir(), "in.hist")
+				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+					t.Skip("no named pipes here:", err)
+				}
+				cmd = child("replay", "--report-only", "--jobs", c.jobs, fifo)
 			}
-			cmd := child("replay", "--report-only", "--jobs", c.jobs, fifo)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
+			if !c.stdin {
+				var err error
+				if w, err = os.OpenFile(fifo, os.O_WRONLY, 0); err != nil {
+					t.Fatal(err)
+				}
 			}
 			defer w.Close() // open, and silent, until the child has exited
 			w.WriteString(strings.Join(lines[:c.lines], ""))
@@ -60,6 +79,7 @@ func TestInterruptWhileWaitingForInput(t *testing.T) {
 			cmd.Process.Signal(os.Interrupt)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			var err error
 			select {
 			case err = <-done:
 			case <-time.After(20 * time.Second):

@@ -254,8 +254,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		outErr, err = err, nil
 		opt.TracePath = "" // not written: the report must not name it
 	}
-	if errors.Is(err, errInterrupted) {
-		// Stopped while the header was awaited: no replay began.
+	if err != nil && res == nil && closed(stop) {
+		// Stopped while the header was awaited (the input's read was
+		// cut short; the error is that): no replay began.
 		fmt.Fprintln(stderr, "fastsim replay: interrupted (Ctrl-C) before the history's header was read; nothing was replayed")
 		return exitInterrupted
 	}
@@ -329,6 +330,16 @@ func outputErr(stderr io.Writer, err error) int {
 		return exitError
 	}
 	return runErr(stderr, err)
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // defaultTracePath is NAME.trace.json.gz in the current directory: gzip,
