@@ -28,8 +28,9 @@ func (a *abortedReader) Read(p []byte) (int, error) {
 
 // TestInputAbortedByStop: an input that fails once a stop is asked for
 // ends the replay with a partial result, not an error, serially and
-// pipelined: the result covers every record read before (the whole of the
-// first half of a training history, cut at a line's end).
+// pipelined: the result covers records of the first half of a training
+// history at most (cut at a line's end; pipelined, the engine may notice
+// the stop before the decoder's error reaches it, at any record).
 func TestInputAbortedByStop(t *testing.T) {
 	var b bytes.Buffer
 	c := synth.Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 32, Seq: 8, Batch: 4, Micro: 2, Steps: 4}
@@ -44,7 +45,7 @@ func TestInputAbortedByStop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("jobs %d: %v; want a partial result", jobs, err)
 		}
-		if !res.Partial || res.LastLine < 2 || res.LastLine > int64(len(lines)/2) {
+		if !res.Partial || res.LastLine > int64(len(lines)/2) {
 			t.Errorf("jobs %d: partial %v at line %d; want partial, at most line %d", jobs, res.Partial, res.LastLine, len(lines)/2)
 		}
 	}
