@@ -93,7 +93,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		if out == trace.Stdout {
 			out = "standard output"
 		}
-		fmt.Fprintf(stdout, "%s: %d records in %.3f s\n", out, records, time.Since(began).Seconds())
+		fmt.Fprintf(stdout, "%s: %s in %.3f s\n", out, plural(records, "record"), time.Since(began).Seconds())
 	}
 	return exitOK
 }
@@ -130,7 +130,7 @@ func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
 	if s := wall.Seconds(); s > 0 {
 		rate = float64(records) / s
 	}
-	fmt.Fprintf(stdout, "decoded %d records in %.3f s (%.0f records/s), no simulation\n", records, wall.Seconds(), rate)
+	fmt.Fprintf(stdout, "decoded %s in %.3f s (%.0f records/s), no simulation\n", plural(records, "record"), wall.Seconds(), rate)
 	return exitOK
 }
 

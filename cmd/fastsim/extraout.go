@@ -73,7 +73,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 			err := writeAtomic(x.memSnapshot, func(w io.Writer) error {
 				st, err := memsnap.Write(w, eng, rank, res.Header.GPUsPerHost)
 				if err == nil {
-					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %d allocations, %d releases; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, st.Allocs, st.Frees)
+					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %s, %s; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, plural(st.Allocs, "allocation"), plural(st.Frees, "release"))
 				}
 				return err
 			})

@@ -115,4 +115,21 @@ func TestReportSingular(t *testing.T) {
 	if strings.Contains(stdout, " 1 steps") || strings.Contains(stdout, " 1 workers") || strings.Contains(stdout, " 1 simulated groups") {
 		t.Errorf("report says a plural of one:\n%s", stdout)
 	}
+	// Decoding it alone reads 3 records: the header is none, the step
+	// line is one.
+	if code, stdout, _ := runCLI("replay", "--decode-only", hist); code != exitOK || !strings.HasPrefix(stdout, "decoded 3 records in") {
+		t.Errorf("decode-only: exit %d, %q", code, stdout)
+	}
+	if code, stdout, _ := runCLI("convert", "--quiet=false", hist, filepath.Join(t.TempDir(), "one.fhist")); code != exitOK || !strings.Contains(stdout, ": 3 records in") {
+		t.Errorf("convert: exit %d, %q", code, stdout)
+	}
+}
+
+// TestPlural: one is singular, every other count plural.
+func TestPlural(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 steps", 1: "1 step", 2: "2 steps", -1: "-1 steps"} {
+		if got := plural(n, "step"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
 }
