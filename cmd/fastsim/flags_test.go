@@ -115,12 +115,16 @@ func TestReportSingular(t *testing.T) {
 	if strings.Contains(stdout, " 1 steps") || strings.Contains(stdout, " 1 workers") || strings.Contains(stdout, " 1 simulated groups") {
 		t.Errorf("report says a plural of one:\n%s", stdout)
 	}
-	// Decoding it alone reads 3 records: the header is none, the step
-	// line is one.
-	if code, stdout, _ := runCLI("replay", "--decode-only", hist); code != exitOK || !strings.HasPrefix(stdout, "decoded 3 records in") {
+	// A history of one record (a step line; the header is none): decoding
+	// and converting it say "1 record".
+	oneRec := filepath.Join(t.TempDir(), "onerec.hist")
+	if err := os.WriteFile(oneRec, []byte("{\"fastsim\":\"history\",\"version\":1,\"world_size\":1}\n{\"step\":0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI("replay", "--decode-only", oneRec); code != exitOK || !strings.HasPrefix(stdout, "decoded 1 record in") {
 		t.Errorf("decode-only: exit %d, %q", code, stdout)
 	}
-	if code, stdout, _ := runCLI("convert", "--quiet=false", hist, filepath.Join(t.TempDir(), "one.fhist")); code != exitOK || !strings.Contains(stdout, ": 3 records in") {
+	if code, stdout, _ := runCLI("convert", oneRec, filepath.Join(t.TempDir(), "one.fhist")); code != exitOK || !strings.Contains(stdout, ": 1 record in") {
 		t.Errorf("convert: exit %d, %q", code, stdout)
 	}
 }
