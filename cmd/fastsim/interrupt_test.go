@@ -74,8 +74,12 @@ func TestInterruptWhileWaitingForInput(t *testing.T) {
 				}
 			}
 			defer w.Close() // open, and silent, until the child has exited
+			// Half the history is about 220 kB, more than a pipe holds
+			// (64 KiB, pipe(7)): the write returns only once the child has
+			// read most of it, its header included, however loaded the
+			// machine.
 			w.WriteString(strings.Join(lines[:c.lines], ""))
-			time.Sleep(300 * time.Millisecond) // the child reads what was written, then waits
+			time.Sleep(300 * time.Millisecond) // the child reads the rest, then waits
 			cmd.Process.Signal(os.Interrupt)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
