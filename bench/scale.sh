@@ -61,7 +61,7 @@ row() { # NAME FORM GROUPED
 	read -r wall rss < <(measure "$file" "${flags[@]}")
 	local cmds groups wtasks
 	cmds=$(sed -n 's/^commands replayed *\([0-9]*\) on .*/\1/p' "$work/last.out")
-	groups=$(sed -n 's/.*(\([0-9]*\) simulated groups).*/\1/p' "$work/last.out")
+	groups=$(sed -n 's/.*(\([0-9]*\) simulated groups\{0,1\}).*/\1/p' "$work/last.out")
 	wtasks=$(sed -n 's/.*commands\/s, \([0-9]*\) worker-tasks\/s.*/\1/p' "$work/last.out")
 	read -r dwall _ < <(measure "$file" --decode-only)
 	local rate ratio

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/trace"
 )
 
 const convertUsage = `Usage: fastsim convert IN OUT
@@ -24,8 +25,11 @@ chosen by its name:
   NAME.hist.zst                JSON lines in a zstd frame
   NAME.hist                    plain JSON lines
 
-OUT is written to a temporary file and renamed when complete; it may not
-be IN itself.
+  -                            standard output, plain JSON lines
+
+IN may be "-", standard input. OUT is written to a temporary file and
+renamed when complete; it may not be IN itself. When OUT is "-" the line
+saying what was converted goes to standard error.
 
 Flags:
 `
@@ -34,27 +38,35 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "print nothing on success")
-	positional, code := parseArgs(fs, convertUsage, args, 2, "IN and OUT")
+	positional, code := parseArgs(fs, stdout, convertUsage, args, 2, "IN and OUT")
 	if code >= 0 {
 		return code
 	}
 	in, out := positional[0], positional[1]
 	form, ok := history.FormOf(out)
+	if out == trace.Stdout {
+		form, ok = history.FormJSON, true // text a terminal or a pipe can read
+	}
 	if !ok {
-		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .hist or .hist.zst\n", out)
+		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .hist or .hist.zst, or - (standard output)\n", out)
 		return exitInput
 	}
 	if !checkDests("fastsim convert", stderr, []string{in}, dest{"OUT", out}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"OUT", out})
 	began := time.Now()
-	f, err := os.Open(in)
-	if err != nil {
-		return convertErr(stderr, &history.Error{File: in, Err: err})
+	f, name := os.Stdin, "stdin" // errors name standard input as a replay's do
+	if in != "-" {
+		var err error
+		if f, err = os.Open(in); err != nil {
+			return convertErr(stderr, &history.Error{File: in, Err: err})
+		}
+		defer f.Close()
+		name = in
 	}
-	defer f.Close()
 	cr := &countingReader{r: f}
-	r, err := history.NewReader(cr, in)
+	r, err := history.NewReader(cr, name)
 	if err != nil {
 		return convertErr(stderr, err)
 	}
@@ -78,7 +90,10 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		return convertErr(stderr, err)
 	}
 	if !*quiet {
-		fmt.Fprintf(stdout, "%s: %d records in %.3f s\n", out, records, time.Since(began).Seconds())
+		if out == trace.Stdout {
+			out = "standard output"
+		}
+		fmt.Fprintf(stdout, "%s: %s in %.3f s\n", out, plural(records, "record"), time.Since(began).Seconds())
 	}
 	return exitOK
 }
@@ -115,7 +130,7 @@ func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
 	if s := wall.Seconds(); s > 0 {
 		rate = float64(records) / s
 	}
-	fmt.Fprintf(stdout, "decoded %d records in %.3f s (%.0f records/s), no simulation\n", records, wall.Seconds(), rate)
+	fmt.Fprintf(stdout, "decoded %s in %.3f s (%.0f records/s), no simulation\n", plural(records, "record"), wall.Seconds(), rate)
 	return exitOK
 }
 

@@ -24,7 +24,7 @@ type extraOutputs struct {
 }
 
 func (x *extraOutputs) register(fs *flag.FlagSet) {
-	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end)")
+	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end;\nnot with --trace-mode controller-only, which simulates no device memory)")
 	fs.Int64Var(&x.memDevice, "memory-device", -1, "the `RANK` whose memory --memory-snapshot writes (-1: the device that peaks)")
 	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed)")
 }
@@ -73,7 +73,7 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 			err := writeAtomic(x.memSnapshot, func(w io.Writer) error {
 				st, err := memsnap.Write(w, eng, rank, res.Header.GPUsPerHost)
 				if err == nil {
-					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %d allocations, %d releases; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, st.Allocs, st.Frees)
+					fmt.Fprintf(note, "memory snapshot      %s: rank %d (CUDA device %d of its host), %s, %s; open it in pytorch.org/memory_viz\n", x.memSnapshot, rank, st.Device, plural(st.Allocs, "allocation"), plural(st.Frees, "release"))
 				}
 				return err
 			})

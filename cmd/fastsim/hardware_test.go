@@ -81,12 +81,12 @@ func TestHardwareFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q (want exit 2 and one line naming the flag)", args, code, stdout, stderr)
 		}
 	}
-	code, _, stderr := runCLI("replay", "--help")
-	if code != exitOK || !strings.Contains(stderr, "-hardware") || !strings.Contains(stderr, "-controller") {
+	code, help, _ := runCLI("replay", "--help")
+	if code != exitOK || !strings.Contains(help, "-hardware") || !strings.Contains(help, "-controller") {
 		t.Errorf("replay --help lacks --hardware or --controller")
 	}
-	code, _, stderr = runCLI("search", "--help")
-	if code != exitOK || !strings.Contains(stderr, "-hardware") {
+	code, help, _ = runCLI("search", "--help")
+	if code != exitOK || !strings.Contains(help, "-hardware") {
 		t.Errorf("search --help lacks --hardware")
 	}
 }

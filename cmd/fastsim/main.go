@@ -4,7 +4,8 @@
 //
 //	fastsim replay [flags] HISTORY
 //
-// Run `fastsim replay --help` for the flags.
+// Run `fastsim help COMMAND` (or `fastsim COMMAND --help`) for a command's
+// flags.
 package main
 
 import (
@@ -36,9 +37,13 @@ Usage:
   fastsim predict [flags]          predict one training layout: step time, MFU, memory
   fastsim ops [flags] HISTORY      list the command kinds with Monarch's timing keys and predicted times
   fastsim hardware [NAME|FILE]     list the hardware presets, or print one spec
-  fastsim help                     show this text
+  fastsim help [COMMAND]           show this text, or COMMAND's flags
 
-Run 'fastsim replay --help' for the replay flags.
+Run 'fastsim help COMMAND' (the same as 'fastsim COMMAND --help') for a
+command's flags, e.g. 'fastsim help replay'. Help goes to standard output.
+
+When an output is standard output ("-"), the human report goes to standard
+error instead; at most one output of a command may be "-".
 
 Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
 error); 2 bad input or usage (one line FILE:LINE: what is wrong); 3 a
@@ -100,8 +105,25 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case "hardware":
 		return hardwareCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
+		if len(args) == 1 {
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		// help COMMAND is COMMAND --help ("help search merge" too).
+		cmd := args[1:]
+		if len(cmd) > 1 && !(cmd[0] == "search" && cmd[1] == "merge") {
+			fmt.Fprintf(stderr, "fastsim help: want one command, got %q\n\n%s", cmd, usage)
+			return exitInput
+		}
+		switch cmd[0] {
+		case "replay", "synth", "convert", "search", "predict", "ops", "hardware":
+			return run(append(append([]string(nil), cmd...), "--help"), stdout, stderr)
+		case "help":
+			fmt.Fprint(stdout, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "fastsim help: unknown command %q\n\n%s", cmd[0], usage)
+		return exitInput
 	}
 	fmt.Fprintf(stderr, "fastsim: unknown command %q\n\n%s", args[0], usage)
 	return exitInput

@@ -225,12 +225,12 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpExplainsEveryFlag(t *testing.T) {
-	code, _, stderr := runCLI("replay", "--help")
+	code, help, _ := runCLI("replay", "--help")
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
 	for _, flag := range []string{"-trace", "-trace-mode", "-report-only", "-summary-json", "-group-workers", "-jobs", "-strict", "-partial-trace", "-cpuprofile", "-quiet"} {
-		if !strings.Contains(stderr, flag) {
+		if !strings.Contains(help, flag) {
 			t.Errorf("replay --help does not mention %s", flag)
 		}
 	}

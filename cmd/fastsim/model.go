@@ -128,7 +128,7 @@ source); a printed preset is a starting point for a spec file of your own.
 func hardwareCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hardware", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	positional, code := parseArgs(fs, hardwareUsage, args, -1, "")
+	positional, code := parseArgs(fs, stdout, hardwareUsage, args, -1, "")
 	if code >= 0 {
 		return code
 	}

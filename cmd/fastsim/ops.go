@@ -30,7 +30,8 @@ with how many tasks of each kind the workers run (rank by rank) and the
 time the cost model (--costs) predicts for one, in microseconds. --json
 writes Monarch's catalogue {"command_types": [...]} plus "timing":
 {timing_key: microseconds}; edit the times (or fill them from a profiler)
-and pass the file back with --costs to replay with them.
+and pass the file back with --costs to replay with them. With --json - the
+catalogue goes to standard output and the table to standard error.
 
 Flags:
 `
@@ -43,7 +44,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	grouped := fs.Bool("group-workers", false, "simulate identical ranks once (same results; for very large worlds)")
 	mf := registerPricingFlags(fs)
 	quiet := fs.Bool("quiet", false, "print no table and no progress line (errors still go to stderr)")
-	positional, code := parseArgs(fs, opsUsage, args, 1, "exactly one HISTORY file")
+	positional, code := parseArgs(fs, stdout, opsUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
 	}
@@ -54,6 +55,7 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim ops", stderr, []string{positional[0], *mf.costs, *mf.hardware}, dest{"--json", *jsonPath}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", *jsonPath})
 	model, _, _, ctl, err := mf.pricing()
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim ops: %v\n", oneLine(err))

@@ -36,7 +36,8 @@ type dest struct{ flag, path string }
 // checkDests checks, before any work, that each given output path can be
 // written, that it is none of the files the command reads (inputs: a
 // history replaced by its own trace would be lost) and that no two outputs
-// share a file (the later would replace the earlier). A failure is
+// share a file (the later would replace the earlier) or standard output
+// ("-": two documents run together there, which no reader can take apart). A failure is
 // reported on stderr for command cmd ("fastsim search"), naming the flag,
 // and ok is false: a destination is part of the command line, so the
 // caller exits with exitInput.
@@ -57,6 +58,13 @@ func destsErr(inputs []string, ds []dest) error {
 		if err := trace.CheckDest(d.path); err != nil {
 			return fmt.Errorf("%s: %w", d.flag, err)
 		}
+		if d.path == trace.Stdout {
+			for _, e := range ds[:i] {
+				if e.path == trace.Stdout {
+					return fmt.Errorf("%s and %s both write to standard output (\"-\"); one output at most may: give the other a file", e.flag, d.flag)
+				}
+			}
+		}
 		if !replaceable(d.path) {
 			continue
 		}
@@ -72,6 +80,19 @@ func destsErr(inputs []string, ds []dest) error {
 		}
 	}
 	return nil
+}
+
+// reportTo is where a command's human report (and its notes) go: stderr
+// when one of its outputs ds is standard output ("-"), which that output
+// then owns alone, so that what it writes there can be read back (`--json -
+// | jq`); stdout otherwise.
+func reportTo(stdout, stderr io.Writer, ds ...dest) io.Writer {
+	for _, d := range ds {
+		if d.path == trace.Stdout {
+			return stderr
+		}
+	}
+	return stdout
 }
 
 // replaceable reports whether path is a file an output replaces (a

@@ -401,8 +401,8 @@ func TestBadFlagOneLine(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line", args, code, stdout, stderr, exitInput)
 		}
 	}
-	if code, _, stderr := runCLI("replay", "--help"); code != exitOK || !strings.Contains(stderr, "Usage: fastsim replay") || !strings.Contains(stderr, "-trace-steps") {
-		t.Errorf("--help: exit %d, %.200q", code, stderr)
+	if code, help, _ := runCLI("replay", "--help"); code != exitOK || !strings.Contains(help, "Usage: fastsim replay") || !strings.Contains(help, "-trace-steps") {
+		t.Errorf("--help: exit %d, %.200q", code, help)
 	}
 }
 

@@ -41,7 +41,8 @@ al. 2022's activation formulas count). --json writes the same as
 job ran with (the layout line's "mechanisms --blocking-p2p ..." or
 "mechanisms none"; JSON's "mechanisms", a list of the flags as given,
 such as "--grad-reduce after-backward", or []), so that two predictions
-of one layout that differ by them can be told apart.
+of one layout that differ by them can be told apart. With --json - the
+JSON goes to standard output and the report to standard error.
 
 Flags:
 `
@@ -101,7 +102,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the prediction to `PATH`")
-	if _, code := parseArgs(fs, predictUsage, args, 0, "no positional arguments"); code >= 0 {
+	if _, code := parseArgs(fs, stdout, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
 	switch {
@@ -159,6 +160,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile})
 
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim predict", stderr)
@@ -211,8 +213,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
 		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
 			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.ActivationGiB, r.StoredActivationGiB)
-		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %d groups for %d GPUs, in %.2f s\n",
-			r.Commands, r.PassSteps, r.Groups, r.World, r.Wall.Seconds())
+		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %s for %d GPUs, in %.2f s\n",
+			r.Commands, r.PassSteps, plural(int64(r.Groups), "group"), r.World, r.Wall.Seconds())
 		if r.UnknownOps > 0 {
 			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
 		}

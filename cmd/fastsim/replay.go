@@ -32,6 +32,10 @@ where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
 (ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
 they are; a .zst one is smaller but must be decompressed first (zstd -d).
 
+Any one output (--trace, --summary-json, --html, --memory-snapshot, the
+profiles) may be "-", standard output; the report then goes to standard
+error, so the output reads back whole. Two outputs on "-" are refused.
+
 Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
 error); 2 bad input (one line FILE:LINE: what is wrong) or usage; 3 the
 replay outgrew --max-memory; 130 interrupted by Ctrl-C (after a partial
@@ -77,12 +81,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.jobs, "jobs", 1, "replay on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more, one goroutine decodes the history while\nthe engine runs, and the engine runs the groups (workers, ungrouped) a command touches\non the other N-1 (with --hardware, or a --costs FILE that prices ops by their arguments or is\na Monarch timing file, the decoding stays on the engine's goroutine: such models read the\ncommands' raw text). It gains only while those cores are otherwise idle: beside other\nwork it gets no more CPU than --jobs 1 and can be slower. bench/RESULTS.md (\"Two cores\")\nsays what it gains")
 	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
-	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept)")
-	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed")
+	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept); needs --summary-json")
+	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed\n(not with --report-only or --decode-only, which write no trace)")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time; no output but --cpuprofile is written")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
-	positional, code := parseArgs(fs, replayUsage, args, 1, "exactly one HISTORY file")
+	positional, code := parseArgs(fs, stdout, replayUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
 	}
@@ -98,6 +102,20 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	watch := memlimit.Watch(limit)
 	defer watch.Stop()
+	// A flag that changes an output that is not written would be ignored
+	// in silence: refuse it, as --memory-device without --memory-snapshot.
+	if f.overwriteSummary && f.summary == "" {
+		fmt.Fprintln(stderr, "fastsim replay: --overwrite-summary needs --summary-json")
+		return exitInput
+	}
+	if f.partial && (f.reportOnly || f.decodeOnly) {
+		other := "--report-only"
+		if f.decodeOnly {
+			other = "--decode-only"
+		}
+		fmt.Fprintf(stderr, "fastsim replay: --partial-trace and %s contradict each other (%s writes no trace); pick one\n", other, other)
+		return exitInput
+	}
 	if f.decodeOnly {
 		// Decoding alone has no report, trace or memory to write: an
 		// output asked for beside it would silently not appear.
@@ -110,6 +128,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		if !checkDests("fastsim replay", stderr, []string{path}, dest{"--cpuprofile", f.cpuprofile}) {
 			return exitInput
 		}
+		stdout = reportTo(stdout, stderr, dest{"--cpuprofile", f.cpuprofile})
 		if f.cpuprofile != "" {
 			stop, ok := profileCPU(f.cpuprofile, "fastsim replay", stderr)
 			if !ok {
@@ -122,6 +141,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	mode, err := sched.ParseMode(f.traceMode)
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
+		return exitInput
+	}
+	if mode == sched.ControllerOnly && f.extra.memSnapshot != "" {
+		// No stream runs, so no device allocates: the snapshot would be empty.
+		fmt.Fprintln(stderr, "fastsim replay: --memory-snapshot and --trace-mode controller-only contradict each other (controller-only simulates no device memory); pick one")
 		return exitInput
 	}
 	if f.jobs < 1 {
@@ -173,15 +197,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", err)
 		return exitInput
 	}
-	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, append([]dest{
+	outs := append([]dest{
 		{"--trace", opt.TracePath}, {"--summary-json", f.summary},
 		{"--cpuprofile", f.cpuprofile}, {"--memprofile", f.memprofile},
-	}, f.extra.dests()...)...) {
+	}, f.extra.dests()...)
+	if !checkDests("fastsim replay", stderr, []string{path, f.costs, *mf.hardware}, outs...) {
 		return exitInput
 	}
-	if opt.TracePath == trace.Stdout {
-		stdout = stderr // the trace owns standard output; the report goes to stderr
-	}
+	stdout = reportTo(stdout, stderr, outs...)
 	var notes bytes.Buffer // lines about the extra outputs, printed after the report
 	f.extra.costs, f.extra.history = f.costs, path
 	if f.extra.wanted() {
@@ -196,9 +219,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 
-	// The first Ctrl-C stops the replay at the next record and reports what
-	// was replayed; a second one, or SIGTERM, removes the temporary files
-	// of the outputs being written and exits.
+	// The first Ctrl-C stops the replay at the next record, or while it
+	// waits for input from a pipe or a terminal, and reports what was
+	// replayed; a second one, or SIGTERM, removes the temporary files of
+	// the outputs being written and exits.
 	stop, release := handleSignals()
 	defer release()
 	opt.Stop = stop
@@ -217,12 +241,24 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
-	if fe := (*flagError)(nil); errors.As(err, &fe) {
-		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
-		if fe.usage {
-			return exitInput
-		}
-		return exitError
+	// An output that failed after the replay succeeded (the trace, the
+	// snapshot, the HTML page) is reported after the report, which is
+	// still whole: a full disk must not throw away a long replay's result.
+	// A flag's value the history showed to be wrong is a usage error,
+	// reported alone.
+	var outErr error
+	if fe := (*flagError)(nil); errors.As(err, &fe) && fe.usage {
+		return outputErr(stderr, err)
+	}
+	if err != nil && res != nil {
+		outErr, err = err, nil
+		opt.TracePath = "" // not written: the report must not name it
+	}
+	if err != nil && res == nil && closed(stop) {
+		// Stopped while the header was awaited (the input's read was
+		// cut short; the error is that): no replay began.
+		fmt.Fprintln(stderr, "fastsim replay: interrupted (Ctrl-C) before the history's header was read; nothing was replayed")
+		return exitInterrupted
 	}
 	if err != nil {
 		return runErr(stderr, err)
@@ -264,10 +300,46 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim replay: --trace-steps %s: the history has steps 0 to %d; the trace holds none of its commands\n", f.traceSteps, len(res.Steps))
 		}
 	}
+	if outErr != nil {
+		return outputErr(stderr, outErr)
+	}
 	if res.Partial {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+// outputErr prints the failure of an output written after a replay that
+// succeeded, named by its flag, and returns its exit status: 2 when the
+// history showed the flag's value to be wrong (a rank outside its world),
+// 1 otherwise (the trace's device is full, ...).
+func outputErr(stderr io.Writer, err error) int {
+	if fe := (*flagError)(nil); errors.As(err, &fe) {
+		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
+		if fe.usage {
+			return exitInput
+		}
+		return exitError
+	}
+	if te := (*replay.TraceError)(nil); errors.As(err, &te) {
+		// The system's own words name the file and the failure.
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			err = pe
+		}
+		fmt.Fprintf(stderr, "fastsim replay: --trace: %v\n", oneLine(err))
+		return exitError
+	}
+	return runErr(stderr, err)
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // defaultTracePath is NAME.trace.json.gz in the current directory: gzip,
@@ -312,6 +384,14 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// plural is n and noun, in the plural unless n is 1: "1 step", "2 steps".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
+
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	// Reports are cumulative (docs/SEMANTICS.md): a step's own time is the
 	// difference between its report and the previous one.
@@ -321,7 +401,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 		if n > 1 {
 			prev = res.Steps[n-2].ExecSeconds()
 		}
-		fmt.Fprintf(w, " (%d steps; the last took %.6f s)", n, res.Steps[n-1].ExecSeconds()-prev)
+		fmt.Fprintf(w, " (%s; the last took %.6f s)", plural(int64(n), "step"), res.Steps[n-1].ExecSeconds()-prev)
 	}
 	fmt.Fprintln(w)
 	if res.Final.PeakDevice >= 0 {
@@ -333,7 +413,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	prev := 0.0
 	for i, st := range res.Steps {
 		if i == shown && len(res.Steps) > shown+1 {
-			fmt.Fprintf(w, "  ... %d more steps (--summary-json lists them all)\n", len(res.Steps)-shown-1)
+			fmt.Fprintf(w, "  ... %s more (--summary-json lists them all)\n", plural(int64(len(res.Steps)-shown-1), "step"))
 			i, prev, st = len(res.Steps)-1, res.Steps[len(res.Steps)-2].ExecSeconds(), res.Steps[len(res.Steps)-1]
 			fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
 			break
@@ -346,7 +426,7 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	if secs > 0 {
 		rate = float64(res.Commands) / secs
 	}
-	fmt.Fprintf(w, "commands replayed    %d on %d workers (%d simulated groups)\n", res.Commands, res.Header.WorldSize, res.Groups)
+	fmt.Fprintf(w, "commands replayed    %d on %s (%s)\n", res.Commands, plural(res.Header.WorldSize, "worker"), plural(int64(res.Groups), "simulated group"))
 	fmt.Fprintf(w, "wall time            %.3f s (%.0f commands/s, %.0f worker-tasks/s)\n", secs, rate, float64(res.WorkerTasks)/max(secs, 1e-9))
 	if res.Warnings > 0 {
 		fmt.Fprintf(w, "warnings             %d (first: %s)\n", res.Warnings, res.FirstWarning)

@@ -77,6 +77,9 @@ array (--shard $SLURM_ARRAY_TASK_ID/N) or a Kubernetes Indexed Job spreads a
 search; 'fastsim search merge' combines the shards' --json files into the
 same ranked output as one unsharded search.
 
+An output given as "-" (one at most) goes to standard output, and the
+report then goes to standard error.
+
 Flags:
 `
 
@@ -135,7 +138,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the search to `PATH`")
 	var out searchOut
 	out.register(fs)
-	positional, code := parseArgs(fs, searchUsage, args, -1, "")
+	positional, code := parseArgs(fs, stdout, searchUsage, args, -1, "")
 	if code >= 0 {
 		return code
 	}
@@ -294,6 +297,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim search", stderr, []string{tf.model, *mf.costs, *mf.hardware}, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", out.json}, dest{"--csv", out.csv}, dest{"--cpuprofile", *cpuprofile})
 
 	if *cpuprofile != "" {
 		stop, ok := profileCPU(*cpuprofile, "fastsim search", stderr)
@@ -345,7 +349,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(fs.Output(), mergeUsage)
 		fs.PrintDefaults()
 	}
-	files, code := parseInterleaved(fs, args)
+	files, code := parseInterleaved(fs, stdout, args)
 	if code >= 0 {
 		return code
 	}
@@ -360,6 +364,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if !checkDests("fastsim search merge", stderr, files, dest{"--json", out.json}, dest{"--csv", out.csv}) {
 		return exitInput
 	}
+	stdout = reportTo(stdout, stderr, dest{"--json", out.json}, dest{"--csv", out.csv})
 	var docs []*search.Doc
 	for _, p := range files {
 		f, err := os.Open(p)

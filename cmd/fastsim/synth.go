@@ -78,7 +78,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
 	quiet := fs.Bool("quiet", false, "draw no progress line (errors still go to stderr)")
 	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns` (transformer: negative sends every command at time 0)")
-	positional, code := parseArgs(fs, synthUsage, args, 1, "exactly one OUT path")
+	positional, code := parseArgs(fs, stdout, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
 		return code
 	}
@@ -208,13 +208,15 @@ func modelFlags(fs *flag.FlagSet, layers, hidden, seq, batch *int) {
 
 // parseArgs sets fs's usage text, parses args (flags anywhere) and checks
 // that there are want positional arguments (-1: any number). It returns
-// them, and an exit code >= 0 when the command should stop.
-func parseArgs(fs *flag.FlagSet, usage string, args []string, want int, what string) ([]string, int) {
+// them, and an exit code >= 0 when the command should stop. Help (--help,
+// -h) goes to stdout with exit status 0, like `fastsim help`: it is what
+// was asked for, not an error, and it can be paged (`| less`).
+func parseArgs(fs *flag.FlagSet, stdout io.Writer, usage string, args []string, want int, what string) ([]string, int) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	positional, code := parseInterleaved(fs, args)
+	positional, code := parseInterleaved(fs, stdout, args)
 	if code >= 0 {
 		return nil, code
 	}
@@ -228,19 +230,21 @@ func parseArgs(fs *flag.FlagSet, usage string, args []string, want int, what str
 // parseInterleaved parses flags that may come before or after positional
 // arguments. It returns the positional arguments, and an exit code >= 0 when
 // the command should stop (help or a bad flag). A bad flag is reported in
-// one line naming the flag; the usage is printed only when asked for.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
+// one line naming the flag on fs's output; the usage is printed, to stdout,
+// only when asked for.
+func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]string, int) {
 	out := fs.Output()
 	fs.SetOutput(io.Discard) // flag would print the whole usage after its error
 	defer fs.SetOutput(out)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			fs.SetOutput(out)
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
 				fs.Usage()
 				return nil, exitOK
 			}
+			fs.SetOutput(out)
 			fmt.Fprintf(out, "fastsim %s: %v (see fastsim %s --help)\n", fs.Name(), err, fs.Name())
 			return nil, exitInput
 		}

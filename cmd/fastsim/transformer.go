@@ -35,7 +35,7 @@ func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
 	if fs.Name() == "synth" {
 		toy = "\n'toy' is the one-weight-per-layer micro-benchmark."
 	}
-	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (see README);"+toy+"\nPresets: "+joinNames())
+	fs.StringVar(&f.model, "model", "", "the transformer to train: a preset `NAME` or a JSON model FILE (its fields: README,\n\"Transformer workloads\")."+toy+"\nPresets: "+joinNames())
 	if batch {
 		fs.IntVar(&f.microBatch, "micro-batch", 1, "transformer: sequences per microbatch (b)")
 		fs.IntVar(&f.globalBatch, "global-batch", 8, "transformer: sequences per step over all replicas (B); microbatches per replica = B/(b*dp)")

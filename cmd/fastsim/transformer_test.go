@@ -94,7 +94,7 @@ func TestModelHelpMatchesCommand(t *testing.T) {
 		{"predict", false, []string{"predict", "--model", "toy", "--world", "4"}},
 		{"search", false, []string{"search", "--model", "toy", "--world", "4", "--batch", "4", "--quiet"}},
 	} {
-		_, _, help := runCLI(c.cmd, "--help")
+		_, help, _ := runCLI(c.cmd, "--help")
 		_, modelHelp, _ := strings.Cut(help, "  -model NAME\n")
 		modelHelp, _, _ = strings.Cut(modelHelp, "\n  -")
 		if offered := strings.Contains(modelHelp, "'toy'"); offered != c.accept {

@@ -218,6 +218,9 @@ func (s *Sim) consume(reg *values.Registry, q *ring) error {
 				return err
 			}
 		}
+		if b.err != nil && s.stopAsked() {
+			return s.stopAtInput()
+		}
 		switch b.err {
 		case nil:
 			q.done()

@@ -94,7 +94,8 @@ type Result struct {
 // does not know.
 var ErrUnknownType = errors.New("unknown message type")
 
-// File replays the history at path.
+// File replays the history at path. As with Sim.End, a replay whose
+// output (trace, Inspect) failed returns its result with the error.
 func File(path string, opt Options) (*Result, error) {
 	r, err := history.Open(path)
 	if err != nil {
@@ -104,7 +105,9 @@ func File(path string, opt Options) (*Result, error) {
 	return run(r, path, opt)
 }
 
-// Reader replays a history read from src; name labels errors.
+// Reader replays a history read from src; name labels errors. As with
+// Sim.End, a replay whose output (trace, Inspect) failed returns its
+// result with the error.
 func Reader(src io.Reader, name string, opt Options) (*Result, error) {
 	r, err := history.NewReader(src, name)
 	if err != nil {

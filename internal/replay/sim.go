@@ -66,7 +66,11 @@ type Options struct {
 	Memory *memlimit.Watcher
 	// Stop, when closed, ends the simulation early, even inside one
 	// record: the result covers the commands replayed so far and is
-	// marked Partial.
+	// marked Partial. A history that ends or fails to read once Stop is
+	// closed ends the replay the same way (Run), so a reader that a stop
+	// aborts (one waiting on a pipe, made to fail) yields a Partial
+	// result, and a stop asked for while the last records were read is
+	// not lost.
 	Stop <-chan struct{}
 	// Progress, when set, is called about once a second with the records
 	// fed so far.
@@ -345,6 +349,9 @@ func (s *Sim) Run(r *history.Reader) error {
 	}
 	for {
 		err := r.Next(&s.rec)
+		if err != nil && s.stopAsked() {
+			return s.stopAtInput()
+		}
 		if err == io.EOF {
 			return nil
 		}
@@ -363,6 +370,31 @@ func (s *Sim) Run(r *history.Reader) error {
 			return err
 		}
 	}
+}
+
+// stopAsked reports whether Options.Stop is closed. It reads the channel
+// itself, not the flag its watcher sets, so that a reader which fails
+// because of the stop always finds it asked for.
+func (s *Sim) stopAsked() bool {
+	if s.opt.Stop == nil {
+		return false
+	}
+	select {
+	case <-s.opt.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// stopAtInput ends a replay whose input ended or failed after a stop was
+// asked for: the result is Partial (or, past the memory budget, the
+// *LimitError), with the last record fed.
+func (s *Sim) stopAtInput() error {
+	if err := s.stopped(s.res.LastLine); !s.res.Partial {
+		return err
+	}
+	return nil
 }
 
 // Step closes an iteration, as a step record does (without its check
@@ -435,7 +467,10 @@ func (s *Sim) Result() *Result {
 // End finishes a whole replay: unless it was stopped, it checks that
 // every task ran (Finish), then calls Options.Inspect and writes the trace
 // to Options.TracePath (after a stop only with Options.PartialTrace), and
-// returns the result. The Sim stays readable.
+// returns the result. When the simulation succeeded but an output failed
+// (Inspect's error, or the trace's, a *TraceError), the result is returned
+// with the error: it is whole, and a caller may still report it. The Sim
+// stays readable.
 func (s *Sim) End() (*Result, error) {
 	res := &s.res
 	if !res.Partial {
@@ -446,7 +481,8 @@ func (s *Sim) End() (*Result, error) {
 	fillResult(s.eng, res)
 	if s.opt.Inspect != nil && (!res.Partial || s.opt.PartialTrace) {
 		if err := s.opt.Inspect(s.eng, res); err != nil {
-			return nil, err
+			res.Wall = time.Since(s.began)
+			return res, err
 		}
 	}
 	if s.opt.TracePath != "" && (!res.Partial || s.opt.PartialTrace) {
@@ -455,12 +491,25 @@ func (s *Sim) End() (*Result, error) {
 			first, last = s.opt.TraceSteps.commandWindow(s.atMark, res.Commands)
 		}
 		if err := writeTrace(s.eng, s.opt.TracePath, first, last); err != nil {
-			return nil, err
+			res.Wall = time.Since(s.began)
+			return res, &TraceError{Path: s.opt.TracePath, Err: err}
 		}
 	}
 	res.Wall = time.Since(s.began)
 	return res, nil
 }
+
+// TraceError reports a trace that could not be written (Options.TracePath)
+// after a simulation that succeeded. Its text is the trace writer's.
+type TraceError struct {
+	Path string
+	Err  error
+}
+
+func (e *TraceError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the trace writer's error.
+func (e *TraceError) Unwrap() error { return e.Err }
 
 // ErrNoTrace is returned by WriteTrace when the events were not kept
 // (Options.KeepTrace).

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestContradictoryReplayFlags: a flag about an output that the other
+// flags say is not written is refused in one line naming both, with exit
+// status 2 and nothing written (each was accepted and ignored: a
+// controller-only replay wrote a snapshot of 0 allocations).
+func TestContradictoryReplayFlags(t *testing.T) {
+	dir := t.TempDir()
+	snap, sum := filepath.Join(dir, "s.pickle"), filepath.Join(dir, "s.json")
+	for _, c := range []struct {
+		args []string
+		want []string // in the message
+	}{
+		{[]string{"replay", "--trace-mode", "controller-only", "--report-only", "--memory-snapshot", snap, example}, []string{"--memory-snapshot", "controller-only"}},
+		{[]string{"replay", "--partial-trace", "--report-only", example}, []string{"--partial-trace", "--report-only"}},
+		{[]string{"replay", "--partial-trace", "--decode-only", example}, []string{"--partial-trace", "--decode-only"}},
+		{[]string{"replay", "--overwrite-summary", "--report-only", example}, []string{"--overwrite-summary", "--summary-json"}},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		ok := code == exitInput && stdout == "" && strings.Count(stderr, "\n") == 1 && strings.HasPrefix(stderr, "fastsim replay: ")
+		for _, w := range c.want {
+			ok = ok && strings.Contains(stderr, w)
+		}
+		if !ok {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line naming %q", c.args, code, stdout, stderr, exitInput, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("refused replays wrote %v", ents)
+	}
+	// The same flags where they do apply are accepted.
+	for _, args := range [][]string{
+		{"replay", "--report-only", "--memory-snapshot", snap, example},
+		{"replay", "--report-only", "--summary-json", sum, "--overwrite-summary", example},
+		{"replay", "--partial-trace", "--trace", filepath.Join(dir, "t.json"), example},
+	} {
+		if code, _, stderr := runCLI(args...); code != exitOK {
+			t.Errorf("%q: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+// TestFailedOutputKeepsReport: an output that cannot be written after the
+// replay succeeded (the device is full) is reported in one line named by
+// its flag, exit status 1, after the report, which is printed whole and
+// names no trace (it said "trace: /dev/full: ..." without the command or
+// the flag, and threw the report away).
+func TestFailedOutputKeepsReport(t *testing.T) {
+	if st, err := os.Stat("/dev/full"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Skip("no /dev/full device")
+	}
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"replay", "--trace", "/dev/full", example}, "--trace"},
+		{[]string{"replay", "--report-only", "--html", "/dev/full", example}, "--html"},
+		{[]string{"replay", "--trace", "/dev/full", "--html", "/dev/full", example}, "--html"},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		if code != exitError || !strings.HasPrefix(stderr, "fastsim replay: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 ||
+			!strings.Contains(stderr, "no space left on device") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and one line naming %s", c.args, code, stderr, exitError, c.flag)
+		}
+		// train_step is the golden random_105, whose reference time is
+		// 0.0123025 s (testdata/golden/random_105.expected.json).
+		if !strings.Contains(stdout, "simulated time       0.012302 s") || strings.Contains(stdout, "trace    ") {
+			t.Errorf("%q: report %q; want it whole, naming no trace", c.args, stdout)
+		}
+	}
+}
+
+// TestProgressLineClears: each redraw of replay's progress line clears
+// the line it returns to (it returned with \r alone, so "about 9s left..."
+// kept the last "." of "about 10s left...").
+func TestProgressLineClears(t *testing.T) {
+	for _, got := range []string{progressLine(5000, 1<<20, 4<<20, 10*time.Second), progressLine(7, 100, -1, time.Second)} {
+		if !strings.HasPrefix(got, "\r\033[K") {
+			t.Errorf("%q does not clear the line it redraws", got)
+		}
+	}
+}
+
+// TestReportSingular: one step, one worker and one group are said so
+// ("1 steps on 1 workers (1 simulated groups)" before). The history is
+// one rank running one function, then one step mark.
+func TestReportSingular(t *testing.T) {
+	hist := filepath.Join(t.TempDir(), "one.hist")
+	const one = `"ranks":[{"offset":0,"sizes":[1],"strides":[1]}]`
+	data := `{"fastsim":"history","version":1,"world_size":1}
+{"ts":0,` + one + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":10,` + one + `,"msg":{"type":"CallFunction","function":"f","args":[],"result":{"tensor":1,"storage":1,"nbytes":100,"dtype":"float32","shape":[25],"device":"cuda"},"stream":{"ref":1}}}
+{"step":0}
+`
+	if err := os.WriteFile(hist, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--report-only", hist)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"(1 step; the last took", "on 1 worker (1 simulated group)\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, " 1 steps") || strings.Contains(stdout, " 1 workers") || strings.Contains(stdout, " 1 simulated groups") {
+		t.Errorf("report says a plural of one:\n%s", stdout)
+	}
+	// A history of one record (a step line; the header is none): decoding
+	// and converting it say "1 record".
+	oneRec := filepath.Join(t.TempDir(), "onerec.hist")
+	if err := os.WriteFile(oneRec, []byte("{\"fastsim\":\"history\",\"version\":1,\"world_size\":1}\n{\"step\":0}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCLI("replay", "--decode-only", oneRec); code != exitOK || !strings.HasPrefix(stdout, "decoded 1 record in") {
+		t.Errorf("decode-only: exit %d, %q", code, stdout)
+	}
+	if code, stdout, _ := runCLI("convert", oneRec, filepath.Join(t.TempDir(), "one.fhist")); code != exitOK || !strings.Contains(stdout, ": 1 record in") {
+		t.Errorf("convert: exit %d, %q", code, stdout)
+	}
+}
+
+// TestPlural: one is singular, every other count plural.
+func TestPlural(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 steps", 1: "1 step", 2: "2 steps", -1: "-1 steps"} {
+		if got := plural(n, "step"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/synth"
+)
+
+// abortedReader serves data, then, as a reader that a stop aborts does
+// (the CLI's for a pipe), closes stop and fails.
+type abortedReader struct {
+	data []byte
+	stop chan struct{}
+}
+
+func (a *abortedReader) Read(p []byte) (int, error) {
+	if len(a.data) > 0 {
+		n := copy(p, a.data)
+		a.data = a.data[n:]
+		return n, nil
+	}
+	close(a.stop)
+	return 0, errors.New("input aborted")
+}
+
+// TestInputAbortedByStop: an input that fails once a stop is asked for
+// ends the replay with a partial result, not an error, serially and
+// pipelined: the result covers records of the first half of a training
+// history at most (cut at a line's end; pipelined, the engine may notice
+// the stop before the decoder's error reaches it, at any record).
+func TestInputAbortedByStop(t *testing.T) {
+	var b bytes.Buffer
+	c := synth.Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 32, Seq: 8, Batch: 4, Micro: 2, Steps: 4}
+	if err := synth.WriteTrain(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(b.String(), "\n")
+	half := strings.Join(lines[:len(lines)/2], "")
+	for _, jobs := range []int{1, 2} {
+		stop := make(chan struct{})
+		res, err := Reader(&abortedReader{data: []byte(half), stop: stop}, "p.hist", Options{Grouped: true, Jobs: jobs, Stop: stop})
+		if err != nil {
+			t.Fatalf("jobs %d: %v; want a partial result", jobs, err)
+		}
+		if !res.Partial || res.LastLine > int64(len(lines)/2) {
+			t.Errorf("jobs %d: partial %v at line %d; want partial, at most line %d", jobs, res.Partial, res.LastLine, len(lines)/2)
+		}
+	}
+}
+
+// TestStopBeforeEndNotLost: a stop asked for before the history's end is
+// read makes the result partial even when no command record came after it
+// to notice it (step lines do not look: the interrupt was lost, and the
+// replay reported a complete run).
+func TestStopBeforeEndNotLost(t *testing.T) {
+	hist := "{\"fastsim\":\"history\",\"version\":1,\"world_size\":2}\n{\"step\":0}\n{\"step\":1}\n"
+	stop := make(chan struct{})
+	close(stop)
+	res, err := Reader(strings.NewReader(hist), "s.hist", Options{Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Partial {
+		t.Errorf("a stop asked for before the end: result not partial")
+	}
+}
