@@ -183,13 +183,13 @@ func (c *Config) check() (path []string, err error) {
 	for k, v := range c.RuntimesNs {
 		switch {
 		case k == "" || strings.HasPrefix(k, ":"):
-			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key %q has no function name", ErrConfig, k)
+			return []string{"runtimes_ns", jsonpos.Exact(k)}, fmt.Errorf("%w: runtimes_ns key %q has no function name", ErrConfig, k)
 		case len(k) > MaxKeyBytes:
-			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key of %d bytes, over the limit of %d", ErrConfig, len(k), MaxKeyBytes)
+			return []string{"runtimes_ns", jsonpos.Exact(k)}, fmt.Errorf("%w: runtimes_ns key of %d bytes, over the limit of %d", ErrConfig, len(k), MaxKeyBytes)
 		case strings.Count(k, ":") > 2:
-			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns key %q: want NAME, NAME:SHAPES or NAME:SHAPES:DTYPE", ErrConfig, k)
+			return []string{"runtimes_ns", jsonpos.Exact(k)}, fmt.Errorf("%w: runtimes_ns key %q: want NAME, NAME:SHAPES or NAME:SHAPES:DTYPE", ErrConfig, k)
 		case v < 0 || v > MaxConfigRuntimeNs:
-			return []string{"runtimes_ns", k}, fmt.Errorf("%w: runtimes_ns[%q] is %d, want 0..%d", ErrConfig, k, v, MaxConfigRuntimeNs)
+			return []string{"runtimes_ns", jsonpos.Exact(k)}, fmt.Errorf("%w: runtimes_ns[%q] is %d, want 0..%d", ErrConfig, k, v, MaxConfigRuntimeNs)
 		}
 	}
 	if m := c.Comm; m != nil {

@@ -289,10 +289,11 @@ func (s *Spec) Check() error {
 	sort.Strings(dtypes)
 	for _, k := range dtypes {
 		if !slices.Contains(Dtypes, k) {
-			return keyAt(fmt.Errorf("%w: gpu.peak_dense_tflops has %q (want one of %s)", ErrSpec, k, strings.Join(Dtypes, ", ")), "gpu", "peak_dense_tflops", k)
+			return keyAt(fmt.Errorf("%w: gpu.peak_dense_tflops has %q (want one of %s)", ErrSpec, k, strings.Join(Dtypes, ", ")), "gpu", "peak_dense_tflops", jsonpos.Exact(k))
 		}
 		if err := pos("gpu.peak_dense_tflops."+k, s.GPU.PeakDenseTFLOPS[k]); err != nil {
-			return err
+			// A map's key, matched exactly ("bf16", not "BF16").
+			return keyAt(errors.Unwrap(err), "gpu", "peak_dense_tflops", jsonpos.Exact(k))
 		}
 	}
 	for _, e := range []error{

@@ -84,7 +84,8 @@ func lineAt(data []byte, offset int64) int {
 // or of where the element starts; 1 if path is not there. A key is found
 // as encoding/json decodes it into a struct field: by a case-insensitive
 // match, the last of several that match, since that one's value is the
-// one the decoder keeps and a check refuses.
+// one the decoder keeps and a check refuses. A key of a map, which
+// encoding/json matches exactly, is given as Exact(key).
 func Key(data []byte, path ...string) int {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if off, ok := keyOffset(dec, path); ok {
@@ -92,6 +93,14 @@ func Key(data []byte, path ...string) int {
 	}
 	return 1
 }
+
+// exactMark starts a path element that Exact made.
+const exactMark = "\x00"
+
+// Exact marks name, in a path given to Key, as a key of a map: matched
+// exactly ("mm" is not "MM"), where a struct field's name is matched
+// without regard to case.
+func Exact(name string) string { return exactMark + name }
 
 // keyOffset reads the object or array dec is at up to path's key or
 // element and returns the offset just after that key, or just after the
@@ -110,13 +119,14 @@ func keyOffset(dec *json.Decoder, path []string) (int64, bool) {
 		// an earlier one, as it does when encoding/json decodes.
 		var at int64
 		found := false
+		want, exact := strings.CutPrefix(path[0], exactMark)
 		for dec.More() {
 			k, err := dec.Token()
 			if err != nil {
 				return 0, false
 			}
 			name, _ := k.(string)
-			if !strings.EqualFold(name, path[0]) {
+			if exact && name != want || !exact && !strings.EqualFold(name, want) {
 				if !skip(dec) {
 					return 0, false
 				}

@@ -110,6 +110,17 @@ func TestKey(t *testing.T) {
 			t.Errorf("Key(%q) with repeated keys: line %d, want %d", c.path, got, c.line)
 		}
 	}
+	// A map's keys are matched exactly: "mm" and "MM" are two entries.
+	maps := []byte("{\n \"runtimes_ns\": {\n  \"mm\": -1,\n  \"MM\": 5\n }\n}\n")
+	if got := Key(maps, "runtimes_ns", Exact("mm")); got != 3 {
+		t.Errorf("Key(runtimes_ns, Exact(mm)): line %d, want 3", got)
+	}
+	if got := Key(maps, "runtimes_ns", Exact("MM")); got != 4 {
+		t.Errorf("Key(runtimes_ns, Exact(MM)): line %d, want 4", got)
+	}
+	if got := Key(maps, "runtimes_ns", Exact("Mm")); got != 1 {
+		t.Errorf("Key(runtimes_ns, Exact(Mm)): line %d, want 1 (not there)", got)
+	}
 	var kept struct {
 		Layers int
 		G, H   struct{ X int }
