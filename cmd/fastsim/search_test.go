@@ -34,6 +34,23 @@ func TestSearchShardsCLI(t *testing.T) {
 	}
 }
 
+// TestSearchPinnedShardsCLI: a transformer search with every way of
+// training pinned (one schedule, recomputation, sequence parallelism and
+// ZeRO stage) writes each record's way out; its shards merge into the
+// unsharded search's JSON and CSV, the layout behind each index checked.
+func TestSearchPinnedShardsCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	base := []string{"search", "--world", "8", "--layers", "4", "--hidden", "64", "--seq", "32", "--global-batch", "8",
+		"--steps", "2", "--gpus-per-host", "4", "--schedule", "1f1b", "--recompute", "none", "--zero", "0",
+		"--sequence-parallel=false", "--quiet"}
+	var out, errb bytes.Buffer
+	if code := run(append(base, "--json", p("whole.json"), "--csv", p("whole.csv")), &out, &errb); code != exitOK {
+		t.Fatalf("search: exit %d: %s", code, errb.String())
+	}
+	mergedEqualsWhole(t, p, base)
+}
+
 // TestSearchPruneCLI: over the real space (every schedule, recomputation,
 // sequence parallelism and ZeRO stage by default), the pruned search and
 // --no-prune rank the same layout first; a dimension given both pinned and

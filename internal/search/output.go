@@ -305,7 +305,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 			return nil, fmt.Errorf("%w: layout %d appears twice", ErrMerge, r.Index)
 		}
 		got[r.Index] = true
-		if r.Layout != layouts[r.Index] {
+		if !first.Space.sameLayout(r.Layout, layouts[r.Index]) {
 			return nil, fmt.Errorf("%w: layout %d is %+v, but the space's layout %d is %+v", ErrMerge, r.Index, r.Layout, r.Index, layouts[r.Index])
 		}
 	}

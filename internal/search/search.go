@@ -267,6 +267,22 @@ func (s *Space) recomputeOf(l Layout) string {
 	return s.recompute()
 }
 
+// trainingOf is how layout l trains in s: its own Training when the
+// space searches how layouts train, else the space's one way. A record
+// read back from a document carries the way written out (WriteJSON
+// writes it either way), so layouts are compared by this.
+func (s *Space) trainingOf(l Layout) Training {
+	if l.Schedule != "" {
+		return l.Training
+	}
+	return Training{Schedule: s.schedule(), Recompute: s.recompute(), SequenceParallel: s.SequenceParallel, Zero: s.Zero}
+}
+
+// sameLayout reports whether a and b are one layout of s.
+func (s *Space) sameLayout(a, b Layout) bool {
+	return a.PP == b.PP && a.DP == b.DP && a.TP == b.TP && a.Micro == b.Micro && s.trainingOf(a) == s.trainingOf(b)
+}
+
 // Job is the transformer training job of layout l in s: Micro
 // microbatches of Batch/(DP*Micro) sequences per replica.
 func (s *Space) Job(l Layout) workload.Job {
