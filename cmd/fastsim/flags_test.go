@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fastsim/fastsim/internal/memlimit"
 )
 
 // TestContradictoryReplayFlags: a flag about an output that the other
@@ -41,6 +45,8 @@ func TestContradictoryReplayFlags(t *testing.T) {
 		{"replay", "--report-only", "--memory-snapshot", snap, example},
 		{"replay", "--report-only", "--summary-json", sum, "--overwrite-summary", example},
 		{"replay", "--partial-trace", "--trace", filepath.Join(dir, "t.json"), example},
+		// --partial-trace has an interrupted replay write the page too.
+		{"replay", "--partial-trace", "--report-only", "--html", filepath.Join(dir, "p.html"), example},
 	} {
 		if code, _, stderr := runCLI(args...); code != exitOK {
 			t.Errorf("%q: exit %d, %q", args, code, stderr)
@@ -57,23 +63,36 @@ func TestFailedOutputKeepsReport(t *testing.T) {
 	if st, err := os.Stat("/dev/full"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		t.Skip("no /dev/full device")
 	}
+	trace := filepath.Join(t.TempDir(), "t.json.gz")
 	for _, c := range []struct {
-		args []string
-		flag string
+		args  []string
+		flags []string // the failures, one line each, in this order
+		named bool     // the report names the trace, which was written
 	}{
-		{[]string{"replay", "--trace", "/dev/full", example}, "--trace"},
-		{[]string{"replay", "--report-only", "--html", "/dev/full", example}, "--html"},
-		{[]string{"replay", "--trace", "/dev/full", "--html", "/dev/full", example}, "--html"},
+		{[]string{"replay", "--trace", "/dev/full", example}, []string{"--trace"}, false},
+		{[]string{"replay", "--report-only", "--html", "/dev/full", example}, []string{"--html"}, false},
+		{[]string{"replay", "--trace", "/dev/full", "--html", "/dev/full", example}, []string{"--html", "--trace"}, false},
+		// A page that fails does not keep the trace from being written.
+		{[]string{"replay", "--trace", trace, "--html", "/dev/full", example}, []string{"--html"}, true},
 	} {
 		code, stdout, stderr := runCLI(c.args...)
-		if code != exitError || !strings.HasPrefix(stderr, "fastsim replay: "+c.flag+": ") || strings.Count(stderr, "\n") != 1 ||
-			!strings.Contains(stderr, "no space left on device") {
-			t.Errorf("%q: exit %d, stderr %q; want %d and one line naming %s", c.args, code, stderr, exitError, c.flag)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		ok := code == exitError && len(lines) == len(c.flags)
+		for i := 0; ok && i < len(lines); i++ {
+			ok = strings.HasPrefix(lines[i], "fastsim replay: "+c.flags[i]+": ") && strings.Contains(lines[i], "no space left on device")
+		}
+		if !ok {
+			t.Errorf("%q: exit %d, stderr %q; want %d and a line naming each of %v", c.args, code, stderr, exitError, c.flags)
 		}
 		// train_step is the golden random_105, whose reference time is
 		// 0.0123025 s (testdata/golden/random_105.expected.json).
-		if !strings.Contains(stdout, "simulated time       0.012302 s") || strings.Contains(stdout, "trace    ") {
-			t.Errorf("%q: report %q; want it whole, naming no trace", c.args, stdout)
+		if !strings.Contains(stdout, "simulated time       0.012302 s") || strings.Contains(stdout, "trace    ") != c.named {
+			t.Errorf("%q: report %q; want it whole, naming the trace: %v", c.args, stdout, c.named)
+		}
+		if c.named {
+			if st, err := os.Stat(trace); err != nil || st.Size() == 0 {
+				t.Errorf("%q: trace not written (%v)", c.args, err)
+			}
 		}
 	}
 }
@@ -134,6 +153,25 @@ func TestPlural(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 steps", 1: "1 step", 2: "2 steps", -1: "-1 steps"} {
 		if got := plural(n, "step"); got != want {
 			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestCutShort: after a stop, only a read given up for it means "nothing
+// was replayed"; another failure that came after the stop (the memory
+// limit, a bad record) is reported as itself.
+func TestCutShort(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("stdin:1: reading the header: %w", os.ErrDeadlineExceeded), true},
+		{fmt.Errorf("h.hist:1: %w", errInterrupted), true},
+		{fmt.Errorf("h.hist:1: %w", memlimit.ErrLimit), false},
+		{errors.New("h.hist:1: not JSON"), false},
+	} {
+		if got := cutShort(c.err); got != c.want {
+			t.Errorf("cutShort(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

@@ -84,8 +84,10 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 func interruptible(f *os.File, stdin bool, stop <-chan struct{}) (r io.Reader, release func()) {
 	if stdin {
 		// O_NONBLOCK: opening a named pipe whose writer has left would
-		// otherwise wait for another (fifo(7)).
-		if own, err := os.OpenFile("/dev/stdin", os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+		// otherwise wait for another (fifo(7)). O_NOCTTY: a session
+		// leader without a controlling terminal would otherwise take
+		// the terminal it opens as one (open(2)), and its signals.
+		if own, err := os.OpenFile("/dev/stdin", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0); err == nil {
 			if own.SetReadDeadline(time.Time{}) == nil {
 				r, release := interruptible(own, false, stop)
 				return r, func() { release(); own.Close() }

@@ -82,7 +82,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
 	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept); needs --summary-json")
-	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace of what was replayed\n(not with --report-only or --decode-only, which write no trace)")
+	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace, --html and --memory-snapshot of what was replayed\n(not with --decode-only, nor with --report-only unless --html or --memory-snapshot is given)")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time; no output but --cpuprofile is written")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
@@ -108,7 +108,10 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fastsim replay: --overwrite-summary needs --summary-json")
 		return exitInput
 	}
-	if f.partial && (f.reportOnly || f.decodeOnly) {
+	// --partial-trace also has an interrupted replay write --html and
+	// --memory-snapshot, which --report-only leaves: refused only where it
+	// would change nothing.
+	if f.partial && (f.decodeOnly || f.reportOnly && !f.extra.wanted()) {
 		other := "--report-only"
 		if f.decodeOnly {
 			other = "--decode-only"
@@ -252,9 +255,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil && res != nil {
 		outErr, err = err, nil
-		opt.TracePath = "" // not written: the report must not name it
+		if te := (*replay.TraceError)(nil); errors.As(outErr, &te) {
+			opt.TracePath = "" // not written: the report must not name it
+		}
 	}
-	if err != nil && res == nil && closed(stop) {
+	if err != nil && res == nil && closed(stop) && cutShort(err) {
 		// Stopped while the header was awaited (the input's read was
 		// cut short; the error is that): no replay began.
 		fmt.Fprintln(stderr, "fastsim replay: interrupted (Ctrl-C) before the history's header was read; nothing was replayed")
@@ -314,6 +319,15 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 // history showed the flag's value to be wrong (a rank outside its world),
 // 1 otherwise (the trace's device is full, ...).
 func outputErr(stderr io.Writer, err error) int {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		// Several outputs failed (the page, then the trace): each is
+		// named, and the status is the worst.
+		code := exitOK
+		for _, e := range j.Unwrap() {
+			code = max(code, outputErr(stderr, e))
+		}
+		return code
+	}
 	if fe := (*flagError)(nil); errors.As(err, &fe) {
 		fmt.Fprintf(stderr, "fastsim replay: %v\n", oneLine(fe))
 		if fe.usage {
@@ -322,14 +336,23 @@ func outputErr(stderr io.Writer, err error) int {
 		return exitError
 	}
 	if te := (*replay.TraceError)(nil); errors.As(err, &te) {
-		// The system's own words name the file and the failure.
+		// The system's own words name the failure; the file named is the
+		// trace's, not the temporary file it was being written to.
 		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-			err = pe
+			err = &os.PathError{Op: pe.Op, Path: te.Path, Err: pe.Err}
 		}
 		fmt.Fprintf(stderr, "fastsim replay: --trace: %v\n", oneLine(err))
 		return exitError
 	}
 	return runErr(stderr, err)
+}
+
+// cutShort reports whether err is a read of the input given up for a
+// stop (a read deadline set in the past, or a stopReader's), not a
+// failure of its own that came after the stop (a memory limit, a bad
+// record).
+func cutShort(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errInterrupted)
 }
 
 // closed reports whether c is closed.

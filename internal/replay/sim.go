@@ -468,9 +468,9 @@ func (s *Sim) Result() *Result {
 // every task ran (Finish), then calls Options.Inspect and writes the trace
 // to Options.TracePath (after a stop only with Options.PartialTrace), and
 // returns the result. When the simulation succeeded but an output failed
-// (Inspect's error, or the trace's, a *TraceError), the result is returned
-// with the error: it is whole, and a caller may still report it. The Sim
-// stays readable.
+// (Inspect's error, or the trace's, a *TraceError, or both joined), the
+// result is returned with the error: it is whole, and a caller may still
+// report it. The Sim stays readable.
 func (s *Sim) End() (*Result, error) {
 	res := &s.res
 	if !res.Partial {
@@ -479,11 +479,12 @@ func (s *Sim) End() (*Result, error) {
 		}
 	}
 	fillResult(s.eng, res)
+	// One output failing does not keep the next from being written: the
+	// trace is written after a failed Inspect too, and both errors come
+	// back (errors.Join).
+	var inspectErr error
 	if s.opt.Inspect != nil && (!res.Partial || s.opt.PartialTrace) {
-		if err := s.opt.Inspect(s.eng, res); err != nil {
-			res.Wall = time.Since(s.began)
-			return res, err
-		}
+		inspectErr = s.opt.Inspect(s.eng, res)
 	}
 	if s.opt.TracePath != "" && (!res.Partial || s.opt.PartialTrace) {
 		first, last := int64(0), int64(math.MaxInt64)
@@ -492,11 +493,11 @@ func (s *Sim) End() (*Result, error) {
 		}
 		if err := writeTrace(s.eng, s.opt.TracePath, first, last); err != nil {
 			res.Wall = time.Since(s.began)
-			return res, &TraceError{Path: s.opt.TracePath, Err: err}
+			return res, errors.Join(inspectErr, &TraceError{Path: s.opt.TracePath, Err: err})
 		}
 	}
 	res.Wall = time.Since(s.began)
-	return res, nil
+	return res, inspectErr
 }
 
 // TraceError reports a trace that could not be written (Options.TracePath)
