@@ -58,9 +58,9 @@ func destsErr(inputs []string, ds []dest) error {
 		if err := trace.CheckDest(d.path); err != nil {
 			return fmt.Errorf("%s: %w", d.flag, err)
 		}
-		if d.path == trace.Stdout {
+		if toStdout(d.path) {
 			for _, e := range ds[:i] {
-				if e.path == trace.Stdout {
+				if e.path != "" && toStdout(e.path) {
 					return fmt.Errorf("%s and %s both write to standard output (\"-\"); one output at most may: give the other a file", e.flag, d.flag)
 				}
 			}
@@ -88,11 +88,30 @@ func destsErr(inputs []string, ds []dest) error {
 // | jq`); stdout otherwise.
 func reportTo(stdout, stderr io.Writer, ds ...dest) io.Writer {
 	for _, d := range ds {
-		if d.path == trace.Stdout {
+		if d.path != "" && toStdout(d.path) {
 			return stderr
 		}
 	}
 	return stdout
+}
+
+// toStdout reports whether an output at path goes to this process's
+// standard output: "-", or another name of the same pipe, terminal or
+// file (/dev/stdout, /proc/self/fd/1). /dev/null, where any number of
+// outputs may go, is not counted even when standard output is it too.
+func toStdout(path string) bool {
+	if path == trace.Stdout {
+		return true
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(st, null) {
+		return false
+	}
+	out, err := os.Stdout.Stat()
+	return err == nil && os.SameFile(st, out)
 }
 
 // replaceable reports whether path is a file an output replaces (a

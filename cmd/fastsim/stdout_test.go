@@ -79,6 +79,8 @@ func TestTwoOutputsOnStdoutRefused(t *testing.T) {
 		flag1, fl2 string
 	}{
 		{[]string{"replay", "--trace", "-", "--summary-json", "-", example}, "--trace", "--summary-json"},
+		// /dev/stdout is another name of standard output.
+		{[]string{"replay", "--trace", "/dev/stdout", "--summary-json", "-", example}, "--trace", "--summary-json"},
 		{[]string{"replay", "--report-only", "--html", "-", "--memory-snapshot", "-", example}, "--memory-snapshot", "--html"},
 		{[]string{"search", "--world", "8", "--layers", "4", "--json", "-", "--csv", "-"}, "--json", "--csv"},
 		{[]string{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--json", "-", "--cpuprofile", "-"}, "--json", "--cpuprofile"},
