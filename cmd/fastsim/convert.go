@@ -24,7 +24,6 @@ chosen by its name:
                                bytes; read without decompressing)
   NAME.hist.zst                JSON lines in a zstd frame
   NAME.hist                    plain JSON lines
-
   -                            standard output, plain JSON lines
 
 IN may be "-", standard input. OUT is written to a temporary file and

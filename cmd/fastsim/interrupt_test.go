@@ -40,6 +40,7 @@ func TestInterruptWhileWaitingForInput(t *testing.T) {
 		{"mid-history", false, "1", len(lines) / 2, "PARTIAL: interrupted after line", ""},
 		{"mid-history-pipelined", false, "2", len(lines) / 2, "PARTIAL: interrupted after line", ""},
 		{"before-header", false, "1", 0, "", "before the history's header was read"},
+		{"after-header", false, "1", 1, "PARTIAL: interrupted after the header, before any command", ""},
 		{"stdin-mid-history", true, "1", len(lines) / 2, "PARTIAL: interrupted after line", ""},
 		{"stdin-before-header", true, "2", 0, "", "before the history's header was read"},
 	} {

@@ -222,6 +222,9 @@ func writeSummary(path string, res *replay.Result, model *costs.Model, overwrite
 // holdsCompleteSummary reports whether path is a regular file holding a
 // summary without "partial": true.
 func holdsCompleteSummary(path string) bool {
+	if path == trace.Stdout {
+		return false // standard output holds nothing to keep
+	}
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() || st.Size() > 1<<30 {
 		return false

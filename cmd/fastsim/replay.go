@@ -279,7 +279,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if res.Partial {
-		fmt.Fprintf(stdout, "PARTIAL: interrupted after line %d; the report covers the commands replayed until then\n", res.LastLine)
+		if res.LastLine > 0 {
+			fmt.Fprintf(stdout, "PARTIAL: interrupted after line %d; the report covers the commands replayed until then\n", res.LastLine)
+		} else {
+			fmt.Fprintln(stdout, "PARTIAL: interrupted after the header, before any command; the report covers none")
+		}
 		if !f.partial {
 			opt.TracePath = "" // none written
 		}
