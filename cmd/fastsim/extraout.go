@@ -59,9 +59,13 @@ type flagError struct {
 func (e *flagError) Error() string { return e.flag + ": " + e.err.Error() }
 func (e *flagError) Unwrap() error { return e.err }
 
+// Is makes a usage error stop the replay's other outputs (the trace).
+func (e *flagError) Is(target error) bool { return e.usage && target == replay.ErrOutputsRefused }
+
 // inspect writes the outputs from the engine after the replay.
 func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *replay.Result) error {
 	return func(eng *sched.Engine, res *replay.Result) error {
+		var failed error
 		if x.memSnapshot != "" {
 			rank := x.memDevice
 			if rank < 0 {
@@ -78,7 +82,9 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 				return err
 			})
 			if err != nil {
-				return &flagError{"--memory-snapshot", err, false}
+				// The page is still written: one failed output does not
+				// keep the next from being written.
+				failed = &flagError{"--memory-snapshot", err, false}
 			}
 		}
 		if x.html != "" {
@@ -90,10 +96,10 @@ func (x *extraOutputs) inspect(note io.Writer) func(eng *sched.Engine, res *repl
 				return htmlout.Write(w, htmlout.Input{Title: filepath.Base(x.history), Costs: costs, Res: res, Eng: eng})
 			})
 			if err != nil {
-				return &flagError{"--html", err, false}
+				return errors.Join(failed, &flagError{"--html", err, false})
 			}
 			fmt.Fprintf(note, "html report          %s\n", x.html)
 		}
-		return nil
+		return failed
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,8 @@ func TestContradictoryReplayFlags(t *testing.T) {
 		{"replay", "--report-only", "--memory-snapshot", snap, example},
 		{"replay", "--report-only", "--summary-json", sum, "--overwrite-summary", example},
 		{"replay", "--partial-trace", "--trace", filepath.Join(dir, "t.json"), example},
-		// --partial-trace has an interrupted replay write the page too.
+		// Accepted: --partial-trace has an interrupted replay write the
+		// page too (this run is not interrupted; the flags are checked).
 		{"replay", "--partial-trace", "--report-only", "--html", filepath.Join(dir, "p.html"), example},
 	} {
 		if code, _, stderr := runCLI(args...); code != exitOK {
@@ -63,7 +65,8 @@ func TestFailedOutputKeepsReport(t *testing.T) {
 	if st, err := os.Stat("/dev/full"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		t.Skip("no /dev/full device")
 	}
-	trace := filepath.Join(t.TempDir(), "t.json.gz")
+	dir := t.TempDir()
+	trace, page := filepath.Join(dir, "t.json.gz"), filepath.Join(dir, "p.html")
 	for _, c := range []struct {
 		args  []string
 		flags []string // the failures, one line each, in this order
@@ -72,9 +75,13 @@ func TestFailedOutputKeepsReport(t *testing.T) {
 		{[]string{"replay", "--trace", "/dev/full", example}, []string{"--trace"}, false},
 		{[]string{"replay", "--report-only", "--html", "/dev/full", example}, []string{"--html"}, false},
 		{[]string{"replay", "--trace", "/dev/full", "--html", "/dev/full", example}, []string{"--html", "--trace"}, false},
-		// A page that fails does not keep the trace from being written.
+		// A page that fails does not keep the trace from being written,
+		// nor a snapshot that fails the page.
 		{[]string{"replay", "--trace", trace, "--html", "/dev/full", example}, []string{"--html"}, true},
+		{[]string{"replay", "--trace", trace, "--memory-snapshot", "/dev/full", "--html", page, example}, []string{"--memory-snapshot"}, true},
 	} {
+		os.Remove(trace)
+		os.Remove(page)
 		code, stdout, stderr := runCLI(c.args...)
 		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 		ok := code == exitError && len(lines) == len(c.flags)
@@ -94,6 +101,22 @@ func TestFailedOutputKeepsReport(t *testing.T) {
 				t.Errorf("%q: trace not written (%v)", c.args, err)
 			}
 		}
+		if slices.Contains(c.args, page) {
+			if st, err := os.Stat(page); err != nil || st.Size() == 0 {
+				t.Errorf("%q: page not written (%v)", c.args, err)
+			}
+		}
+	}
+
+	// A rank outside the world is a usage error, found once the history
+	// is read: exit 2, and nothing more is written, the trace included.
+	os.Remove(trace)
+	code, _, stderr := runCLI("replay", "--trace", trace, "--memory-snapshot", filepath.Join(dir, "m.pickle"), "--memory-device", "99", example)
+	if code != exitInput || !strings.Contains(stderr, "--memory-device: rank 99 is outside the world") {
+		t.Errorf("--memory-device 99: exit %d, %q; want %d and the rank named", code, stderr, exitInput)
+	}
+	if _, err := os.Stat(trace); err == nil {
+		t.Errorf("--memory-device 99: the trace was written after the usage error")
 	}
 }
 

@@ -61,7 +61,7 @@ func destsErr(inputs []string, ds []dest) error {
 		if toStdout(d.path) {
 			for _, e := range ds[:i] {
 				if e.path != "" && toStdout(e.path) {
-					return fmt.Errorf("%s and %s both write to standard output (\"-\"); one output at most may: give the other a file", e.flag, d.flag)
+					return fmt.Errorf("%s and %s both write to standard output (\"-\"); one output at most may: give the other a file", stdoutName(e), stdoutName(d))
 				}
 			}
 		}
@@ -93,6 +93,15 @@ func reportTo(stdout, stderr io.Writer, ds ...dest) io.Writer {
 		}
 	}
 	return stdout
+}
+
+// stdoutName is d's flag, with its path when that is another name of
+// standard output than "-" (a file the shell redirected it to).
+func stdoutName(d dest) string {
+	if d.path == trace.Stdout {
+		return d.flag
+	}
+	return fmt.Sprintf("%s (%s is standard output)", d.flag, d.path)
 }
 
 // toStdout reports whether an output at path goes to this process's

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/jsonpos"
@@ -180,7 +182,10 @@ func (c *Config) check() (path []string, err error) {
 	if len(c.RuntimesNs) > MaxRuntimes {
 		return []string{"runtimes_ns"}, fmt.Errorf("%w: runtimes_ns has %d entries, over the limit of %d", ErrConfig, len(c.RuntimesNs), MaxRuntimes)
 	}
-	for k, v := range c.RuntimesNs {
+	// In key order, so that of several bad keys the same one is named
+	// every time (a map's order is random).
+	for _, k := range slices.Sorted(maps.Keys(c.RuntimesNs)) {
+		v := c.RuntimesNs[k]
 		switch {
 		case k == "" || strings.HasPrefix(k, ":"):
 			return []string{"runtimes_ns", jsonpos.Exact(k)}, fmt.Errorf("%w: runtimes_ns key %q has no function name", ErrConfig, k)

@@ -290,6 +290,11 @@ func TestLoadErrorLines(t *testing.T) {
 		{"{\n  \"fixed\": {\"reduce_ns\": 100000000000001}\n}\n", 2},
 		{"{\n  \"runtimes_ns\": {\n    \"aten.mm\": 5,\n    \"aten.add:(2x2)\": 100000000000001\n  }\n}\n", 4},
 		{"{\n  \"runtimes_ns\": {\"aten.mm\": -1}\n}\n", 2},
+		// Two bad keys: the first in key order is named, every time
+		// ("aten.add" before "aten.mm"), whatever the map's order; and
+		// "MM", a key of its own, is not taken for "mm".
+		{"{\n  \"runtimes_ns\": {\n    \"aten.mm\": -1,\n    \"aten.add\": -2\n  }\n}\n", 4},
+		{"{\n  \"runtimes_ns\": {\n    \"mm\": -1,\n    \"MM\": 5\n  }\n}\n", 3},
 		{"{\n  \"fixed\": {},\n  \"comm\": {\n    \"intra_host_gbps\": 100,\n    \"inter_host_latency_ns\": 1152921504606846976\n  }\n}\n", 5},
 	} {
 		if err := os.WriteFile(path, []byte(c.text), 0o644); err != nil {

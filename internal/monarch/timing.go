@@ -44,7 +44,9 @@ func IsTiming(data []byte) bool {
 	}
 	for _, v := range doc {
 		v = bytes.TrimSpace(v)
-		if len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+		// null is no cost model's value either: ParseTiming refuses it
+		// at its own line.
+		if len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9' || bytes.Equal(v, []byte("null"))) {
 			return false
 		}
 	}

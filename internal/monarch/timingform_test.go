@@ -39,10 +39,16 @@ func TestTimingAlone(t *testing.T) {
 	}
 	// ParseTiming itself refuses a key beside a "timing" object (read as
 	// {key: microseconds}, the object is not a number), and null.
-	for _, c := range []struct{ doc, want string }{
-		{"{\"timing\": {\"a\": 1},\n \"b\": 2}", "1: timing file: \"timing\": want a number"},
-		{"{\"a\": 1,\n \"b\": null}", "2: timing file: \"b\": want a number"},
+	for _, c := range []struct {
+		doc, want string
+		timing    bool // IsTiming takes it for one, so the CLI reads it so
+	}{
+		{"{\"timing\": {\"a\": 1},\n \"b\": 2}", "1: timing file: \"timing\": want a number", false},
+		{"{\"a\": 1,\n \"b\": null}", "2: timing file: \"b\": want a number", true},
 	} {
+		if IsTiming([]byte(c.doc)) != c.timing {
+			t.Errorf("%q: IsTiming %v, want %v", c.doc, !c.timing, c.timing)
+		}
 		if _, err := ParseTiming([]byte(c.doc)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.doc, err, c.want)
 		}

@@ -468,7 +468,8 @@ func (s *Sim) Result() *Result {
 // every task ran (Finish), then calls Options.Inspect and writes the trace
 // to Options.TracePath (after a stop only with Options.PartialTrace), and
 // returns the result. When the simulation succeeded but an output failed
-// (Inspect's error, or the trace's, a *TraceError, or both joined), the
+// (Inspect's error, or the trace's, a *TraceError, or both joined; after
+// an Inspect error wrapping ErrOutputsRefused no trace is written), the
 // result is returned with the error: it is whole, and a caller may still
 // report it. The Sim stays readable.
 func (s *Sim) End() (*Result, error) {
@@ -485,6 +486,11 @@ func (s *Sim) End() (*Result, error) {
 	var inspectErr error
 	if s.opt.Inspect != nil && (!res.Partial || s.opt.PartialTrace) {
 		inspectErr = s.opt.Inspect(s.eng, res)
+		if errors.Is(inspectErr, ErrOutputsRefused) {
+			// A usage error: nothing more is written.
+			res.Wall = time.Since(s.began)
+			return res, inspectErr
+		}
 	}
 	if s.opt.TracePath != "" && (!res.Partial || s.opt.PartialTrace) {
 		first, last := int64(0), int64(math.MaxInt64)
@@ -493,12 +499,22 @@ func (s *Sim) End() (*Result, error) {
 		}
 		if err := writeTrace(s.eng, s.opt.TracePath, first, last); err != nil {
 			res.Wall = time.Since(s.began)
-			return res, errors.Join(inspectErr, &TraceError{Path: s.opt.TracePath, Err: err})
+			te := &TraceError{Path: s.opt.TracePath, Err: err}
+			if inspectErr != nil {
+				return res, errors.Join(inspectErr, te)
+			}
+			return res, te
 		}
 	}
 	res.Wall = time.Since(s.began)
 	return res, inspectErr
 }
+
+// ErrOutputsRefused, wrapped by an error of Options.Inspect, says that the
+// outputs were asked for with settings the history shows to be wrong (a
+// rank outside its world): a usage error, after which End writes nothing
+// more, the trace included.
+var ErrOutputsRefused = errors.New("outputs refused for this history")
 
 // TraceError reports a trace that could not be written (Options.TracePath)
 // after a simulation that succeeded. Its text is the trace writer's.
