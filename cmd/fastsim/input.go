@@ -41,7 +41,7 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 	f, name := os.Stdin, "stdin"
 	if path != "-" {
 		var err error
-		if f, err = os.Open(path); err != nil {
+		if f, err = openStoppable(path, opt.Stop); err != nil {
 			return nil, &history.Error{File: path, Err: err}
 		}
 		defer f.Close()
@@ -68,6 +68,32 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 		}
 	}
 	return replay.Reader(cr, name, opt)
+}
+
+// openStoppable opens path for reading. Opening a named pipe waits for
+// its writer (fifo(7)), and nothing can cut a waiting open(2) short: for
+// a named pipe the open runs on a goroutine of its own, and a stop closed
+// first returns errInterrupted at once (the goroutine stays in its open
+// until a writer comes or the process exits, which it is about to).
+func openStoppable(path string, stop <-chan struct{}) (*os.File, error) {
+	if st, err := os.Stat(path); stop == nil || err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		return os.Open(path)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1) // never blocks: the goroutine may outlive the wait
+	go func() {
+		f, err := os.Open(path)
+		done <- opened{f, err}
+	}()
+	select {
+	case o := <-done:
+		return o.f, o.err
+	case <-stop:
+		return nil, errInterrupted
+	}
 }
 
 // interruptible returns a reader of f (standard input when stdin is set),

@@ -151,3 +151,42 @@ func TestStopReader(t *testing.T) {
 		t.Fatal("Read still waits 10 s after stop")
 	}
 }
+
+// TestInterruptWhileOpeningFIFO: a named pipe given as HISTORY with no
+// writer yet waits in open(2), which nothing cuts short; the open runs
+// aside, and Ctrl-C there ends the replay at once with exit status 130
+// and one line saying nothing was replayed (it was lost, and only a
+// second Ctrl-C ended the process, with no message).
+func TestInterruptWhileOpeningFIFO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	fifo := filepath.Join(t.TempDir(), "in.hist")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	cmd := child("replay", "--report-only", fifo)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the child is waiting in open(2)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("still opening the named pipe 20 s after SIGINT")
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Fatalf("%v, want exit %d; stderr %q", err, exitInterrupted, errb.String())
+	}
+	if !strings.Contains(errb.String(), "before the history's header was read") || out.Len() != 0 {
+		t.Errorf("stdout %q, stderr %q; want nothing and the interrupt named", out.String(), errb.String())
+	}
+}
