@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -485,7 +486,10 @@ func bytesOf(row opRow, c *gen.CallFunction) float64 {
 	return in(-1) + out
 }
 
-// outBytes sums the distinct result and mutated tensors.
+// outBytes sums the distinct result and mutated tensors. A result that is
+// a mutated tensor is written once: the same tensor, or a new name for it
+// (an in-place op such as add_ returns self, which a history may record
+// as a new tensor of the same storage, dtype and shape).
 func outBytes(c *gen.CallFunction) float64 {
 	b := 0.0
 	r := c.Result.Leaves
@@ -501,11 +505,17 @@ mutated:
 			continue
 		}
 		for j := range r {
-			if r[j].ID == m[i].ID {
+			if r[j].ID == m[i].ID || sameTensor(&r[j], &m[i]) {
 				continue mutated
 			}
 		}
 		b += float64(TensorBytes(&m[i]))
 	}
 	return b
+}
+
+// sameTensor reports whether a and b name the same bytes: one storage
+// (known: 0 is none given), one dtype, one shape.
+func sameTensor(a, b *values.Tensor) bool {
+	return a.Storage != 0 && a.Storage == b.Storage && a.Dtype == b.Dtype && slices.Equal(a.Shape, b.Shape)
 }

@@ -333,6 +333,32 @@ func TestRooflineFillWritesOnly(t *testing.T) {
 	}
 }
 
+// An in-place add whose result the history names as a new tensor of the
+// mutated one's storage, dtype and shape writes it once: adding a
+// 1,000-element bf16 product into an fp32 gradient reads 4,000 + 2,000
+// bytes and writes 4,000, 10,000 in all (14,000 when the result was
+// counted again as the mutated tensor).
+func TestRooflineInPlaceResultOnce(t *testing.T) {
+	r := NewRoofline(h100(t))
+	dst, dw, res := tn("float32", 1000), tn("bfloat16", 1000), tn("float32", 1000)
+	dst.Storage, dw.Storage, res.Storage = 7, 8, 7
+	c := call([]values.Tensor{dst, dw}, "", res)
+	c.Mutates = []values.Tensor{dst}
+	if e := r.Estimate(c, "aten.add_"); e.Bytes != 10_000 {
+		t.Errorf("add_ into fp32 moves %g bytes, want 10,000", e.Bytes)
+	}
+	// Another tensor of the same storage and dtype but another shape (a
+	// view of part of it) is a result of its own: 4,000 + 2,000 read,
+	// 2,000 + 4,000 written.
+	part := tn("float32", 500)
+	part.Storage = 7
+	c = call([]values.Tensor{dst, dw}, "", part)
+	c.Mutates = []values.Tensor{dst}
+	if e := r.Estimate(c, "aten.add_"); e.Bytes != 12_000 {
+		t.Errorf("add_ with a part for its result moves %g bytes, want 12,000", e.Bytes)
+	}
+}
+
 // TestRooflineCacheKeepsAnswers: the roofline's caches of names and dtypes
 // give what the op table and the spec give, however names of one length
 // (one place of the cache) and dtypes alternate, on one roofline and on
