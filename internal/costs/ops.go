@@ -79,10 +79,36 @@ type opRow struct {
 	// arguments (counting every argument, tensor or not), -1 if none.
 	causalArg int
 	// memEff is the share of the GPU's HBM bandwidth the kernel was
-	// measured to reach over its bytes; 0: the GPU's memory_efficiency
-	// curve, as for every ATen op.
+	// measured to reach over its bytes, at most (a small kernel gets the
+	// GPU's memory_efficiency curve where that is lower); 0: the curve,
+	// as for every other op.
 	memEff float64
 }
+
+// dropoutForward is PyTorch's dropout forward (aten.native_dropout). It
+// draws its random numbers in the kernel (fused_dropout_kernel_vec: one
+// Philox curand_uniform4 per four elements, a byte mask written beside
+// the output) and is measured slower than a stream of the same bytes,
+// where the backward (masked_scale) is not. Dao et al. 2022
+// (FlashAttention, arXiv:2205.14135, Appendix E.6) time attention on an
+// A100-40GB in fp16, batch 16, 8 heads, sequence 2,048, with dropout 0.1
+// and without; the differences are the dropout of 16 x 8 x 2,048^2 =
+// 536,870,912 elements of 5 bytes (2 read, 2 written, the mask's 1
+// written):
+//   - forward 2.24 ms ("PyTorch Attention", Table 15 minus Table 18:
+//     6.56 - 4.32), 2.28 ("Megatron": 6.56 - 4.28) and 2.25 (masked,
+//     Table 9 minus Table 12: 9.33 - 7.08);
+//   - backward 1.95, 1.94 and 1.98 (Table 16 minus Table 19, Table 10
+//     minus Table 13): the STREAM rate the memory efficiency curve
+//     gives, so the backward keeps the curve.
+//
+// The forward's mean, 2.2567 ms, is 2,684,354,560 B / 2.2567 ms =
+// 1,189.5 GB/s, 0.765 of the 40 GB part's 1,555 GB/s (NVIDIA A100
+// datasheet). It is applied as that share of any GPU's bandwidth, as the
+// layer norm's measurements below are: what holds the kernel back (the
+// random draws, or the few bytes it keeps in flight between them) is not
+// established, and no measurement on another GPU was found.
+var dropoutForward = opRow{flops: flopElementwise, bytes: bytesIO, perElem: 2, causalArg: -1, memEff: 536870912 * 5 / 2.2567e6 / 1555}
 
 var (
 	free   = opRow{flops: flopNone, bytes: bytesNone, causalArg: -1}
@@ -158,7 +184,7 @@ var opTable = map[string]opRow{
 	"aten.silu_backward":              ew(6),
 	"aten.relu":                       ew(1),
 	"aten.threshold_backward":         ew(1),
-	"aten.native_dropout":             ew(2), // compare with a random draw, scale
+	"aten.native_dropout":             dropoutForward,
 	"aten.native_dropout_backward":    ew(2),
 	"aten.add":                        ew(1),
 	"aten.add_":                       ew(1),

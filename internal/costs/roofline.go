@@ -178,9 +178,12 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	}
 	e.ComputeNs = e.FLOPs / (peak * eff)
 	if e.Bytes > 0 {
-		meff := row.memEff
-		if meff <= 0 {
-			meff = r.spec.GPU.MemoryEfficiency.At(e.Bytes)
+		// A kernel measured below the GPU's streaming rate still cannot
+		// beat its size's latency bound (the curve's fall for small
+		// kernels): the lesser of the two.
+		meff := r.spec.GPU.MemoryEfficiency.At(e.Bytes)
+		if row.memEff > 0 {
+			meff = min(meff, row.memEff)
 		}
 		e.MemoryNs = e.Bytes / (r.hbmPerNs * meff)
 	}

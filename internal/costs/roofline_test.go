@@ -428,3 +428,50 @@ func TestApexLayerNormMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestDropoutMeasured: PyTorch's dropout priced on the 40 GB A100 gives
+// back the times Dao et al. 2022 (arXiv:2205.14135, Appendix E.6)
+// measured for it on that GPU, as differences of their tables with and
+// without dropout (fp16, batch 16, 8 heads: 128 x s^2 elements, 5 bytes
+// each forward and backward):
+//   - s = 2,048, forward: 2.24 to 2.28 ms (Tables 15 - 18 and 9 - 12),
+//     the measurements the forward's rate is the mean of; 2,684,354,560
+//     bytes at 1,189.5 GB/s = 2,256,700 ns;
+//   - s = 4,096, forward ("PyTorch Attention" only; Megatron's attention
+//     stops at 2,048): 25.34 - 16.47 = 8.87 ms, not used for the rate;
+//     10,737,418,240 bytes at 1,189.5 GB/s = 9,026,800 ns, +1.8%;
+//   - s = 2,048, backward: 1.94 to 1.98 ms (Tables 16 - 19 and 10 - 13),
+//     the memory efficiency curve's rate: 2,684,354,560 bytes at 0.8858
+//     of 1,555 GB/s (the preset's BabelStream Triad share; the curve is
+//     within 0.1% of it at this size) = 1,949 µs.
+func TestDropoutMeasured(t *testing.T) {
+	s, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRoofline(s)
+	h := "float16"
+	for _, c := range []struct {
+		name   string
+		seq    int64
+		lo, hi float64 // ns of memory time
+	}{
+		{"aten.native_dropout", 2048, 2_240_000, 2_280_000},
+		{"aten.native_dropout", 4096, 8_870_000 * 0.97, 8_870_000 * 1.03},
+		{"aten.native_dropout_backward", 2048, 1_940_000, 1_980_000},
+	} {
+		x := tn(h, 128, c.seq, c.seq)
+		var e Estimate
+		if c.name == "aten.native_dropout" {
+			e = r.Estimate(call([]values.Tensor{x}, "", tn(h, 128, c.seq, c.seq), tn("bool", 128, c.seq, c.seq)), c.name)
+		} else {
+			e = r.Estimate(call([]values.Tensor{x, tn("bool", 128, c.seq, c.seq)}, "", tn(h, 128, c.seq, c.seq)), c.name)
+		}
+		if want := float64(128*c.seq*c.seq) * 5; !e.Known || e.Bytes != want {
+			t.Errorf("%s at %d: known %v, %.0f bytes, want %.0f", c.name, c.seq, e.Known, e.Bytes, want)
+		}
+		if e.MemoryNs < c.lo || e.MemoryNs > c.hi {
+			t.Errorf("%s at %d: %.0f ns of memory time, measured %.0f to %.0f", c.name, c.seq, e.MemoryNs, c.lo, c.hi)
+		}
+	}
+}

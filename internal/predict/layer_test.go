@@ -32,8 +32,11 @@ func layerMs(t *testing.T, j workload.Job, spec *hardware.Spec) float64 {
 }
 
 // layerGuard bounds the error of a single layer's predicted time against
-// Korthikanti et al.'s Table 4: +3.5% to +5.3% in the five
-// configurations since memory-bound kernels run at their measured
+// Korthikanti et al.'s Table 4: +3.8% to +5.6% in the five
+// configurations since PyTorch's dropout forward runs at the rate Dao et
+// al. 2022 measured for it (internal/costs dropoutForward: 0.765 of the
+// bandwidth, where the curve gave 0.834); +3.5% to +5.3% since
+// memory-bound kernels run at their measured
 // BabelStream bandwidth (0.834 of the A100's 2,039 GB/s, less for small
 // kernels by Little's law) instead of NVIDIA's claimed 95%; -1.0% to
 // +1.9% at 95%, with Megatron-LM's gradient accumulation fusion; +1.0% to
@@ -42,7 +45,7 @@ func layerMs(t *testing.T, j workload.Job, spec *hardware.Spec) float64 {
 // their shape's wave quantization. The guard is the current worst error
 // rounded up, so that a change making a layer worse fails; the errors are
 // logged for each configuration.
-const layerGuard = 5.5
+const layerGuard = 6.0
 
 // TestLayerTimesAgainstKorthikantiTable4 predicts one layer of the 22B
 // model (t = 8, b = 4, s = 2048) in the five configurations of
