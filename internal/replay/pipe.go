@@ -218,7 +218,7 @@ func (s *Sim) consume(reg *values.Registry, q *ring) error {
 				return err
 			}
 		}
-		if b.err != nil && s.stopAsked() {
+		if b.err != nil && b.err != io.EOF && s.stopAsked() {
 			return s.stopAtInput()
 		}
 		switch b.err {

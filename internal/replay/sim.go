@@ -66,11 +66,13 @@ type Options struct {
 	Memory *memlimit.Watcher
 	// Stop, when closed, ends the simulation early, even inside one
 	// record: the result covers the commands replayed so far and is
-	// marked Partial. A history that ends or fails to read once Stop is
-	// closed ends the replay the same way (Run), so a reader that a stop
-	// aborts (one waiting on a pipe, made to fail) yields a Partial
-	// result, and a stop asked for while the last records were read is
-	// not lost.
+	// marked Partial. A history that fails to read once Stop is closed
+	// ends the replay the same way (Run), so a reader that a stop aborts
+	// (one waiting on a pipe, made to fail) yields a Partial result; a
+	// step record notices a stop as a command does, so a stop asked for
+	// while the last records were read is not lost. A history that
+	// reaches its end with every record applied is complete, whenever a
+	// stop came.
 	Stop <-chan struct{}
 	// Progress, when set, is called about once a second with the records
 	// fed so far.
@@ -224,6 +226,14 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 		line = s.line
 	}
 	if rec.IsStep {
+		// A stop is noticed at a step as at a command, so that the end of
+		// the input, reached after every record was applied, can be taken
+		// for a complete replay whenever the stop came (Run). The channel
+		// is read as well as the flag its watcher sets, which may not be
+		// set yet.
+		if s.interrupted() || s.stopAsked() {
+			return s.stopped(line)
+		}
 		// A task still queued after a command can never run: whatever it
 		// waits for (a collective peer, an event's task) already exists,
 		// and later commands only queue behind. So the check at the end is
@@ -349,11 +359,13 @@ func (s *Sim) Run(r *history.Reader) error {
 	}
 	for {
 		err := r.Next(&s.rec)
+		if err == io.EOF {
+			// Every record was applied: a stop asked for since then (a
+			// Ctrl-C as the replay ends) leaves nothing out.
+			return nil
+		}
 		if err != nil && s.stopAsked() {
 			return s.stopAtInput()
-		}
-		if err == io.EOF {
-			return nil
 		}
 		if err != nil {
 			// A held command's own error comes first.

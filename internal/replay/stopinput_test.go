@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -65,5 +66,47 @@ func TestStopBeforeEndNotLost(t *testing.T) {
 	}
 	if !res.Partial {
 		t.Errorf("a stop asked for before the end: result not partial")
+	}
+}
+
+// endReader serves data, then, as a Ctrl-C just as the input ends would,
+// closes stop and reports the end.
+type endReader struct {
+	data []byte
+	stop chan struct{}
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	if len(e.data) > 0 {
+		n := copy(p, e.data)
+		e.data = e.data[n:]
+		return n, nil
+	}
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
+	return 0, io.EOF
+}
+
+// TestStopAtEndComplete: a stop asked for once every record has been
+// read and applied leaves nothing out, so the result is complete, not
+// partial, with every step. Serially only: pipelined, the decoder reaches
+// the end ahead of the engine, so a stop asked for there can still come
+// before records the engine has to apply.
+func TestStopAtEndComplete(t *testing.T) {
+	var b bytes.Buffer
+	c := synth.Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 32, Seq: 8, Batch: 4, Micro: 2, Steps: 2}
+	if err := synth.WriteTrain(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	res, err := Reader(&endReader{data: b.Bytes(), stop: stop}, "e.hist", Options{Grouped: true, Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Partial || len(res.Steps) != c.Steps {
+		t.Errorf("partial %v, %d steps of %d; want the whole history", res.Partial, len(res.Steps), c.Steps)
 	}
 }
