@@ -1,6 +1,8 @@
 package workload_test
 
 import (
+	"bytes"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -164,5 +166,109 @@ func TestDDPCopyBackBeforeEmbeddingSync(t *testing.T) {
 	}
 	if lastCopy > lastPP {
 		t.Errorf("record %d copies a bucket back after the embedding's all-reduce between the stages (record %d)", lastCopy, lastPP)
+	}
+}
+
+// TestFP16GradsLifetime: with Job.FP16Grads a group's 16-bit gradient
+// lives as PyTorch's param.grad does under Megatron-LM's 2021 train_step:
+// autograd makes it at the step's first gradient, so it is created (its
+// empty) after the step's first backward kernel (the loss's,
+// nll_loss_backward), and zero_grad(set_to_none=True) frees it before the
+// next step's first forward kernel (the embedding); the last step's are
+// held to the end. The gradients are found as the fp16 optimizer finds
+// them: the 16-bit inputs of its copies to fp32 (_to_copy, one a group).
+// Two steps of tiny with tp 1, dp 2 (PyTorch DDP's copies): pp 1, six
+// groups a step (the embedding with its positions, four layers, the
+// final norm); pp 2, where the tied word embedding's two copies keep one
+// gradient (the same ids on both stages, which the reduction between
+// them names) for the whole run, made before the first step.
+func TestFP16GradsLifetime(t *testing.T) {
+	for _, c := range []struct {
+		pp, perStep, held int
+	}{{1, 6, 0}, {2, 6, 1}} {
+		j := workload.Job{Model: tiny, TP: 1, PP: c.pp, DP: 2, MicroBatch: 1, GlobalBatch: 4, Schedule: workload.OneFOneB,
+			Steps: 2, HalfGradReduce: true, FP16Grads: true}
+		var b bytes.Buffer
+		if err := workload.Write(&b, j); err != nil {
+			t.Fatal(err)
+		}
+		r, err := history.NewReader(&b, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := map[int64][2]int{} // id: index and step of the empty that made it
+		deleted := map[int64]int{} // id: index of its deletion
+		used := map[int64]int{}    // id: step of the optimizer's copy of it
+		firstBw, firstFwd := map[int]int{}, map[int]int{}
+		step := 0
+		var rec history.Record
+		for i := 0; ; i++ {
+			err := r.Next(&rec)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.IsStep {
+				step++
+				continue
+			}
+			switch rec.Msg.Kind {
+			case gen.MsgCallFunction:
+				f := &rec.Msg.CallFunction
+				switch f.Function {
+				case "torch.ops.aten.empty.memory_format":
+					for _, x := range f.Result.Leaves {
+						made[x.ID] = [2]int{i, step}
+					}
+				case "torch.ops.aten.nll_loss_backward.default":
+					if _, ok := firstBw[step]; !ok {
+						firstBw[step] = i
+					}
+				case "torch.ops.aten.embedding.default":
+					if _, ok := firstFwd[step]; !ok {
+						firstFwd[step] = i
+					}
+				case "torch.ops.aten._to_copy.default":
+					if a := f.Args.Leaves; len(a) == 1 && a[0].Dtype == "bfloat16" && f.Result.Leaves[0].Dtype == "float32" {
+						used[a[0].ID] = step
+					}
+				}
+			case gen.MsgDeleteRefs:
+				for _, id := range rec.Msg.DeleteRefs.Refs {
+					deleted[id] = i
+				}
+			}
+		}
+		r.Close()
+		perStep, held := map[int]int{}, 0
+		for id, k := range used {
+			m, ok := made[id]
+			d, gone := deleted[id]
+			switch {
+			case !ok:
+				t.Errorf("pp %d: gradient %d was not made by an empty", c.pp, id)
+			case m[0] < firstFwd[0]: // made before the first step: held
+				held++
+				if gone {
+					t.Errorf("pp %d: held gradient %d deleted at record %d", c.pp, id, d)
+				}
+			default:
+				perStep[k]++
+				if m[1] != k || m[0] < firstBw[k] {
+					t.Errorf("pp %d: step %d's gradient %d made at record %d of step %d; want after the step's first backward kernel, record %d", c.pp, k, id, m[0], m[1], firstBw[k])
+				}
+				if k == 0 && (!gone || d > firstFwd[1]) {
+					t.Errorf("pp %d: step 0's gradient %d deleted %v at record %d; want before step 1's first forward kernel, record %d", c.pp, id, gone, d, firstFwd[1])
+				}
+				if k == 1 && gone {
+					t.Errorf("pp %d: the last step's gradient %d deleted at record %d; want it held to the end", c.pp, id, d)
+				}
+			}
+		}
+		if held != c.held || perStep[0] != c.perStep || perStep[1] != c.perStep {
+			t.Errorf("pp %d: %d held gradients and %v made a step; want %d and %d a step", c.pp, held, perStep, c.held, c.perStep)
+		}
 	}
 }

@@ -17,6 +17,10 @@ type layerW struct {
 
 	grad values.Tensor   // fp32 main gradient, flat (ZeRO < 2); 16-bit with Job.FP16Grads
 	gv   []values.Tensor // its views shaped like the matrices
+	// Job.FP16Grads: the 16-bit gradient is held for the whole run (a
+	// tied word embedding's two copies, whose ids must agree), not made at
+	// a step's first gradient and freed at the next step's start.
+	held bool
 	// Job.FP16Grads: the matrices (bit k: slot k) whose gradient this
 	// step already holds; the first one of a step is taken without a
 	// kernel, later ones are added in.
@@ -90,18 +94,10 @@ func (g *generator) allocate(st *stage, w *layerW) {
 	}
 	switch {
 	case g.j.FP16Grads:
-		// param.grad: never zeroed. It is allocated here, once, and
-		// held for the whole run, where autograd makes it at a step's
-		// first backward and zero_grad(set_to_none=True) frees it after
-		// the optimizer step: a peak that falls before a stage's first
-		// backward of a step (a warm-up of forwards) is overstated by
-		// 2 bytes a parameter. PyTorch DDP's bucket is made empty too
-		// (Reducer's initialize_buckets: at::empty), and is held, as it is.
-		w.grad = g.e.tensor(bf16, w.n)
-		g.op(st, opEmpty, []any{[]int64{w.n}}, w.grad)
-		for _, s := range w.shapes {
-			w.gv = append(w.gv, g.view(st, w.grad, s...))
-		}
+		// param.grad is made at the step's first gradient (ensureGrad)
+		// and freed at the next step's start (dropGrads). PyTorch DDP's
+		// bucket is made empty here (Reducer's initialize_buckets:
+		// at::empty) and held, as it is.
 		if g.torchDDPCopies() {
 			w.ddp = g.e.tensor(bf16, w.n)
 			g.op(st, opEmpty, []any{[]int64{w.n}}, w.ddp)
@@ -125,6 +121,54 @@ func (g *generator) allocate(st *stage, w *layerW) {
 		for _, t := range []*values.Tensor{&w.master, &w.m, &w.v} {
 			*t = g.e.tensor(f32, w.shard)
 			g.e.call(st.all, comm, opZeros, []any{[]int64{w.shard}}, []any{*t})
+		}
+	}
+}
+
+// ensureGrad makes group w's 16-bit param.grad (Job.FP16Grads) if this
+// step has not made it yet. Autograd makes a parameter's .grad at its
+// first gradient of a step (AccumulateGrad takes the kernel's result, or
+// allocates it), and zero_grad(set_to_none=True), which Megatron-LM's
+// train_step calls before the forward passes (megatron/training.py at
+// 6985e58), frees it: so the gradients hold no memory in a step's
+// forward passes before their first backward. The group's gradient is
+// made whole at its first matrix's gradient (the matrices' gradients come
+// within one layer's backward) or, for a group of small parameters only,
+// where it is first read.
+func (g *generator) ensureGrad(st *stage, w *layerW) {
+	if !g.j.FP16Grads || w.grad.ID != 0 {
+		return
+	}
+	w.grad = g.e.tensor(bf16, w.n)
+	g.op(st, opEmpty, []any{[]int64{w.n}}, w.grad)
+	w.gv = w.gv[:0]
+	for _, s := range w.shapes {
+		w.gv = append(w.gv, g.view(st, w.grad, s...))
+	}
+}
+
+// holdGrad makes group w's 16-bit gradient now and holds it for the whole
+// run (layerW.held).
+func (g *generator) holdGrad(st *stage, w *layerW) {
+	if g.j.FP16Grads {
+		g.ensureGrad(st, w)
+		w.held = true
+	}
+}
+
+// dropGrads frees the 16-bit gradients the last step made
+// (zero_grad(set_to_none=True) at a step's start; Job.FP16Grads).
+func (g *generator) dropGrads() {
+	if !g.j.FP16Grads {
+		return
+	}
+	for _, st := range g.stages {
+		for _, w := range st.groups {
+			if w.grad.ID == 0 || w.held {
+				continue
+			}
+			g.free(st, append(w.gv, w.grad)...)
+			w.grad, w.gv = values.Tensor{}, w.gv[:0]
 		}
 	}
 }
@@ -280,6 +324,7 @@ func (g *generator) gradTarget(st *stage, w *layerW, slot int) values.Tensor {
 	}
 	var dst values.Tensor
 	if g.zero() < 2 {
+		g.ensureGrad(st, w)
 		dst = w.gv[slot]
 	} else {
 		if w.bucket.ID == 0 {
@@ -377,6 +422,7 @@ func (g *generator) layerDone(st *stage, w *layerW) {
 // in fewer, larger calls. The copy back into the gradient runs when the
 // backward ends (ddpCopyBack).
 func (g *generator) ddpReduce(st *stage, w *layerW) {
+	g.ensureGrad(st, w)
 	g.e.call(st.all, st.main, opMulOut, []any{w.grad, 1 / float64(g.j.DP)}, []any{w.ddp}, w.ddp)
 	id, lent := g.e.borrowCreate(st.all, w.ddp, st.main, streamComm)
 	g.e.borrowFirstUse(st.all, id)
@@ -453,6 +499,7 @@ func (g *generator) reduceAfterBackward(st *stage) {
 func (g *generator) flatReduce(st *stage) {
 	dp := float64(g.j.DP)
 	for _, w := range st.groups {
+		g.ensureGrad(st, w)
 		flat := g.e.tensor(bf16, w.n)
 		g.op(st, opCat, []any{tlist{w.grad}}, flat)
 		g.e.call(st.all, st.main, opDivInPlace, []any{flat, dp}, []any{flat}, flat)
@@ -587,6 +634,7 @@ func (g *generator) optimizerStep(st *stage) {
 func (g *generator) fp16Step(st *stage) {
 	var params, mains, ms, vs, masters tlist
 	for _, w := range st.groups {
+		g.ensureGrad(st, w)
 		main := g.e.tensor(f32, w.n)
 		g.op(st, opToCopy, []any{w.grad}, main)
 		mains, masters, ms, vs = append(mains, main), append(masters, w.master), append(ms, w.m), append(vs, w.v)

@@ -912,10 +912,18 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 		for len(out) < 2+nb { // no bucket: its views' places
 			out = append(out, values.Tensor{})
 		}
+		// The 16-bit gradient and its views, which a fresh pass makes
+		// (ensureGrad).
+		out = append(append(out, w.grad), w.gv...)
+		for len(out) < 3+2*nb {
+			out = append(out, values.Tensor{})
+		}
 		return gatheredOut(st, out)
 	})
 	if g.j.FP16Grads { // a replayed pass took or added every matrix's gradient
 		w.has = 1<<uint(nb) - 1
+		w.grad = outs[2+nb]
+		w.gv = append(w.gv[:0], outs[3+nb:3+2*nb]...)
 	}
 	// The gradient bucket the pass made (ZeRO 2 and 3), for layerDone.
 	w.bucket = outs[1]

@@ -266,6 +266,7 @@ func (g *generator) setup() {
 				wordIDs = g.e.next
 				st.emb = g.newGroup(0, []int64{d.vt, d.h})
 				g.allocate(st, st.emb)
+				g.holdGrad(st, st.emb)
 				st.groups = append(st.groups, st.emb)
 				if pos > 0 {
 					st.pos = g.newGroup(pos)
@@ -301,6 +302,7 @@ func (g *generator) setup() {
 				next := g.e.next
 				g.e.next = wordIDs
 				g.allocate(st, word)
+				g.holdGrad(st, word)
 				g.e.next = next
 				st.groups = append(st.groups, word)
 				st.head = g.newGroup(norm)
@@ -353,6 +355,7 @@ func (g *generator) neighbour(s, dir int) int {
 // (the controller's order approximates the order in which the work runs),
 // then the optimizer.
 func (g *generator) runStep() error {
+	g.dropGrads()
 	for _, st := range g.stages {
 		st.cursor = 0
 	}
