@@ -30,7 +30,7 @@ type Model struct {
 }
 
 // ErrZero reports a Model that no constructor built (a zero value).
-var ErrZero = errors.New("a zero-value cost model prices every command at 0 ns; build one with Parse or New (nil options mean the reference's fixed runtimes)")
+var ErrZero = errors.New("a zero-value cost model prices every command at 0 ns: build it from a cost model's JSON (ParseCosts), or give none for the reference's fixed runtimes")
 
 // Check reports whether m was built by a constructor (New, Parse,
 // Default, NewWithHardware, WithHardware): a zero Model is refused with
