@@ -120,6 +120,23 @@ func TestStopIsVisible(t *testing.T) {
 	if !sim.Partial() || len(sim.Steps()) != 0 {
 		t.Errorf("partial %v, %d steps; want true, 0", sim.Partial(), len(sim.Steps()))
 	}
+
+	// A stop between two Feeds stops the next one, at once.
+	for range 20 {
+		stop := make(chan struct{})
+		s, err := New(Header{WorldSize: 2}, Options{Stop: stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Feed([]byte(twoRanks[0])); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		if err := s.Feed([]byte(twoRanks[1])); !errors.Is(err, ErrStopped) || s.Commands() != 1 {
+			t.Fatalf("Feed after a stop between Feeds: %v, %d commands; want ErrStopped, 1", err, s.Commands())
+		}
+		s.Close()
+	}
 }
 
 // TestReplayReleasesStopWatcher: Replay with a Stop channel that is never

@@ -307,9 +307,10 @@ func (s *Sim) UnknownOps() (int64, []string) {
 // ({"ts":...,"ranks":[...],"msg":{...}}) or a step line ({"step":N}, which
 // records a step report). The final newline is optional. After an error
 // the Sim takes no more records: Feed, Step and Finish return that error
-// from then on. Once Options.Stop is closed, Feed returns ErrStopped and
-// the record it was applying is dropped (or applied in part, when the
-// stop came inside it); Partial reports true.
+// from then on. Once Options.Stop is closed, the next Feed applies none
+// of its records and returns ErrStopped (a stop that comes while Feed
+// runs ends it within a record, which is then applied in part, or
+// dropped); Partial reports true.
 func (s *Sim) Feed(lines []byte) error {
 	if err := s.ok(); err != nil {
 		return err

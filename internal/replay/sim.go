@@ -352,6 +352,12 @@ func (s *Sim) stopped(line int64) error {
 // Run feeds every record r has left, up to its end. A stop ends it early
 // without an error (Result().Partial).
 func (s *Sim) Run(r *history.Reader) error {
+	// A stop asked for before this call stops its first record, whenever
+	// the watcher comes to run (a program feeding lines calls Run for
+	// each batch).
+	if s.stopAsked() {
+		s.stop.Store(true)
+	}
 	reg := r.Registry()
 	reg.DeferFree(true) // rows are released by the engine
 	if s.pipelined() {
