@@ -2,8 +2,11 @@ package fastsim_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log"
+	"math"
 	"strings"
 
 	"github.com/fastsim/fastsim"
@@ -154,4 +157,99 @@ func ExampleTransformer() {
 	}
 	fmt.Println(sim.WorldSize(), "ranks,", len(sim.Steps()), "steps")
 	// Output: 8 ranks, 2 steps
+}
+
+// Stop a replay early: the Stop channel is already closed, so the replay
+// stops at its first record. Replay returns what it simulated with
+// ErrStopped, and Partial says so.
+func ExampleReplay_stop() {
+	history := `{"fastsim":"history","version":1,"world_size":2}` + "\n" + strings.Join(records, "\n")
+	stop := make(chan struct{})
+	close(stop)
+	sim, err := fastsim.Replay(strings.NewReader(history), fastsim.Options{Stop: stop})
+	fmt.Println(errors.Is(err, fastsim.ErrStopped), sim.Partial(), sim.Commands(), "commands")
+	// Output: true true 0 commands
+}
+
+// Trace one step of a longer history: a second function at ts 30,000
+// follows the step record. The engine numbers commands from 1 (the
+// CreateStream is 1, the first function 2, the second 3), and the trace
+// of step 1 alone holds command 3's events and not command 2's.
+func ExampleStepRange() {
+	lines := append(append([]string{}, records...),
+		`{"ts":30000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","ident":2,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":2,"storage":2,"nbytes":4000000,"dtype":"float32","shape":[1000000],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`)
+	sim, err := fastsim.New(fastsim.Header{WorldSize: 2}, fastsim.Options{KeepTrace: true, TraceSteps: &fastsim.StepRange{First: 1, Last: 1}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := sim.Feed([]byte(strings.Join(lines, "\n"))); err != nil {
+		log.Fatal(err)
+	}
+	var trace bytes.Buffer
+	if err := sim.WriteTrace(&trace); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.Contains(trace.String(), `"command":3}`), strings.Contains(trace.String(), `"command":2}`))
+	// Output: true false
+}
+
+// Keep a simulation within a memory budget. Each rank of an ungrouped
+// simulation takes over a thousand bytes of state, so 2^20 ranks need
+// more than 1 GiB and are refused before the first record; grouped, the
+// ranks that receive the same commands are simulated once, and the world
+// is accepted.
+func ExampleWatchMemory() {
+	budget := fastsim.WatchMemory(1 << 30)
+	defer budget.Stop()
+	_, err := fastsim.New(fastsim.Header{WorldSize: 1 << 20}, fastsim.Options{Memory: budget})
+	fmt.Println("ungrouped refused:", errors.Is(err, fastsim.ErrMemoryLimit))
+	sim, err := fastsim.New(fastsim.Header{WorldSize: 1 << 20}, fastsim.Options{Memory: budget, Grouped: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sim.Close()
+	fmt.Println("grouped accepted")
+	// Output:
+	// ungrouped refused: true
+	// grouped accepted
+}
+
+// Predict GPT-3 175B on 64 A100s as Korthikanti et al. 2022 trained it
+// (the README's "Choose a layout": tp 8, pp 8, interleaved with 3
+// chunks, selective recomputation, sequence parallelism, and the four
+// mechanisms of Megatron-LM of 2022).
+//
+// The model FLOPs of a step, by Narayanan et al.'s count (3 x the
+// forward; per token and layer 24·h² + 4·s·h, plus 2·h·V for the
+// logits), with h = 12,288, s = 2,048, 96 layers, V = 51,200 and a batch
+// of 64 sequences: (96 x (3,623,878,656 + 100,663,296) + 1,258,291,200)
+// x 3 x 64 x 2,048 = 1.411e17. The published step time is 13.75 s
+// (Korthikanti et al. 2022, Table 5, row 175B, "Present Work"); the
+// README's accuracy target is within 10%. The A100's 80 GB are
+// 80e9 / 2^30 = 74.5 GiB, and the published run ran on them: it fits.
+func ExamplePredict() {
+	hw, err := fastsim.LoadHardware("a100-80gb")
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := fastsim.LoadModel("korthikanti-175b")
+	if err != nil {
+		log.Fatal(err)
+	}
+	job := fastsim.Transformer{Model: m, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64,
+		Schedule: "interleaved:3", Recompute: "selective", SequenceParallel: true,
+		GradReduce: "after-backward", FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true}
+	p, err := fastsim.Predict(context.Background(), job, hw)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(p.World, "GPUs, mechanisms", p.Mechanisms)
+	fmt.Printf("model FLOPs per step %.4g\n", p.ModelFLOPs)
+	fmt.Println("within 10% of the published 13.75 s:", math.Abs(p.StepTimeS-13.75)/13.75 < 0.10)
+	fmt.Println("fits in", math.Round(p.HBMGiB), "GiB:", p.Fits)
+	// Output:
+	// 64 GPUs, mechanisms [--grad-reduce after-backward --fuse-grad-accumulation --blocking-p2p --fp32-cross-entropy]
+	// model FLOPs per step 1.411e+17
+	// within 10% of the published 13.75 s: true
+	// fits in 75 GiB: true
 }

@@ -4,7 +4,9 @@
 // memory; or replay a whole history from an io.Reader; write the timeline
 // as a Chrome trace; price commands with a cost model; and build synthetic
 // training histories in memory: a transformer trained as Megatron-LM trains
-// it (Transformer), or the toy micro-benchmark (Train).
+// it (Transformer), or the toy micro-benchmark (Train); and predict a
+// training layout's step time, throughput and memory as `fastsim predict`
+// does (Predict).
 //
 // Results are those of `fastsim replay`: docs/SEMANTICS.md defines them, and with
 // the default costs they match the reference simulator number for number.
@@ -12,6 +14,7 @@ package fastsim
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +23,8 @@ import (
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/memlimit"
+	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/synth"
@@ -36,16 +41,67 @@ var (
 	// ErrUnknownType is returned in strict mode for a message type the
 	// format does not know.
 	ErrUnknownType = replay.ErrUnknownType
+	// ErrStopped is returned by Replay, Feed, Step and Finish once
+	// Options.Stop has ended the simulation before the end of its
+	// history. The Sim stays readable: its reports cover the records
+	// replayed until the stop, and Partial reports true.
+	ErrStopped = errors.New("fastsim: the simulation was stopped (Options.Stop) before the end of its history")
+	// ErrNoSim is returned by the methods of a Sim that neither New nor
+	// Replay opened (a nil *Sim, or a zero Sim).
+	ErrNoSim = errors.New("fastsim: the Sim was not opened by New or Replay")
+	// ErrMemoryLimit is wrapped by the error of a simulation refused or
+	// ended by its memory budget (Options.Memory, WatchMemory).
+	ErrMemoryLimit = memlimit.ErrLimit
+	// ErrZeroCosts is wrapped by the error of New and Replay given a
+	// zero-value Costs (&Costs{}), which would price every command at
+	// 0 ns: a Costs comes from ParseCosts or LoadCosts, and a nil Costs
+	// is the reference's fixed runtimes.
+	ErrZeroCosts = costs.ErrZero
 )
 
 // Options configure a simulation. It is the simulator's one options type
-// (internal/replay's; `go doc ./internal/replay Options` documents every
-// field), the one `fastsim replay` fills in from its flags. An embedding
-// program sets Mode (a TraceMode), Controller, Grouped, Jobs, Strict,
-// KeepTrace, Costs (a *Costs), Hardware (a *Hardware), and when it needs
-// them MaxWorld, Stop and Progress; Replay also honours TracePath,
-// TraceSteps, PartialTrace and Inspect at the end of the history.
+// (internal/replay's), the one `fastsim replay` fills in from its flags.
+// Its zero value replays as the reference does. The fields a program
+// outside this module sets:
+//
+//   - Mode (a TraceMode), Controller, Grouped, Jobs, Strict, KeepTrace;
+//   - Costs (a *Costs from ParseCosts or LoadCosts; nil: the reference's
+//     fixed runtimes) and Hardware (a *Hardware);
+//   - MaxWorld (refuse histories of more ranks), Memory (a memory budget,
+//     from WatchMemory), Stop (closed, it ends the simulation early with
+//     ErrStopped; Replay releases its watcher, a Sim from New needs Close),
+//     Progress (called about once a second with the records fed) and
+//     Header (called with the history's header);
+//   - TraceSteps (a *StepRange): WriteTrace and TracePath write only the
+//     commands of those steps;
+//   - for Replay, TracePath (the trace file written at the end: .json,
+//     .json.gz or .zst) and PartialTrace (write it after a stop too).
+//
+// Model, EachCommand, Inspect and PerCommand take types of the module's
+// internal packages: they are for the command line and the module's own
+// drivers, and an embedding program leaves them unset.
 type Options = replay.Options
+
+// StepRange names the steps First to Last, both included, counted from 0
+// in the order of the history's step records, for Options.TraceSteps:
+// step i is the commands after step record i-1 (or from the start, for
+// step 0) up to step record i; the commands after the last step record
+// form one more step. It is the `--trace-steps A:B` of `fastsim replay`.
+type StepRange = replay.StepRange
+
+// MemoryWatcher is a memory budget for Options.Memory (WatchMemory).
+type MemoryWatcher = memlimit.Watcher
+
+// WatchMemory returns a memory budget of limit bytes for Options.Memory
+// (limit <= 0: none), as `fastsim replay --max-memory` sets one: New and
+// Replay refuse an ungrouped world whose per-rank state alone cannot fit,
+// and a simulation ends with an error wrapping ErrMemoryLimit once the
+// memory the Go runtime holds passes the limit. It polls the process's
+// memory, not one simulation's, every 20 ms on a timer; unlike the
+// command line it leaves the Go runtime's soft memory limit
+// (runtime/debug.SetMemoryLimit) as it is. A budget once passed stays
+// passed: use a new one for the next simulation, and Stop it when done.
+func WatchMemory(limit int64) *MemoryWatcher { return memlimit.Poll(limit) }
 
 // Header describes the history simulated: WorldSize ranks, GPUsPerHost
 // of them to a host (0: all of them), format Version (0: the current
@@ -136,7 +192,9 @@ func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 
 // Sim is one simulation, fed with JSON lines: a thin layer over the
 // simulator's one simulation type (the CLI's), which a history reader
-// feeds with the lines given. It is not safe for concurrent use.
+// feeds with the lines given. It is not safe for concurrent use. Only
+// New and Replay open one: the methods of a nil or zero Sim return
+// ErrNoSim, or zero values.
 type Sim struct {
 	sim      *replay.Sim
 	r        *history.Reader
@@ -144,6 +202,7 @@ type Sim struct {
 	pending  []byte // the lines being fed
 	steps    []Report
 	finished bool
+	err      error // sticky: the first failure or stop, returned from then on
 }
 
 // lineSource hands the history reader the lines given to Feed.
@@ -159,6 +218,8 @@ func (l *lineSource) Read(p []byte) (int, error) {
 }
 
 // New opens a simulation of the history h describes, to be fed with Feed.
+// With Options.Stop or Jobs > 1 the Sim keeps goroutines until Close:
+// defer sim.Close().
 func New(h Header, opt Options) (*Sim, error) {
 	s := &Sim{}
 	r, err := history.NewBodyReader(&s.src, "sim", h)
@@ -174,27 +235,53 @@ func New(h Header, opt Options) (*Sim, error) {
 
 // Replay simulates the whole history read from src (plain or zstd) and
 // returns the finished simulation; the world comes from the history's
-// header. Options.TracePath and Options.Inspect, when set, are honoured
-// at the end as by `fastsim replay`.
+// header. Options.TracePath, when set, is written at the end as by
+// `fastsim replay --trace`. It releases every goroutine it started before
+// it returns (no Close needed).
+//
+// When Options.Stop ends the replay early, Replay returns the Sim so far
+// together with ErrStopped: its reports cover the records replayed until
+// the stop, and Partial reports true. On any other error the Sim is nil.
 func Replay(src io.Reader, opt Options) (*Sim, error) {
+	if src == nil {
+		return nil, errors.New("fastsim: Replay: nil reader")
+	}
 	r, err := history.NewReader(src, "history")
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	s := &Sim{r: r}
+	s := &Sim{r: r, finished: true}
 	if err := s.open("history", opt); err != nil {
 		return nil, err
 	}
+	// The stop watcher and the engine's helpers end here; the reports
+	// and the trace stay readable.
+	defer s.sim.Close()
 	if err := s.sim.Run(r); err != nil {
 		return nil, err
 	}
 	if _, err := s.sim.End(); err != nil {
 		return nil, err
 	}
-	s.finished = true
+	if s.sim.Partial() {
+		s.err = ErrStopped
+		return s, ErrStopped
+	}
 	return s, nil
 }
+
+// ok returns ErrNoSim for a Sim neither New nor Replay opened, else the
+// sticky error of an earlier failure or stop.
+func (s *Sim) ok() error {
+	if s == nil || s.sim == nil {
+		return ErrNoSim
+	}
+	return s.err
+}
+
+// opened reports whether New or Replay opened s.
+func (s *Sim) opened() bool { return s != nil && s.sim != nil }
 
 func (s *Sim) open(name string, opt Options) error {
 	sim, err := replay.New(s.r.Header(), name, opt)
@@ -209,13 +296,25 @@ func (s *Sim) open(name string, opt Options) error {
 // UnknownOps returns how many calls had an op the hardware model's op
 // table does not know (priced as memory-bound on their tensors), and
 // those ops' names; zero without Options.Hardware.
-func (s *Sim) UnknownOps() (int64, []string) { return s.sim.UnknownOps() }
+func (s *Sim) UnknownOps() (int64, []string) {
+	if !s.opened() {
+		return 0, nil
+	}
+	return s.sim.UnknownOps()
+}
 
 // Feed applies one or more records: JSON lines, each a command
 // ({"ts":...,"ranks":[...],"msg":{...}}) or a step line ({"step":N}, which
 // records a step report). The final newline is optional. After an error
-// the Sim is unusable.
+// the Sim takes no more records: Feed, Step and Finish return that error
+// from then on. Once Options.Stop is closed, the next Feed applies none
+// of its records and returns ErrStopped (a stop that comes while Feed
+// runs ends it within a record, which is then applied in part, or
+// dropped); Partial reports true.
 func (s *Sim) Feed(lines []byte) error {
+	if err := s.ok(); err != nil {
+		return err
+	}
 	if s.finished {
 		return ErrFinished
 	}
@@ -224,18 +323,34 @@ func (s *Sim) Feed(lines []byte) error {
 		s.pending = append(s.pending, '\n')
 	}
 	s.src.buf = s.pending
-	return s.sim.Run(s.r)
+	err := s.sim.Run(s.r)
+	if err == nil && s.sim.Partial() {
+		err = ErrStopped
+	}
+	s.err = err
+	return err
 }
 
-// Step closes an iteration, as a {"step":N} line does: it records and
-// returns the report so far.
-func (s *Sim) Step() Report {
+// Step closes an iteration, as a {"step":N} line does: it checks that
+// every task queued so far can still run (as Finish does), then records
+// and returns the report so far. After a failed Feed, a stop or a failed
+// check it records nothing and returns the error.
+func (s *Sim) Step() (Report, error) {
+	if err := s.Finish(); err != nil {
+		return Report{PeakDevice: -1}, err
+	}
 	s.sim.Step()
-	return s.steps[len(s.steps)-1]
+	return s.steps[len(s.steps)-1], nil
 }
 
-// Report returns the report so far without closing a step.
-func (s *Sim) Report() Report { return s.report(s.sim.Report()) }
+// Report returns the report so far without closing a step (after a stop,
+// the report of the records replayed until then).
+func (s *Sim) Report() Report {
+	if !s.opened() {
+		return Report{PeakDevice: -1}
+	}
+	return s.report(s.sim.Report())
+}
 
 func (s *Sim) report(r sched.Report) Report {
 	out := Report{ExecNs: r.ExecNs, PeakBytes: r.PeakBytes, PeakDevice: r.PeakDevice}
@@ -246,30 +361,83 @@ func (s *Sim) report(r sched.Report) Report {
 }
 
 // Steps returns the reports recorded at each step.
-func (s *Sim) Steps() []Report { return s.steps }
+func (s *Sim) Steps() []Report {
+	if !s.opened() {
+		return nil
+	}
+	return s.steps
+}
 
 // Commands is the number of commands applied, sub-commands included.
-func (s *Sim) Commands() int64 { return s.sim.Engine().Commands() }
+func (s *Sim) Commands() int64 {
+	if !s.opened() {
+		return 0
+	}
+	return s.sim.Engine().Commands()
+}
 
 // WorldSize is the number of ranks simulated.
-func (s *Sim) WorldSize() int64 { return s.sim.Header().WorldSize }
+func (s *Sim) WorldSize() int64 {
+	if !s.opened() {
+		return 0
+	}
+	return s.sim.Header().WorldSize
+}
 
 // Header is the header of the history simulated.
-func (s *Sim) Header() Header { return s.sim.Header() }
+func (s *Sim) Header() Header {
+	if !s.opened() {
+		return Header{}
+	}
+	return s.sim.Header()
+}
 
-// Close releases the goroutines a Sim with Jobs > 1 keeps between
-// commands (they also leave by themselves shortly after the last command).
-// The Sim's reports stay readable.
-func (s *Sim) Close() { s.sim.Close() }
+// Partial reports whether Options.Stop ended the simulation before the
+// end of its history (Replay, Feed and Finish then return ErrStopped).
+func (s *Sim) Partial() bool { return s.opened() && s.sim.Partial() }
+
+// Close releases the goroutines a Sim made by New keeps: the watcher of
+// Options.Stop, which only Close ends, and with Jobs > 1 the engine's
+// helpers (which also leave by themselves shortly after the last
+// command). Call it once done with such a Sim (defer sim.Close()); Replay
+// needs none. The Sim's reports and trace stay readable, and Close may be
+// called more than once.
+func (s *Sim) Close() {
+	if s.opened() {
+		s.sim.Close()
+	}
+}
 
 // Finish declares the history complete: every task queued so far must
 // have run, else the error names the first task that never can (a
 // deadlock in the program, such as two sends that wait for each other).
-func (s *Sim) Finish() error { return s.sim.Finish() }
+// After a failed Feed, or a stop, it returns that error (ErrStopped for a
+// stop); its own failure is returned from then on too.
+func (s *Sim) Finish() error {
+	if err := s.ok(); err != nil {
+		return err
+	}
+	if s.sim.Partial() {
+		s.err = ErrStopped
+		return s.err
+	}
+	s.err = s.sim.Finish()
+	return s.err
+}
 
 // WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
-// in ui.perfetto.dev). It needs Options.KeepTrace.
-func (s *Sim) WriteTrace(w io.Writer) error { return s.sim.WriteTrace(w) }
+// in ui.perfetto.dev): all of it, or with Options.TraceSteps the commands
+// of those steps. It needs Options.KeepTrace. After a stop it writes what
+// was replayed.
+func (s *Sim) WriteTrace(w io.Writer) error {
+	if !s.opened() {
+		return ErrNoSim
+	}
+	if w == nil {
+		return errors.New("fastsim: WriteTrace: nil writer")
+	}
+	return s.sim.WriteTrace(w)
+}
 
 // Model describes a decoder-only transformer: layers, hidden size, heads
 // and KV heads, FFN width, vocabulary, sequence length, gated MLP, biases,
@@ -290,6 +458,13 @@ func ModelPresets() []string { return workload.PresetNames() }
 // default), "gpipe" or "interleaved:V"; Recompute "none" (the default),
 // "selective" or "full"; Zero the ZeRO stage 0-3. The history is the one
 // `fastsim synth --model` writes.
+//
+// The mechanism fields choose which implementation of a step the job
+// runs, as the flags of the same names do for `fastsim synth` and
+// `fastsim predict` (`fastsim predict --help` says what each models):
+// the zero value is PyTorch's (gradients reduced during the backward,
+// pipeline sends that do not block, the loss in 16 bits); the README's
+// "Choose a layout" gives the set each published Megatron-LM run used.
 type Transformer struct {
 	Model                   Model
 	TP, PP, DP              int
@@ -303,8 +478,33 @@ type Transformer struct {
 	// price of collectives that join the whole stage (see synth --help).
 	StageCollectives bool
 	Steps            int
-	GPUsPerHost      int   // 0: 8
+	GPUsPerHost      int   // 0: 8 (Predict: the hardware's)
 	CommandNs        int64 // controller time between commands; 0: 20 µs; negative: 0
+
+	// GradReduce is when the data-parallel gradient all-reduce runs
+	// (--grad-reduce): "overlap" (or ""), during the backward as each
+	// gradient is complete, or "after-backward", all of them after the
+	// last backward pass.
+	GradReduce string
+	// HalfGradReduce all-reduces the gradients in 16 bits (--half-grad-reduce).
+	HalfGradReduce bool
+	// FuseGradAccumulation accumulates weight gradients straight into the
+	// fp32 main gradient (--fuse-grad-accumulation).
+	FuseGradAccumulation bool
+	// BlockingP2P makes a pipeline send block the sender until the
+	// receiver takes it (--blocking-p2p).
+	BlockingP2P bool
+	// FP32CrossEntropy computes the loss in fp32 (--fp32-cross-entropy).
+	FP32CrossEntropy bool
+	// ApexLayerNorm runs the layer norms as Megatron-LM's kernels of 2021
+	// (--apex-layer-norm).
+	ApexLayerNorm bool
+	// FP16Grads keeps the gradients as the 16-bit param.grad until the
+	// optimizer step (--fp16-grads).
+	FP16Grads bool
+	// NoScatterGather sends pipeline transfers whole from every
+	// tensor-parallel shard (--no-scatter-gather).
+	NoScatterGather bool
 }
 
 func (t Transformer) job() (workload.Job, error) {
@@ -315,7 +515,17 @@ func (t Transformer) job() (workload.Job, error) {
 	}
 	j := workload.Job{Model: t.Model, TP: t.TP, PP: t.PP, DP: t.DP, MicroBatch: t.MicroBatch, GlobalBatch: t.GlobalBatch,
 		SequenceParallel: t.SequenceParallel, Zero: t.Zero, FlashAttention: t.FlashAttention,
-		StageCollectives: t.StageCollectives, Steps: t.Steps, GPUsPerHost: t.GPUsPerHost, CommandNs: t.CommandNs}
+		StageCollectives: t.StageCollectives, Steps: t.Steps, GPUsPerHost: t.GPUsPerHost, CommandNs: t.CommandNs,
+		HalfGradReduce: t.HalfGradReduce, FuseGradAccumulation: t.FuseGradAccumulation, BlockingP2P: t.BlockingP2P,
+		FP32CrossEntropy: t.FP32CrossEntropy, ApexLayerNorm: t.ApexLayerNorm, FP16Grads: t.FP16Grads,
+		NoScatterGather: t.NoScatterGather}
+	switch t.GradReduce {
+	case "", "overlap":
+	case "after-backward":
+		j.GradReduce = workload.GradAfterBackward
+	default:
+		return j, fmt.Errorf("%w: grad reduce %q: want overlap or after-backward", workload.ErrJob, t.GradReduce)
+	}
 	sched, rec := t.Schedule, t.Recompute
 	if sched == "" {
 		sched = "1f1b"
@@ -341,6 +551,9 @@ func (t Transformer) Check() error {
 
 // WriteHistory streams t's history to w.
 func (t Transformer) WriteHistory(w io.Writer) error {
+	if w == nil {
+		return errors.New("fastsim: WriteHistory: nil writer")
+	}
 	j, err := t.job()
 	if err != nil {
 		return err
@@ -355,6 +568,49 @@ func (t Transformer) History() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// Prediction is what `fastsim predict` reports for one layout, the
+// figures of its --json (internal/predict's Result; `go doc` on it
+// documents each): World, StepTimeS (the last step's time), TokensPerS,
+// ModelFLOPs (per step), TFLOPsPerGPU, MFU, PeakGiB and PeakDevice (the
+// worst device), ModelStateGiB and ActivationGiB (its peak split into
+// what it keeps at the end of a step and the rest), StoredActivationGiB
+// (what the layers store for the backward), LayerStateGiB, HBMGiB, Fits,
+// Groups, Commands, PassSteps, Wall, UnknownOps, and Mechanisms (the
+// mechanism flags the job ran with, as the command line spells them:
+// [] for none).
+type Prediction = predict.Result
+
+// Predict answers for one training layout as `fastsim predict` does: it
+// replays t's training history grouped, priced on hw's hardware model
+// with no controller cost (an SPMD job: t.CommandNs is not read), and
+// reads off the step time (the last of t.Steps steps, 0: 2), throughput,
+// MFU and the worst device's memory. t.GPUsPerHost 0 takes hw's. The
+// command line's flags map to t's fields of the same names (--tp is TP,
+// --grad-reduce GradReduce, ...; its --world is TP*PP*DP), and the
+// answer is the one `fastsim predict --json` writes, Wall aside.
+// Canceling ctx ends the prediction with ctx's error.
+func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, error) {
+	if hw == nil {
+		return Prediction{}, errors.New("fastsim: Predict: no hardware (LoadHardware gives one)")
+	}
+	if ctx == nil {
+		return Prediction{}, errors.New("fastsim: Predict: nil context")
+	}
+	// As the command line refuses them: these would train as the layout
+	// without them, under a name that says otherwise.
+	switch {
+	case t.Zero > 0 && t.Zero <= 3 && t.DP == 1:
+		return Prediction{}, fmt.Errorf("%w: ZeRO %d shards over the data-parallel replicas and DP is 1; it would train as ZeRO 0", predict.ErrPredict, t.Zero)
+	case t.SequenceParallel && t.TP == 1:
+		return Prediction{}, fmt.Errorf("%w: sequence parallelism splits over the tensor-parallel shards and TP is 1; it would train as without it", predict.ErrPredict)
+	}
+	j, err := t.job()
+	if err != nil {
+		return Prediction{}, err
+	}
+	return predict.Run(ctx, j, hw)
 }
 
 // Train describes the toy micro-benchmark: a mesh of PP pipeline stages,
@@ -386,7 +642,12 @@ func (t Train) Check() error {
 }
 
 // WriteHistory streams t's history to w.
-func (t Train) WriteHistory(w io.Writer) error { return synth.WriteTrain(w, t.synth()) }
+func (t Train) WriteHistory(w io.Writer) error {
+	if w == nil {
+		return errors.New("fastsim: WriteHistory: nil writer")
+	}
+	return synth.WriteTrain(w, t.synth())
+}
 
 // History returns t's history in memory.
 func (t Train) History() ([]byte, error) {

@@ -80,7 +80,7 @@ type predictJSON struct {
 	UnknownOpCalls int64   `json:"unknown_op_calls"`
 
 	// Mechanisms are the mechanism flags the job ran with
-	// (predict.MechanismsOf), [] for none.
+	// (predict.Result.Mechanisms), [] for none.
 	Mechanisms []string `json:"mechanisms"`
 }
 
@@ -190,7 +190,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			ModelFLOPs: r.ModelFLOPs, PeakMemoryGiB: r.PeakGiB, PeakDevice: r.PeakDevice,
 			ModelStateGiB: r.ModelStateGiB, ActivationGiB: r.ActivationGiB, StoredActGiB: r.StoredActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
 			Groups: r.Groups, Commands: r.Commands, PassSteps: r.PassSteps, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
-			Mechanisms: predict.MechanismsOf(&j),
+			Mechanisms: r.Mechanisms,
 		}
 		data, _ := json.MarshalIndent(doc, "", "  ")
 		if err := trace.WriteFileAtomic(*jsonPath, append(data, '\n')); err != nil {
@@ -203,7 +203,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		if !r.Fits {
 			fits = "does NOT fit"
 		}
-		mech := strings.Join(predict.MechanismsOf(&j), " ")
+		mech := strings.Join(r.Mechanisms, " ")
 		if mech == "" {
 			mech = "none"
 		}

@@ -23,6 +23,23 @@ type Model struct {
 	comm     Comm            // with defaults filled in
 	hasComm  bool
 	roof     *Roofline // prices calls the table does not, when set
+	// built is set by every constructor: a zero Model (new(Model), a
+	// composite literal) has none of the reference's fixed runtimes and
+	// would price every command at 0 ns, so Check refuses it.
+	built bool
+}
+
+// ErrZero reports a Model that no constructor built (a zero value).
+var ErrZero = errors.New("a zero-value cost model prices every command at 0 ns: build it from a cost model's JSON (ParseCosts), or give none for the reference's fixed runtimes")
+
+// Check reports whether m was built by a constructor (New, Parse,
+// Default, NewWithHardware, WithHardware): a zero Model is refused with
+// ErrZero rather than pricing every command at 0 ns.
+func (m *Model) Check() error {
+	if !m.built {
+		return ErrZero
+	}
+	return nil
 }
 
 var (
@@ -46,7 +63,7 @@ func New(c Config) (*Model, error) {
 
 // build makes the Model of a checked Config.
 func build(c Config) *Model {
-	m := &Model{fixed: sched.DefaultCosts()}
+	m := &Model{fixed: sched.DefaultCosts(), built: true}
 	set := func(dst *int64, v *int64) {
 		if v != nil {
 			*dst = *v
@@ -112,7 +129,7 @@ func (m *Model) WithHardware(s *hardware.Spec) (*Model, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
-	c := &Model{fixed: m.fixed, runtimes: m.runtimes, refined: m.refined, comm: m.comm, hasComm: m.hasComm}
+	c := &Model{fixed: m.fixed, runtimes: m.runtimes, refined: m.refined, comm: m.comm, hasComm: m.hasComm, built: m.built}
 	c.roof = NewRoofline(s)
 	return c, nil
 }

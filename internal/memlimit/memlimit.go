@@ -141,11 +141,21 @@ const pollEvery = 20 * time.Millisecond
 // harder before the heap grows past it) and starts a Watcher; limit <= 0
 // watches nothing. Stop it when the run ends.
 func Watch(limit int64) *Watcher {
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return Poll(limit)
+}
+
+// Poll starts a Watcher of limit bytes without setting Go's soft memory
+// limit, which is the whole process's: for a program that embeds a run
+// and keeps its own garbage collector settings. limit <= 0 watches
+// nothing. Stop it when the run ends.
+func Poll(limit int64) *Watcher {
 	w := &Watcher{limit: limit}
 	if limit <= 0 {
 		return w
 	}
-	debug.SetMemoryLimit(limit)
 	w.samples = []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	w.mu.Lock()
 	w.timer = time.AfterFunc(pollEvery, w.poll)

@@ -70,6 +70,9 @@ type Result struct {
 	PassSteps  int64
 	Wall       time.Duration // how long the prediction took
 	UnknownOps int64         // calls the hardware model priced by its default
+	// Mechanisms are the flags of the mechanisms the job ran with
+	// (MechanismsOf): [] for none.
+	Mechanisms []string
 }
 
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
@@ -138,6 +141,7 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 		r.LayerStateGiB = r.ModelStateGiB * float64(layers) / float64(layers+other)
 	}
 	r.Fits = r.PeakGiB <= r.HBMGiB
+	r.Mechanisms = MechanismsOf(&j)
 	if roof := model.Roofline(); roof != nil {
 		r.UnknownOps, _ = roof.Unknown()
 	}

@@ -153,6 +153,11 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 	case opt.Controller > sched.ControllerNone:
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: controller %d", sched.ErrOptions, opt.Controller)}
 	}
+	if opt.Costs != nil {
+		if err := opt.Costs.Check(); err != nil {
+			return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: Costs: %w", sched.ErrOptions, err)}
+		}
+	}
 	s := &Sim{opt: opt, name: name, began: time.Now(), line: 1}
 	s.tick = s.began
 	model := opt.Model
@@ -186,7 +191,12 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 	}
 	s.eng = eng
 	s.res.Header = h
-	// A stop request interrupts the engine even inside one record.
+	// A stop request interrupts the engine even inside one record. One
+	// asked for already stops the first record, whenever the watcher
+	// comes to run.
+	if s.stopAsked() {
+		s.stop.Store(true)
+	}
 	if opt.Stop != nil {
 		s.done = make(chan struct{})
 		go func(stop <-chan struct{}, done <-chan struct{}) {
@@ -352,6 +362,12 @@ func (s *Sim) stopped(line int64) error {
 // Run feeds every record r has left, up to its end. A stop ends it early
 // without an error (Result().Partial).
 func (s *Sim) Run(r *history.Reader) error {
+	// A stop asked for before this call stops its first record, whenever
+	// the watcher comes to run (a program feeding lines calls Run for
+	// each batch).
+	if s.stopAsked() {
+		s.stop.Store(true)
+	}
 	reg := r.Registry()
 	reg.DeferFree(true) // rows are released by the engine
 	if s.pipelined() {
@@ -469,6 +485,11 @@ func (s *Sim) UnknownOps() (int64, []string) {
 	return s.hw.Roofline().Unknown()
 }
 
+// Partial reports whether a stop request (Options.Stop) ended the
+// simulation before the end of its history: the reports cover the
+// records replayed until then.
+func (s *Sim) Partial() bool { return s.res.Partial }
+
 // Result fills in and returns what the simulation has found so far.
 func (s *Sim) Result() *Result {
 	fillResult(s.eng, &s.res)
@@ -544,14 +565,20 @@ func (e *TraceError) Unwrap() error { return e.Err }
 // (Options.KeepTrace).
 var ErrNoTrace = errors.New("the simulation was not asked to keep the trace (KeepTrace)")
 
-// WriteTrace writes the whole timeline so far to w as Chrome trace JSON
-// (open it in ui.perfetto.dev). It needs Options.KeepTrace.
+// WriteTrace writes the timeline so far to w as Chrome trace JSON (open
+// it in ui.perfetto.dev): the whole of it, or with Options.TraceSteps the
+// commands of those steps, as End writes it to Options.TracePath. It
+// needs Options.KeepTrace.
 func (s *Sim) WriteTrace(w io.Writer) error {
 	if !s.opt.KeepTrace && s.opt.TracePath == "" {
 		return ErrNoTrace
 	}
+	first, last := int64(0), int64(math.MaxInt64)
+	if s.opt.TraceSteps != nil {
+		first, last = s.opt.TraceSteps.commandWindow(s.atMark, s.eng.Commands())
+	}
 	tw := trace.NewWriter(w)
-	if err := s.eng.WriteTrace(tw); err != nil {
+	if err := s.eng.WriteTraceWindow(tw, first, last); err != nil {
 		tw.Close()
 		return err
 	}

@@ -1,0 +1,504 @@
+package fastsim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fastsim/fastsim/internal/hardware"
+	"github.com/fastsim/fastsim/internal/predict"
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// twoRanks is a two-rank history's body: a stream, then a function
+// making a 4 MB tensor, a step, and a second function. By
+// docs/SEMANTICS.md the first function starts at its ts, 2,000 ns, and
+// runs the reference's fixed 10,000 ns: it ends at 12,000 ns.
+var twoRanks = []string{
+	`{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
+	`{"ts":2000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4000000,"dtype":"float32","shape":[1000000],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
+	`{"step":0}`,
+	`{"ts":30000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","ident":2,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":2,"storage":2,"nbytes":4000000,"dtype":"float32","shape":[1000000],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,
+}
+
+const twoRanksHeader = `{"fastsim":"history","version":1,"world_size":2}`
+
+func trainHistory(t *testing.T, steps int) []byte {
+	t.Helper()
+	hist, err := Train{PP: 2, DP: 2, TP: 2, Layers: 2, Hidden: 64, Seq: 32, Batch: 4, Micro: 2, Steps: steps}.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hist
+}
+
+// stopAfter reads r and closes stop once n bytes have been read.
+type stopAfter struct {
+	r    io.Reader
+	n    int
+	stop chan struct{}
+}
+
+func (s *stopAfter) Read(p []byte) (int, error) {
+	k, err := s.r.Read(p)
+	s.n -= k
+	if s.n <= 0 && s.stop != nil {
+		close(s.stop)
+		s.stop = nil
+	}
+	return k, err
+}
+
+// TestStopIsVisible: a stopped simulation says so. Replay returns the
+// partial Sim with ErrStopped; Feed, Step and Finish after a stop return
+// ErrStopped; Partial reports it; an unstopped replay is not partial.
+func TestStopIsVisible(t *testing.T) {
+	hist := trainHistory(t, 4)
+	full, err := Replay(bytes.NewReader(hist), Options{Grouped: true})
+	if err != nil || full.Partial() || len(full.Steps()) != 4 {
+		t.Fatalf("whole replay: err %v, partial %v, %d steps (want nil, false, 4)", err, full.Partial(), len(full.Steps()))
+	}
+	closed := make(chan struct{})
+	close(closed)
+	// Stopped before the first record, and half way through the input.
+	for name, src := range map[string]func() (io.Reader, <-chan struct{}){
+		"closed": func() (io.Reader, <-chan struct{}) { return bytes.NewReader(hist), closed },
+		"midway": func() (io.Reader, <-chan struct{}) {
+			stop := make(chan struct{})
+			return &stopAfter{r: bytes.NewReader(hist), n: len(hist) / 2, stop: stop}, stop
+		},
+	} {
+		for _, jobs := range []int{1, 2} {
+			r, stop := src()
+			sim, err := Replay(r, Options{Grouped: true, Stop: stop, Jobs: jobs})
+			if !errors.Is(err, ErrStopped) || sim == nil {
+				t.Fatalf("%s jobs %d: Replay = %v, %v; want the partial Sim and ErrStopped", name, jobs, sim, err)
+			}
+			if !sim.Partial() {
+				t.Errorf("%s jobs %d: not partial", name, jobs)
+			}
+			// A stop asked for before the replay stops its first
+			// record. (Half way, how much more is replayed depends on
+			// when the stop's watcher runs: a stop seen only at the end
+			// of the input still makes the replay partial.)
+			if name == "closed" && (len(sim.Steps()) != 0 || sim.Commands() != 0) {
+				t.Errorf("stopped before the start: %d steps, %d commands", len(sim.Steps()), sim.Commands())
+			}
+			if err := sim.Finish(); !errors.Is(err, ErrStopped) {
+				t.Errorf("%s jobs %d: Finish after a stop: %v", name, jobs, err)
+			}
+		}
+	}
+
+	sim, err := New(Header{WorldSize: 2}, Options{Stop: closed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	if err := sim.Feed([]byte(twoRanks[0])); !errors.Is(err, ErrStopped) {
+		t.Errorf("Feed after a stop: %v, want ErrStopped", err)
+	}
+	if err := sim.Feed([]byte(twoRanks[1])); !errors.Is(err, ErrStopped) {
+		t.Errorf("second Feed after a stop: %v, want ErrStopped", err)
+	}
+	if _, err := sim.Step(); !errors.Is(err, ErrStopped) {
+		t.Errorf("Step after a stop: %v, want ErrStopped", err)
+	}
+	if err := sim.Finish(); !errors.Is(err, ErrStopped) {
+		t.Errorf("Finish after a stop: %v, want ErrStopped", err)
+	}
+	if !sim.Partial() || len(sim.Steps()) != 0 {
+		t.Errorf("partial %v, %d steps; want true, 0", sim.Partial(), len(sim.Steps()))
+	}
+
+	// A stop between two Feeds stops the next one, at once.
+	for range 20 {
+		stop := make(chan struct{})
+		s, err := New(Header{WorldSize: 2}, Options{Stop: stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Feed([]byte(twoRanks[0])); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		if err := s.Feed([]byte(twoRanks[1])); !errors.Is(err, ErrStopped) || s.Commands() != 1 {
+			t.Fatalf("Feed after a stop between Feeds: %v, %d commands; want ErrStopped, 1", err, s.Commands())
+		}
+		s.Close()
+	}
+}
+
+// TestReplayReleasesStopWatcher: Replay with a Stop channel that is never
+// closed (a long-lived context's Done) leaves no goroutine behind, nor
+// does New with Close.
+func TestReplayReleasesStopWatcher(t *testing.T) {
+	hist := trainHistory(t, 1)
+	never := make(chan struct{})
+	settle := func(before int) int {
+		var n int
+		for range 200 { // goroutines that were told to end leave within a few ms
+			if n = runtime.NumGoroutine(); n <= before {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return n
+	}
+	before := runtime.NumGoroutine()
+	for i := range 50 {
+		if _, err := Replay(bytes.NewReader(hist), Options{Stop: never, Jobs: 1 + i%2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := settle(before); after > before {
+		t.Errorf("50 Replays with an open Stop: %d goroutines before, %d after", before, after)
+	}
+	for range 50 {
+		s, err := New(Header{WorldSize: 2}, Options{Stop: never})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Feed([]byte(strings.Join(twoRanks, "\n"))); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s.Close() // twice is fine
+	}
+	if after := settle(before); after > before {
+		t.Errorf("50 New+Close with an open Stop: %d goroutines before, %d after", before, after)
+	}
+}
+
+// TestTraceStepsWindow: Options.TraceSteps, set with the exported
+// StepRange, limits WriteTrace to those steps, for a replayed and a fed
+// Sim, to the bytes `fastsim replay --trace-steps 1:1 --trace F.json`
+// writes (replay.Reader with TracePath).
+func TestTraceStepsWindow(t *testing.T) {
+	hist := trainHistory(t, 3)
+	window := &StepRange{First: 1, Last: 1}
+	path := filepath.Join(t.TempDir(), "w.json")
+	if _, err := replay.Reader(bytes.NewReader(hist), "history", Options{Grouped: true, TracePath: path, TraceSteps: window}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Replay(bytes.NewReader(hist), Options{Grouped: true, KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	if err := whole.WriteTrace(&all); err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := Replay(bytes.NewReader(hist), Options{Grouped: true, KeepTrace: true, TraceSteps: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fed := feedAll(t, hist, replayed.Header(), Options{Grouped: true, KeepTrace: true, TraceSteps: window})
+	for name, s := range map[string]*Sim{"replayed": replayed, "fed": fed} {
+		var b bytes.Buffer
+		if err := s.WriteTrace(&b); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), cli) {
+			t.Errorf("%s: the step window's trace (%d bytes) is not the command line's (%d bytes)", name, b.Len(), len(cli))
+		}
+	}
+	if len(cli) >= all.Len() {
+		t.Errorf("the window of step 1 of 3 is %d bytes, the whole trace %d", len(cli), all.Len())
+	}
+}
+
+// TestMemoryBudget: a budget from WatchMemory refuses an ungrouped world
+// whose ranks' state alone passes it, with an error that errors.Is
+// ErrMemoryLimit, lets a grouped one through, and leaves the Go runtime's
+// soft memory limit as it was. 2^20 ranks of sched.RankBytes (over 1,024
+// bytes each) need more than 1 GiB.
+func TestMemoryBudget(t *testing.T) {
+	soft := debug.SetMemoryLimit(-1)
+	w := WatchMemory(1 << 30)
+	defer w.Stop()
+	if got := debug.SetMemoryLimit(-1); got != soft {
+		t.Errorf("WatchMemory changed the soft memory limit from %d to %d", soft, got)
+	}
+	if _, err := New(Header{WorldSize: 1 << 20}, Options{Memory: w}); !errors.Is(err, ErrMemoryLimit) {
+		t.Errorf("2^20 ungrouped ranks within 1 GiB: %v, want ErrMemoryLimit", err)
+	}
+	s, err := New(Header{WorldSize: 1 << 20}, Options{Memory: w, Grouped: true})
+	if err != nil {
+		t.Fatalf("2^20 grouped ranks within 1 GiB: %v", err)
+	}
+	s.Close()
+}
+
+// TestZeroCosts: a zero-value Costs is refused with ErrZeroCosts (it
+// would price every command at 0 ns), by New and Replay, with hardware
+// too; ParseCosts("{}") is the reference's fixed runtimes: the function
+// ends at 2,000 + 10,000 = 12,000 ns.
+func TestZeroCosts(t *testing.T) {
+	h100, err := LoadHardware("h100-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []Options{{Costs: &Costs{}}, {Costs: new(Costs), Hardware: h100}} {
+		if _, err := New(Header{WorldSize: 2}, opt); !errors.Is(err, ErrZeroCosts) {
+			t.Errorf("New with a zero Costs (hardware %v): %v", opt.Hardware != nil, err)
+		}
+		src := twoRanksHeader + "\n" + strings.Join(twoRanks[:2], "\n")
+		if _, err := Replay(strings.NewReader(src), opt); !errors.Is(err, ErrZeroCosts) {
+			t.Errorf("Replay with a zero Costs (hardware %v): %v", opt.Hardware != nil, err)
+		}
+	}
+	empty, err := ParseCosts([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Header{WorldSize: 2}, Options{Costs: empty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Feed([]byte(strings.Join(twoRanks[:2], "\n"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Report().ExecNs; got != 12000 {
+		t.Errorf("ParseCosts({}): %d ns, want 12000", got)
+	}
+}
+
+// TestErrorsSticky: after a failed Feed, Finish, Step and Feed return
+// that error and no step is recorded.
+func TestErrorsSticky(t *testing.T) {
+	s, err := New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Feed([]byte(twoRanks[0])); err != nil {
+		t.Fatal(err)
+	}
+	// Rank 5 is outside a world of 2: line 3 (the header is line 1).
+	bad := s.Feed([]byte(`{"ts":1,"ranks":[{"offset":5,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":2,"name":"x"},"default":false}}`))
+	if bad == nil || !strings.Contains(bad.Error(), "sim:3") {
+		t.Fatalf("bad rank: %v, want an error naming sim:3", bad)
+	}
+	if err := s.Finish(); err != bad {
+		t.Errorf("Finish after a failed Feed: %v, want %v", err, bad)
+	}
+	if _, err := s.Step(); err != bad {
+		t.Errorf("Step after a failed Feed: %v, want %v", err, bad)
+	}
+	if err := s.Feed([]byte(twoRanks[1])); err != bad {
+		t.Errorf("Feed after a failed Feed: %v, want %v", err, bad)
+	}
+	if n := len(s.Steps()); n != 0 {
+		t.Errorf("%d steps recorded after a failure", n)
+	}
+}
+
+// TestStepChecksLikeAStepLine: Step finds a deadlock as a {"step":N}
+// line does, with the same error, and records no step after it.
+func TestStepChecksLikeAStepLine(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "bad", "deadlock-send-both-ways.hist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := data[bytes.IndexByte(data, '\n')+1:]
+	var errs [2]error
+	for i := range errs {
+		s, err := New(Header{WorldSize: 2}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Feed(body); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			_, errs[i] = s.Step()
+		} else {
+			errs[i] = s.Feed([]byte(`{"step":0}`))
+		}
+		if errs[i] == nil || len(s.Steps()) != 0 {
+			t.Fatalf("deadlock at a step: %v, %d steps", errs[i], len(s.Steps()))
+		}
+		if err := s.Finish(); err != errs[i] {
+			t.Errorf("Finish after the deadlock: %v", err)
+		}
+	}
+	if errs[0].Error() != errs[1].Error() {
+		t.Errorf("Step: %v\nstep line: %v", errs[0], errs[1])
+	}
+}
+
+// TestNilAndZeroValues: nil arguments and a Sim that New or Replay did
+// not open give errors (or zero values), never a panic.
+func TestNilAndZeroValues(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("panic: %v", r)
+		}
+	}()
+	if _, err := Replay(nil, Options{}); err == nil {
+		t.Error("Replay(nil) accepted")
+	}
+	for name, s := range map[string]*Sim{"nil": nil, "zero": {}} {
+		if err := s.Feed([]byte(`{"step":0}`)); !errors.Is(err, ErrNoSim) {
+			t.Errorf("%s Sim: Feed: %v", name, err)
+		}
+		if _, err := s.Step(); !errors.Is(err, ErrNoSim) {
+			t.Errorf("%s Sim: Step: %v", name, err)
+		}
+		if err := s.Finish(); !errors.Is(err, ErrNoSim) {
+			t.Errorf("%s Sim: Finish: %v", name, err)
+		}
+		if err := s.WriteTrace(io.Discard); !errors.Is(err, ErrNoSim) {
+			t.Errorf("%s Sim: WriteTrace: %v", name, err)
+		}
+		r := s.Report()
+		n, _ := s.UnknownOps()
+		if r.PeakDevice != -1 || r.ExecNs != 0 || s.Commands() != 0 || s.WorldSize() != 0 || s.Steps() != nil || s.Partial() || n != 0 || s.Header() != (Header{}) {
+			t.Errorf("%s Sim: report %+v, %d commands", name, r, s.Commands())
+		}
+		s.Close()
+	}
+	s, err := New(Header{WorldSize: 1}, Options{KeepTrace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteTrace(nil); err == nil {
+		t.Error("WriteTrace(nil) accepted")
+	}
+	m, err := LoadModel("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Transformer{Model: m, TP: 1, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 1}).WriteHistory(nil); err == nil {
+		t.Error("Transformer.WriteHistory(nil) accepted")
+	}
+	if err := (Train{PP: 1, DP: 1, TP: 1, Layers: 1, Hidden: 8, Seq: 1, Batch: 1, Micro: 1, Steps: 1}).WriteHistory(nil); err == nil {
+		t.Error("Train.WriteHistory(nil) accepted")
+	}
+	if _, err := Predict(context.Background(), Transformer{Model: m, TP: 1, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 1}, nil); err == nil {
+		t.Error("Predict without hardware accepted")
+	}
+	if _, err := Predict(context.Background(), Transformer{Model: m, TP: 1, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 1}, &Hardware{}); err == nil {
+		t.Error("Predict on a zero Hardware accepted")
+	}
+}
+
+// TestTransformerCoversJob: every switch of the workload's job (the
+// mechanisms `fastsim predict` and `synth` take as flags; predict's
+// TestMechanismsCoverJob ties them to predict.Mechanisms) is a field of
+// Transformer of the same name, and setting it there sets it in the job.
+func TestTransformerCoversJob(t *testing.T) {
+	m, err := LoadModel("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Transformer{Model: m, TP: 2, PP: 2, DP: 2, MicroBatch: 1, GlobalBatch: 8}
+	jt := reflect.TypeFor[workload.Job]()
+	for i := range jt.NumField() {
+		f := jt.Field(i)
+		if f.Type.Kind() != reflect.Bool {
+			continue
+		}
+		tf, ok := reflect.TypeFor[Transformer]().FieldByName(f.Name)
+		if !ok || tf.Type.Kind() != reflect.Bool {
+			t.Errorf("workload.Job's %s has no Transformer field", f.Name)
+			continue
+		}
+		tr := base
+		reflect.ValueOf(&tr).Elem().FieldByIndex(tf.Index).SetBool(true)
+		j, _ := tr.job() // some combinations do not check; the field is set either way
+		if !reflect.ValueOf(j).FieldByIndex(f.Index).Bool() {
+			t.Errorf("Transformer.%s does not reach the job", f.Name)
+		}
+	}
+	tr := base
+	tr.GradReduce = "after-backward"
+	if j, err := tr.job(); err != nil || j.GradReduce != workload.GradAfterBackward {
+		t.Errorf("GradReduce after-backward: %v, %v", j.GradReduce, err)
+	}
+	tr.GradReduce = "sometimes"
+	if _, err := tr.job(); err == nil {
+		t.Error("GradReduce \"sometimes\" accepted")
+	}
+	// Every mechanism predict names is one the Transformer can set.
+	tr = base
+	tr.GradReduce, tr.HalfGradReduce, tr.FuseGradAccumulation, tr.BlockingP2P = "after-backward", true, true, true
+	tr.FP32CrossEntropy, tr.ApexLayerNorm, tr.FP16Grads, tr.NoScatterGather = true, true, true, true
+	tr.FlashAttention, tr.StageCollectives = true, true
+	j, _ := tr.job()
+	if got := predict.MechanismsOf(&j); len(got) != len(predict.Mechanisms) {
+		t.Errorf("a Transformer with every mechanism on sets %v of %d", got, len(predict.Mechanisms))
+	}
+}
+
+// TestPredictEqualsCLI: Predict answers as `fastsim predict` does, for
+// the README's validated 175B run ("Choose a layout"):
+//
+//	fastsim predict --model korthikanti-175b --hardware a100-80gb --world 64 --tp 8 --pp 8 \
+//	  --global-batch 64 --micro-batch 1 --schedule interleaved:3 --recompute selective --sequence-parallel \
+//	  --grad-reduce after-backward --fuse-grad-accumulation --blocking-p2p --fp32-cross-entropy
+//
+// The command line's path is the job its flags build (cmd/fastsim's
+// tfFlags.jobOf: 2 steps, the hardware's GPUs per host, every command at
+// time 0) predicted by internal/predict; every figure but the wall time
+// must be the same.
+func TestPredictEqualsCLI(t *testing.T) {
+	spec, err := hardware.Load("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := workload.LoadModel("korthikanti-175b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliJob := workload.Job{Model: m, TP: 8, PP: 8, DP: 64 / (8 * 8), MicroBatch: 1, GlobalBatch: 64,
+		Steps: 2, GPUsPerHost: spec.Host.GPUsPerHost, CommandNs: -1, SequenceParallel: true,
+		Schedule: workload.Interleaved, Chunks: 3, Recompute: workload.RecomputeSelective,
+		GradReduce: workload.GradAfterBackward, FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true}
+	want, err := predict.Run(context.Background(), cliJob, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := LoadModel("korthikanti-175b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Predict(context.Background(), Transformer{Model: model, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64,
+		Schedule: "interleaved:3", Recompute: "selective", SequenceParallel: true,
+		GradReduce: "after-backward", FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true}, hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Wall, want.Wall = 0, 0
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Predict:\n%+v\nthe command line's job:\n%+v", got, want)
+	}
+	readme := []string{"--grad-reduce after-backward", "--fuse-grad-accumulation", "--blocking-p2p", "--fp32-cross-entropy"}
+	if !reflect.DeepEqual(got.Mechanisms, readme) {
+		t.Errorf("mechanisms %q, want the README's %q", got.Mechanisms, readme)
+	}
+	// A canceled context ends the prediction with its error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Predict(ctx, Transformer{Model: model, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64}, hw); !errors.Is(err, context.Canceled) {
+		t.Errorf("canceled Predict: %v", err)
+	}
+}
