@@ -185,7 +185,7 @@ func writeHeapProfile(path string) error {
 type summaryJSON struct {
 	ExecTimeS    float64      `json:"exec_time_s"`
 	PeakMemoryMB float64      `json:"peak_memory_mb"`
-	PeakDevice   int64        `json:"peak_device"` // the rank that peaks first, as everywhere; -1: none
+	PeakDevice   int64        `json:"peak_device"` // the lowest rank that reaches the peak, as everywhere; -1: no device held memory
 	Steps        [][2]float64 `json:"steps"`
 	Commands     int64        `json:"commands"`
 	WorldSize    int64        `json:"world_size"`
