@@ -186,7 +186,7 @@ check_row "w1048576, 8 layers, 1 step: grouped vs ungrouped" 1048576 "$cmds" "$(
 {
 	echo "## Exact checks of the grouped runs"
 	echo
-	echo "Measured by \`bench/scale.sh\` on $(date -u +%Y-%m-%d) at $commit: $machine; load average $(cut -d' ' -f1-3 /proc/loadavg) when written. Times are wall seconds of one run each, on a machine shared with other work."
+	echo "Measured by \`bench/scale.sh\` on $(date -u +%Y-%m-%d) at $commit: $machine; load average $(cut -d' ' -f1-3 /proc/loadavg) when written. Command: \`PARTS=\"$parts\" bench/scale.sh\`$([ "$div" = 1 ] || echo " with QUICK=1"). Times are wall seconds of one run each, on a machine shared with other work."
 	echo
 	echo "Every grouped headline above is checked: random histories at world 2^20 whose rank sets gather at the 65,536-rank container edges, replayed both ways (summaries and peak device identical); the million-rank training job against one replica of it replayed ungrouped (every step time identical); and that job shortened to 8 layers and one step, replayed both ways at 2^20 ranks (summaries and peak device identical)."
 	echo
