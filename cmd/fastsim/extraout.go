@@ -26,7 +26,7 @@ type extraOutputs struct {
 func (x *extraOutputs) register(fs *flag.FlagSet) {
 	fs.StringVar(&x.memSnapshot, "memory-snapshot", "", "write one device's memory as a PyTorch CUDA memory snapshot to `PATH` (a .pickle that\npytorch.org/memory_viz opens: every allocation and release, and what is alive at the end;\nnot with --trace-mode controller-only, which simulates no device memory)")
 	fs.Int64Var(&x.memDevice, "memory-device", -1, "the `RANK` whose memory --memory-snapshot writes (-1: the device that peaks)")
-	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed)")
+	fs.StringVar(&x.html, "html", "", "write a self-contained HTML report to `PATH`: summary, steps, memory over time, busy time\nper stream, the most expensive operations and the command mix (plots inline; no network needed;\nnot with --trace-mode controller-only, which simulates no device memory or stream)")
 }
 
 // dests lists the destinations to check before the replay.

@@ -25,6 +25,11 @@ func TestContradictoryReplayFlags(t *testing.T) {
 		want []string // in the message
 	}{
 		{[]string{"replay", "--trace-mode", "controller-only", "--report-only", "--memory-snapshot", snap, example}, []string{"--memory-snapshot", "controller-only"}},
+		// The page's memory, busy time and operations are all of streams,
+		// which controller-only does not simulate: it was accepted and
+		// showed "peak memory 0.000000 MB on device -1" and empty plots.
+		{[]string{"replay", "--trace-mode", "controller-only", "--report-only", "--html", filepath.Join(dir, "co.html"), example}, []string{"--html", "controller-only"}},
+		{[]string{"replay", "--trace-mode", "controller-only", "--trace", filepath.Join(dir, "co.json"), "--html", filepath.Join(dir, "co.html"), example}, []string{"--html", "controller-only"}},
 		{[]string{"replay", "--partial-trace", "--report-only", example}, []string{"--partial-trace", "--report-only"}},
 		{[]string{"replay", "--partial-trace", "--decode-only", example}, []string{"--partial-trace", "--decode-only"}},
 		{[]string{"replay", "--overwrite-summary", "--report-only", example}, []string{"--overwrite-summary", "--summary-json"}},

@@ -284,7 +284,17 @@ func TestReplayOutputs(t *testing.T) {
 	if s.PeakDevice != wantDevice || wantDevice < 0 {
 		t.Fatalf("summary peak_device %d, the reference's series peak on rank %d", s.PeakDevice, wantDevice)
 	}
-	got := &golden.Normal{ExecTimeS: s.ExecTimeS, PeakMemoryMB: s.PeakMemoryMB, Steps: s.Steps, TraceMode: want.TraceMode}
+	num := func(n json.Number) float64 {
+		v, err := n.Float64()
+		if err != nil {
+			t.Fatalf("summary number %q: %v", n, err)
+		}
+		return v
+	}
+	got := &golden.Normal{ExecTimeS: num(s.ExecTimeS), PeakMemoryMB: num(s.PeakMemoryMB), TraceMode: want.TraceMode}
+	for _, st := range s.Steps {
+		got.Steps = append(got.Steps, [2]float64{num(st[0]), num(st[1])})
+	}
 	want.Controller, want.Devices = nil, nil
 	if diffs := golden.Compare(want, got); s.WorldSize != 16 || len(diffs) > 0 {
 		t.Fatalf("summary %+v differs from the reference: %v", s, diffs)

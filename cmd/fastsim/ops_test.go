@@ -81,15 +81,15 @@ func TestOpsRoundTrip(t *testing.T) {
 	}
 	var s summaryJSON
 	data, _ = os.ReadFile(sum)
-	if err := json.Unmarshal(data, &s); err != nil || s.ExecTimeS != 3.9e-05 {
-		t.Errorf("exec %v s (%v), want 3.9e-05", s.ExecTimeS, err)
+	if err := json.Unmarshal(data, &s); err != nil || s.ExecTimeS != "0.000039" {
+		t.Errorf("exec %v s (%v), want 0.000039", s.ExecTimeS, err)
 	}
 	// The catalogue itself is a timing file: with the defaults in it, the
 	// replay is the default one: 2,000 + 10,000 = 12,000, + 100,000.
 	code, _, stderr = runCLI("replay", "--report-only", "--costs", cat, "--summary-json", sum, hist)
 	data, _ = os.ReadFile(sum)
 	json.Unmarshal(data, &s)
-	if code != exitOK || s.ExecTimeS != 0.000112 {
+	if code != exitOK || s.ExecTimeS != "0.000112" {
 		t.Errorf("catalogue as costs: exit %d (%s), exec %v, want 0.000112", code, stderr, s.ExecTimeS)
 	}
 	// A file lacking the reduce's key: its tasks take the fixed 100 us, and

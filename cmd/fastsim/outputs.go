@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/replay"
@@ -181,15 +183,18 @@ func writeHeapProfile(path string) error {
 	return o.Commit()
 }
 
-// summaryJSON is the --summary-json document.
+// summaryJSON is the --summary-json document. Its seconds and megabytes
+// are written exactly, as decimals of the engine's integer nanoseconds and
+// bytes (exactDecimal): 12,626,201 ns is 0.012626201, where the reference's
+// floating-point ns / 1000 / 1e6 would print 0.012626200999999998.
 type summaryJSON struct {
-	ExecTimeS    float64      `json:"exec_time_s"`
-	PeakMemoryMB float64      `json:"peak_memory_mb"`
-	PeakDevice   int64        `json:"peak_device"` // the rank that peaks first, as everywhere; -1: none
-	Steps        [][2]float64 `json:"steps"`
-	Commands     int64        `json:"commands"`
-	WorldSize    int64        `json:"world_size"`
-	Warnings     int64        `json:"warnings"`
+	ExecTimeS    json.Number      `json:"exec_time_s"`
+	PeakMemoryMB json.Number      `json:"peak_memory_mb"`
+	PeakDevice   int64            `json:"peak_device"` // the lowest rank that reaches the peak, as everywhere; -1: no device held memory
+	Steps        [][2]json.Number `json:"steps"`
+	Commands     int64            `json:"commands"`
+	WorldSize    int64            `json:"world_size"`
+	Warnings     int64            `json:"warnings"`
 	// UnknownOps counts calls the hardware model's op table did not know
 	// (with --hardware only).
 	UnknownOps int64 `json:"unknown_ops,omitempty"`
@@ -203,17 +208,17 @@ type summaryJSON struct {
 // destroy the result of an earlier full run. It reports whether it wrote.
 func writeSummary(path string, res *replay.Result, model *costs.Model, overwrite bool) (bool, error) {
 	s := summaryJSON{
-		ExecTimeS:    res.Final.ExecSeconds(),
-		PeakMemoryMB: res.Final.PeakMB(),
+		ExecTimeS:    exactDecimal(res.Final.ExecNs, 9),
+		PeakMemoryMB: exactDecimal(res.Final.PeakBytes, 6),
 		PeakDevice:   res.Final.PeakDevice,
-		Steps:        make([][2]float64, 0, len(res.Steps)),
+		Steps:        make([][2]json.Number, 0, len(res.Steps)),
 		Commands:     res.Commands,
 		WorldSize:    res.Header.WorldSize,
 		Warnings:     res.Warnings,
 		Partial:      res.Partial,
 	}
 	for _, st := range res.Steps {
-		s.Steps = append(s.Steps, [2]float64{st.ExecSeconds(), st.PeakMB()})
+		s.Steps = append(s.Steps, [2]json.Number{exactDecimal(st.ExecNs, 9), exactDecimal(st.PeakBytes, 6)})
 	}
 	if model != nil && model.Roofline() != nil {
 		s.UnknownOps, _ = model.Roofline().Unknown()
@@ -226,6 +231,29 @@ func writeSummary(path string, res *replay.Result, model *costs.Model, overwrite
 		return false, err
 	}
 	return true, trace.WriteFileAtomic(path, append(data, '\n'))
+}
+
+// exactDecimal writes v / 10^digits exactly, as a JSON number: the integer
+// part, then the fraction without trailing zeros (12626201, 9 is
+// 0.012626201; 4000000, 6 is 4; -1500, 6 is -0.0015).
+func exactDecimal(v int64, digits int) json.Number {
+	neg := v < 0
+	u := uint64(v)
+	if neg {
+		u = -u // two's complement: the magnitude, MinInt64 included
+	}
+	text := strconv.FormatUint(u, 10)
+	if len(text) <= digits {
+		text = strings.Repeat("0", digits-len(text)+1) + text
+	}
+	whole, frac := text[:len(text)-digits], strings.TrimRight(text[len(text)-digits:], "0")
+	if frac != "" {
+		whole += "." + frac
+	}
+	if neg {
+		whole = "-" + whole
+	}
+	return json.Number(whole)
 }
 
 // holdsCompleteSummary reports whether path is a regular file holding a

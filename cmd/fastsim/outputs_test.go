@@ -484,3 +484,69 @@ func TestDecodeOnlyOutputs(t *testing.T) {
 		t.Errorf("%s was written", out)
 	}
 }
+
+// TestExactDecimal: integer nanoseconds and bytes written as exact
+// decimals of seconds (9 digits) and megabytes (6), by hand.
+func TestExactDecimal(t *testing.T) {
+	for _, c := range []struct {
+		v      int64
+		digits int
+		want   string
+	}{
+		{12626201, 9, "0.012626201"}, // ns/1000/1e6 in floating point: 0.012626200999999998
+		{4889029, 9, "0.004889029"},  // and 0.0048890290000000005
+		{0, 9, "0"},
+		{1500, 9, "0.0000015"},
+		{12000, 9, "0.000012"},
+		{1000000000, 9, "1"},
+		{1234567890123456789, 9, "1234567890.123456789"},
+		{4000000, 6, "4"},
+		{60630007808, 6, "60630.007808"},
+		{1, 6, "0.000001"},
+		{-1500, 6, "-0.0015"},
+		{-9223372036854775808, 9, "-9223372036.854775808"},
+	} {
+		if got := exactDecimal(c.v, c.digits); string(got) != c.want {
+			t.Errorf("exactDecimal(%d, %d) = %s, want %s", c.v, c.digits, got, c.want)
+		}
+	}
+}
+
+// TestSummaryExactNumbers: the summary's seconds have at most 9 decimals
+// (whole nanoseconds) and its megabytes at most 6 (whole bytes), with no
+// floating-point noise: priced by examples/costs.json, the reference's
+// ns / 1000 / 1e6 wrote exec_time_s 0.012626200999999998.
+func TestSummaryExactNumbers(t *testing.T) {
+	sum := filepath.Join(t.TempDir(), "s.json")
+	for _, args := range [][]string{
+		{"replay", "--report-only", "--costs", "../../examples/costs.json", "--summary-json", sum, example},
+		{"replay", "--report-only", "--summary-json", sum, example},
+	} {
+		if code, _, stderr := runCLI(args...); code != exitOK {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		data, err := os.ReadFile(sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s summaryJSON
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, n json.Number, digits int) {
+			whole, frac, _ := strings.Cut(string(n), ".")
+			if whole == "" || len(frac) > digits || strings.HasSuffix(frac, "0") || strings.ContainsAny(string(n), "eE") {
+				t.Errorf("%q: %s %s is not an exact decimal of at most %d places", args, what, n, digits)
+			}
+		}
+		check("exec_time_s", s.ExecTimeS, 9)
+		check("peak_memory_mb", s.PeakMemoryMB, 6)
+		if len(s.Steps) != 2 {
+			t.Fatalf("%q: %d steps, want 2", args, len(s.Steps))
+		}
+		for _, st := range s.Steps {
+			check("a step's seconds", st[0], 9)
+			check("a step's megabytes", st[1], 6)
+		}
+	}
+}

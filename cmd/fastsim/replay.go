@@ -146,10 +146,16 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim replay: --trace-mode: %v\n", err)
 		return exitInput
 	}
-	if mode == sched.ControllerOnly && f.extra.memSnapshot != "" {
-		// No stream runs, so no device allocates: the snapshot would be empty.
-		fmt.Fprintln(stderr, "fastsim replay: --memory-snapshot and --trace-mode controller-only contradict each other (controller-only simulates no device memory); pick one")
-		return exitInput
+	if mode == sched.ControllerOnly {
+		// No stream runs, so no device allocates or runs a task: the
+		// snapshot would be empty and the page's memory, busy time and
+		// operations would be missing, so both are refused alike.
+		for _, d := range f.extra.dests() {
+			if d.path != "" {
+				fmt.Fprintf(stderr, "fastsim replay: %s and --trace-mode controller-only contradict each other (controller-only simulates no device memory or stream); pick one\n", d.flag)
+				return exitInput
+			}
+		}
 	}
 	if f.jobs < 1 {
 		fmt.Fprintf(stderr, "fastsim replay: --jobs %d: want at least 1\n", f.jobs)

@@ -63,8 +63,13 @@ simulated; the rest are simulated lowest step-time bound first, and the
 search stops when the next bound exceeds the best step of a layout that
 fits. The result holds the simulated layouts whose bound is at most the best
 step (every pruned search simulates these, so the result does not depend on
---jobs or the sharding); the first line counts the layouts enumerated,
-pruned by memory, pruned by the step-time bound and simulated.
+--jobs or the sharding). The first line counts the layouts enumerated,
+pruned by memory, pruned by the step-time bound (those whose bound exceeds
+the best step) and written (the result); --json records the same counts
+(pruned_by_memory, pruned_by_time_bound). The second line says how many
+layouts this run simulated and how long it took: more than the result when
+a layout was simulated before the best step that rules it out was found,
+which depends on --jobs and the shard, so it is not part of the result.
 --workload toy searches the toy micro-benchmark (one weight per layer)
 instead, unpruned.
 
@@ -75,7 +80,9 @@ any GPU over the run; tokens/s = batch * seq / step time.
 --shard K/N evaluates only the layouts whose index is K mod N, so a Slurm job
 array (--shard $SLURM_ARRAY_TASK_ID/N) or a Kubernetes Indexed Job spreads a
 search; 'fastsim search merge' combines the shards' --json files into the
-same ranked output as one unsharded search.
+same --json, --csv and table as one unsharded search, and prints the same
+first line and costs line (not the second: what each shard simulated is in
+its own report).
 
 An output given as "-" (one at most) goes to standard output, and the
 report then goes to standard error.
@@ -86,8 +93,13 @@ Flags:
 const mergeUsage = `Usage: fastsim search merge [flags] SHARD.json...
 
 Combines the --json results of shards 0..N-1 of one search (same space, same
-cost model) and prints the ranked table; --json and --csv write the merged
-result.
+cost model) and prints the ranked table, with the unsharded search's first
+line (the layouts enumerated, pruned by memory, pruned by the step-time
+bound and written) and costs line (shard 0's names of the cost model); --json
+and --csv write the merged result, byte for byte what the unsharded search
+writes. It prints no count of layouts simulated, nor a time: those are each
+shard's own (its report's second line), and depend on its best step and
+--jobs.
 
 Flags:
 `
@@ -101,8 +113,8 @@ type searchOut struct {
 }
 
 func (o *searchOut) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.json, "json", "", "write every layout's result as JSON to `PATH` (the input of 'search merge')")
-	fs.StringVar(&o.csv, "csv", "", "write every layout's result as CSV to `PATH`:\n"+search.CSVHeader+"\n(the transformer adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
+	fs.StringVar(&o.json, "json", "", "write the result as JSON to `PATH` (the input of 'search merge'): the counts of layouts enumerated,\npruned by memory and pruned by the step-time bound, and one record per layout written: with pruning,\nthe simulated layouts whose step-time bound is at most the best step (not the pruned ones);\nwith --no-prune or the toy workload, every layout")
+	fs.StringVar(&o.csv, "csv", "", "write the layouts --json writes as CSV to `PATH`, one line each:\n"+search.CSVHeader+"\n(the transformer adds "+strings.TrimPrefix(search.CSVFullHeader, search.CSVHeader+",")+")")
 	fs.IntVar(&o.top, "top", 20, "show the best `K` layouts in the table (0: all)")
 	fs.BoolVar(&o.quiet, "quiet", false, "print no table and no progress line")
 }
@@ -331,13 +343,17 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d%s and batch %d\n", s.World, s.Layers, s.Hidden, heads, s.Batch)
 		return exitInput
 	}
-	if !out.quiet {
-		fmt.Fprintf(stdout, "search: %d layouts enumerated, %d pruned by memory, %d pruned by step-time bound, %d simulated, in %.1f s (bounds %.1f s)\n",
-			stats.Enumerated, stats.PrunedMemory, stats.PrunedBound, stats.Simulated, time.Since(began).Seconds(), stats.BoundsSeconds)
-	}
 	d := search.NewDoc(s, costsID, shard, layouts, rs)
 	d.PrunedMemory = stats.PrunedMemory
-	return emit(d, out, stdout, stderr, "search")
+	d.CostsFrom = costsFrom(out.costsPath, out.hardware)
+	ran := fmt.Sprintf("search: %d layouts simulated in %.1f s", stats.Simulated, time.Since(began).Seconds())
+	if s.Prune {
+		ran += fmt.Sprintf(" (bounds %.1f s)", stats.BoundsSeconds)
+		if extra := stats.Simulated - len(rs); extra > 0 {
+			ran += fmt.Sprintf("; %d of them before the best step that rules them out was found", extra)
+		}
+	}
+	return emit(d, out, stdout, stderr, "search", ran)
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
@@ -385,11 +401,17 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
 		return exitInput
 	}
-	return emit(merged, out, stdout, stderr, "search merge")
+	// What each shard simulated, and how long it took, depends on its own
+	// best step and --jobs: the merge has no such count to print.
+	ran := fmt.Sprintf("search merge: %d shards; how many layouts each simulated, and in what time, is in its own report", len(docs))
+	return emit(merged, out, stdout, stderr, "search merge", ran)
 }
 
-// emit writes the outputs a search or a merge asked for, then the table.
-func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) int {
+// emit writes the outputs a search or a merge asked for, then the report:
+// the counts line (the same for a search and the merge of its shards),
+// ran (what this run simulated, and in what time; a merge has none), the
+// cost model and the table.
+func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd, ran string) int {
 	if out.json != "" {
 		if err := writeAtomic(out.json, d.WriteJSON); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: --json: %v\n", cmd, err)
@@ -403,10 +425,11 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd string) in
 		}
 	}
 	if !out.quiet {
-		if d.Shard.N > 1 {
-			fmt.Fprintf(stdout, "shard %d/%d\n", d.Shard.K, d.Shard.N)
+		fmt.Fprintln(stdout, d.CountsLine())
+		if ran != "" {
+			fmt.Fprintln(stdout, ran)
 		}
-		fmt.Fprintln(stdout, costsLine(d.Costs, out.costsPath, out.hardware))
+		fmt.Fprintln(stdout, costsLine(d.Costs, d.CostsFrom))
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError
@@ -448,10 +471,20 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 // runtimes are the reference simulator's placeholders, the same for every
 // kernel and link, so a ranking by them orders layouts by how many commands
 // they send, not by what a GPU would take.
-func costsLine(id, costsPath, hardware string) string {
+// from is what costsFrom says of the flags (empty: nothing to say).
+func costsLine(id, from string) string {
 	if id == "reference" || strings.HasPrefix(id, "reference+") {
 		return "costs: the reference's fixed runtimes (every function 10 us, every reduce 100 us, every remote send 100 us);\n       these are placeholders, not a hardware model: pass --hardware or --costs FILE for a ranking that means something"
 	}
+	if from == "" {
+		return "costs: " + id
+	}
+	return fmt.Sprintf("costs: %s (%s)", from, id)
+}
+
+// costsFrom names the cost model as the flags gave it: the --costs file,
+// the --hardware preset or file, or both; "" for the reference's.
+func costsFrom(costsPath, hardware string) string {
 	var parts []string
 	if costsPath != "" && costsPath != "reference" {
 		parts = append(parts, costsPath)
@@ -459,8 +492,5 @@ func costsLine(id, costsPath, hardware string) string {
 	if hardware != "" {
 		parts = append(parts, "hardware "+hardware)
 	}
-	if len(parts) == 0 {
-		return "costs: " + id
-	}
-	return fmt.Sprintf("costs: %s (%s)", strings.Join(parts, " with "), id)
+	return strings.Join(parts, " with ")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -134,6 +135,84 @@ func mergedEqualsWhole(t *testing.T, p func(string) string, base []string) {
 		if len(a) == 0 || !bytes.Equal(a, b) {
 			t.Errorf("%s and %s differ", pair[0], pair[1])
 		}
+	}
+}
+
+// TestSearchMergeReportCLI: a pruned search on the hardware model and the
+// merge of its three shards print the same first line (the layouts
+// enumerated, pruned by memory, pruned by the step-time bound, written),
+// the same costs line (the hardware by its name and hash) and the same
+// table; only the second line differs (what the run simulated; the merge
+// says why it has no such count). The JSON of both records the counts,
+// which add up to the layouts.
+func TestSearchMergeReportCLI(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	// GPUs of 3 MB: some layouts' memory bound exceeds them (the
+	// vocabulary is small so that the logits do not dwarf the rest).
+	base := []string{"search", "--world", "4", "--layers", "4", "--hidden", "64", "--seq", "32", "--vocab", "256", "--global-batch", "4",
+		"--gpus-per-host", "4", "--hardware", "a100-80gb", "--controller", "none", "--gpu-memory-gb", "0.003",
+		"--schedules", "1f1b,gpipe", "--zeros", "0,1"}
+	var whole, errb bytes.Buffer
+	if code := run(append(base, "--json", p("whole.json"), "--csv", p("whole.csv"), "--top", "0"), &whole, &errb); code != exitOK {
+		t.Fatalf("search: exit %d: %s", code, errb.String())
+	}
+	files := []string{"search", "merge", "--top", "0"}
+	for k := 0; k < 3; k++ {
+		shard := p(fmt.Sprintf("shard-%d.json", k))
+		var out bytes.Buffer
+		if code := run(append(base, "--shard", fmt.Sprintf("%d/3", k), "--json", shard, "--jobs", "1"), &out, &errb); code != exitOK {
+			t.Fatalf("shard %d: exit %d: %s", k, code, errb.String())
+		}
+		if !strings.HasPrefix(out.String(), fmt.Sprintf("search: shard %d/3: ", k)) {
+			t.Errorf("shard %d's report starts %q", k, strings.SplitN(out.String(), "\n", 2)[0])
+		}
+		files = append(files, shard)
+	}
+	var merged bytes.Buffer
+	if code := run(append(files, "--json", p("merged.json")), &merged, &errb); code != exitOK {
+		t.Fatalf("merge: exit %d: %s", code, errb.String())
+	}
+	w := strings.Split(whole.String(), "\n")
+	m := strings.Split(merged.String(), "\n")
+	if len(w) < 5 || len(w) != len(m) {
+		t.Fatalf("search printed\n%s\nmerge printed\n%s", whole.String(), merged.String())
+	}
+	if !strings.HasPrefix(w[0], "search: ") || !strings.Contains(w[0], "layouts enumerated") || w[0] != m[0] {
+		t.Errorf("first lines: search %q, merge %q", w[0], m[0])
+	}
+	if !strings.HasPrefix(w[1], "search: ") || !strings.Contains(w[1], "simulated") || !strings.HasPrefix(m[1], "search merge: 3 shards") {
+		t.Errorf("second lines: search %q, merge %q", w[1], m[1])
+	}
+	if !strings.HasPrefix(w[2], "costs: hardware a100-80gb (hardware:sha256:") || w[2] != m[2] {
+		t.Errorf("costs lines: search %q, merge %q", w[2], m[2])
+	}
+	if a, b := strings.Join(w[3:], "\n"), strings.Join(m[3:], "\n"); a != b {
+		t.Errorf("tables differ:\n%s\nvs\n%s", a, b)
+	}
+	a, _ := os.ReadFile(p("whole.json"))
+	b, _ := os.ReadFile(p("merged.json"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Error("whole.json and merged.json differ")
+	}
+	var doc struct {
+		Layouts   int               `json:"layouts"`
+		Memory    *int              `json:"pruned_by_memory"`
+		TimeBound *int              `json:"pruned_by_time_bound"`
+		Results   []json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(a, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Memory == nil || doc.TimeBound == nil || *doc.Memory == 0 || *doc.TimeBound == 0 || *doc.Memory+*doc.TimeBound+len(doc.Results) != doc.Layouts {
+		t.Errorf("JSON counts: %d layouts, pruned by memory %v and by the step-time bound %v, %d results", doc.Layouts, doc.Memory, doc.TimeBound, len(doc.Results))
+	} else if want := fmt.Sprintf("search: %d layouts enumerated, %d pruned by memory, %d pruned by the step-time bound", doc.Layouts, *doc.Memory, *doc.TimeBound); !strings.HasPrefix(w[0], want) {
+		t.Errorf("first line %q, want it to start %q (the JSON's counts)", w[0], want)
+	}
+	// The CSV holds a line per result, after its header.
+	c, _ := os.ReadFile(p("whole.csv"))
+	if n := strings.Count(string(c), "\n") - 1; n != len(doc.Results) {
+		t.Errorf("CSV: %d lines, JSON: %d results", n, len(doc.Results))
 	}
 }
 

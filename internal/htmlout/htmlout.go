@@ -1,7 +1,10 @@
 // Package htmlout writes a replay as one self-contained HTML page: the
 // summary, the per-step table, memory over time for the device that peaks
 // and a few others, per-stream busy time, the most expensive operations and
-// the command mix. Plots are drawn as SVG (svg.go) and embedded in the
+// the command mix. A replay in which no device ever holds memory has no
+// peak device: the page then leaves the memory plot out and says so in one
+// line, and likewise the busy time and operations when no stream ran a
+// task, rather than draw empty plots for a device that does not exist. Plots are drawn as SVG (svg.go) and embedded in the
 // page, so it needs nothing from the network to be viewed: no scripts, no
 // style sheets, no fonts or images from elsewhere.
 package htmlout
@@ -64,11 +67,11 @@ type page struct {
 	FirstWarning      string
 	Steps             []step
 	StepsCut          int
-	MemoryDevices     []int64
+	MemoryDevices     []int64 // empty: no device held memory (PeakDevice is -1)
 	Memory, Busy, Ops svgText
 	Mix               svgText
 	Operations        []operation
-	BusyDevice        int64
+	BusyDevice        int64 // -1: no stream ran a task
 	Kinds             []kind
 }
 
@@ -92,19 +95,22 @@ func Write(w io.Writer, in Input) error {
 	}
 
 	devices := eng.Devices()
-	peak := max(res.Final.PeakDevice, 0)
-	pg.MemoryDevices = memoryDevices(eng, devices, peak)
 	var err error
-	if pg.Memory, err = memoryPlot(eng, pg.MemoryDevices); err != nil {
-		return err
+	pg.BusyDevice = busyDevice(eng, devices, res.Final.PeakDevice)
+	if peak := res.Final.PeakDevice; peak >= 0 {
+		pg.MemoryDevices = memoryDevices(eng, devices, peak)
+		if pg.Memory, err = memoryPlot(eng, pg.MemoryDevices); err != nil {
+			return err
+		}
 	}
-	pg.BusyDevice = peak
-	if pg.Busy, err = busyPlot(eng, peak); err != nil {
-		return err
-	}
-	pg.Operations = operations(eng, devices)
-	if pg.Ops, err = opsPlot(pg.Operations); err != nil {
-		return err
+	if pg.BusyDevice >= 0 {
+		if pg.Busy, err = busyPlot(eng, pg.BusyDevice); err != nil {
+			return err
+		}
+		pg.Operations = operations(eng, devices)
+		if pg.Ops, err = opsPlot(pg.Operations); err != nil {
+			return err
+		}
 	}
 	for k := gen.MsgKind(1); k <= gen.MsgUnknown; k++ {
 		if n := res.Kinds[k]; n > 0 {
@@ -116,6 +122,24 @@ func Write(w io.Writer, in Input) error {
 		return err
 	}
 	return writePage(w, &pg)
+}
+
+// busyDevice is the device whose streams' busy time the page shows: the
+// peak device, or with no peak (no device held memory) the lowest rank
+// whose streams ran a task, or -1 when none did (an empty history, or one
+// whose commands run no task).
+func busyDevice(eng *sched.Engine, devices []int64, peak int64) int64 {
+	if peak >= 0 {
+		return peak
+	}
+	for _, d := range devices {
+		ran := false
+		eng.DeviceEvents(d, func(int, string, string, int64, int64) { ran = true })
+		if ran {
+			return d
+		}
+	}
+	return -1
 }
 
 // memoryDevices is the peak device, then the others with the highest peaks.
@@ -281,7 +305,11 @@ func writePage(w io.Writer, pg *page) error {
 	b.WriteString(pageStyle)
 	b.WriteString("<h1>fastsim replay of " + esc(pg.Title) + "</h1>\n<h2>Summary</h2>\n<table>\n")
 	b.WriteString(`<tr><th class="name">simulated time</th><td>` + f6(pg.ExecS) + " s</td></tr>\n")
-	b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")
+	if pg.PeakDevice >= 0 {
+		b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")
+	} else {
+		b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB (no device held memory)</td></tr>\n")
+	}
 	b.WriteString(`<tr><th class="name">commands replayed</th><td>` + i64(pg.Commands) + "</td></tr>\n")
 	b.WriteString(`<tr><th class="name">workers</th><td>` + i64(pg.World) + " (" + strconv.Itoa(pg.Groups) + " simulated)</td></tr>\n")
 	b.WriteString(`<tr><th class="name">cost model</th><td>` + esc(pg.Costs) + "</td></tr>\n")
@@ -302,21 +330,29 @@ func writePage(w io.Writer, pg *page) error {
 	} else {
 		b.WriteString(`<p class="note">The history has no step marks.</p>`)
 	}
-	b.WriteString("\n<h2>Memory over time</h2>\n<div class=\"plot\">" + string(pg.Memory) + "</div>\n<p class=\"note\">Devices ")
-	for i, d := range pg.MemoryDevices {
-		if i > 0 {
-			b.WriteString(", ")
+	if len(pg.MemoryDevices) > 0 {
+		b.WriteString("\n<h2>Memory over time</h2>\n<div class=\"plot\">" + string(pg.Memory) + "</div>\n<p class=\"note\">Devices ")
+		for i, d := range pg.MemoryDevices {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(i64(d))
 		}
-		b.WriteString(i64(d))
+		b.WriteString(": the peak device (the lowest rank that reaches the peak), then those with the highest peaks.</p>\n")
+	} else {
+		b.WriteString("\n<p class=\"note\">No memory plot: no device held memory at any time of this replay (no command allocated any), so there is no peak device to show.</p>\n")
 	}
-	b.WriteString(": the one that peaks first, then those with the highest peaks.</p>\n")
-	b.WriteString("<h2>Busy time per stream</h2>\n<div class=\"plot\">" + string(pg.Busy) + "</div>\n")
-	b.WriteString("<h2>Most expensive operations</h2>\n<div class=\"plot\">" + string(pg.Ops) + "</div>\n")
-	b.WriteString("<table>\n<tr><th class=\"name\">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>\n")
-	for _, o := range pg.Operations {
-		b.WriteString(`<tr><td class="name">` + esc(o.Name) + "</td><td>" + i64(o.Tasks) + "</td><td>" + f6(o.TotalS) + "</td><td>" + strconv.FormatFloat(o.MeanS, 'f', 9, 64) + "</td></tr>\n")
+	if pg.BusyDevice >= 0 {
+		b.WriteString("<h2>Busy time per stream</h2>\n<div class=\"plot\">" + string(pg.Busy) + "</div>\n")
+		b.WriteString("<h2>Most expensive operations</h2>\n<div class=\"plot\">" + string(pg.Ops) + "</div>\n")
+		b.WriteString("<table>\n<tr><th class=\"name\">operation</th><th>tasks</th><th>total (s)</th><th>mean (s)</th></tr>\n")
+		for _, o := range pg.Operations {
+			b.WriteString(`<tr><td class="name">` + esc(o.Name) + "</td><td>" + i64(o.Tasks) + "</td><td>" + f6(o.TotalS) + "</td><td>" + strconv.FormatFloat(o.MeanS, 'f', 9, 64) + "</td></tr>\n")
+		}
+		b.WriteString("</table>\n<p class=\"note\">Totals are over every device, rank by rank.</p>\n")
+	} else {
+		b.WriteString("<p class=\"note\">No busy time or operations: no stream ran a task in this replay.</p>\n")
 	}
-	b.WriteString("</table>\n<p class=\"note\">Totals are over every device, rank by rank.</p>\n")
 	b.WriteString("<h2>Command mix</h2>\n<div class=\"plot\">" + string(pg.Mix) + "</div>\n")
 	b.WriteString("<table>\n<tr><th class=\"name\">message</th><th>records</th></tr>\n")
 	for _, k := range pg.Kinds {

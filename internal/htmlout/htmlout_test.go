@@ -177,3 +177,76 @@ func TestPlotEscapes(t *testing.T) {
 		t.Errorf("the name is not escaped: %s", s)
 	}
 }
+
+// TestPageWithoutDeviceMemory: a replay in which no device holds memory has
+// no peak device (Report.PeakDevice is -1). The page must not name a
+// device -1 nor draw a memory plot for a device 0 that holds nothing: it
+// leaves the device sections out and says why in one line each.
+func TestPageWithoutDeviceMemory(t *testing.T) {
+	// An empty history: no task, no memory; only the (empty) command mix
+	// is drawn.
+	empty := `{"fastsim":"history","version":1,"world_size":2}` + "\n"
+	// Tasks but no memory: function a runs on rank 1 only and creates
+	// nothing, so the busy time is rank 1's, the lowest rank that ran a
+	// task (10 us, the default runtime: 0.000010 s in total on 1 rank).
+	noMemory := `{"fastsim":"history","version":1,"world_size":2}
+{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":2000,"ranks":[{"offset":1,"sizes":[1],"strides":[1]}],"msg":{"type":"CallFunction","function":"a","args":[],"result":[],"stream":{"ref":1}}}
+`
+	for _, c := range []struct {
+		name, hist string
+		plots      int
+		want, not  []string
+	}{
+		{"empty", empty, 1,
+			[]string{"0.000000 MB (no device held memory)", "No memory plot: no device held memory", "No busy time or operations: no stream ran a task"},
+			[]string{"Memory over time", "Busy time per stream", "Most expensive operations"}},
+		{"no memory", noMemory, 3,
+			[]string{"0.000000 MB (no device held memory)", "No memory plot: no device held memory", "Busy time per stream, device 1",
+				`<td class="name">a</td><td>1</td><td>0.000010</td><td>0.000010000</td>`},
+			[]string{"Memory over time", "No busy time"}},
+	} {
+		for _, grouped := range []bool{false, true} {
+			html := pageOf(t, c.hist, grouped)
+			if strings.Contains(html, "device -1") || strings.Contains(html, "device 0") {
+				t.Errorf("%s, grouped=%v: the page names a device that holds no memory", c.name, grouped)
+			}
+			if n := strings.Count(html, "<svg"); n != c.plots {
+				t.Errorf("%s, grouped=%v: %d plots, want %d", c.name, grouped, n, c.plots)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(html, w) {
+					t.Errorf("%s, grouped=%v: the page lacks %q", c.name, grouped, w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(html, w) {
+					t.Errorf("%s, grouped=%v: the page has %q", c.name, grouped, w)
+				}
+			}
+		}
+	}
+}
+
+// TestPagePeakDeviceIsLowestRank: rank 1 reaches 4 MB at 2 us, rank 0 the
+// same 4 MB at 50 us. The peak device is the lowest rank that reaches the
+// peak (docs/SEMANTICS.md, "The report"), device 0, though rank 1 got there
+// first; the page must say which rule it follows.
+func TestPagePeakDeviceIsLowestRank(t *testing.T) {
+	hist := `{"fastsim":"history","version":1,"world_size":2}
+{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}
+{"ts":2000,"ranks":[{"offset":1,"sizes":[1],"strides":[1]}],"msg":{"type":"CallFunction","function":"a","args":[],"result":[{"tensor":1,"storage":1,"nbytes":4000000,"dtype":"u8","shape":[4000000],"device":"cuda"}],"stream":{"ref":1}}}
+{"ts":50000,"ranks":[{"offset":0,"sizes":[1],"strides":[1]}],"msg":{"type":"CallFunction","function":"a","args":[],"result":[{"tensor":2,"storage":2,"nbytes":4000000,"dtype":"u8","shape":[4000000],"device":"cuda"}],"stream":{"ref":1}}}
+`
+	for _, grouped := range []bool{false, true} {
+		html := pageOf(t, hist, grouped)
+		for _, w := range []string{"4.000000 MB on device 0", "device 0 (peak)", "Devices 0, 1: the peak device (the lowest rank that reaches the peak)"} {
+			if !strings.Contains(html, w) {
+				t.Errorf("grouped=%v: the page lacks %q", grouped, w)
+			}
+		}
+		if strings.Contains(html, "first") {
+			t.Errorf("grouped=%v: the page says a device peaks first", grouped)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 type Report struct {
 	ExecNs     int64 // latest end of any controller or stream event
 	PeakBytes  int64 // highest memory of any device
-	PeakDevice int64 // the rank that reached PeakBytes first, or -1
+	PeakDevice int64 // the lowest rank that reaches PeakBytes, or -1 when no device held memory
 }
 
 // ExecSeconds is the exec time in seconds, computed as the reference does

@@ -3,7 +3,9 @@ package search
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -228,6 +230,66 @@ func TestPrunedFindsTheBest(t *testing.T) {
 		if got := render(t, merged); !bytes.Equal(got, want) {
 			t.Errorf("%d shards merged differ:\n%s\nvs\n%s", parts, got, want)
 		}
+		if got, want := merged.CountsLine(), doc(pruned, Shard{}, st).CountsLine(); got != want {
+			t.Errorf("%d shards merged: counts line %q, unsharded %q", parts, got, want)
+		}
+	}
+
+	// The counts the JSON records, against the bounds computed here: a
+	// layout is pruned by memory when its memory bound exceeds a GPU, and
+	// by the step-time bound when it fits that bound but its step-time
+	// bound exceeds the best step of a layout that fits (the unpruned
+	// search's best, whole[0]); the rest are the results.
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	bounds, err := Bounds(ctx, s, all, idx, model, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memory, timeBound := 0, 0
+	for _, b := range bounds {
+		switch {
+		case b.MemoryBytes > s.MemoryBytes:
+			memory++
+		case b.TimeNs > whole[0].StepTimeNs:
+			timeBound++
+		}
+	}
+	var b bytes.Buffer
+	if err := doc(pruned, Shard{}, st).WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var counts struct {
+		Layouts   int               `json:"layouts"`
+		Memory    *int              `json:"pruned_by_memory"`
+		TimeBound *int              `json:"pruned_by_time_bound"`
+		Results   []json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &counts); err != nil {
+		t.Fatal(err)
+	}
+	if counts.Memory == nil || counts.TimeBound == nil || counts.Layouts != n || *counts.Memory != memory || *counts.TimeBound != timeBound || len(counts.Results) != n-memory-timeBound {
+		t.Errorf("JSON counts: %d layouts, pruned by memory %v, by the step-time bound %v, %d results; want %d, %d, %d, %d",
+			counts.Layouts, counts.Memory, counts.TimeBound, len(counts.Results), n, memory, timeBound, n-memory-timeBound)
+	}
+	// The run simulated the results and maybe more (layouts simulated
+	// before the best step was found), never fewer.
+	if st.Simulated < len(counts.Results) || st.PrunedMemory != memory {
+		t.Errorf("stats %+v against the counts %d, %d", st, memory, timeBound)
+	}
+	// A shard's file whose counts do not add up is refused at the count.
+	edited := bytes.Replace(b.Bytes(), []byte(fmt.Sprintf(`"pruned_by_time_bound": %d,`, timeBound)), []byte(fmt.Sprintf(`"pruned_by_time_bound": %d,`, timeBound+1)), 1)
+	if bytes.Equal(edited, b.Bytes()) {
+		t.Fatal("no pruned_by_time_bound to edit")
+	}
+	if _, err := ReadDoc(bytes.NewReader(edited), "e.json"); err == nil || !strings.Contains(err.Error(), "pruned by the step-time bound") {
+		t.Errorf("an edited pruned_by_time_bound: %v", err)
 	}
 }
 

@@ -20,13 +20,70 @@ type Doc struct {
 	Space   Space  `json:"space"`
 	// Costs identifies the cost model: "reference", or the SHA-256 of the
 	// costs file, so shards priced differently do not merge.
-	Costs   string `json:"costs"`
-	Shard   Shard  `json:"shard"`   // {0,1} for a whole (or merged) search
-	Layouts int    `json:"layouts"` // in the whole enumeration
-	// PrunedMemory counts the layouts of the shard whose memory bound
-	// exceeds a GPU (Space.Prune), summed when shards merge.
-	PrunedMemory int      `json:"pruned_by_memory,omitempty"`
-	Results      []Result `json:"results"` // ranked
+	Costs string `json:"costs"`
+	// CostsFrom names where the cost model came from, as the search was
+	// told (the --costs file, the --hardware preset or file), for the
+	// report; empty for the reference's. Shards may name one model by
+	// different paths: a merge keeps shard 0's.
+	CostsFrom string `json:"costs_from,omitempty"`
+	Shard     Shard  `json:"shard"`   // {0,1} for a whole (or merged) search
+	Layouts   int    `json:"layouts"` // in the whole enumeration
+	// With Space.Prune, the shard's layouts fall in three parts, which
+	// the JSON counts: PrunedMemory, those whose memory bound exceeds a
+	// GPU; PrunedTimeBound, those whose step-time bound exceeds the best
+	// step of a layout that fits (no search needs to simulate them, so
+	// they are not results); and the Results. The counts depend neither
+	// on --jobs nor on the sharding (merged shards sum to the unsharded
+	// search's), unlike how many layouts a run simulated: a run may
+	// simulate a layout before it finds the step that rules it out, and
+	// which ones depends on the order layouts finish in (Stats).
+	PrunedMemory int `json:"pruned_by_memory,omitempty"`
+	// PrunedTimeBound is derived (the shard's layouts less PrunedMemory
+	// and the results, TimeBoundPruned): WriteJSON writes it and ReadDoc
+	// checks it.
+	PrunedTimeBound int      `json:"pruned_by_time_bound,omitempty"`
+	Results         []Result `json:"results"` // ranked
+}
+
+// ShardLayouts is the number of layouts in d's shard: those whose index
+// is K mod N.
+func (d *Doc) ShardLayouts() int {
+	if d.Shard.N <= 1 {
+		return d.Layouts
+	}
+	if d.Shard.K >= d.Layouts {
+		return 0
+	}
+	return (d.Layouts-d.Shard.K-1)/d.Shard.N + 1
+}
+
+// TimeBoundPruned is the number of the shard's layouts whose step-time
+// bound exceeds the best step of a layout that fits: with pruning, every
+// layout of the shard neither pruned by memory nor a result; 0 without.
+func (d *Doc) TimeBoundPruned() int {
+	if !d.Space.Prune {
+		return 0
+	}
+	return d.ShardLayouts() - d.PrunedMemory - len(d.Results)
+}
+
+// CountsLine is the first line of a search's report, the same for a
+// search and for the merge of its shards: the layouts enumerated, how
+// many were pruned and why, and how many are results.
+func (d *Doc) CountsLine() string {
+	of := fmt.Sprintf("%d layouts enumerated", d.Layouts)
+	if d.Shard.N > 1 {
+		of = fmt.Sprintf("shard %d/%d: %d of %d layouts enumerated", d.Shard.K, d.Shard.N, d.ShardLayouts(), d.Layouts)
+	}
+	if !d.Space.Prune {
+		why := "--no-prune"
+		if d.Space.toy() {
+			why = "the toy workload"
+		}
+		return fmt.Sprintf("search: %s, none pruned (%s), %d simulated and written", of, why, len(d.Results))
+	}
+	return fmt.Sprintf("search: %s, %d pruned by memory, %d pruned by the step-time bound (above the best step), %d written (bound at most the best step)",
+		of, d.PrunedMemory, d.TimeBoundPruned(), len(d.Results))
 }
 
 // full reports whether d's results carry the training dimensions, the
@@ -83,25 +140,21 @@ func (d *Doc) hasMFU() bool { return d.Space.PeakTFLOPS > 0 }
 // results are written as they are; a transformer's as records.
 func (d *Doc) WriteJSON(w io.Writer) error {
 	var v any = d
-	if d.full() {
-		rs := make([]record, len(d.Results))
-		for i, r := range d.Results {
-			j := d.Space.Job(r.Layout)
-			rs[i] = record{Index: r.Index, PP: r.PP, DP: r.DP, TP: r.TP, Micro: r.Micro,
-				MicroBatch: j.MicroBatch, Schedule: d.Space.scheduleOf(r.Layout), Recompute: d.Space.recomputeOf(r.Layout),
-				SequenceParallel: j.SequenceParallel, Zero: j.Zero,
-				StepTimeS: r.StepTimeS, PeakMemoryMB: r.PeakMemoryMB, Fits: r.Fits, TokensPerS: r.TokensPerS,
-				StepTimeNs: r.StepTimeNs, PeakBytes: r.PeakBytes, ModelStateBytes: r.ModelStateBytes,
-				MemoryBoundBytes: r.MemoryBoundBytes, TimeBoundNs: r.TimeBoundNs}
-			if d.hasMFU() {
-				rs[i].MFU = &d.Results[i].MFU
-			}
-		}
+	if d.Space.Prune && d.full() {
+		// Both counts, even when 0: the three parts of the enumeration.
+		tb := d.TimeBoundPruned()
+		v = struct {
+			*Doc
+			PrunedMemory    int      `json:"pruned_by_memory"`
+			PrunedTimeBound int      `json:"pruned_by_time_bound"`
+			Results         []record `json:"results"`
+		}{d, d.PrunedMemory, tb, d.records()}
+	} else if d.full() {
 		// The outer Results field hides the embedded Doc's.
 		v = struct {
 			*Doc
 			Results []record `json:"results"`
-		}{d, rs}
+		}{d, d.records()}
 	}
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -109,6 +162,24 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 	}
 	_, err = w.Write(append(data, '\n'))
 	return err
+}
+
+// records is a transformer's results as WriteJSON writes them.
+func (d *Doc) records() []record {
+	rs := make([]record, len(d.Results))
+	for i, r := range d.Results {
+		j := d.Space.Job(r.Layout)
+		rs[i] = record{Index: r.Index, PP: r.PP, DP: r.DP, TP: r.TP, Micro: r.Micro,
+			MicroBatch: j.MicroBatch, Schedule: d.Space.scheduleOf(r.Layout), Recompute: d.Space.recomputeOf(r.Layout),
+			SequenceParallel: j.SequenceParallel, Zero: j.Zero,
+			StepTimeS: r.StepTimeS, PeakMemoryMB: r.PeakMemoryMB, Fits: r.Fits, TokensPerS: r.TokensPerS,
+			StepTimeNs: r.StepTimeNs, PeakBytes: r.PeakBytes, ModelStateBytes: r.ModelStateBytes,
+			MemoryBoundBytes: r.MemoryBoundBytes, TimeBoundNs: r.TimeBoundNs}
+		if d.hasMFU() {
+			rs[i].MFU = &d.Results[i].MFU
+		}
+	}
+	return rs
 }
 
 // maxDocBytes bounds a document ReadDoc reads: MaxLayouts records of a
@@ -146,8 +217,12 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if d.Layouts < 0 || d.Layouts > MaxLayouts || len(d.Results) > d.Layouts {
 		return nil, at(jsonpos.Key(data, "layouts"), "%d results of %d layouts (at most %d)", len(d.Results), d.Layouts, MaxLayouts)
 	}
-	if d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > d.Layouts || (d.PrunedMemory > 0 && !d.Space.Prune) {
-		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of %d layouts", d.PrunedMemory, len(d.Results), d.Layouts)
+	if n := d.ShardLayouts(); d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > n || (d.PrunedMemory > 0 && !d.Space.Prune) {
+		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of the shard's %d layouts", d.PrunedMemory, len(d.Results), n)
+	}
+	if want := d.TimeBoundPruned(); d.PrunedTimeBound != want {
+		return nil, at(jsonpos.Key(data, "pruned_by_time_bound"), "%d layouts pruned by the step-time bound, but the shard's %d layouts less %d pruned by memory and %d results leave %d",
+			d.PrunedTimeBound, d.ShardLayouts(), d.PrunedMemory, len(d.Results), want)
 	}
 	return &d, nil
 }
@@ -261,6 +336,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 	seen := make([]bool, n)
 	var all []Result
 	pruned := 0
+	costsFrom := ""
 	for _, d := range docs {
 		switch {
 		case d.Space != first.Space:
@@ -275,6 +351,9 @@ func Merge(docs []*Doc) (*Doc, error) {
 			return nil, fmt.Errorf("%w: shard %d/%d given twice", ErrMerge, d.Shard.K, n)
 		}
 		seen[d.Shard.K] = true
+		if d.Shard.K == 0 {
+			costsFrom = d.CostsFrom
+		}
 		pruned += d.PrunedMemory
 		for _, r := range d.Results {
 			if r.Index < 0 || r.Index >= d.Layouts || !d.Shard.Has(r.Index) {
@@ -319,6 +398,8 @@ func Merge(docs []*Doc) (*Doc, error) {
 	Rank(all)
 	out := NewDoc(first.Space, first.Costs, Shard{K: 0, N: 1}, first.Layouts, all)
 	out.PrunedMemory = pruned
+	out.CostsFrom = costsFrom
+	out.PrunedTimeBound = out.TimeBoundPruned()
 	return out, nil
 }
 
