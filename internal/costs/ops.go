@@ -79,10 +79,11 @@ type opRow struct {
 	// arguments (counting every argument, tensor or not), -1 if none.
 	causalArg int
 	// memEff is the share of the GPU's HBM bandwidth the kernel was
-	// measured to reach over its bytes, at most (a small kernel gets the
-	// GPU's memory_efficiency curve where that is lower); 0: the curve,
-	// as for every other op.
-	memEff float64
+	// measured to reach over its bytes, memAt bytes; 0: the GPU's
+	// memory_efficiency curve, as for every other op. At another size the
+	// kernel's time gains or loses what the curve's latency term does
+	// between the two sizes (roofline.go).
+	memEff, memAt float64
 }
 
 // dropoutForward is PyTorch's dropout forward (aten.native_dropout). It
@@ -108,7 +109,7 @@ type opRow struct {
 // layer norm's measurements below are: what holds the kernel back (the
 // random draws, or the few bytes it keeps in flight between them) is not
 // established, and no measurement on another GPU was found.
-var dropoutForward = opRow{flops: flopElementwise, bytes: bytesIO, perElem: 2, causalArg: -1, memEff: 536870912 * 5 / 2.2567e6 / 1555}
+var dropoutForward = opRow{flops: flopElementwise, bytes: bytesIO, perElem: 2, causalArg: -1, memEff: 536870912 * 5 / 2.2567e6 / 1555, memAt: 536870912 * 5}
 
 var (
 	free   = opRow{flops: flopNone, bytes: bytesNone, causalArg: -1}
@@ -268,6 +269,6 @@ var opTable = map[string]opRow{
 	// The shares are of the 40 GB A100's 1,555 GB/s (the A100 of that
 	// time; on the 80 GB part's 2,039 GB/s they would be 0.439 and
 	// 0.281, and the kernels slower still): 0.576 and 0.368.
-	"fused_mix_prec_layer_norm_cuda.forward_affine":  {flops: flopElementwise, bytes: bytesIO, perElem: 8, causalArg: -1, memEff: 895.7822 / 1555},
-	"fused_mix_prec_layer_norm_cuda.backward_affine": {flops: flopElementwise, bytes: bytesIO, perElem: 16, causalArg: -1, memEff: 572.1678 / 1555},
+	"fused_mix_prec_layer_norm_cuda.forward_affine":  {flops: flopElementwise, bytes: bytesIO, perElem: 8, causalArg: -1, memEff: 895.7822 / 1555, memAt: 67_244_032},
+	"fused_mix_prec_layer_norm_cuda.backward_affine": {flops: flopElementwise, bytes: bytesIO, perElem: 16, causalArg: -1, memEff: 572.1678 / 1555, memAt: 100_802_560},
 }

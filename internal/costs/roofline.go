@@ -178,12 +178,19 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	}
 	e.ComputeNs = e.FLOPs / (peak * eff)
 	if e.Bytes > 0 {
-		// A kernel measured below the GPU's streaming rate still cannot
-		// beat its size's latency bound (the curve's fall for small
-		// kernels): the lesser of the two.
 		meff := r.spec.GPU.MemoryEfficiency.At(e.Bytes)
 		if row.memEff > 0 {
-			meff = min(meff, row.memEff)
+			// A kernel measured at memAt bytes takes the measured time
+			// there; elsewhere it streams at the same rate, and its
+			// latency term is the curve's at its size: the curve is
+			// e·B/(B + e·HBM·L), so B/(HBM·curve(B)) = L + B/(HBM·e), and
+			// 1/curve(B) - 1/curve(memAt) is HBM·L/B - HBM·L/memAt.
+			inv := 1/row.memEff + 1/meff - 1/r.spec.GPU.MemoryEfficiency.At(row.memAt)
+			if inv > 0 {
+				meff = 1 / inv
+			} else {
+				meff = row.memEff
+			}
 		}
 		e.MemoryNs = e.Bytes / (r.hbmPerNs * meff)
 	}
