@@ -291,6 +291,13 @@ func TestPrunedFindsTheBest(t *testing.T) {
 	if _, err := ReadDoc(bytes.NewReader(edited), "e.json"); err == nil || !strings.Contains(err.Error(), "pruned by the step-time bound") {
 		t.Errorf("an edited pruned_by_time_bound: %v", err)
 	}
+	// A shard of a fastsim that counted nothing (no counts at all) is
+	// refused with the reason, not blamed for a count it never had.
+	old := bytes.Replace(b.Bytes(), []byte(fmt.Sprintf(`"pruned_by_time_bound": %d,`, timeBound)), nil, 1)
+	old = bytes.Replace(old, []byte(fmt.Sprintf(`"pruned_by_memory": %d,`, memory)), nil, 1)
+	if _, err := ReadDoc(bytes.NewReader(old), "o.json"); err == nil || !strings.Contains(err.Error(), "an older fastsim") {
+		t.Errorf("a shard without counts: %v", err)
+	}
 }
 
 // TestBoundsBelowReplayCostsFile: the same property priced by a runtime

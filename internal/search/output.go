@@ -32,9 +32,12 @@ type Doc struct {
 	// the JSON counts: PrunedMemory, those whose memory bound exceeds a
 	// GPU; PrunedTimeBound, those whose step-time bound exceeds the best
 	// step of a layout that fits (no search needs to simulate them, so
-	// they are not results); and the Results. The counts depend neither
-	// on --jobs nor on the sharding (merged shards sum to the unsharded
-	// search's), unlike how many layouts a run simulated: a run may
+	// they are not results); and the Results. The counts do not depend
+	// on --jobs, and a merge of shards gives the unsharded search's (the
+	// memory counts sum; each shard's step-time bound is against its own
+	// best step, so the merge counts against the best of all, as the
+	// unsharded search does, and its count is not the shards' sum),
+	// unlike how many layouts a run simulated: a run may
 	// simulate a layout before it finds the step that rules it out, and
 	// which ones depends on the order layouts finish in (Stats).
 	PrunedMemory int `json:"pruned_by_memory,omitempty"`
@@ -221,6 +224,13 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of the shard's %d layouts", d.PrunedMemory, len(d.Results), n)
 	}
 	if want := d.TimeBoundPruned(); d.PrunedTimeBound != want {
+		// Left out (its value is 0) where it should not be: a search of
+		// a fastsim that did not count its pruned layouts wrote it, and
+		// what it pruned, by memory or by the bound, is not known.
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(data, &keys) == nil && keys["pruned_by_time_bound"] == nil {
+			return nil, at(1, "%d of the shard's %d layouts are neither results nor counted as pruned (no \"pruned_by_time_bound\"): an older fastsim, which did not count its pruned layouts, wrote it; search the shard again", want, d.ShardLayouts())
+		}
 		return nil, at(jsonpos.Key(data, "pruned_by_time_bound"), "%d layouts pruned by the step-time bound, but the shard's %d layouts less %d pruned by memory and %d results leave %d",
 			d.PrunedTimeBound, d.ShardLayouts(), d.PrunedMemory, len(d.Results), want)
 	}
