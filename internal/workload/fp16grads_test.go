@@ -1,8 +1,6 @@
 package workload_test
 
 import (
-	"bytes"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -188,31 +186,16 @@ func TestFP16GradsLifetime(t *testing.T) {
 	}{{1, 6, 0}, {2, 6, 1}} {
 		j := workload.Job{Model: tiny, TP: 1, PP: c.pp, DP: 2, MicroBatch: 1, GlobalBatch: 4, Schedule: workload.OneFOneB,
 			Steps: 2, HalfGradReduce: true, FP16Grads: true}
-		var b bytes.Buffer
-		if err := workload.Write(&b, j); err != nil {
-			t.Fatal(err)
-		}
-		r, err := history.NewReader(&b, "job")
-		if err != nil {
-			t.Fatal(err)
-		}
 		made := map[int64][2]int{} // id: index and step of the empty that made it
 		deleted := map[int64]int{} // id: index of its deletion
 		used := map[int64]int{}    // id: step of the optimizer's copy of it
 		firstBw, firstFwd := map[int]int{}, map[int]int{}
-		step := 0
-		var rec history.Record
-		for i := 0; ; i++ {
-			err := r.Next(&rec)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		step, i := 0, -1
+		allRecords(t, j, func(rec *history.Record) bool {
+			i++
 			if rec.IsStep {
 				step++
-				continue
+				return true
 			}
 			switch rec.Msg.Kind {
 			case gen.MsgCallFunction:
@@ -240,8 +223,8 @@ func TestFP16GradsLifetime(t *testing.T) {
 					deleted[id] = i
 				}
 			}
-		}
-		r.Close()
+			return true
+		})
 		perStep, held := map[int]int{}, 0
 		for id, k := range used {
 			m, ok := made[id]

@@ -14,6 +14,21 @@ import (
 // its end. It reports whether it met a step record.
 func eachRecord(t *testing.T, j workload.Job, firstStep bool, fn func(*history.Record)) (stepped bool) {
 	t.Helper()
+	allRecords(t, j, func(rec *history.Record) bool {
+		if rec.IsStep {
+			stepped = true
+			return !firstStep
+		}
+		fn(rec)
+		return true
+	})
+	return stepped
+}
+
+// allRecords writes j's history and calls fn with each of its records,
+// step records too, in order, while fn returns true.
+func allRecords(t *testing.T, j workload.Job, fn func(*history.Record) bool) {
+	t.Helper()
 	var b bytes.Buffer
 	if err := workload.Write(&b, j); err != nil {
 		t.Fatal(err)
@@ -27,18 +42,13 @@ func eachRecord(t *testing.T, j workload.Job, firstStep bool, fn func(*history.R
 	for {
 		err := r.Next(&rec)
 		if err == io.EOF {
-			return stepped
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.IsStep {
-			stepped = true
-			if firstStep {
-				return true
-			}
-			continue
+		if !fn(&rec) {
+			return
 		}
-		fn(&rec)
 	}
 }
