@@ -373,6 +373,37 @@ func TestMemoryBudget(t *testing.T) {
 	s.Close()
 }
 
+// TestMemoryBudgetPassedLine: a budget passed before the first record
+// ends the simulation with an error wrapping ErrMemoryLimit that names a
+// line of the history: the first record a Feed holds (line 2, after the
+// header's line 1), or line 1 at a Step before any record.
+func TestMemoryBudgetPassedLine(t *testing.T) {
+	w := WatchMemory(1) // any process holds more than a byte
+	defer w.Stop()
+	for end := 0; end < 200 && !w.Over(); end++ { // it polls every 20 ms
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !w.Over() {
+		t.Fatal("a 1-byte budget is not passed after 2 s")
+	}
+	for _, tc := range []struct {
+		name, prefix string
+		end          func(s *Sim) error
+	}{
+		{"Feed", "sim:2: ", func(s *Sim) error { return s.Feed([]byte(twoRanks[0])) }},
+		{"Step", "sim:1: ", func(s *Sim) error { _, err := s.Step(); return err }},
+	} {
+		s, err := New(Header{WorldSize: 2}, Options{Memory: w, Grouped: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.end(s); !errors.Is(err, ErrMemoryLimit) || !strings.HasPrefix(err.Error(), tc.prefix) {
+			t.Errorf("%s past the budget: %v, want ErrMemoryLimit at %q", tc.name, err, tc.prefix)
+		}
+		s.Close()
+	}
+}
+
 // TestZeroCosts: a zero-value Costs is refused with ErrZeroCosts (it
 // would price every command at 0 ns), by New and Replay, with hardware
 // too, given as Costs or as Model; ParseCosts("{}") is the reference's fixed runtimes: the function

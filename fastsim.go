@@ -209,6 +209,7 @@ type Sim struct {
 	src      lineSource
 	pending  []byte // the lines being fed
 	steps    []Report
+	stop     <-chan struct{} // Options.Stop
 	finished bool
 	err      error // sticky: the first failure or stop, returned from then on
 }
@@ -298,6 +299,7 @@ func (s *Sim) open(name string, opt Options) error {
 	}
 	sim.OnStep(func(r sched.Report) { s.steps = append(s.steps, s.report(r)) })
 	s.sim = sim
+	s.stop = opt.Stop
 	return nil
 }
 
@@ -326,8 +328,11 @@ func (s *Sim) Feed(lines []byte) error {
 	if s.finished {
 		return ErrFinished
 	}
-	if err := s.noticeStop(); err != nil {
-		return err
+	// A stop already asked for ends the simulation here, whether or not
+	// lines holds a record. (A memory budget passed is found at the first
+	// record, which the error then names.)
+	if s.stopAsked() {
+		return s.noticeStop()
 	}
 	s.pending = append(s.pending[:0], lines...)
 	if !bytes.HasSuffix(s.pending, []byte("\n")) {
@@ -447,6 +452,16 @@ func (s *Sim) Finish() error {
 	}
 	s.err = s.sim.Finish()
 	return s.err
+}
+
+// stopAsked reports whether Options.Stop is closed.
+func (s *Sim) stopAsked() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // noticeStop ends the simulation if a stop was asked for (or the memory

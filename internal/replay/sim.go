@@ -415,16 +415,16 @@ func (s *Sim) Run(r *history.Reader) error {
 // NoticeStop does what a step record does before its check: when a stop
 // was asked for (Options.Stop closed, even after the last record fed) or
 // the memory budget is passed, it ends the simulation at the last record
-// fed, Partial (ErrStopped) or with the *LimitError, and returns that
-// error; otherwise nil. After an earlier failure or stop it returns that
-// error. A program feeding records calls it where it closes a step or
-// declares the end without a step record, so that it notices a stop as a
-// step record would.
+// fed (line 1 before the first), Partial (ErrStopped) or with the
+// *LimitError, and returns that error; otherwise nil. After an earlier
+// failure or stop it returns that error. A program feeding records calls
+// it where it closes a step or declares the end without a step record,
+// so that it notices a stop as a step record would.
 func (s *Sim) NoticeStop() error {
 	if s.err != nil {
 		return s.err
 	}
-	return s.noticeStop(s.res.LastLine)
+	return s.noticeStop(max(s.res.LastLine, 1))
 }
 
 // noticeStop ends the simulation at line if a stop was asked for or the
