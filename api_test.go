@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fastsim/fastsim/internal/hardware"
 	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/workload"
@@ -42,19 +41,30 @@ func trainHistory(t *testing.T, steps int) []byte {
 	return hist
 }
 
-// stopAfter reads r and closes stop once n bytes have been read.
+// stopAfter reads r at most chunk bytes at a time and closes stop at the
+// read numbered at (counted from 1), before reading; read counts the
+// bytes read before the stop.
 type stopAfter struct {
-	r    io.Reader
-	n    int
-	stop chan struct{}
+	r     io.Reader
+	chunk int
+	at    int
+	reads int
+	read  int
+	stop  chan struct{}
 }
 
 func (s *stopAfter) Read(p []byte) (int, error) {
-	k, err := s.r.Read(p)
-	s.n -= k
-	if s.n <= 0 && s.stop != nil {
+	s.reads++
+	if s.reads == s.at && s.stop != nil {
 		close(s.stop)
 		s.stop = nil
+	}
+	if len(p) > s.chunk {
+		p = p[:s.chunk]
+	}
+	k, err := s.r.Read(p)
+	if s.stop != nil {
+		s.read += k
 	}
 	return k, err
 }
@@ -70,17 +80,27 @@ func TestStopIsVisible(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	close(closed)
-	// Stopped before the first record, and half way through the input.
+	// Stopped before the first record, and part way through the input:
+	// read 16 KiB at a time, the stop closes as the fourth read begins,
+	// after 48 KiB of the history were read (and, at Jobs 1, every whole
+	// record in them replayed).
+	const chunk, at = 16 << 10, 4
+	if len(hist) < 2*chunk*(at-1) {
+		t.Fatalf("the history is %d bytes, too short to stop part way at %d", len(hist), chunk*(at-1))
+	}
 	for name, src := range map[string]func() (io.Reader, <-chan struct{}){
 		"closed": func() (io.Reader, <-chan struct{}) { return bytes.NewReader(hist), closed },
 		"midway": func() (io.Reader, <-chan struct{}) {
 			stop := make(chan struct{})
-			return &stopAfter{r: bytes.NewReader(hist), n: len(hist) / 2, stop: stop}, stop
+			return &stopAfter{r: bytes.NewReader(hist), chunk: chunk, at: at, stop: stop}, stop
 		},
 	} {
 		for _, jobs := range []int{1, 2} {
 			r, stop := src()
 			sim, err := Replay(r, Options{Grouped: true, Stop: stop, Jobs: jobs})
+			if sa, ok := r.(*stopAfter); ok && sa.read != chunk*(at-1) {
+				t.Fatalf("%s jobs %d: the stop came after %d bytes, want %d", name, jobs, sa.read, chunk*(at-1))
+			}
 			if !errors.Is(err, ErrStopped) || sim == nil {
 				t.Fatalf("%s jobs %d: Replay = %v, %v; want the partial Sim and ErrStopped", name, jobs, sim, err)
 			}
@@ -93,6 +113,17 @@ func TestStopIsVisible(t *testing.T) {
 			// of the input still makes the replay partial.)
 			if name == "closed" && (len(sim.Steps()) != 0 || sim.Commands() != 0) {
 				t.Errorf("stopped before the start: %d steps, %d commands", len(sim.Steps()), sim.Commands())
+			}
+			// At Jobs 1 the records of the first 48 KiB were replayed
+			// before the stop, and the stop ended the replay at the
+			// next record: some of the history, not all. (At Jobs 2 the
+			// decoder runs ahead of the engine, and the engine may not
+			// have begun.)
+			if name == "midway" && jobs == 1 && (sim.Commands() == 0 || sim.Commands() >= full.Commands()) {
+				t.Errorf("stopped part way: %d commands of %d", sim.Commands(), full.Commands())
+			}
+			if name == "midway" && sim.Commands() >= full.Commands() {
+				t.Errorf("stopped part way, jobs %d: all %d commands replayed", jobs, sim.Commands())
 			}
 			if err := sim.Finish(); !errors.Is(err, ErrStopped) {
 				t.Errorf("%s jobs %d: Finish after a stop: %v", name, jobs, err)
@@ -120,6 +151,17 @@ func TestStopIsVisible(t *testing.T) {
 	if !sim.Partial() || len(sim.Steps()) != 0 {
 		t.Errorf("partial %v, %d steps; want true, 0", sim.Partial(), len(sim.Steps()))
 	}
+	// A Feed of no records after a stop returns ErrStopped too.
+	for _, empty := range [][]byte{nil, {}} {
+		s, err := New(Header{WorldSize: 2}, Options{Stop: closed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Feed(empty); !errors.Is(err, ErrStopped) || !s.Partial() {
+			t.Errorf("Feed(%q) after a stop: %v, partial %v; want ErrStopped, true", empty, err, s.Partial())
+		}
+		s.Close()
+	}
 
 	// A stop between two Feeds stops the next one, at once.
 	for range 20 {
@@ -136,6 +178,93 @@ func TestStopIsVisible(t *testing.T) {
 			t.Fatalf("Feed after a stop between Feeds: %v, %d commands; want ErrStopped, 1", err, s.Commands())
 		}
 		s.Close()
+	}
+}
+
+// TestStopAfterLastFeed: a stop closed after the last Feed is noticed by
+// Step and by Finish as a {"step":N} line notices it: ErrStopped, no step
+// recorded, Partial; the records fed before it stay replayed (2 commands).
+func TestStopAfterLastFeed(t *testing.T) {
+	for _, jobs := range []int{1, 2} {
+		for _, end := range []string{"Step", "Finish", "step line"} {
+			stop := make(chan struct{})
+			s, err := New(Header{WorldSize: 2}, Options{Stop: stop, Jobs: jobs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Feed([]byte(strings.Join(twoRanks[:2], "\n"))); err != nil {
+				t.Fatal(err)
+			}
+			close(stop)
+			switch end {
+			case "Step":
+				_, err = s.Step()
+			case "Finish":
+				err = s.Finish()
+			default:
+				err = s.Feed([]byte(`{"step":0}`))
+			}
+			if !errors.Is(err, ErrStopped) || !s.Partial() || len(s.Steps()) != 0 || s.Commands() != 2 {
+				t.Errorf("jobs %d, %s after a stop that followed the last Feed: %v, partial %v, %d steps, %d commands; want ErrStopped, true, 0, 2",
+					jobs, end, err, s.Partial(), len(s.Steps()), s.Commands())
+			}
+			// And from then on.
+			if _, err := s.Step(); !errors.Is(err, ErrStopped) {
+				t.Errorf("jobs %d, %s: a second Step: %v", jobs, end, err)
+			}
+			if err := s.Finish(); !errors.Is(err, ErrStopped) {
+				t.Errorf("jobs %d, %s: a second Finish: %v", jobs, end, err)
+			}
+			s.Close()
+		}
+	}
+}
+
+// TestReplayedSimEnded: a Sim from Replay has ended: Step adds no step and
+// returns ErrFinished, as Feed does; Finish returns Replay's nil, also
+// after a Stop closed once Replay returned.
+func TestReplayedSimEnded(t *testing.T) {
+	hist := trainHistory(t, 2)
+	for _, jobs := range []int{1, 2} {
+		stop := make(chan struct{})
+		s, err := Replay(bytes.NewReader(hist), Options{Grouped: true, Jobs: jobs, Stop: stop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		if _, err := s.Step(); !errors.Is(err, ErrFinished) || len(s.Steps()) != 2 {
+			t.Errorf("jobs %d: Step on a replayed Sim: %v, %d steps; want ErrFinished, 2", jobs, err, len(s.Steps()))
+		}
+		if err := s.Feed([]byte(`{"step":2}`)); !errors.Is(err, ErrFinished) {
+			t.Errorf("jobs %d: Feed on a replayed Sim: %v", jobs, err)
+		}
+		if err := s.Finish(); err != nil || s.Partial() {
+			t.Errorf("jobs %d: Finish on a replayed Sim: %v, partial %v", jobs, err, s.Partial())
+		}
+	}
+}
+
+// TestTraceStepsRefused: a StepRange with a negative step or its last
+// step before its first is refused by New and Replay at line 1, never a
+// panic in WriteTrace or at the end of Replay (TracePath).
+func TestTraceStepsRefused(t *testing.T) {
+	hist := trainHistory(t, 3)
+	path := filepath.Join(t.TempDir(), "t.json")
+	for _, r := range []StepRange{{First: -3, Last: -1}, {First: 0, Last: -1}, {First: -1, Last: 1}, {First: 2, Last: 1}} {
+		if _, err := New(Header{WorldSize: 2}, Options{KeepTrace: true, TraceSteps: &r}); err == nil || !strings.HasPrefix(err.Error(), "sim:1: ") {
+			t.Errorf("New with TraceSteps %v: %v, want an error at sim:1", r, err)
+		}
+		for _, opt := range []Options{{KeepTrace: true, TraceSteps: &r}, {TracePath: path, TraceSteps: &r}} {
+			if _, err := Replay(bytes.NewReader(hist), opt); err == nil || !strings.HasPrefix(err.Error(), "history:1: ") {
+				t.Errorf("Replay with TraceSteps %v: %v, want an error at history:1", r, err)
+			}
+		}
+	}
+	// The last step may be the first, or past the history's end.
+	for _, r := range []StepRange{{First: 1, Last: 1}, {First: 0, Last: 9}} {
+		if _, err := Replay(bytes.NewReader(hist), Options{KeepTrace: true, TraceSteps: &r}); err != nil {
+			t.Errorf("TraceSteps %v: %v", r, err)
+		}
 	}
 }
 
@@ -244,22 +373,53 @@ func TestMemoryBudget(t *testing.T) {
 	s.Close()
 }
 
+// TestMemoryBudgetPassedLine: a budget passed before the first record
+// ends the simulation with an error wrapping ErrMemoryLimit that names a
+// line of the history: the first record a Feed holds (line 2, after the
+// header's line 1), or line 1 at a Step before any record.
+func TestMemoryBudgetPassedLine(t *testing.T) {
+	w := WatchMemory(1) // any process holds more than a byte
+	defer w.Stop()
+	for end := 0; end < 200 && !w.Over(); end++ { // it polls every 20 ms
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !w.Over() {
+		t.Fatal("a 1-byte budget is not passed after 2 s")
+	}
+	for _, tc := range []struct {
+		name, prefix string
+		end          func(s *Sim) error
+	}{
+		{"Feed", "sim:2: ", func(s *Sim) error { return s.Feed([]byte(twoRanks[0])) }},
+		{"Step", "sim:1: ", func(s *Sim) error { _, err := s.Step(); return err }},
+	} {
+		s, err := New(Header{WorldSize: 2}, Options{Memory: w, Grouped: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.end(s); !errors.Is(err, ErrMemoryLimit) || !strings.HasPrefix(err.Error(), tc.prefix) {
+			t.Errorf("%s past the budget: %v, want ErrMemoryLimit at %q", tc.name, err, tc.prefix)
+		}
+		s.Close()
+	}
+}
+
 // TestZeroCosts: a zero-value Costs is refused with ErrZeroCosts (it
 // would price every command at 0 ns), by New and Replay, with hardware
-// too; ParseCosts("{}") is the reference's fixed runtimes: the function
+// too, given as Costs or as Model; ParseCosts("{}") is the reference's fixed runtimes: the function
 // ends at 2,000 + 10,000 = 12,000 ns.
 func TestZeroCosts(t *testing.T) {
 	h100, err := LoadHardware("h100-sxm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opt := range []Options{{Costs: &Costs{}}, {Costs: new(Costs), Hardware: h100}} {
+	for _, opt := range []Options{{Costs: &Costs{}}, {Costs: new(Costs), Hardware: h100}, {Model: &Costs{}}, {Model: new(Costs), Hardware: h100}} {
 		if _, err := New(Header{WorldSize: 2}, opt); !errors.Is(err, ErrZeroCosts) {
-			t.Errorf("New with a zero Costs (hardware %v): %v", opt.Hardware != nil, err)
+			t.Errorf("New with a zero Costs (as Model %v, hardware %v): %v", opt.Model != nil, opt.Hardware != nil, err)
 		}
 		src := twoRanksHeader + "\n" + strings.Join(twoRanks[:2], "\n")
 		if _, err := Replay(strings.NewReader(src), opt); !errors.Is(err, ErrZeroCosts) {
-			t.Errorf("Replay with a zero Costs (hardware %v): %v", opt.Hardware != nil, err)
+			t.Errorf("Replay with a zero Costs (as Model %v, hardware %v): %v", opt.Model != nil, opt.Hardware != nil, err)
 		}
 	}
 	empty, err := ParseCosts([]byte(`{}`))
@@ -445,34 +605,10 @@ func TestTransformerCoversJob(t *testing.T) {
 	}
 }
 
-// TestPredictEqualsCLI: Predict answers as `fastsim predict` does, for
-// the README's validated 175B run ("Choose a layout"):
-//
-//	fastsim predict --model korthikanti-175b --hardware a100-80gb --world 64 --tp 8 --pp 8 \
-//	  --global-batch 64 --micro-batch 1 --schedule interleaved:3 --recompute selective --sequence-parallel \
-//	  --grad-reduce after-backward --fuse-grad-accumulation --blocking-p2p --fp32-cross-entropy
-//
-// The command line's path is the job its flags build (cmd/fastsim's
-// tfFlags.jobOf: 2 steps, the hardware's GPUs per host, every command at
-// time 0) predicted by internal/predict; every figure but the wall time
-// must be the same.
-func TestPredictEqualsCLI(t *testing.T) {
-	spec, err := hardware.Load("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := workload.LoadModel("korthikanti-175b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliJob := workload.Job{Model: m, TP: 8, PP: 8, DP: 64 / (8 * 8), MicroBatch: 1, GlobalBatch: 64,
-		Steps: 2, GPUsPerHost: spec.Host.GPUsPerHost, CommandNs: -1, SequenceParallel: true,
-		Schedule: workload.Interleaved, Chunks: 3, Recompute: workload.RecomputeSelective,
-		GradReduce: workload.GradAfterBackward, FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true}
-	want, err := predict.Run(context.Background(), cliJob, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestPredictCanceled: a canceled context ends the prediction with its
+// error. (cmd/fastsim's TestPredictJSONEqualsAPI checks that Predict
+// answers as the command line does.)
+func TestPredictCanceled(t *testing.T) {
 	hw, err := LoadHardware("a100-80gb")
 	if err != nil {
 		t.Fatal(err)
@@ -481,21 +617,6 @@ func TestPredictEqualsCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Predict(context.Background(), Transformer{Model: model, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64,
-		Schedule: "interleaved:3", Recompute: "selective", SequenceParallel: true,
-		GradReduce: "after-backward", FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true}, hw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Wall, want.Wall = 0, 0
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Predict:\n%+v\nthe command line's job:\n%+v", got, want)
-	}
-	readme := []string{"--grad-reduce after-backward", "--fuse-grad-accumulation", "--blocking-p2p", "--fp32-cross-entropy"}
-	if !reflect.DeepEqual(got.Mechanisms, readme) {
-		t.Errorf("mechanisms %q, want the README's %q", got.Mechanisms, readme)
-	}
-	// A canceled context ends the prediction with its error.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Predict(ctx, Transformer{Model: model, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64}, hw); !errors.Is(err, context.Canceled) {

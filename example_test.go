@@ -16,7 +16,8 @@ import (
 // By docs/SEMANTICS.md: CreateStream at ts 1,000 adds no controller event; the
 // CallFunction at ts 2,000 starts at 2,000 and runs the default 10,000 ns,
 // so it ends at 12,000 ns = 0.000012 s, and its output's 4,000,000 bytes are
-// allocated on both ranks: 4 MB each, first reached on device 0.
+// allocated on both ranks: 4 MB each; the peak device is the lowest rank
+// that reaches the peak, 0.
 var records = []string{
 	`{"ts":1000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`,
 	`{"ts":2000,"ranks":[{"offset":0,"sizes":[2],"strides":[1]}],"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4000000,"dtype":"float32","shape":[1000000],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`,

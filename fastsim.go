@@ -36,15 +36,21 @@ import (
 var (
 	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
 	ErrNoTrace = replay.ErrNoTrace
-	// ErrFinished is returned by Feed on a Sim made by Replay.
+	// ErrFinished is returned by Feed and Step on a Sim made by Replay:
+	// its history has ended, so it takes no more records and closes no
+	// more steps.
 	ErrFinished = errors.New("fastsim: a replayed simulation takes no more records")
 	// ErrUnknownType is returned in strict mode for a message type the
 	// format does not know.
 	ErrUnknownType = replay.ErrUnknownType
 	// ErrStopped is returned by Replay, Feed, Step and Finish once
 	// Options.Stop has ended the simulation before the end of its
-	// history. The Sim stays readable: its reports cover the records
-	// replayed until the stop, and Partial reports true.
+	// history. For a Sim from New that end is Finish: a stop closed at
+	// any time before a call to Feed, Step or Finish (after the last
+	// Feed too) makes that call and every later one return ErrStopped,
+	// as a {"step":N} line would. The Sim stays readable: its reports
+	// cover the records replayed until the stop, and Partial reports
+	// true.
 	ErrStopped = errors.New("fastsim: the simulation was stopped (Options.Stop) before the end of its history")
 	// ErrNoSim is returned by the methods of a Sim that neither New nor
 	// Replay opened (a nil *Sim, or a zero Sim).
@@ -53,7 +59,8 @@ var (
 	// ended by its memory budget (Options.Memory, WatchMemory).
 	ErrMemoryLimit = memlimit.ErrLimit
 	// ErrZeroCosts is wrapped by the error of New and Replay given a
-	// zero-value Costs (&Costs{}), which would price every command at
+	// zero-value Costs (&Costs{}), as Options.Costs or as Options.Model
+	// (which a *Costs also satisfies), which would price every command at
 	// 0 ns: a Costs comes from ParseCosts or LoadCosts, and a nil Costs
 	// is the reference's fixed runtimes.
 	ErrZeroCosts = costs.ErrZero
@@ -73,7 +80,8 @@ var (
 //     Progress (called about once a second with the records fed) and
 //     Header (called with the history's header);
 //   - TraceSteps (a *StepRange): WriteTrace and TracePath write only the
-//     commands of those steps;
+//     commands of those steps (New and Replay refuse a negative First or
+//     a Last before First);
 //   - for Replay, TracePath (the trace file written at the end: .json,
 //     .json.gz or .zst) and PartialTrace (write it after a stop too).
 //
@@ -201,6 +209,7 @@ type Sim struct {
 	src      lineSource
 	pending  []byte // the lines being fed
 	steps    []Report
+	stop     <-chan struct{} // Options.Stop
 	finished bool
 	err      error // sticky: the first failure or stop, returned from then on
 }
@@ -290,6 +299,7 @@ func (s *Sim) open(name string, opt Options) error {
 	}
 	sim.OnStep(func(r sched.Report) { s.steps = append(s.steps, s.report(r)) })
 	s.sim = sim
+	s.stop = opt.Stop
 	return nil
 }
 
@@ -307,9 +317,9 @@ func (s *Sim) UnknownOps() (int64, []string) {
 // ({"ts":...,"ranks":[...],"msg":{...}}) or a step line ({"step":N}, which
 // records a step report). The final newline is optional. After an error
 // the Sim takes no more records: Feed, Step and Finish return that error
-// from then on. Once Options.Stop is closed, the next Feed applies none
-// of its records and returns ErrStopped (a stop that comes while Feed
-// runs ends it within a record, which is then applied in part, or
+// from then on. Once Options.Stop is closed, the next Feed, even of no
+// records, applies none and returns ErrStopped (a stop that comes while
+// Feed runs ends it within a record, which is then applied in part, or
 // dropped); Partial reports true.
 func (s *Sim) Feed(lines []byte) error {
 	if err := s.ok(); err != nil {
@@ -317,6 +327,12 @@ func (s *Sim) Feed(lines []byte) error {
 	}
 	if s.finished {
 		return ErrFinished
+	}
+	// A stop already asked for ends the simulation here, whether or not
+	// lines holds a record. (A memory budget passed is found at the first
+	// record, which the error then names.)
+	if s.stopAsked() {
+		return s.noticeStop()
 	}
 	s.pending = append(s.pending[:0], lines...)
 	if !bytes.HasSuffix(s.pending, []byte("\n")) {
@@ -333,9 +349,17 @@ func (s *Sim) Feed(lines []byte) error {
 
 // Step closes an iteration, as a {"step":N} line does: it checks that
 // every task queued so far can still run (as Finish does), then records
-// and returns the report so far. After a failed Feed, a stop or a failed
-// check it records nothing and returns the error.
+// and returns the report so far. After a failed Feed, a stop (closed
+// before Step, after the last Feed too) or a failed check it records
+// nothing and returns the error; on a Sim from Replay, whose history has
+// ended, it returns ErrFinished.
 func (s *Sim) Step() (Report, error) {
+	if err := s.ok(); err != nil {
+		return Report{PeakDevice: -1}, err
+	}
+	if s.finished {
+		return Report{PeakDevice: -1}, ErrFinished
+	}
 	if err := s.Finish(); err != nil {
 		return Report{PeakDevice: -1}, err
 	}
@@ -393,7 +417,8 @@ func (s *Sim) Header() Header {
 }
 
 // Partial reports whether Options.Stop ended the simulation before the
-// end of its history (Replay, Feed and Finish then return ErrStopped).
+// end of its history (Replay, Feed, Step and Finish then return
+// ErrStopped).
 func (s *Sim) Partial() bool { return s.opened() && s.sim.Partial() }
 
 // Close releases the goroutines a Sim made by New keeps: the watcher of
@@ -411,18 +436,47 @@ func (s *Sim) Close() {
 // Finish declares the history complete: every task queued so far must
 // have run, else the error names the first task that never can (a
 // deadlock in the program, such as two sends that wait for each other).
-// After a failed Feed, or a stop, it returns that error (ErrStopped for a
-// stop); its own failure is returned from then on too.
+// After a failed Feed, or a stop (closed before Finish, after the last
+// Feed too), it returns that error (ErrStopped for a stop); its own
+// failure is returned from then on too. On a Sim from Replay, which
+// Replay finished, it returns what Replay returned: nil or ErrStopped.
 func (s *Sim) Finish() error {
 	if err := s.ok(); err != nil {
 		return err
 	}
-	if s.sim.Partial() {
-		s.err = ErrStopped
-		return s.err
+	if s.finished {
+		return nil
+	}
+	if err := s.noticeStop(); err != nil {
+		return err
 	}
 	s.err = s.sim.Finish()
 	return s.err
+}
+
+// stopAsked reports whether Options.Stop is closed.
+func (s *Sim) stopAsked() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// noticeStop ends the simulation if a stop was asked for (or the memory
+// budget passed) since the last record fed, as a {"step":N} line would,
+// and keeps the error: ErrStopped for a stop.
+func (s *Sim) noticeStop() error {
+	err := s.sim.NoticeStop()
+	if err == nil {
+		return nil
+	}
+	if s.sim.Partial() {
+		err = ErrStopped
+	}
+	s.err = err
+	return err
 }
 
 // WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
@@ -570,16 +624,18 @@ func (t Transformer) History() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Prediction is what `fastsim predict` reports for one layout, the
-// figures of its --json (internal/predict's Result; `go doc` on it
-// documents each): World, StepTimeS (the last step's time), TokensPerS,
-// ModelFLOPs (per step), TFLOPsPerGPU, MFU, PeakGiB and PeakDevice (the
-// worst device), ModelStateGiB and ActivationGiB (its peak split into
-// what it keeps at the end of a step and the rest), StoredActivationGiB
-// (what the layers store for the backward), LayerStateGiB, HBMGiB, Fits,
-// Groups, Commands, PassSteps, Wall, UnknownOps, and Mechanisms (the
-// mechanism flags the job ran with, as the command line spells them:
-// [] for none).
+// Prediction is what `fastsim predict` reports for one layout
+// (internal/predict's Result; `go doc` on it documents each field). Its
+// --json has these figures: World, StepTimeS (the last step's time),
+// TokensPerS, ModelFLOPs (per step), TFLOPsPerGPU, MFU, PeakGiB and
+// PeakDevice (the worst device), ModelStateGiB and ActivationGiB (its
+// peak split into what it keeps at the end of a step and the rest),
+// StoredActivationGiB (what the layers store for the backward), HBMGiB,
+// Fits, Groups, Commands, PassSteps, Wall, UnknownOps, and Mechanisms
+// (the mechanism flags the job ran with, as the command line spells
+// them: [] for none). One more field, LayerStateGiB (the transformer
+// layers' part of ModelStateGiB), is the API's alone: --json leaves it
+// out.
 type Prediction = predict.Result
 
 // Predict answers for one training layout as `fastsim predict` does: it
@@ -588,8 +644,8 @@ type Prediction = predict.Result
 // reads off the step time (the last of t.Steps steps, 0: 2), throughput,
 // MFU and the worst device's memory. t.GPUsPerHost 0 takes hw's. The
 // command line's flags map to t's fields of the same names (--tp is TP,
-// --grad-reduce GradReduce, ...; its --world is TP*PP*DP), and the
-// answer is the one `fastsim predict --json` writes, Wall aside.
+// --grad-reduce GradReduce, ...; its --world is TP*PP*DP), and every
+// figure `fastsim predict --json` writes is the same, Wall aside.
 // Canceling ctx ends the prediction with ctx's error.
 func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, error) {
 	if hw == nil {

@@ -1,12 +1,13 @@
 // Package htmlout writes a replay as one self-contained HTML page: the
 // summary, the per-step table, memory over time for the device that peaks
-// and a few others, per-stream busy time, the most expensive operations and
-// the command mix. A replay in which no device ever holds memory has no
-// peak device: the page then leaves the memory plot out and says so in one
-// line, and likewise the busy time and operations when no stream ran a
-// task, rather than draw empty plots for a device that does not exist. Plots are drawn as SVG (svg.go) and embedded in the
-// page, so it needs nothing from the network to be viewed: no scripts, no
-// style sheets, no fonts or images from elsewhere.
+// and a few others, per-stream busy time, the most expensive operations
+// and the command mix. A replay in which no device ever holds memory has
+// no peak device: the page then leaves the memory plot out and says so in
+// one line, and likewise the busy time and operations when no stream ran a
+// task, rather than draw empty plots for a device that does not exist.
+// Plots are drawn as SVG (svg.go) and embedded in the page, so it needs
+// nothing from the network to be viewed: no scripts, no style sheets, no
+// fonts or images from elsewhere.
 package htmlout
 
 import (

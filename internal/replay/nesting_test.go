@@ -239,7 +239,8 @@ func TestTraceSteps(t *testing.T) {
 }
 
 // TestStepRangeWindow checks the step-to-command arithmetic on marks after
-// commands 2, 3 and 4 of 6.
+// commands 2, 3 and 4 of 6: step 0 is commands 1-2, step 1 command 3,
+// step 2 command 4, step 3 commands 5-6.
 func TestStepRangeWindow(t *testing.T) {
 	marks := []int64{2, 3, 4}
 	for _, tc := range []struct {
@@ -251,6 +252,12 @@ func TestStepRangeWindow(t *testing.T) {
 		{StepRange{3, 3}, 5, 6},           // after the last mark
 		{StepRange{2, math.MaxInt}, 4, 6}, // to the end
 		{StepRange{4, 4}, 7, 6},           // no such step: empty
+		// Ranges New refuses, should one get here: no index before the
+		// first mark, and an empty window where Last < First.
+		{StepRange{-3, -1}, 1, 0},
+		{StepRange{0, -1}, 1, 0},
+		{StepRange{2, 1}, 4, 3},
+		{StepRange{-1, 0}, 1, 2}, // from the start
 	} {
 		if f, l := tc.r.commandWindow(marks, 6); f != tc.first || l != tc.last {
 			t.Errorf("%v: commands %d..%d, want %d..%d", tc.r, f, l, tc.first, tc.last)

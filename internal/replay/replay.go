@@ -26,8 +26,14 @@ import (
 type StepRange struct{ First, Last int }
 
 // commandWindow turns a StepRange into engine command numbers (inclusive),
-// given the command count at each step mark and at the end.
+// given the command count at each step mark and at the end. New refuses a
+// negative or reversed range; should one come here anyway, a negative
+// Last names no step (an empty window, first > last) rather than an index
+// before the first mark, and a negative First counts from the start.
 func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64) {
+	if r.Last < 0 {
+		return 1, 0
+	}
 	first, last = 1, total
 	if r.First > 0 {
 		if r.First-1 < len(atMark) {
@@ -40,7 +46,6 @@ func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64
 		last = atMark[r.Last]
 	}
 	return first, last
-
 }
 
 // LimitError reports a replay that outgrew its memory budget.

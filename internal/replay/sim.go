@@ -152,10 +152,24 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: trace mode %d", sched.ErrOptions, opt.Mode)}
 	case opt.Controller > sched.ControllerNone:
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: controller %d", sched.ErrOptions, opt.Controller)}
+	case opt.TraceSteps != nil && (opt.TraceSteps.First < 0 || opt.TraceSteps.Last < opt.TraceSteps.First):
+		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: TraceSteps %d:%d: steps are counted from 0 and the last may not come before the first",
+			sched.ErrOptions, opt.TraceSteps.First, opt.TraceSteps.Last)}
 	}
 	if opt.Costs != nil {
 		if err := opt.Costs.Check(); err != nil {
 			return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: Costs: %w", sched.ErrOptions, err)}
+		}
+	}
+	// A cost model given as the Model interface is checked as Costs is: a
+	// zero-value *costs.Model would price every command at 0 ns, and a nil
+	// one in the interface is not the absence of a model.
+	if m, ok := opt.Model.(*costs.Model); ok {
+		if m == nil {
+			return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: Model: a nil cost model (leave Model unset for the reference's fixed runtimes)", sched.ErrOptions)}
+		}
+		if err := m.Check(); err != nil {
+			return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: Model: %w", sched.ErrOptions, err)}
 		}
 	}
 	s := &Sim{opt: opt, name: name, began: time.Now(), line: 1}
@@ -238,11 +252,9 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	if rec.IsStep {
 		// A stop is noticed at a step as at a command, so that the end of
 		// the input, reached after every record was applied, can be taken
-		// for a complete replay whenever the stop came (Run). The channel
-		// is read as well as the flag its watcher sets, which may not be
-		// set yet.
-		if s.interrupted() || s.stopAsked() {
-			return s.stopped(line)
+		// for a complete replay whenever the stop came (Run).
+		if err := s.noticeStop(line); err != nil {
+			return err
 		}
 		// A task still queued after a command can never run: whatever it
 		// waits for (a collective peer, an event's task) already exists,
@@ -398,6 +410,31 @@ func (s *Sim) Run(r *history.Reader) error {
 			return err
 		}
 	}
+}
+
+// NoticeStop does what a step record does before its check: when a stop
+// was asked for (Options.Stop closed, even after the last record fed) or
+// the memory budget is passed, it ends the simulation at the last record
+// fed (line 1 before the first), Partial (ErrStopped) or with the
+// *LimitError, and returns that error; otherwise nil. After an earlier
+// failure or stop it returns that error. A program feeding records calls
+// it where it closes a step or declares the end without a step record,
+// so that it notices a stop as a step record would.
+func (s *Sim) NoticeStop() error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.noticeStop(max(s.res.LastLine, 1))
+}
+
+// noticeStop ends the simulation at line if a stop was asked for or the
+// memory budget is passed. The channel is read as well as the flag its
+// watcher sets, which may not be set yet.
+func (s *Sim) noticeStop(line int64) error {
+	if s.interrupted() || s.stopAsked() {
+		return s.stopped(line)
+	}
+	return nil
 }
 
 // stopAsked reports whether Options.Stop is closed. It reads the channel
