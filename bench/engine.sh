@@ -24,8 +24,9 @@
 # to about 8.7 s for the 8k commands of (b).
 #
 #   bench/engine.sh                 prints the table and replaces the "Engine
-#                                   speed" section of bench/RESULTS.md, up to
-#                                   its dated ### subsections, which stay
+#                                   speed" section of bench/RESULTS.md between
+#                                   its markers (bench/section.sh); its dated
+#                                   ### subsections, after them, stay
 #   BEFORE=<commit> bench/engine.sh compares with another commit
 # Needs python3 (for getrusage) and git.
 set -euo pipefail
@@ -124,8 +125,7 @@ section=$(
 )
 echo "$section"
 out=bench/RESULTS.md
-# Dated subsections (### ...) after the generated part are kept.
-kept=$(awk '/^## Engine speed/ {on = 1; next} /^## / {on = 0} on && /^### / {keep = 1} on && keep' "$out")
-{ sed '/^## Engine speed/,$d' "$out"; echo "$section"; [ -z "$kept" ] || printf '\n%s\n' "$kept"; sed -n '/^## Search speed/,$p' "$out" | sed '1s/^/\n/'; } >"$work/RESULTS.md"
-mv "$work/RESULTS.md" "$out"
-echo "wrote $out"
+# Only the generated part, between its markers, is replaced: the dated
+# subsections after it and every other section are kept byte for byte.
+echo "$section" | bench/section.sh "$out" engine-speed
+echo "wrote the engine-speed section of $out"

@@ -19,9 +19,10 @@ func runSection(t *testing.T, file, name, body string) (string, error) {
 }
 
 // TestSectionRewritesOnlyItsSection rewrites each of bench/scale.sh's two
-// sections of a copy of bench/RESULTS.md and checks that every byte outside
-// the section is what it was: the other scripts' sections ("Every speed row
-// in one run", "Two cores", ...) survive a scale.sh run.
+// sections and bench/engine.sh's one of a copy of bench/RESULTS.md and
+// checks that every byte outside the section is what it was: the other
+// scripts' sections ("Every speed row in one run", "Two cores", the engine
+// section's dated subsections, ...) survive a scale.sh or engine.sh run.
 func TestSectionRewritesOnlyItsSection(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -30,7 +31,7 @@ func TestSectionRewritesOnlyItsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"scale-table", "scale-checks"} {
+	for _, name := range []string{"scale-table", "scale-checks", "engine-speed"} {
 		begin := "<!-- begin " + name + " -->\n"
 		end := "<!-- end " + name + " -->\n"
 		b := bytes.Index(orig, []byte(begin))
