@@ -185,11 +185,14 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 			// latency term is the curve's at its size: the curve is
 			// e·B/(B + e·HBM·L), so B/(HBM·curve(B)) = L + B/(HBM·e), and
 			// 1/curve(B) - 1/curve(memAt) is HBM·L/B - HBM·L/memAt.
+			// A curve that falls with size (a spec file may give one)
+			// could make that faster than the curve itself, or infinite:
+			// the kernel is never priced faster than the curve.
 			inv := 1/row.memEff + 1/meff - 1/r.spec.GPU.MemoryEfficiency.At(row.memAt)
 			if inv > 0 {
-				meff = 1 / inv
+				meff = min(meff, 1/inv)
 			} else {
-				meff = row.memEff
+				meff = min(meff, row.memEff)
 			}
 		}
 		e.MemoryNs = e.Bytes / (r.hbmPerNs * meff)

@@ -439,7 +439,11 @@ func TestApexLayerNormMeasured(t *testing.T) {
 //     bytes at 1,189.5 GB/s = 2,256,700 ns;
 //   - s = 4,096, forward ("PyTorch Attention" only; Megatron's attention
 //     stops at 2,048): 25.34 - 16.47 = 8.87 ms, not used for the rate;
-//     10,737,418,240 bytes at 1,189.5 GB/s = 9,026,800 ns, +1.8%;
+//     10,737,418,240 bytes streaming at the measured rate with the
+//     curve's latency at that size instead of at 2,048's (the curve
+//     0.884157 there and 0.883582 at 2,048, between [137,546,521,
+//     0.882353] and [563,390,551,730, 0.885799]): 1 / (1/0.764955 +
+//     1/0.884157 - 1/0.883582) = 0.765385, 9,021,700 ns, +1.7%;
 //   - s = 2,048, backward: 1.94 to 1.98 ms (Tables 16 - 19 and 10 - 13),
 //     the memory efficiency curve's rate: 2,684,354,560 bytes at 0.8858
 //     of 1,555 GB/s (the preset's BabelStream Triad share; the curve is
@@ -501,4 +505,31 @@ func numelOf(shape []int64) int64 {
 		n *= d
 	}
 	return n
+}
+
+// TestMeasuredKernelNeverBeatsTheCurve: a spec's memory curve may fall
+// with size; the measured dropout forward is then still priced no faster
+// than the curve gives its size, and never at zero time. The a100-40gb
+// preset with the curve [1,000, 0.01], [1,000,000, 0.9], [10^9, 0.4]
+// (falling above a megabyte): at 5,000,000 bytes (1,000,000 elements)
+// the curve, a power law between its last two points, is 0.9 x
+// (5,000,000 / 1,000,000)^(ln(0.4 / 0.9) / ln 1,000) = 0.745054; at the
+// measured size, 2,684,354,560 bytes, past its last point, 0.4. The
+// measured kernel's composition, 1 / (1/0.764955 + 1/0.745054 - 1/0.4) =
+// 1 / 0.149452 = 6.69, more than the whole bandwidth, so the kernel takes
+// the curve's 0.745054: 5,000,000 / (1,555 x 0.745054) = 4,315.7 ns of
+// memory time (480 ns without the bound).
+func TestMeasuredKernelNeverBeatsTheCurve(t *testing.T) {
+	s, err := hardware.Preset("a100-40gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *s
+	c.GPU.MemoryEfficiency = hardware.Curve{{1e3, 0.01}, {1e6, 0.9}, {1e9, 0.4}}
+	r := NewRoofline(&c)
+	x := tn("float16", 1_000_000)
+	e := r.Estimate(call([]values.Tensor{x}, "", tn("float16", 1_000_000), tn("bool", 1_000_000)), "aten.native_dropout")
+	if e.Bytes != 5_000_000 || math.Abs(e.MemoryNs-4315.7) > 0.5 {
+		t.Errorf("%.0f bytes in %.1f ns of memory time; want 5,000,000 in 4,315.7", e.Bytes, e.MemoryNs)
+	}
 }

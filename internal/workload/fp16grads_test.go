@@ -168,18 +168,20 @@ func TestDDPCopyBackBeforeEmbeddingSync(t *testing.T) {
 }
 
 // TestFP16GradsLifetime: with Job.FP16Grads a group's 16-bit gradient
-// lives as PyTorch's param.grad does under Megatron-LM's 2021 train_step:
-// autograd makes it at the step's first gradient, so it is created (its
-// empty) after the step's first backward kernel (the loss's,
-// nll_loss_backward), and zero_grad(set_to_none=True) frees it before the
-// next step's first forward kernel (the embedding); the last step's are
-// held to the end. The gradients are found as the fp16 optimizer finds
-// them: the 16-bit inputs of its copies to fp32 (_to_copy, one a group).
-// Two steps of tiny with tp 1, dp 2 (PyTorch DDP's copies): pp 1, six
-// groups a step (the embedding with its positions, four layers, the
-// final norm); pp 2, where the tied word embedding's two copies keep one
-// gradient (the same ids on both stages, which the reduction between
-// them names) for the whole run, made before the first step.
+// lives as PyTorch's param.grad does under Megatron-LM's 2021 fp16
+// optimizer: autograd makes it at the step's first gradient, so it is
+// created (its empty) after the step's first backward kernel (the
+// loss's, nll_loss_backward), and the optimizer frees it right after
+// copying it to fp32 (model_param.grad = None after .float(), in
+// _copy_model_grads_to_main_grads), so it is deleted after that copy
+// and before the next unscale kernel, in every step, the last too. The
+// gradients are found as the optimizer finds them: the 16-bit inputs of
+// its copies to fp32 (_to_copy, one a group). Two steps of tiny with tp
+// 1, dp 2 (PyTorch DDP's copies): pp 1, six groups a step (the embedding
+// with its positions, four layers, the final norm); pp 2, where the tied
+// word embedding's two copies keep one gradient (the same ids on both
+// stages, which the reduction between them names) for the whole run,
+// made before the first step.
 func TestFP16GradsLifetime(t *testing.T) {
 	for _, c := range []struct {
 		pp, perStep, held int
@@ -189,6 +191,8 @@ func TestFP16GradsLifetime(t *testing.T) {
 		made := map[int64][2]int{} // id: index and step of the empty that made it
 		deleted := map[int64]int{} // id: index of its deletion
 		used := map[int64]int{}    // id: step of the optimizer's copy of it
+		copied := map[int64]int{}  // id: index of that copy
+		var unscales []int         // indexes of the unscale kernels
 		firstBw, firstFwd := map[int]int{}, map[int]int{}
 		step, i := 0, -1
 		allRecords(t, j, func(rec *history.Record) bool {
@@ -216,7 +220,10 @@ func TestFP16GradsLifetime(t *testing.T) {
 				case "torch.ops.aten._to_copy.default":
 					if a := f.Args.Leaves; len(a) == 1 && a[0].Dtype == "bfloat16" && f.Result.Leaves[0].Dtype == "float32" {
 						used[a[0].ID] = step
+						copied[a[0].ID] = i
 					}
+				case "torch.ops.aten._amp_foreach_non_finite_check_and_unscale_.default":
+					unscales = append(unscales, i)
 				}
 			case gen.MsgDeleteRefs:
 				for _, id := range rec.Msg.DeleteRefs.Refs {
@@ -242,11 +249,15 @@ func TestFP16GradsLifetime(t *testing.T) {
 				if m[1] != k || m[0] < firstBw[k] {
 					t.Errorf("pp %d: step %d's gradient %d made at record %d of step %d; want after the step's first backward kernel, record %d", c.pp, k, id, m[0], m[1], firstBw[k])
 				}
-				if k == 0 && (!gone || d > firstFwd[1]) {
-					t.Errorf("pp %d: step 0's gradient %d deleted %v at record %d; want before step 1's first forward kernel, record %d", c.pp, id, gone, d, firstFwd[1])
+				next := -1 // the first unscale after the copy
+				for _, u := range unscales {
+					if u > copied[id] {
+						next = u
+						break
+					}
 				}
-				if k == 1 && gone {
-					t.Errorf("pp %d: the last step's gradient %d deleted at record %d; want it held to the end", c.pp, id, d)
+				if !gone || d < copied[id] || next < 0 || d > next {
+					t.Errorf("pp %d: step %d's gradient %d deleted %v at record %d; want after its copy to fp32, record %d, before the next unscale, record %d", c.pp, k, id, gone, d, copied[id], next)
 				}
 			}
 		}

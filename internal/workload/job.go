@@ -161,9 +161,9 @@ type Job struct {
 	//     (torch._amp_foreach_non_finite_check_and_unscale_), takes the
 	//     norm for clipping, runs apex's FusedAdam on the fp32 master
 	//     weights and copies them back to the 16-bit parameters; nothing
-	//     zeroes the gradients: zero_grad(set_to_none=True) frees them at
-	//     the next step's start, so they hold memory from a step's first
-	//     gradient on, not in its first forward passes. The clipping's scaling pass
+	//     zeroes the gradients: the optimizer frees each 16-bit gradient
+	//     right after its copy to fp32 (model_param.grad = None), so they
+	//     hold memory from a step's first gradient to that copy. The clipping's scaling pass
 	//     (multi_tensor_scale, only when the norm exceeds --clip-grad)
 	//     depends on the data and is left out.
 	// Without it, gradients accumulate into a zeroed fp32 main-gradient

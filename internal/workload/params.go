@@ -19,7 +19,7 @@ type layerW struct {
 	gv   []values.Tensor // its views shaped like the matrices
 	// Job.FP16Grads: the 16-bit gradient is held for the whole run (a
 	// tied word embedding's two copies, whose ids must agree), not made at
-	// a step's first gradient and freed at the next step's start.
+	// a step's first gradient and freed after the optimizer's copy to fp32.
 	held bool
 	// Job.FP16Grads: the matrices (bit k: slot k) whose gradient this
 	// step already holds; the first one of a step is taken without a
@@ -95,7 +95,7 @@ func (g *generator) allocate(st *stage, w *layerW) {
 	switch {
 	case g.j.FP16Grads:
 		// param.grad is made at the step's first gradient (ensureGrad)
-		// and freed at the next step's start (dropGrads). PyTorch DDP's
+		// and freed once the optimizer has copied it to fp32 (dropGrad). PyTorch DDP's
 		// bucket is made empty here (Reducer's initialize_buckets:
 		// at::empty) and held, as it is.
 		if g.torchDDPCopies() {
@@ -128,10 +128,10 @@ func (g *generator) allocate(st *stage, w *layerW) {
 // ensureGrad makes group w's 16-bit param.grad (Job.FP16Grads) if this
 // step has not made it yet. Autograd makes a parameter's .grad at its
 // first gradient of a step (AccumulateGrad takes the kernel's result, or
-// allocates it), and zero_grad(set_to_none=True), which Megatron-LM's
-// train_step calls before the forward passes (megatron/training.py at
-// 6985e58), frees it: so the gradients hold no memory in a step's
-// forward passes before their first backward. The group's gradient is
+// allocates it), and the fp16 optimizer frees it once it has copied it to
+// fp32 (dropGrad): so the gradients hold no memory in a step's forward
+// passes before their first backward, nor in its optimizer's unscale,
+// norm and Adam. The group's gradient is
 // made whole at its first matrix's gradient (the matrices' gradients come
 // within one layer's backward) or, for a group of small parameters only,
 // where it is first read.
@@ -156,21 +156,19 @@ func (g *generator) holdGrad(st *stage, w *layerW) {
 	}
 }
 
-// dropGrads frees the 16-bit gradients the last step made
-// (zero_grad(set_to_none=True) at a step's start; Job.FP16Grads).
-func (g *generator) dropGrads() {
-	if !g.j.FP16Grads {
+// dropGrad frees group w's 16-bit gradient once the fp16 optimizer has
+// copied it to fp32 (Job.FP16Grads): Megatron-LM of 2021 sets
+// model_param.grad = None right after each .float() copy
+// (_copy_model_grads_to_main_grads in megatron/optimizer/optimizer.py at
+// 6985e58: "Safe to deallocate model's grad/main_grad after copying"),
+// before the unscale, the norm and Adam. A held gradient (layerW.held)
+// stays.
+func (g *generator) dropGrad(st *stage, w *layerW) {
+	if w.grad.ID == 0 || w.held {
 		return
 	}
-	for _, st := range g.stages {
-		for _, w := range st.groups {
-			if w.grad.ID == 0 || w.held {
-				continue
-			}
-			g.free(st, append(w.gv, w.grad)...)
-			w.grad, w.gv = values.Tensor{}, w.gv[:0]
-		}
-	}
+	g.free(st, append(w.gv, w.grad)...)
+	w.grad, w.gv = values.Tensor{}, w.gv[:0]
 }
 
 // torchDDPCopies reports whether the gradients go through PyTorch DDP's
@@ -624,7 +622,8 @@ func (g *generator) optimizerStep(st *stage) {
 // zeroed first), the gradients' norm for clipping (clip_grad_norm_fp32:
 // multi_tensor_l2norm), apex's FusedAdam on the fp32 master weights, and
 // the copy of the masters to the 16-bit parameters
-// (_copy_main_params_to_model_params). Left out: the found_inf
+// (_copy_main_params_to_model_params). Each 16-bit gradient is freed
+// right after its copy (dropGrad). Left out: the found_inf
 // all-reduce over the model-parallel group and the norm's (one float
 // each), the host synchronizations of found_inf.item() and
 // total_norm.item(), and the clipping's scaling pass, which runs only
@@ -637,6 +636,7 @@ func (g *generator) fp16Step(st *stage) {
 		g.ensureGrad(st, w)
 		main := g.e.tensor(f32, w.n)
 		g.op(st, opToCopy, []any{w.grad}, main)
+		g.dropGrad(st, w)
 		mains, masters, ms, vs = append(mains, main), append(masters, w.master), append(ms, w.m), append(vs, w.v)
 		params = append(append(params, w.w...), w.small)
 		w.has = 0

@@ -355,7 +355,6 @@ func (g *generator) neighbour(s, dir int) int {
 // (the controller's order approximates the order in which the work runs),
 // then the optimizer.
 func (g *generator) runStep() error {
-	g.dropGrads()
 	for _, st := range g.stages {
 		st.cursor = 0
 	}
