@@ -240,14 +240,7 @@ func TestPrunedFindsTheBest(t *testing.T) {
 	// by the step-time bound when it fits that bound but its step-time
 	// bound exceeds the best step of a layout that fits (the unpruned
 	// search's best, whole[0]); the rest are the results.
-	all, err := Enumerate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
+	all, idx := enumerateAll(t, s)
 	bounds, err := Bounds(ctx, s, all, idx, model, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -323,14 +316,7 @@ func TestBoundsBelowReplayCostsFile(t *testing.T) {
 // failing where a bound is above what the replay reports.
 func boundsBelowEveryReplay(t *testing.T, s Space, model *costs.Model, ctl sched.Controller) {
 	t.Helper()
-	all, err := Enumerate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
+	all, idx := enumerateAll(t, s)
 	bounds, err := Bounds(context.Background(), s, all, idx, model, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -358,14 +344,7 @@ func BenchmarkBoundsGPT3(b *testing.B) {
 	}
 	s := Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 1536, World: 1024, GPUsPerHost: 8, MemoryBytes: 80e9, Steps: 2, MaxTP: 8,
 		Schedules: "1f1b,interleaved:2,interleaved:4", Recomputes: "none,selective,full", SequenceParallels: "false,true", Zeros: "0,1,2,3", Prune: true}
-	all, err := Enumerate(s)
-	if err != nil {
-		b.Fatal(err)
-	}
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
+	all, idx := enumerateAll(b, s)
 	model := a100(b)
 	fit := 0
 	for b.Loop() {
@@ -415,4 +394,19 @@ func TestBoundsPanic(t *testing.T) {
 	if !errors.Is(err, sched.ErrInternal) || !strings.Contains(err.Error(), "broken cost model") {
 		t.Fatalf("Bounds = %v, want ErrInternal with the panic's value", err)
 	}
+}
+
+// enumerateAll enumerates space s and gives every layout's index, for
+// bounding them all.
+func enumerateAll(tb testing.TB, s Space) ([]Layout, []int) {
+	tb.Helper()
+	all, err := Enumerate(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	return all, idx
 }
