@@ -365,6 +365,9 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	if _, err := New(Header{WorldSize: 1 << 20}, Options{Memory: w}); !errors.Is(err, ErrMemoryLimit) {
 		t.Errorf("2^20 ungrouped ranks within 1 GiB: %v, want ErrMemoryLimit", err)
+	} else if strings.Contains(err.Error(), "--") || !strings.Contains(err.Error(), "grouping") {
+		// A program has no flags: the advice names what it can change.
+		t.Errorf("2^20 ungrouped ranks within 1 GiB: %q names a flag or gives no advice", err)
 	}
 	s, err := New(Header{WorldSize: 1 << 20}, Options{Memory: w, Grouped: true})
 	if err != nil {
@@ -397,8 +400,8 @@ func TestMemoryBudgetPassedLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tc.end(s); !errors.Is(err, ErrMemoryLimit) || !strings.HasPrefix(err.Error(), tc.prefix) {
-			t.Errorf("%s past the budget: %v, want ErrMemoryLimit at %q", tc.name, err, tc.prefix)
+		if err := tc.end(s); !errors.Is(err, ErrMemoryLimit) || !strings.HasPrefix(err.Error(), tc.prefix) || strings.Contains(err.Error(), "--") {
+			t.Errorf("%s past the budget: %v, want ErrMemoryLimit at %q, naming no flag", tc.name, err, tc.prefix)
 		}
 		s.Close()
 	}

@@ -394,7 +394,13 @@ func defaultTracePath(history string) string {
 func runErr(stderr io.Writer, err error) int {
 	switch {
 	case errors.Is(err, memlimit.ErrLimit):
-		fmt.Fprintln(stderr, oneLine(err))
+		line := oneLine(err)
+		var le *replay.LimitError
+		if errors.As(err, &le) {
+			// The replay's advice names the flags that change it here.
+			line = strings.Replace(line, le.Error(), le.Advise("--max-memory", "--group-workers"), 1)
+		}
+		fmt.Fprintln(stderr, line)
 		return exitLimit
 	case errors.Is(err, sched.ErrInternal):
 		fmt.Fprintf(stderr, "fastsim: %s (a bug in fastsim, not in the input)\n", oneLine(err))

@@ -48,26 +48,31 @@ func (r StepRange) commandWindow(atMark []int64, total int64) (first, last int64
 	return first, last
 }
 
-// LimitError reports a replay that outgrew its memory budget.
+// LimitError reports a replay that outgrew its memory budget. Its text
+// speaks of what a program can change (the budget, grouping); a command
+// line names its own flags with Advise.
 type LimitError struct {
-	File string
-	Line int64 // the record being replayed (1: refused before the first)
-	Msg  string
+	File    string
+	Line    int64 // the record being replayed (1: refused before the first)
+	Msg     string
+	Grouped bool // the replay grouped its ranks (so grouping is no advice)
 }
 
 func (l *LimitError) Error() string {
-	return fmt.Sprintf("%s:%d: %v: %s", l.File, l.Line, memlimit.ErrLimit, l.Msg)
+	return l.Advise("the memory budget", "grouping ranks")
+}
+
+// Advise is the error's text with its advice naming budget (how the
+// budget is raised, such as a flag) and grouping (how ranks are grouped).
+func (l *LimitError) Advise(budget, grouping string) string {
+	hint := "raise " + budget + " if the machine has more"
+	if !l.Grouped {
+		hint = "with " + grouping + " the ranks that receive the same commands are simulated once; or raise " + budget
+	}
+	return fmt.Sprintf("%s:%d: %v: %s; %s", l.File, l.Line, memlimit.ErrLimit, l.Msg, hint)
 }
 
 func (l *LimitError) Unwrap() error { return memlimit.ErrLimit }
-
-// limitHint is what a LimitError suggests.
-func limitHint(grouped bool) string {
-	if grouped {
-		return "raise --max-memory if the machine has more"
-	}
-	return "with --group-workers ranks that receive the same commands are simulated once; or raise --max-memory"
-}
 
 // Result is what a replay found.
 type Result struct {

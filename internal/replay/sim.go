@@ -144,8 +144,8 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 		return nil, &history.Error{File: name, Line: 1, Err: fmt.Errorf("%w: world size %d is over the limit of %d", sched.ErrOptions, h.WorldSize, opt.MaxWorld)}
 	}
 	if lim := opt.Memory.Limit(); lim > 0 && !opt.Grouped && h.WorldSize > lim/sched.RankBytes {
-		return nil, &LimitError{File: name, Line: 1, Msg: fmt.Sprintf("%d ranks need at least %s of simulation state (%d bytes each), more than --max-memory %s; %s",
-			h.WorldSize, memlimit.Format(h.WorldSize*sched.RankBytes), sched.RankBytes, memlimit.Format(lim), limitHint(false))}
+		return nil, &LimitError{File: name, Line: 1, Msg: fmt.Sprintf("%d ranks need at least %s of simulation state (%d bytes each), more than the budget of %s",
+			h.WorldSize, memlimit.Format(h.WorldSize*sched.RankBytes), sched.RankBytes, memlimit.Format(lim))}
 	}
 	switch {
 	case opt.Mode > sched.ControllerOnly:
@@ -363,7 +363,7 @@ func (s *Sim) index(t *values.Tensor) {
 // *LimitError, otherwise the result is Partial.
 func (s *Sim) stopped(line int64) error {
 	if s.opt.Memory.Over() {
-		s.err = &LimitError{File: s.name, Line: line, Msg: fmt.Sprintf("the replay's memory passed --max-memory %s; %s", memlimit.Format(s.opt.Memory.Limit()), limitHint(s.opt.Grouped))}
+		s.err = &LimitError{File: s.name, Line: line, Msg: fmt.Sprintf("the replay's memory passed its budget of %s", memlimit.Format(s.opt.Memory.Limit())), Grouped: s.opt.Grouped}
 		return s.err
 	}
 	s.res.Partial = true
