@@ -450,8 +450,13 @@ func (s *Sim) Finish() error {
 	if err := s.noticeStop(); err != nil {
 		return err
 	}
-	s.err = s.sim.Finish()
-	return s.err
+	err := s.sim.Finish()
+	if err != nil && s.sim.Partial() {
+		// Stopped while the held Reduces were applied.
+		err = ErrStopped
+	}
+	s.err = err
+	return err
 }
 
 // stopAsked reports whether Options.Stop is closed.

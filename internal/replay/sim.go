@@ -483,6 +483,12 @@ func (s *Sim) OnStep(fn func(sched.Report)) { s.onStep = fn }
 // (a deadlock in the program, such as two sends that wait for each other).
 func (s *Sim) Finish() error {
 	err := s.eng.Finish()
+	if errors.Is(err, sched.ErrStopped) {
+		// Stopped while applying held Reduces (a run over 65,536 groups
+		// or more asks between them): what was applied is a partial
+		// replay up to the last record, as a stop within a command is.
+		return s.stopped(max(s.res.LastLine, 1))
+	}
 	if d, ok := err.(*sched.DeadlockError); ok {
 		return &history.Error{File: s.name, Line: d.Line, Err: d}
 	}
@@ -545,7 +551,7 @@ func (s *Sim) Result() *Result {
 func (s *Sim) End() (*Result, error) {
 	res := &s.res
 	if !res.Partial {
-		if err := s.Finish(); err != nil {
+		if err := s.Finish(); err != nil && !(err == ErrStopped && res.Partial) {
 			return nil, err
 		}
 	}
