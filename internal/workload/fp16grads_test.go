@@ -178,21 +178,27 @@ func TestDDPCopyBackBeforeEmbeddingSync(t *testing.T) {
 // gradients are found as the optimizer finds them: the 16-bit inputs of
 // its copies to fp32 (_to_copy, one a group). Two steps of tiny with tp
 // 1, dp 2 (PyTorch DDP's copies): pp 1, six groups a step (the embedding
-// with its positions, four layers, the final norm); pp 2, where the tied
-// word embedding's two copies keep one gradient (the same ids on both
-// stages, which the reduction between them names) for the whole run,
-// made before the first step.
+// with its positions, four layers, the final norm); pp 2, eight a step
+// (on stage 0 the word embedding, the positions and two layers; on stage
+// 1 two layers, the final norm and the tied word embedding's copy). The
+// tied copies' gradients have the same ids on both stages (the reduction
+// between them names one), so the copy dropped first, stage 0's (its
+// optimizer is written first), is deleted with the other, at stage 1's
+// drop: after its own unscale, but before the next step's first forward.
+// A gradient is told apart by its id and its stage (the first rank of
+// its records).
 func TestFP16GradsLifetime(t *testing.T) {
+	type key struct{ id, stage int64 }
 	for _, c := range []struct {
-		pp, perStep, held int
-	}{{1, 6, 0}, {2, 6, 1}} {
+		pp, perStep, late int
+	}{{1, 6, 0}, {2, 8, 1}} {
 		j := workload.Job{Model: tiny, TP: 1, PP: c.pp, DP: 2, MicroBatch: 1, GlobalBatch: 4, Schedule: workload.OneFOneB,
 			Steps: 2, HalfGradReduce: true, FP16Grads: true}
-		made := map[int64][2]int{} // id: index and step of the empty that made it
-		deleted := map[int64]int{} // id: index of its deletion
-		used := map[int64]int{}    // id: step of the optimizer's copy of it
-		copied := map[int64]int{}  // id: index of that copy
-		var unscales []int         // indexes of the unscale kernels
+		made := map[key][2]int{} // index and step of the empty that made it
+		deleted := map[key]int{} // index of its deletion
+		used := map[key]int{}    // step of the optimizer's copy of it
+		copied := map[key]int{}  // index of that copy
+		var unscales []int       // indexes of the unscale kernels
 		firstBw, firstFwd := map[int]int{}, map[int]int{}
 		step, i := 0, -1
 		allRecords(t, j, func(rec *history.Record) bool {
@@ -201,13 +207,14 @@ func TestFP16GradsLifetime(t *testing.T) {
 				step++
 				return true
 			}
+			stage := rec.Ranks[0].Offset
 			switch rec.Msg.Kind {
 			case gen.MsgCallFunction:
 				f := &rec.Msg.CallFunction
 				switch f.Function {
 				case "torch.ops.aten.empty.memory_format":
 					for _, x := range f.Result.Leaves {
-						made[x.ID] = [2]int{i, step}
+						made[key{x.ID, stage}] = [2]int{i, step}
 					}
 				case "torch.ops.aten.nll_loss_backward.default":
 					if _, ok := firstBw[step]; !ok {
@@ -219,50 +226,53 @@ func TestFP16GradsLifetime(t *testing.T) {
 					}
 				case "torch.ops.aten._to_copy.default":
 					if a := f.Args.Leaves; len(a) == 1 && a[0].Dtype == "bfloat16" && f.Result.Leaves[0].Dtype == "float32" {
-						used[a[0].ID] = step
-						copied[a[0].ID] = i
+						used[key{a[0].ID, stage}] = step
+						copied[key{a[0].ID, stage}] = i
 					}
 				case "torch.ops.aten._amp_foreach_non_finite_check_and_unscale_.default":
 					unscales = append(unscales, i)
 				}
 			case gen.MsgDeleteRefs:
 				for _, id := range rec.Msg.DeleteRefs.Refs {
-					deleted[id] = i
+					deleted[key{id, stage}] = i
 				}
 			}
 			return true
 		})
-		perStep, held := map[int]int{}, 0
+		perStep, late := map[int]int{}, map[int]int{}
 		for id, k := range used {
 			m, ok := made[id]
 			d, gone := deleted[id]
-			switch {
-			case !ok:
-				t.Errorf("pp %d: gradient %d was not made by an empty", c.pp, id)
-			case m[0] < firstFwd[0]: // made before the first step: held
-				held++
-				if gone {
-					t.Errorf("pp %d: held gradient %d deleted at record %d", c.pp, id, d)
-				}
-			default:
-				perStep[k]++
-				if m[1] != k || m[0] < firstBw[k] {
-					t.Errorf("pp %d: step %d's gradient %d made at record %d of step %d; want after the step's first backward kernel, record %d", c.pp, k, id, m[0], m[1], firstBw[k])
-				}
-				next := -1 // the first unscale after the copy
-				for _, u := range unscales {
-					if u > copied[id] {
-						next = u
-						break
-					}
-				}
-				if !gone || d < copied[id] || next < 0 || d > next {
-					t.Errorf("pp %d: step %d's gradient %d deleted %v at record %d; want after its copy to fp32, record %d, before the next unscale, record %d", c.pp, k, id, gone, d, copied[id], next)
+			if !ok {
+				t.Errorf("pp %d: gradient %v was not made by an empty", c.pp, id)
+				continue
+			}
+			perStep[k]++
+			if m[1] != k || m[0] < firstBw[k] {
+				t.Errorf("pp %d: step %d's gradient %v made at record %d of step %d; want after the step's first backward kernel, record %d", c.pp, k, id, m[0], m[1], firstBw[k])
+			}
+			next := -1 // the first unscale after the copy
+			for _, u := range unscales {
+				if u > copied[id] {
+					next = u
+					break
 				}
 			}
+			if gone && d > next && next >= 0 && id.stage == 0 && c.pp > 1 {
+				// The tied copy dropped first: deleted with the other,
+				// before the next step's first forward.
+				late[k]++
+				if f, ok := firstFwd[k+1]; ok && d > f {
+					t.Errorf("pp %d: step %d's gradient %v deleted at record %d, after the next step's first forward, record %d", c.pp, k, id, d, f)
+				}
+				continue
+			}
+			if !gone || d < copied[id] || next < 0 || d > next {
+				t.Errorf("pp %d: step %d's gradient %v deleted %v at record %d; want after its copy to fp32, record %d, before the next unscale, record %d", c.pp, k, id, gone, d, copied[id], next)
+			}
 		}
-		if held != c.held || perStep[0] != c.perStep || perStep[1] != c.perStep {
-			t.Errorf("pp %d: %d held gradients and %v made a step; want %d and %d a step", c.pp, held, perStep, c.held, c.perStep)
+		if perStep[0] != c.perStep || perStep[1] != c.perStep || late[0] != c.late || late[1] != c.late {
+			t.Errorf("pp %d: %v made and %v deleted late a step; want %d and %d a step", c.pp, perStep, late, c.perStep, c.late)
 		}
 	}
 }

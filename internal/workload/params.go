@@ -17,10 +17,14 @@ type layerW struct {
 
 	grad values.Tensor   // fp32 main gradient, flat (ZeRO < 2); 16-bit with Job.FP16Grads
 	gv   []values.Tensor // its views shaped like the matrices
-	// Job.FP16Grads: the 16-bit gradient is held for the whole run (a
-	// tied word embedding's two copies, whose ids must agree), not made at
-	// a step's first gradient and freed after the optimizer's copy to fp32.
-	held bool
+	// A tied word embedding's other copy (on the other stage): with
+	// Job.FP16Grads the copy that makes its step's 16-bit gradient second
+	// gives it the first one's ids, so that one Reduce names both
+	// (syncEmbedding).
+	tied *layerW
+	// The copy whose gradient's deletion waits for the other copy's
+	// (dropGrad): the stage that dropped it, or nil.
+	dropped *stage
 	// Job.FP16Grads: the matrices (bit k: slot k) whose gradient this
 	// step already holds; the first one of a step is taken without a
 	// kernel, later ones are added in.
@@ -135,9 +139,17 @@ func (g *generator) allocate(st *stage, w *layerW) {
 // made whole at its first matrix's gradient (the matrices' gradients come
 // within one layer's backward) or, for a group of small parameters only,
 // where it is first read.
+//
+// A tied word embedding's copy whose other copy already made this step's
+// gradient takes that gradient's ids (and its views', made in the same
+// order), as the copies' weights share theirs (allocation in write.go).
 func (g *generator) ensureGrad(st *stage, w *layerW) {
 	if !g.j.FP16Grads || w.grad.ID != 0 {
 		return
+	}
+	next := g.e.next
+	if w.tied != nil && w.tied.grad.ID != 0 {
+		g.e.next = w.tied.grad.ID
 	}
 	w.grad = g.e.tensor(bf16, w.n)
 	g.op(st, opEmpty, []any{[]int64{w.n}}, w.grad)
@@ -145,14 +157,8 @@ func (g *generator) ensureGrad(st *stage, w *layerW) {
 	for _, s := range w.shapes {
 		w.gv = append(w.gv, g.view(st, w.grad, s...))
 	}
-}
-
-// holdGrad makes group w's 16-bit gradient now and holds it for the whole
-// run (layerW.held).
-func (g *generator) holdGrad(st *stage, w *layerW) {
-	if g.j.FP16Grads {
-		g.ensureGrad(st, w)
-		w.held = true
+	if g.e.next <= next {
+		g.e.next = next
 	}
 }
 
@@ -161,11 +167,25 @@ func (g *generator) holdGrad(st *stage, w *layerW) {
 // model_param.grad = None right after each .float() copy
 // (_copy_model_grads_to_main_grads in megatron/optimizer/optimizer.py at
 // 6985e58: "Safe to deallocate model's grad/main_grad after copying"),
-// before the unscale, the norm and Adam. A held gradient (layerW.held)
-// stays.
+// before the unscale, the norm and Adam.
+//
+// A tied word embedding's two copies share their gradient's ids, and a
+// history's deletion of an id ends its definition for every rank (a later
+// mention would have to define it again): so the copy dropped first is
+// deleted with the other, at the other copy's drop. It stays through its
+// own stage's unscale, norm and Adam, not through the next step's forward
+// passes.
 func (g *generator) dropGrad(st *stage, w *layerW) {
-	if w.grad.ID == 0 || w.held {
+	if w.grad.ID == 0 || w.dropped != nil {
 		return
+	}
+	if o := w.tied; o != nil && o.grad.ID == w.grad.ID {
+		if o.dropped == nil {
+			w.dropped = st
+			return
+		}
+		g.free(o.dropped, append(o.gv, o.grad)...)
+		o.grad, o.gv, o.dropped = values.Tensor{}, o.gv[:0], nil
 	}
 	g.free(st, append(w.gv, w.grad)...)
 	w.grad, w.gv = values.Tensor{}, w.gv[:0]

@@ -266,7 +266,6 @@ func (g *generator) setup() {
 				wordIDs = g.e.next
 				st.emb = g.newGroup(0, []int64{d.vt, d.h})
 				g.allocate(st, st.emb)
-				g.holdGrad(st, st.emb)
 				st.groups = append(st.groups, st.emb)
 				if pos > 0 {
 					st.pos = g.newGroup(pos)
@@ -302,8 +301,8 @@ func (g *generator) setup() {
 				next := g.e.next
 				g.e.next = wordIDs
 				g.allocate(st, word)
-				g.holdGrad(st, word)
 				g.e.next = next
+				word.tied, g.stages[0].emb.tied = g.stages[0].emb, word
 				st.groups = append(st.groups, word)
 				st.head = g.newGroup(norm)
 				st.head.shared = word
