@@ -129,6 +129,17 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	modelFlags(fs, &s.Layers, &s.Hidden, &s.Seq, &s.Batch)
 	var tf tfFlags
 	tf.register(fs, false)
+	// A search tries every value of a dimension unless one is given: the
+	// shared flags' defaults (predict's and synth's) do not apply here.
+	for _, p := range []struct{ name, usage string }{
+		{"schedule", "transformer: search only pipeline schedule `S` (1f1b, gpipe or interleaved:V; default: each of --schedules)"},
+		{"recompute", "transformer: search only recomputation `R` (none, selective or full; default: each of --recomputes)"},
+	} {
+		f := fs.Lookup(p.name)
+		f.DefValue, f.Usage = "", p.usage
+	}
+	fs.Lookup("sequence-parallel").Usage = "transformer: search only layouts with sequence parallelism (default: off and on, --sequence-parallels)"
+	fs.Lookup("zero").Usage = "transformer: search only ZeRO stage `N` (0 to 3; default: each of --zeros)"
 	fs.StringVar(&s.Workload, "workload", search.WorkloadTransformer, "`W`: transformer, or toy (the one-weight-per-layer micro-benchmark)")
 	fs.IntVar(&s.Batch, "global-batch", 8, "the same as --batch: sequences per step over all replicas")
 	schedules := fs.String("schedules", "1f1b,interleaved:2,interleaved:4", "transformer: the pipeline schedules to search, comma-separated (--schedule S: only S)")

@@ -32,3 +32,21 @@ func TestSearchFlagValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchHelpDefaults: search tries every schedule and recomputation
+// unless one is given, so its help shows no single default for them
+// (predict's 1f1b and none), and says what it searches instead.
+func TestSearchHelpDefaults(t *testing.T) {
+	_, stdout, stderr := runCLI("search", "--help")
+	help := stdout + stderr
+	for _, bad := range []string{`(default "none")`, `(default "1f1b")`} {
+		if strings.Contains(help, bad) {
+			t.Errorf("search --help shows %s", bad)
+		}
+	}
+	for _, want := range []string{"default: each of --schedules", "default: each of --recomputes", "default: each of --zeros", "default: off and on"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("search --help lacks %q", want)
+		}
+	}
+}

@@ -117,6 +117,7 @@ type Estimate struct {
 	LaunchNs  float64
 	Known     bool // the op table has the op
 	NoKernel  bool // a view: no kernel, no cost
+	NoPeak    bool // a matrix product of a dtype the GPU has no dense peak for
 }
 
 // Ns is the estimate in whole nanoseconds, rounded up.
@@ -170,6 +171,11 @@ func (r *Roofline) Estimate(c *gen.CallFunction, name string) Estimate {
 	if row.tensorCore && len(args) > 0 {
 		if p, ok := r.peakOf(args[0].Dtype); ok {
 			peak = p * 1e3
+		} else {
+			// The CUDA cores' rate: the table knows the op, but not
+			// the GPU's rate for this dtype, so the call is counted as
+			// priced by default (CallNs).
+			e.NoPeak = true
 		}
 		eff = r.spec.GPU.GEMMEfficiency.At(e.FLOPs)
 		if b, m, n, ok := gemmOutput(row, c); ok {
@@ -275,7 +281,10 @@ func gemmOutput(row opRow, c *gen.CallFunction) (b, m, n float64, ok bool) {
 // CallNs prices a call, counting it if its op is unknown.
 func (r *Roofline) CallNs(c *gen.CallFunction, name string) int64 {
 	e := r.Estimate(c, name)
-	if !e.Known {
+	if !e.Known || e.NoPeak {
+		if e.NoPeak {
+			name += " (no dense peak for " + c.Args.Leaves[0].Dtype + ")"
+		}
 		r.unknownCalls.Add(1)
 		r.mu.Lock()
 		r.unknown[name]++

@@ -533,3 +533,25 @@ func TestMeasuredKernelNeverBeatsTheCurve(t *testing.T) {
 		t.Errorf("%.0f bytes in %.1f ns of memory time; want 5,000,000 in 4,315.7", e.Bytes, e.MemoryNs)
 	}
 }
+
+// TestNoPeakCounted: a matrix product of a dtype the GPU has no dense
+// peak for (fp8 on an A100) is priced at the CUDA cores' FP32 rate, no
+// faster than its FLOPs at vector_fp32_tflops (19.5 TFLOP/s:
+// 2·4,096³ = 137,438,953,472 FLOPs take at least 7,048,152 ns), and
+// counted as priced by default, under a name that says why.
+func TestNoPeakCounted(t *testing.T) {
+	spec, err := hardware.Preset("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRoofline(spec)
+	const dt = "float8_e4m3fn"
+	mm := call([]values.Tensor{tn(dt, 4096, 4096), tn(dt, 4096, 4096)}, "", tn(dt, 4096, 4096))
+	if got := r.CallNs(mm, "aten.mm"); got < 7_048_152 {
+		t.Errorf("fp8 mm on an A100: %d ns, faster than the CUDA cores' peak allows", got)
+	}
+	n, names := r.Unknown()
+	if n != 1 || len(names) != 1 || names[0] != "aten.mm (no dense peak for float8_e4m3fn)" {
+		t.Errorf("Unknown() = %d %v", n, names)
+	}
+}

@@ -23,6 +23,11 @@ var ErrSpec = errors.New("bad hardware spec")
 
 // Spec describes one system: its GPU, its hosts and the network between
 // them. Every field is required unless its comment says otherwise.
+//
+// Units are in the keys: _tflops is 10^12 FLOP/s, _tbps 10^12 bytes/s,
+// _gb 10^9 bytes, and _gbps 10^9 bytes/s (GB/s, not the Gb/s of a NIC's
+// datasheet: a 200 Gb/s HDR NIC is 25), _us microseconds, _ns
+// nanoseconds.
 type Spec struct {
 	// Name is the preset's name (h100-sxm) or a file's own label.
 	Name string `json:"name"`
@@ -53,8 +58,11 @@ type GPU struct {
 	// Model names the part (NVIDIA H100 SXM5 80GB).
 	Model string `json:"model"`
 	// PeakDenseTFLOPS is the dense (no sparsity) tensor-core peak per
-	// dtype: keys bf16, fp16, tf32, fp8 (where the GPU has it); fp32 is the
-	// CUDA-core (non-tensor) FP32 peak, used for float32 matmuls.
+	// dtype, in TFLOP/s: keys bf16, fp16 and fp32 (required), tf32 and fp8
+	// (where the GPU has them); fp32 is the CUDA-core (non-tensor) FP32
+	// peak, used for float32 matmuls. A product of a dtype without a peak
+	// (fp8 on a GPU without it) is priced at VectorTFLOPS and counted as
+	// priced by default.
 	PeakDenseTFLOPS map[string]float64 `json:"peak_dense_tflops"`
 	// VectorTFLOPS is the non-tensor FP32 peak, used for the arithmetic of
 	// elementwise and reduction kernels.
@@ -97,7 +105,8 @@ type Host struct {
 	// its history's gpus_per_host; this one warns of a mismatch and sets
 	// search's default.
 	GPUsPerHost int `json:"gpus_per_host"`
-	// NVLinkGBps is each GPU's NVLink bandwidth in one direction.
+	// NVLinkGBps is each GPU's NVLink bandwidth in one direction, in GB/s
+	// (bytes).
 	NVLinkGBps float64 `json:"nvlink_gbps"`
 	// NVLinkEfficiency is the fraction of it a collective's bus reaches
 	// (protocol overhead).
@@ -105,7 +114,7 @@ type Host struct {
 	// NVLinkStepLatencyUs is the latency of one ring step over NVLink, per
 	// NCCL protocol.
 	NVLinkStepLatencyUs Protocols `json:"nvlink_step_latency_us"`
-	// NVLSGBps is the bus bandwidth of an all-reduce by NVLink SHARP (NCCL's
+	// NVLSGBps is the bus bandwidth (GB/s) of an all-reduce by NVLink SHARP (NCCL's
 	// NVLS algorithm: the NVSwitch reduces), within one host; 0 when the
 	// host's switches cannot.
 	NVLSGBps float64 `json:"nvls_gbps,omitempty"`
@@ -132,15 +141,16 @@ type Host struct {
 
 // Network connects hosts.
 type Network struct {
-	// NICGBpsPerGPU is the network bandwidth per GPU in one direction; a
-	// host's NICs carry GPUsPerHost times it, shared by its GPUs.
+	// NICGBpsPerGPU is the network bandwidth per GPU in one direction, in
+	// GB/s (bytes: a 200 Gb/s NIC is 25); a host's NICs carry GPUsPerHost
+	// times it, shared by its GPUs.
 	NICGBpsPerGPU float64 `json:"nic_gbps_per_gpu"`
 	// NICEfficiency is the fraction of line rate a collective reaches.
 	NICEfficiency float64 `json:"nic_efficiency"`
 	// StepLatencyUs is the latency of one step across the network, per
 	// NCCL protocol.
 	StepLatencyUs Protocols `json:"step_latency_us"`
-	// TreeMaxGBpsPerChannel is the most bus bandwidth NCCL's tuning model
+	// TreeMaxGBpsPerChannel is the most bus bandwidth (GB/s) NCCL's tuning model
 	// grants one channel of a tree all-reduce over two hosts
 	// (perChMaxTreeBws in src/graph/tuning.cc, N2 column, by GPU
 	// generation). It decides whether NCCL's model prefers the tree to
@@ -240,6 +250,9 @@ func keyAt(err error, path ...string) error { return &keyError{path: path, err: 
 // Dtypes are the keys PeakDenseTFLOPS may hold.
 var Dtypes = []string{"bf16", "fp16", "tf32", "fp32", "fp8"}
 
+// RequiredDtypes are the keys PeakDenseTFLOPS must hold.
+var RequiredDtypes = []string{"bf16", "fp16", "fp32"}
+
 // Check validates s. An error about one value names its key ("gpu.hbm_tbps
 // is -2, ..."); Parse also gives the key's line.
 func (s *Spec) Check() error {
@@ -294,6 +307,16 @@ func (s *Spec) Check() error {
 		if err := pos("gpu.peak_dense_tflops."+k, s.GPU.PeakDenseTFLOPS[k]); err != nil {
 			// A map's key, matched exactly ("bf16", not "BF16").
 			return keyAt(errors.Unwrap(err), "gpu", "peak_dense_tflops", jsonpos.Exact(k))
+		}
+	}
+	// The dtypes a training program's matrix products take must have a
+	// peak: without one they would be priced at the CUDA cores' rate
+	// (vector_fp32_tflops), some 16 times slower on an A100, with no sign
+	// of it in the result. tf32 and fp8 are optional (float32 products
+	// use fp32; a GPU may have no fp8).
+	for _, k := range RequiredDtypes {
+		if _, ok := s.GPU.PeakDenseTFLOPS[k]; !ok {
+			return atKey("gpu.peak_dense_tflops", fmt.Errorf("%w: gpu.peak_dense_tflops has no %s (%s are required)", ErrSpec, k, strings.Join(RequiredDtypes, ", ")))
 		}
 	}
 	for _, e := range []error{

@@ -268,6 +268,7 @@ func TestCheckErrorLines(t *testing.T) {
 		{`"name": "small"`, `"name": ""`, 2, "no name"},
 		{`"bf16": 312`, `"bf8": 312`, 4, `gpu.peak_dense_tflops has "bf8"`},
 		{`"fp32": 19.5}`, `"fp32": 0}`, 4, "gpu.peak_dense_tflops.fp32 is 0"},
+		{`"fp16": 312, `, ``, 4, "gpu.peak_dense_tflops has no fp16 (bf16, fp16, fp32 are required)"},
 		{`"hbm_tbps": 2.039`, `"hbm_tbps": -2`, 7, "gpu.hbm_tbps is -2, want 1e-06 to 1e+09"},
 		// gpu.sms left out (the line emptied): blamed on "gpu", line 3.
 		{`"sms": 108,`, ``, 3, "gpu.sms is 0"},
