@@ -635,12 +635,12 @@ func (t Transformer) History() ([]byte, error) {
 // TokensPerS, ModelFLOPs (per step), TFLOPsPerGPU, MFU, PeakGiB and
 // PeakDevice (the worst device), ModelStateGiB and ActivationGiB (its
 // peak split into what it keeps at the end of a step and the rest),
+// LayerStateGiB (the transformer layers' part of ModelStateGiB, what
+// Korthikanti et al. count as parameters and optimizer state),
 // StoredActivationGiB (what the layers store for the backward), HBMGiB,
 // Fits, Groups, Commands, PassSteps, Wall, UnknownOps, and Mechanisms
 // (the mechanism flags the job ran with, as the command line spells
-// them: [] for none). One more field, LayerStateGiB (the transformer
-// layers' part of ModelStateGiB), is the API's alone: --json leaves it
-// out.
+// them: [] for none).
 type Prediction = predict.Result
 
 // Predict answers for one training layout as `fastsim predict` does: it

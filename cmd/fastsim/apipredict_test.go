@@ -111,6 +111,7 @@ func TestPredictJSONEqualsAPI(t *testing.T) {
 			{"peak_memory_gib", doc.PeakMemoryGiB, p.PeakGiB},
 			{"peak_device", doc.PeakDevice, p.PeakDevice},
 			{"model_state_gib", doc.ModelStateGiB, p.ModelStateGiB},
+			{"layer_state_gib", doc.LayerStateGiB, p.LayerStateGiB},
 			{"activation_gib", doc.ActivationGiB, p.ActivationGiB},
 			{"stored_activation_gib", doc.StoredActGiB, p.StoredActivationGiB},
 			{"hbm_gib", doc.HBMGiB, p.HBMGiB},

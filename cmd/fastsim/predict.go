@@ -32,11 +32,13 @@ controller cost, as an SPMD job runs; the step time is the second step's.
 It prints the step time, tokens/s, model TFLOP/s per GPU (Narayanan et
 al.'s count of model FLOPs: no recomputation), MFU, and the worst device's
 peak memory, split into model state (what the device keeps at the end of a
-step) and activations (the rest of its peak), and of those the part the
-transformer layers store for their backward passes (what Korthikanti et
-al. 2022's activation formulas count). --json writes the same as
+step) and activations (the rest of its peak), and of those the parts of
+the transformer layers: their parameters and optimizer state (Korthikanti
+et al. 2022's 18 bytes a parameter, without the embeddings and the output
+layer) and what they store for their backward passes (what Korthikanti et
+al.'s activation formulas count). --json writes the same as
 {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "peak_memory_gib",
-"peak_device", "model_state_gib", "activation_gib", "stored_activation_gib",
+"peak_device", "model_state_gib", "layer_state_gib", "activation_gib", "stored_activation_gib",
 "hbm_gib", "fits", ..., "mechanisms"}. Both name the mechanism flags the
 job ran with (the layout line's "mechanisms --blocking-p2p ..." or
 "mechanisms none"; JSON's "mechanisms", a list of the flags as given,
@@ -69,6 +71,7 @@ type predictJSON struct {
 	PeakMemoryGiB  float64 `json:"peak_memory_gib"`
 	PeakDevice     int64   `json:"peak_device"`
 	ModelStateGiB  float64 `json:"model_state_gib"`
+	LayerStateGiB  float64 `json:"layer_state_gib"`
 	ActivationGiB  float64 `json:"activation_gib"`
 	StoredActGiB   float64 `json:"stored_activation_gib"`
 	HBMGiB         float64 `json:"hbm_gib"`
@@ -188,7 +191,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			SeqParallel: j.SequenceParallel, Zero: j.Zero,
 			StepTimeS: r.StepTimeS, TokensPerS: r.TokensPerS, TFLOPsPerGPU: r.TFLOPsPerGPU, MFU: r.MFU,
 			ModelFLOPs: r.ModelFLOPs, PeakMemoryGiB: r.PeakGiB, PeakDevice: r.PeakDevice,
-			ModelStateGiB: r.ModelStateGiB, ActivationGiB: r.ActivationGiB, StoredActGiB: r.StoredActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
+			ModelStateGiB: r.ModelStateGiB, LayerStateGiB: r.LayerStateGiB, ActivationGiB: r.ActivationGiB, StoredActGiB: r.StoredActivationGiB, HBMGiB: r.HBMGiB, Fits: r.Fits,
 			Groups: r.Groups, Commands: r.Commands, PassSteps: r.PassSteps, WallS: r.Wall.Seconds(), UnknownOpCalls: r.UnknownOps,
 			Mechanisms: r.Mechanisms,
 		}
@@ -211,8 +214,8 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			j.Model.Name, r.World, spec.Name, j.TP, j.PP, j.DP, j.GlobalBatch, j.MicroBatch, tf.schedule, tf.recompute, j.SequenceParallel, j.Zero, mech)
 		fmt.Fprintf(stdout, "step time            %.4f s\n", r.StepTimeS)
 		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU)
-		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB, activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
-			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.ActivationGiB, r.StoredActivationGiB)
+		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB (the transformer layers' %.2f GiB), activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
+			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.LayerStateGiB, r.ActivationGiB, r.StoredActivationGiB)
 		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %s for %d GPUs, in %.2f s\n",
 			r.Commands, r.PassSteps, plural(int64(r.Groups), "group"), r.World, r.Wall.Seconds())
 		if r.UnknownOps > 0 {
