@@ -94,7 +94,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	tf.register(fs, true)
 	layers := fs.Int("layers", 0, "without --model: the GPT's layers")
 	hidden := fs.Int("hidden", 0, "without --model: the GPT's hidden size")
-	heads := fs.Int("heads", 0, "without --model: attention heads (0: hidden/64)")
+	heads := fs.Int("heads", 0, "without --model: attention heads (0: hidden/64, heads of width 64; when 64 does not divide\nhidden, the most heads up to hidden/64 that divide it: --hidden 1000 gets 10)")
 	ffn := fs.Int("ffn", 0, "without --model: MLP width (0: 4*hidden)")
 	vocab := fs.Int("vocab", 51200, "without --model: vocabulary size")
 	seq := fs.Int("seq", 2048, "without --model: tokens per sequence")
@@ -115,8 +115,14 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	case *world < 1 || *world > sched.MaxGroupedWorld:
 		fmt.Fprintf(stderr, "fastsim predict: --world %d: want 1..%d GPUs\n", *world, sched.MaxGroupedWorld)
 		return exitInput
+	case *tp < 1 || *tp > *world:
+		fmt.Fprintf(stderr, "fastsim predict: --tp %d: want 1..%d (--world)\n", *tp, *world)
+		return exitInput
+	case *pp < 1 || *pp > *world:
+		fmt.Fprintf(stderr, "fastsim predict: --pp %d: want 1..%d (--world)\n", *pp, *world)
+		return exitInput
 	// tp and pp at most the world first, so that their product cannot wrap.
-	case *tp < 1 || *tp > *world || *pp < 1 || *pp > *world || *world%(*tp**pp) != 0:
+	case *world%(*tp**pp) != 0:
 		fmt.Fprintf(stderr, "fastsim predict: --world (%d) must be a positive multiple of --tp x --pp (%d x %d)\n", *world, *tp, *pp)
 		return exitInput
 	}
@@ -151,7 +157,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		if bad := setFlags(fs, []string{"layers", "hidden", "heads", "ffn", "vocab", "seq"}); len(bad) > 0 {
-			fmt.Fprintf(stderr, "fastsim predict: %v describe a GPT: give them or --model, not both\n", bad)
+			fmt.Fprintf(stderr, "fastsim predict: %s: --model gives the transformer's shape; give the GPT's shape flags or --model, not both\n", strings.Join(bad, ", "))
 			return exitInput
 		}
 		var ok bool
@@ -220,6 +226,11 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 			r.Commands, r.PassSteps, plural(int64(r.Groups), "group"), r.World, r.Wall.Seconds())
 		if r.UnknownOps > 0 {
 			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
+		}
+		if j.TP > j.GPUsPerHost {
+			// Allowed (search keeps tp within a host unless --max-tp
+			// says otherwise), but rarely meant.
+			fmt.Fprintf(stdout, "note                 a tensor-parallel group of %d spans hosts of %d GPUs: its collectives cross the network\n", j.TP, j.GPUsPerHost)
 		}
 	}
 	return exitOK

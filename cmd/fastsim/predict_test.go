@@ -70,8 +70,8 @@ func TestPredictMeshFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--world", "8", "--tp", "4294967296", "--pp", "4294967296"}, "fastsim predict: --world (8) must be a positive multiple of --tp x --pp"},
-		{[]string{"--world", "8", "--tp", "4611686018427387904", "--pp", "4"}, "fastsim predict: --world (8) must be a positive multiple of --tp x --pp"},
+		{[]string{"--world", "8", "--tp", "4294967296", "--pp", "4294967296"}, "fastsim predict: --tp 4294967296: want 1..8 (--world)"},
+		{[]string{"--world", "8", "--tp", "4611686018427387904", "--pp", "4"}, "fastsim predict: --tp 4611686018427387904: want 1..8 (--world)"},
 		{[]string{"--world", "1099511627776"}, "fastsim predict: --world 1099511627776: want 1..16777216 GPUs"},
 		{nil, "fastsim predict: --world is required"},
 	} {
@@ -120,6 +120,24 @@ func TestPredictMechanisms(t *testing.T) {
 		}
 		if p.Mechanisms == nil || !slices.Equal(p.Mechanisms, c.json) {
 			t.Errorf("%q: JSON mechanisms %#v, want %#v", c.flags, p.Mechanisms, c.json)
+		}
+	}
+}
+
+// TestPredictNotesTPAcrossHosts: a tensor-parallel group larger than a
+// host (8 GPUs on a100-80gb) is predicted, with a note that says so; one
+// within a host gets none.
+func TestPredictNotesTPAcrossHosts(t *testing.T) {
+	for _, c := range []struct {
+		tp   string
+		note bool
+	}{{"16", true}, {"8", false}} {
+		code, stdout, stderr := runCLI("predict", "--layers", "2", "--hidden", "1024", "--seq", "256", "--world", "16", "--tp", c.tp, "--global-batch", "2")
+		if code != exitOK {
+			t.Fatalf("tp %s: exit %d: %s", c.tp, code, stderr)
+		}
+		if got := strings.Contains(stdout, "a tensor-parallel group of 16 spans hosts of 8 GPUs"); got != c.note {
+			t.Errorf("tp %s: note %v, want %v:\n%s", c.tp, got, c.note, stdout)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	zeros := fs.String("zeros", "0,1,2,3", "transformer: the ZeRO stages to search (--zero N: only N); above 0 needs dp > 1")
 	maxTP := fs.Int("max-tp", 0, "transformer: tp at most `T` (0: the GPUs of a host, a tensor-parallel group within a host)")
 	noPrune := fs.Bool("no-prune", false, "transformer: simulate every layout; without it, layouts whose memory bound exceeds a GPU\nor whose step-time bound exceeds the best step so far are not simulated")
-	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64)")
+	heads := fs.Int("heads", 0, "transformer without --model: attention heads (0: hidden/64, heads of width 64; when 64 does not\ndivide hidden, the most heads up to hidden/64 that divide it: --hidden 1000 gets 10)")
 	vocab := fs.Int("vocab", 51200, "transformer without --model: vocabulary size")
 	fs.Int64Var(&s.World, "world", 0, "number of GPUs (required)")
 	fs.IntVar(&s.GPUsPerHost, "gpus-per-host", 8, "GPUs per host: transfers within a host use the intra-host link\n(with --hardware, the spec's unless given)")

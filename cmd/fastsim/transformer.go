@@ -125,6 +125,22 @@ func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, 
 	}
 	j.HalfGradReduce, j.FuseGradAccumulation, j.NoScatterGather, j.BlockingP2P = f.halfGrad, f.fuseGrad, f.noSG, f.blockingP2P
 	j.FP32CrossEntropy, j.ApexLayerNorm, j.FP16Grads = f.fp32CE, f.apexLN, f.fp16Grads
+	// The flags' own combinations, named as flags (Job.Check, below,
+	// words them for a program that set the fields).
+	switch {
+	case f.zero < 0 || f.zero > 3:
+		fmt.Fprintf(stderr, "fastsim %s: --zero %d: want 0, 1, 2 or 3\n", cmd, f.zero)
+		return j, false
+	case f.fp16Grads && (f.zero != 0 || f.fuseGrad):
+		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran with ZeRO 0 and without gradient accumulation fusion; drop --zero or --fuse-grad-accumulation\n", cmd)
+		return j, false
+	case f.fp16Grads && !f.halfGrad:
+		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: its 16-bit gradients are reduced in 16 bits; give --half-grad-reduce with it\n", cmd)
+		return j, false
+	case j.GradReduce == workload.GradAfterBackward && f.zero != 0:
+		fmt.Fprintf(stderr, "fastsim %s: --grad-reduce after-backward is Megatron-LM's local DDP, which has no ZeRO; drop --zero %d\n", cmd, f.zero)
+		return j, false
+	}
 	if err := j.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 		return j, false

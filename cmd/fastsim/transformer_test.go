@@ -43,12 +43,13 @@ func TestSynthModelCLI(t *testing.T) {
 		{[]string{"synth", "--schedule", "gpipe", out}, "--schedule"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--schedule", "pipedream", out}, "--schedule"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--recompute", "some", out}, "--recompute"},
-		{[]string{"synth", "--model", "megatron-1.7b", "--zero", "4", out}, "zero stage 4"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--zero", "4", out}, "--zero 4: want 0, 1, 2 or 3"},
 		{[]string{"synth", "--model", "nope", out}, "--model"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "5", out}, "tp 5"},
-		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--zero", "1", "--fp16-grads", out}, "16-bit gradients"},
-		{[]string{"synth", "--model", "megatron-1.7b", "--fuse-grad-accumulation", "--fp16-grads", out}, "16-bit gradients"},
-		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--fp16-grads", out}, "reduced in 16 bits"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--zero", "1", "--fp16-grads", out}, "--fp16-grads: Megatron-LM's fp16 optimizer"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--fuse-grad-accumulation", "--fp16-grads", out}, "drop --zero or --fuse-grad-accumulation"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--grad-reduce", "after-backward", "--zero", "2", out}, "--grad-reduce after-backward is Megatron-LM's local DDP"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--fp16-grads", out}, "--fp16-grads: its 16-bit gradients are reduced in 16 bits; give --half-grad-reduce"},
 		{[]string{"synth", "--model", "toy", "--fp16-grads", out}, "--fp16-grads"},
 	} {
 		se.Reset()

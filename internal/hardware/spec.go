@@ -265,6 +265,13 @@ func (s *Spec) Check() error {
 		}
 		return nil
 	}
+	// count checks a whole number of things.
+	count := func(name string, v, most int) error {
+		if v < 1 || v > most {
+			return atKey(name, fmt.Errorf("%w: %s is %d, want 1 to %d", ErrSpec, name, v, most))
+		}
+		return nil
+	}
 	frac := func(name string, v float64) error {
 		if !(v > 0) || v > 1 {
 			return atKey(name, fmt.Errorf("%w: %s is %g, want a fraction in (0, 1]", ErrSpec, name, v))
@@ -323,10 +330,10 @@ func (s *Spec) Check() error {
 		pos("gpu.vector_fp32_tflops", s.GPU.VectorTFLOPS),
 		pos("gpu.hbm_gb", s.GPU.HBMGB),
 		pos("gpu.hbm_tbps", s.GPU.HBMTBps),
-		pos("gpu.sms", float64(s.GPU.SMs)),
+		count("gpu.sms", s.GPU.SMs, 1<<20),
 		s.GPU.GEMMEfficiency.check("gpu.gemm_efficiency"),
 		s.GPU.MemoryEfficiency.check("gpu.memory_efficiency"),
-		pos("host.gpus_per_host", float64(s.Host.GPUsPerHost)),
+		count("host.gpus_per_host", s.Host.GPUsPerHost, 65536),
 		pos("host.nvlink_gbps", s.Host.NVLinkGBps),
 		frac("host.nvlink_efficiency", s.Host.NVLinkEfficiency),
 		pos("network.nic_gbps_per_gpu", s.Network.NICGBpsPerGPU),
@@ -381,9 +388,6 @@ func (s *Spec) Check() error {
 			}
 		}
 	}
-	if s.Host.GPUsPerHost > 1<<16 {
-		return atKey("host.gpus_per_host", fmt.Errorf("%w: host.gpus_per_host is %d, over 65536", ErrSpec, s.Host.GPUsPerHost))
-	}
 	return nil
 }
 
@@ -431,7 +435,7 @@ func decode(data []byte) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %v", ErrSpec, err)}
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrSpec, jsonpos.Describe(err))}
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {

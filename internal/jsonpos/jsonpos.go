@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -68,6 +69,54 @@ func Line(data []byte, err error) int {
 		}
 	}
 	return 1
+}
+
+// Has reports whether data's JSON object holds the key at path.
+func Has(data []byte, path ...string) bool {
+	_, ok := keyOffset(json.NewDecoder(bytes.NewReader(data)), path)
+	return ok
+}
+
+// Describe words a decoding error for a file's reader: a value of the
+// wrong type by its key and the kinds found and wanted ("layers is a JSON
+// string, want a number"), not by the Go type it was read into; other
+// errors without encoding/json's "json: " prefix.
+func Describe(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := "a value of another kind"
+		if te.Type != nil {
+			switch te.Type.Kind() {
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				want = "a whole number"
+			case reflect.Float32, reflect.Float64:
+				want = "a number"
+			case reflect.String:
+				want = "a string"
+			case reflect.Bool:
+				want = "true or false"
+			case reflect.Struct, reflect.Map:
+				want = "an object"
+			case reflect.Slice, reflect.Array:
+				want = "an array"
+			}
+		}
+		if te.Field == "" {
+			return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
+		}
+		return fmt.Sprintf("%s is %s, want %s", te.Field, article(te.Value), want)
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// article puts "a" or "an" before a JSON kind as encoding/json names it
+// ("array", "number 1.5", "string").
+func article(v string) string {
+	if v != "" && strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
 }
 
 // lineAt is the line holding the byte before offset: a decoder reports an

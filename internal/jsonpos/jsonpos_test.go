@@ -150,3 +150,40 @@ func TestKeyArray(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribe: a value of the wrong type is worded by its key and the
+// JSON kinds found and wanted, never by the Go type it was read into.
+func TestDescribe(t *testing.T) {
+	type inner struct {
+		N int     `json:"n"`
+		F float64 `json:"f"`
+	}
+	type doc struct {
+		Layers int      `json:"layers"`
+		Name   string   `json:"name"`
+		In     inner    `json:"in"`
+		List   []string `json:"list"`
+	}
+	for _, c := range []struct{ text, want string }{
+		{`{"layers": "4"}`, "layers is a string, want a whole number"},
+		{`{"name": 4}`, "name is a number, want a string"},
+		{`{"in": {"f": true}}`, "in.f is a bool, want a number"},
+		{`{"list": {}}`, "list is an object, want an array"},
+		{`[1, 2]`, "the JSON value is an array, want an object"},
+	} {
+		var d doc
+		err := json.Unmarshal([]byte(c.text), &d)
+		if err == nil {
+			t.Fatalf("%s: decoded", c.text)
+		}
+		if got := Describe(err); got != c.want {
+			t.Errorf("%s: %q, want %q", c.text, got, c.want)
+		}
+	}
+	if got := Describe(errors.New("json: unknown field \"x\"")); got != `unknown field "x"` {
+		t.Errorf("other errors: %q", got)
+	}
+	if !Has([]byte(`{"a": {"b": 1}}`), "a", "b") || Has([]byte(`{"a": {"c": 1}}`), "a", "b") {
+		t.Error("Has")
+	}
+}

@@ -131,7 +131,7 @@ func ParseModel(data []byte) (Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return Model{}, fmt.Errorf("%d: %w: %v", jsonpos.Line(data, err), ErrModel, err)
+		return Model{}, fmt.Errorf("%d: %w: %s", jsonpos.Line(data, err), ErrModel, jsonpos.Describe(err))
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
@@ -141,6 +141,10 @@ func ParseModel(data []byte) (Model, error) {
 		m.Dtype = "bfloat16"
 	}
 	if key, err := m.check(); err != nil {
+		if !jsonpos.Has(data, key) {
+			// A key left out reads as 0: say so.
+			return Model{}, fmt.Errorf("%d: %w (the file gives no %q)", jsonpos.Key(data, key), err, key)
+		}
 		return Model{}, fmt.Errorf("%d: %w", jsonpos.Key(data, key), err)
 	}
 	return m, nil

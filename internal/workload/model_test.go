@@ -69,9 +69,11 @@ func TestModelFile(t *testing.T) {
 		{"{\"name\":\"x\",\n\"layers\":2,\n\"hiden\":64}", ":3: bad model"},
 		// A value of the wrong type is reported on its own line, not at the
 		// end of the object; text after the object is an error, on its line.
-		{"{\"name\":\"x\",\n\"layers\":\"2\",\n\"hidden\":64,\n\"heads\":4,\"vocab\":8,\"seq\":8}", ":2: bad model: json: cannot unmarshal string"},
+		{"{\"name\":\"x\",\n\"layers\":\"2\",\n\"hidden\":64,\n\"heads\":4,\"vocab\":8,\"seq\":8}", ":2: bad model: layers is a string, want a whole number"},
 		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":8,\"seq\":8}\n\n{}", ":3: bad model: trailing data"},
 		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":3,\"vocab\":8,\"seq\":8}", ":1: bad model: hidden 64 does not split into 3 heads"},
+		// A key left out reads as 0, and the message says it was left out.
+		{"{\"name\":\"x\",\"hidden\":64,\"heads\":4,\"vocab\":8,\"seq\":8}", ":1: bad model: layers is 0, want 1 to 65536 (the file gives no \"layers\")"},
 		{"{\"name\":\"x\",\"layers\":2,\"hidden\":64,\"heads\":4,\"vocab\":8,\"seq\":8,\"dtype\":\"float16\"}", "only bfloat16"},
 	} {
 		p := filepath.Join(dir, "m.json")
