@@ -113,16 +113,12 @@ var misses = map[string]float64{
 }
 
 // maeBound is the step-time mean absolute error held today when it is
-// above maeTarget; 0 now that the target is met: with memory-bound
-// kernels at their measured BabelStream bandwidth (and small ones slowed
-// by the DRAM latency, Little's law), the four Korthikanti step times
-// (+2.6, -0.7, -0.1, -2.8%) and the 7.5B row's implied step time (142 /
-// 157.37 - 1 = -9.8%) average 3.18%, the four Korthikanti ones alone
-// 1.54%; with -args -all-points the 145.6B row (+2.3% TFLOP/s, the step
-// 2.2% short) makes it 3.02% over six values.
+// above maeTarget; 0 since the target is met (bench/VALIDATION.md's
+// predictions table gives today's errors and their mean; the test logs
+// them).
 const maeBound = 0
 
-var allPoints = flag.Bool("all-points", false, "also predict the development points of more than 1024 GPUs (minutes each)")
+var allPoints = flag.Bool("all-points", false, "also predict the points of more than 1024 GPUs (seconds each)")
 
 // stepErrorPct is a comparison's error as a step-time error: the step
 // time's own, or for a throughput (TFLOP/s per GPU) the step time it
