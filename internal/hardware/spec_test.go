@@ -27,7 +27,8 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		// Every preset cites the sources of its figures.
 		for _, k := range []string{"gpu.peak_dense_tflops", "gpu.hbm", "gpu.gemm_efficiency", "gpu.memory_efficiency",
 			"gpu.launch_overhead_ns", "host.nvlink_gbps", "host.nvlink_efficiency", "network.nic_gbps_per_gpu",
-			"network.nic_efficiency", "network.step_latency_us", "host.nvlink_step_latency_us"} {
+			"network.nic_efficiency", "network.step_latency_us", "host.nvlink_step_latency_us",
+			"gpu.vector_fp32_tflops", "host.gpus_per_host"} {
 			if s.Sources[k] == "" {
 				t.Errorf("%s: no source for %s", name, k)
 			}
