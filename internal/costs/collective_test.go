@@ -184,7 +184,7 @@ func TestBusBandwidthAgainstNCCLTests(t *testing.T) {
 	// (oracle-japan/ocitutorials,
 	// content/hpc/benchmark/run-nccltests-ubuntu/index.md, commit
 	// 4011426). Two hosts are NCCL's ring, at most the hosts' NIC total
-	// (8 × 23.5 = 188 GB/s; "Model change: rings across hosts" in
+	// (8 × 24 = 192 GB/s; "Model change: rings across hosts" in
 	// bench/COLLECTIVES.md).
 	a40, err := hardware.Preset("a100-40gb")
 	if err != nil {
@@ -304,39 +304,39 @@ func TestNVLSPipelineByHand(t *testing.T) {
 // host NICs carry what one rank sends; over two hosts its tuning model
 // prefers the tree only where a channel's NIC is slow (twoHostTreeFirst).
 // By hand, 2 hosts × 8 A100 (a100-80gb: NVLink 300 × 0.7833 = 234.99
-// GB/s, NIC 25 × 0.94 = 23.5 GB/s per GPU), 1 GiB:
+// GB/s, NIC 25 × 0.96 = 24 GB/s per GPU), 1 GiB:
 //
 //   - all-reduce, ring Simple: the NIC term 2·15/16·2^30/8 B =
-//     251,658,240 B at 23.5 GB/s = 10,708,861.3 ns exceeds the NVLink
+//     251,658,240 B at 24 GB/s = 10,485,760 ns exceeds the NVLink
 //     term (7/8·2·15/16·2^30 / 234.99 = 7,496,522 ns); latency (8.4 +
-//     28 × 3.4 + 2 × 9.6) × 1.9 = 233.32 µs; 10,942,181.3 -> 10,942,182
-//     ns (bus bandwidth 183.99 GB/s). The tree is not preferred: per
+//     28 × 3.4 + 2 × 9.6) × 1.9 = 233.32 µs; 10,719,080 ns (bus
+//     bandwidth 1.875 × 2^30 / 10,719,080 = 187.82 GB/s). The tree is not preferred: per
 //     channel 0.5 × min(0.92 × 2 × 25, 23.6) = 11.8 against the ring's
 //     25 × 16/30 = 13.33;
-//   - all-gather, ring Simple: 15/16·2^30/8 = 125,829,120 B at 23.5 =
-//     5,354,430.6 ns, latency 8.4 + 14 × 3.4 + 9.6 = 65.6 µs: 5,420,031
-//     ns (185.72 GB/s);
-//   - with p4de's EFA (6.25 GB/s per GPU, 5.875 at 0.94) the tree is
+//   - all-gather, ring Simple: 15/16·2^30/8 = 125,829,120 B at 24 =
+//     5,242,880 ns, latency 8.4 + 14 × 3.4 + 9.6 = 65.6 µs: 5,308,480
+//     ns (189.63 GB/s);
+//   - with EFA's 6.25 GB/s per GPU (6.0 at this preset's 0.96) the tree is
 //     preferred (0.5 × min(11.5, 23.6) = 5.75 against 3.33), and the
 //     all-reduce takes the hierarchical form: each GPU sends 2^30/8 B
-//     over the network, 134,217,728 / 5.875 = 22,845,570.7 ns, plus the
-//     same 233.32 µs: 23,078,890.7 -> 23,078,891 ns.
+//     over the network, 134,217,728 / 6.0 = 22,369,621.3 ns, plus the
+//     same 233.32 µs: 22,602,941.3 -> 22,602,942 ns.
 func TestRingAcrossHostsByHand(t *testing.T) {
 	s, err := hardware.Preset("a100-80gb")
 	if err != nil {
 		t.Fatal(err)
 	}
 	two := Placement{Ranks: 16, Hosts: 2, MaxPerHost: 8}
-	if got := HardwareCollectiveNs(s, AllReduce, 1<<30, two); got != 10_942_182 {
-		t.Errorf("all-reduce: %d ns, want 10,942,182", got)
+	if got := HardwareCollectiveNs(s, AllReduce, 1<<30, two); got != 10_719_080 {
+		t.Errorf("all-reduce: %d ns, want 10,719,080", got)
 	}
-	if got := HardwareCollectiveNs(s, AllGather, 1<<30, two); got != 5_420_031 {
-		t.Errorf("all-gather: %d ns, want 5,420,031", got)
+	if got := HardwareCollectiveNs(s, AllGather, 1<<30, two); got != 5_308_480 {
+		t.Errorf("all-gather: %d ns, want 5,308,480", got)
 	}
 	efa := *s
 	efa.Network.NICGBpsPerGPU = 6.25
-	if got := HardwareCollectiveNs(&efa, AllReduce, 1<<30, two); got != 23_078_891 {
-		t.Errorf("all-reduce, EFA: %d ns, want 23,078,891", got)
+	if got := HardwareCollectiveNs(&efa, AllReduce, 1<<30, two); got != 22_602_942 {
+		t.Errorf("all-reduce, EFA: %d ns, want 22,602,942", got)
 	}
 	if twoHostTreeFirst(&s.Network, 16) || !twoHostTreeFirst(&efa.Network, 16) {
 		t.Error("tree preference: want the ring on HDR, the tree on EFA")

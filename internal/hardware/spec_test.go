@@ -27,7 +27,8 @@ func TestPresetsLoadAndCite(t *testing.T) {
 		// Every preset cites the sources of its figures.
 		for _, k := range []string{"gpu.peak_dense_tflops", "gpu.hbm", "gpu.gemm_efficiency", "gpu.memory_efficiency",
 			"gpu.launch_overhead_ns", "host.nvlink_gbps", "host.nvlink_efficiency", "network.nic_gbps_per_gpu",
-			"network.nic_efficiency", "network.step_latency_us", "host.nvlink_step_latency_us"} {
+			"network.nic_efficiency", "network.step_latency_us", "host.nvlink_step_latency_us",
+			"gpu.vector_fp32_tflops", "host.gpus_per_host"} {
 			if s.Sources[k] == "" {
 				t.Errorf("%s: no source for %s", name, k)
 			}
@@ -54,19 +55,21 @@ func TestPresetsLoadAndCite(t *testing.T) {
 }
 
 // Datasheet figures the presets must carry, as published (see each
-// preset's sources).
+// preset's sources); the memory capacity is the total global memory the
+// driver reports, in 10^9 bytes (deviceQuery's bytes, or PyTorch's
+// total_memory in MiB x 2^20 where only that was found).
 func TestPresetFigures(t *testing.T) {
 	cases := []struct {
 		name            string
 		bf16, fp8, hbm  float64
 		tbps, nvlinkGBs float64
 	}{
-		{"a100-40gb", 312, 0, 40, 1.555, 300},
-		{"a100-80gb", 312, 0, 80, 2.039, 300},
-		{"aws-p4de", 312, 0, 80, 2.039, 300},
-		{"h100-sxm", 989.4, 1978.9, 80, 3.35, 450},
-		{"h200", 989.4, 1978.9, 141, 4.8, 450},
-		{"b200", 2250, 4500, 192, 8.0, 900},
+		{"a100-40gb", 312, 0, 42.406, 1.555, 300},      // deviceQuery 42,405,855,232 bytes
+		{"a100-80gb", 312, 0, 85.1, 2.039, 300},        // deviceQuery 85,100,068,864 bytes
+		{"aws-p4de", 312, 0, 85.1, 2.039, 300},         // the same A100-SXM4-80GB
+		{"h100-sxm", 989.4, 1978.9, 85.045, 3.35, 450}, // deviceQuery 85,045,477,376 bytes
+		{"h200", 989.4, 1978.9, 150.11, 4.8, 450},      // 143,156 MiB = 150,109,945,856 bytes
+		{"b200", 2250, 4500, 191.514, 8.0, 900},        // 182,642 MiB = 191,514,017,792 bytes
 	}
 	for _, c := range cases {
 		s, err := Preset(c.name)
@@ -194,7 +197,7 @@ func TestLoadErrorLines(t *testing.T) {
 }
 
 func TestLoad(t *testing.T) {
-	if s, err := Load("a100-80gb"); err != nil || s.GPU.HBMGB != 80 {
+	if s, err := Load("a100-80gb"); err != nil || s.GPU.HBMGB != 85.1 {
 		t.Fatalf("Load(preset) = %v, %v", s, err)
 	}
 	data, _ := PresetJSON("h200")
