@@ -2,6 +2,7 @@ package workload
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/fastsim/fastsim/gen"
@@ -298,7 +299,30 @@ func (e *emitter) flushDel() {
 	m.Extra.Reset()
 	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
 	e.delRefs = e.delRefs[:0]
+	// Pending deletes are flushed by the next message, which may be one
+	// write2 sends to more ranks: they go to their own ranks only.
+	extra := e.extra
+	e.extra = nil
 	e.write(e.delRanks)
+	e.extra = extra
+}
+
+// del2 deletes ts on the ranks of a and b in one record: a tensor both
+// hold under one id (a tied embedding's copies) must end in one
+// DeleteRefs, since a history's deletion of an id ends it on every rank.
+func (e *emitter) del2(a, b values.Slice, ts ...values.Tensor) {
+	e.flushDel()
+	e.del(a, ts...)
+	e.delRefs = slices.DeleteFunc(e.delRefs, func(id int64) bool { return id == 0 })
+	if len(e.delRefs) == 0 {
+		return
+	}
+	m := &e.rec.Msg
+	m.Kind, m.TypeName = gen.MsgDeleteRefs, "DeleteRefs"
+	m.Extra.Reset()
+	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
+	e.delRefs = e.delRefs[:0]
+	e.write2(func() { e.write(a) }, b)
 }
 
 // The mesh dimensions a collective reduces over.

@@ -184,8 +184,11 @@ func (g *generator) dropGrad(st *stage, w *layerW) {
 			w.dropped = st
 			return
 		}
-		g.free(o.dropped, append(o.gv, o.grad)...)
+		// The same ids on both stages: one record deletes them on both.
+		g.e.del2(o.dropped.all, st.all, append(w.gv, w.grad)...)
 		o.grad, o.gv, o.dropped = values.Tensor{}, o.gv[:0], nil
+		w.grad, w.gv = values.Tensor{}, w.gv[:0]
+		return
 	}
 	g.free(st, append(w.gv, w.grad)...)
 	w.grad, w.gv = values.Tensor{}, w.gv[:0]

@@ -439,12 +439,12 @@ func (g *generator) syncEmbedding() {
 		}
 		g.e.reduceEach(pairs, dimPP, streamComm, res, local, "sum", false)
 	}
-	g.e.del(first.all, res)
-	g.e.del(last.all, res)
+	// One id names the result (and the lent gradient) on both stages: one
+	// record deletes it on both (del2).
+	g.e.del2(first.all, last.all, res)
 	if z < 2 {
 		g.e.write2(func() { g.e.borrowLastUse(first.all, id) }, last.all)
-		g.e.del(first.all, local)
-		g.e.del(last.all, local)
+		g.e.del2(first.all, last.all, local)
 		g.e.write2(func() { g.e.borrowDrop(first.all, id) }, last.all)
 	}
 }
