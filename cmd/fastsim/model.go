@@ -141,7 +141,7 @@ func hardwareCmd(args []string, stdout, stderr io.Writer) int {
 				return exitError
 			}
 			g := s.GPU
-			fmt.Fprintf(stdout, "%-10s  bf16 %6g TFLOP/s  HBM %3g GB at %.3f TB/s  NVLink %3g GB/s and NIC %4g GB/s per GPU each way\n            %s\n",
+			fmt.Fprintf(stdout, "%-10s  bf16 %6g TFLOP/s  HBM %5.1f GB at %.3f TB/s  NVLink %3g GB/s and NIC %4g GB/s per GPU each way\n            %s\n",
 				name, g.PeakDenseTFLOPS["bf16"], g.HBMGB, g.HBMTBps, s.Host.NVLinkGBps, s.Network.NICGBpsPerGPU, s.Description)
 		}
 		return exitOK

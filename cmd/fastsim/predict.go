@@ -227,10 +227,13 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		if r.UnknownOps > 0 {
 			fmt.Fprintf(stdout, "warning              %d calls priced by the hardware model's default (unknown ops)\n", r.UnknownOps)
 		}
-		if j.TP > j.GPUsPerHost {
-			// Allowed (search keeps tp within a host unless --max-tp
-			// says otherwise), but rarely meant.
+		switch {
+		// Allowed (search keeps tp within a host unless --max-tp says
+		// otherwise), but rarely meant.
+		case j.TP > j.GPUsPerHost:
 			fmt.Fprintf(stdout, "note                 a tensor-parallel group of %d spans hosts of %d GPUs: its collectives cross the network\n", j.TP, j.GPUsPerHost)
+		case j.GPUsPerHost%j.TP != 0:
+			fmt.Fprintf(stdout, "note                 tensor-parallel groups of %d do not tile hosts of %d GPUs: some straddle two hosts, and their collectives cross the network\n", j.TP, j.GPUsPerHost)
 		}
 	}
 	return exitOK

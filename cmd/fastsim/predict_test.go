@@ -125,19 +125,25 @@ func TestPredictMechanisms(t *testing.T) {
 }
 
 // TestPredictNotesTPAcrossHosts: a tensor-parallel group larger than a
-// host (8 GPUs on a100-80gb) is predicted, with a note that says so; one
-// within a host gets none.
+// host (8 GPUs on a100-80gb), or groups that do not tile a host, are
+// predicted with a note that says so; groups within hosts get none.
 func TestPredictNotesTPAcrossHosts(t *testing.T) {
 	for _, c := range []struct {
-		tp   string
-		note bool
-	}{{"16", true}, {"8", false}} {
-		code, stdout, stderr := runCLI("predict", "--layers", "2", "--hidden", "1024", "--seq", "256", "--world", "16", "--tp", c.tp, "--global-batch", "2")
+		tp, world, note string
+	}{
+		{"16", "16", "a tensor-parallel group of 16 spans hosts of 8 GPUs"},
+		// Ranks 6-8 form a group across the first two hosts.
+		{"3", "24", "tensor-parallel groups of 3 do not tile hosts of 8 GPUs"},
+		{"8", "16", ""},
+		{"4", "16", ""},
+	} {
+		code, stdout, stderr := runCLI("predict", "--layers", "2", "--hidden", "3072", "--heads", "48", "--seq", "256", "--world", c.world, "--tp", c.tp, "--global-batch", "16")
 		if code != exitOK {
 			t.Fatalf("tp %s: exit %d: %s", c.tp, code, stderr)
 		}
-		if got := strings.Contains(stdout, "a tensor-parallel group of 16 spans hosts of 8 GPUs"); got != c.note {
-			t.Errorf("tp %s: note %v, want %v:\n%s", c.tp, got, c.note, stdout)
+		got := strings.Contains(stdout, "note ")
+		if got != (c.note != "") || c.note != "" && !strings.Contains(stdout, c.note) {
+			t.Errorf("tp %s: want note %q:\n%s", c.tp, c.note, stdout)
 		}
 	}
 }

@@ -131,8 +131,11 @@ func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, 
 	case f.zero < 0 || f.zero > 3:
 		fmt.Fprintf(stderr, "fastsim %s: --zero %d: want 0, 1, 2 or 3\n", cmd, f.zero)
 		return j, false
-	case f.fp16Grads && (f.zero != 0 || f.fuseGrad):
-		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran with ZeRO 0 and without gradient accumulation fusion; drop --zero or --fuse-grad-accumulation\n", cmd)
+	case f.fp16Grads && f.zero != 0:
+		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran without ZeRO; drop --zero %d\n", cmd, f.zero)
+		return j, false
+	case f.fp16Grads && f.fuseGrad:
+		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran without gradient accumulation fusion; drop --fuse-grad-accumulation\n", cmd)
 		return j, false
 	case f.fp16Grads && !f.halfGrad:
 		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: its 16-bit gradients are reduced in 16 bits; give --half-grad-reduce with it\n", cmd)

@@ -406,6 +406,10 @@ func Parse(data []byte) (*Spec, error) {
 		line := 1
 		if ke := (*keyError)(nil); errors.As(err, &ke) {
 			line = keyLine(data, ke.path)
+			if !jsonpos.Has(data, ke.path...) {
+				// A key left out reads as 0: say so.
+				err = fmt.Errorf("%w (the file gives no %q)", err, strings.Join(ke.path, "."))
+			}
 		}
 		return nil, &jsonpos.Error{Line: line, Err: err}
 	}

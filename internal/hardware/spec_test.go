@@ -274,7 +274,7 @@ func TestCheckErrorLines(t *testing.T) {
 		{`"fp16": 312, `, ``, 4, "gpu.peak_dense_tflops has no fp16 (bf16, fp16, fp32 are required)"},
 		{`"hbm_tbps": 2.039`, `"hbm_tbps": -2`, 7, "gpu.hbm_tbps is -2, want 1e-06 to 1e+09"},
 		// gpu.sms left out (the line emptied): blamed on "gpu", line 3.
-		{`"sms": 108,`, ``, 3, "gpu.sms is 0, want 1 to 1048576"},
+		{`"sms": 108,`, ``, 3, `gpu.sms is 0, want 1 to 1048576 (the file gives no "gpu.sms")`},
 		{`"gpus_per_host": 8`, `"gpus_per_host": 70000`, 18, "host.gpus_per_host is 70000, want 1 to 65536"},
 		// The second point of gemm_efficiency opens on line 11, its
 		// efficiency on line 12.

@@ -277,7 +277,7 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	s.res.Kinds[rec.Msg.Kind]++
 	s.res.LastLine = line
 	if s.opt.Strict && rec.Msg.Kind == gen.MsgUnknown {
-		s.err = &history.Error{File: s.name, Line: line, Err: fmt.Errorf("%w %q (--strict)", ErrUnknownType, rec.Msg.TypeName)}
+		s.err = &history.Error{File: s.name, Line: line, Err: fmt.Errorf("%w %q (strict: a message type this replay does not know is an error)", ErrUnknownType, rec.Msg.TypeName)}
 		return s.err
 	}
 	if reg == nil {
