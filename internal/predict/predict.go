@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -103,7 +104,10 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model, func(o *replay.Options) { o.Progress = progress })
+	// With a second core the workload is written on a goroutine of its
+	// own while the replay runs (workload.EmitStatsPiped): the same
+	// records, in the same order, so the same result.
+	res, stats, err := replayJob(ctx, j, model, runtime.GOMAXPROCS(0) > 1, func(o *replay.Options) { o.Progress = progress })
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,10 +154,11 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 }
 
 // replayJob replays j's history as the workload produces it, typed, with
-// no text in between.
+// no text in between; piped, the workload is written on a goroutine of
+// its own (workload.EmitStatsPiped).
 // edit, when set, changes the replay's options (the tests' variants, a
 // progress callback).
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped bool, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
 		return nil, workload.Stats{}, err
@@ -165,7 +170,11 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit 
 	}
 	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error {
 		var err error
-		stats, err = workload.EmitStats(j, s)
+		if piped {
+			stats, err = workload.EmitStatsPiped(j, s)
+		} else {
+			stats, err = workload.EmitStats(j, s)
+		}
 		return err
 	}, opt)
 	if err == nil && res.Partial {
