@@ -285,8 +285,8 @@ func keepTree(t values.Tree, lv *[]values.Tensor, raw, tmpl, forms *[]byte) valu
 }
 
 func (x *pipeExtras) keep(e values.Extras) values.Extras {
-	if e.Order == nil && e.Keys == nil && e.Vals == nil {
-		return values.Extras{}
+	if len(e.Order) == 0 && len(e.Keys) == 0 && len(e.Vals) == 0 {
+		return values.Extras{} // none (the emitter's are emptied, not nil)
 	}
 	out := values.Extras{Order: keep(&x.order, e.Order), Keys: keep(&x.keys, e.Keys)}
 	if e.Vals == nil {
