@@ -55,46 +55,244 @@ var (
 	pipeRing  = 8
 )
 
-// pipeItem is one record or one replayed pass, handed over.
-type pipeItem struct {
-	rec history.Record // a record, when t is nil
+// A batch keeps what its items hold in a few arrays of its own, filled in
+// order (arenas), which the sink's goroutine reads in order: a record's
+// lists are spans of them, not slices of their own, so that handing a
+// record over touches a few cache lines, next to the previous record's.
 
-	// A replayed pass (t not nil): its recording, stage, the pass as the
-	// sink is told of it (Ins are the item's own), its first command's ts
-	// and the last borrow id before it.
+// arenaSpan is a run of an arena: [at, at+n), or nil when n < 0.
+type arenaSpan struct{ at, n int32 }
+
+// noArenaSpan stands for a nil slice.
+var noArenaSpan = arenaSpan{n: -1}
+
+// pipeItem is one record or one replayed pass, handed over: its header,
+// and where in the batch the rest of it lies.
+type pipeItem struct {
+	ts, step, line int64
+	isStep         bool
+	kind           gen.MsgKind
+	name           string
+	ranks          arenaSpan
+	at             int32 // its message in the batch's array of its kind, or its pass in passes (kind pipePass)
+	extra          int32 // its record's and message's extras in extras (-1: none)
+}
+
+// pipePass is the kind of an item that is a replayed pass.
+const pipePass = gen.MsgKind(255)
+
+// pipeCall is a CallFunction whose lists are spans of the batch.
+type pipeCall struct {
+	c                 gen.CallFunction // its slices nil
+	args, kwargs, res pipeTree
+	mutates           arenaSpan
+}
+
+// pipeTree is a values.Tree whose slices are spans of the batch.
+type pipeTree struct{ leaves, raw, tmpl, forms arenaSpan }
+
+// pipeReduce is a Reduce whose Dims are a arenaSpan of the batch's strings.
+type pipeReduce struct {
+	r    gen.Reduce // Dims nil
+	dims arenaSpan
+}
+
+// pipeRefs is a DeleteRefs as spans of the batch.
+type pipeRefs struct{ refs, idx arenaSpan }
+
+// pipeRecv is a PipeRecv whose tree is spans of the batch.
+type pipeRecv struct {
+	p   gen.PipeRecv // Result nil
+	res pipeTree
+}
+
+// pipePassItem is a replayed pass (see pipeWriter.pass).
+type pipePassItem struct {
 	t     *template
 	ctx   passCtx
-	pass  sched.Pass
+	pass  sched.Pass // Ins nil: ins
+	ins   arenaSpan
 	ts0   int64
 	baseB int64
-	step  int64 // the record's Step as the generator left it (meaningless but copied)
-
-	// The item's own slices, which the record's point into.
-	ranks                       []values.Slice
-	argLv, kwLv, resLv, mut     []values.Tensor
-	argRaw, kwRaw, resRaw       []byte
-	argTmpl, kwTmpl, resTmpl    []byte
-	argForms, kwForms, resForms []byte
-	dims                        []string
-	refs                        []int64
-	refsIdx                     []int32
-	ins                         []values.Tensor
-	extra                       pipeExtras
-	recExtra                    pipeExtras
 }
 
-// pipeExtras are the item's own slices of a values.Extras.
-type pipeExtras struct {
-	order []uint8
-	keys  []string
-	vals  [][]byte
-	text  []byte
-}
+// pipeExtra is a record's and its message's extras, whole (rare: the
+// mesh's dimension names).
+type pipeExtra struct{ rec, msg values.Extras }
 
-// pipeBatch is a run of items.
+// pipeBatch is a run of items and the arenas their lists lie in.
 type pipeBatch struct {
 	items []pipeItem
 	n     int
+
+	tensors []values.Tensor
+	text    []byte
+	slices  []values.Slice
+	ints    []int64
+	int32s  []int32
+	strs    []string
+	calls   []pipeCall
+	sends   []gen.SendTensor
+	reduces []pipeReduce
+	creates []gen.BorrowCreate
+	borrows []int64 // BorrowFirstUse, BorrowLastUse, BorrowDrop: the borrow
+	bidx    []int32 // and its index
+	refs    []pipeRefs
+	recvs   []pipeRecv
+	streams []gen.CreateStream
+	passes  []pipePassItem
+	extras  []pipeExtra
+}
+
+// reset empties b for filling, keeping its arrays.
+func (b *pipeBatch) reset() {
+	b.n = 0
+	b.tensors, b.text, b.slices, b.ints, b.int32s, b.strs = b.tensors[:0], b.text[:0], b.slices[:0], b.ints[:0], b.int32s[:0], b.strs[:0]
+	b.calls, b.sends, b.reduces, b.creates, b.borrows, b.bidx = b.calls[:0], b.sends[:0], b.reduces[:0], b.creates[:0], b.borrows[:0], b.bidx[:0]
+	b.refs, b.recvs, b.streams, b.passes = b.refs[:0], b.recvs[:0], b.streams[:0], b.passes[:0]
+	clear(b.extras) // they hold slices of their own
+	b.extras = b.extras[:0]
+}
+
+// put appends src to *arena and returns its arenaSpan.
+func put[T any](arena *[]T, src []T) arenaSpan {
+	if src == nil {
+		return noArenaSpan
+	}
+	at := len(*arena)
+	*arena = append(*arena, src...)
+	return arenaSpan{at: int32(at), n: int32(len(src))}
+}
+
+// get is arenaSpan sp of arena (capped, so that an append to it copies).
+func get[T any](arena []T, sp arenaSpan) []T {
+	if sp.n < 0 {
+		return nil
+	}
+	e := sp.at + sp.n
+	return arena[sp.at:e:e]
+}
+
+func (b *pipeBatch) putTree(t *values.Tree) pipeTree {
+	return pipeTree{leaves: put(&b.tensors, t.Leaves), raw: put(&b.text, t.Raw), tmpl: put(&b.text, t.Tmpl), forms: put(&b.text, t.Forms)}
+}
+
+func (b *pipeBatch) tree(t pipeTree) values.Tree {
+	return values.Tree{Leaves: get(b.tensors, t.leaves), Raw: get(b.text, t.raw), Tmpl: get(b.text, t.tmpl), Forms: get(b.text, t.forms)}
+}
+
+// copyExtras is a copy of e with slices of its own (nil for none).
+func copyExtras(e values.Extras) values.Extras {
+	out := values.Extras{Order: append([]uint8(nil), e.Order...), Keys: append([]string(nil), e.Keys...)}
+	for _, v := range e.Vals {
+		out.Vals = append(out.Vals, append([]byte(nil), v...))
+	}
+	return out
+}
+
+func emptyExtras(e *values.Extras) bool {
+	return len(e.Order) == 0 && len(e.Keys) == 0 && len(e.Vals) == 0
+}
+
+// put adds record src to b as item it.
+func (b *pipeBatch) put(it *pipeItem, src *history.Record) error {
+	it.ts, it.step, it.line, it.isStep = src.Ts, src.Step, src.Line, src.IsStep
+	it.ranks = put(&b.slices, src.Ranks)
+	m := &src.Msg
+	it.kind, it.name, it.extra = m.Kind, m.TypeName, -1
+	if !emptyExtras(&m.Extra) || !emptyExtras(&src.Extra) {
+		it.extra = int32(len(b.extras))
+		b.extras = append(b.extras, pipeExtra{rec: copyExtras(src.Extra), msg: copyExtras(m.Extra)})
+	}
+	switch m.Kind {
+	case gen.MsgInvalid, gen.MsgCreateDeviceMesh:
+	case gen.MsgCreateStream:
+		it.at = int32(len(b.streams))
+		b.streams = append(b.streams, m.CreateStream)
+	case gen.MsgCallFunction:
+		it.at = int32(len(b.calls))
+		c := &m.CallFunction
+		pc := pipeCall{c: *c, args: b.putTree(&c.Args), kwargs: b.putTree(&c.Kwargs), res: b.putTree(&c.Result), mutates: put(&b.tensors, c.Mutates)}
+		pc.c.Args, pc.c.Kwargs, pc.c.Result, pc.c.Mutates = values.Tree{}, values.Tree{}, values.Tree{}, nil
+		b.calls = append(b.calls, pc)
+	case gen.MsgSendTensor:
+		it.at = int32(len(b.sends))
+		b.sends = append(b.sends, m.SendTensor)
+	case gen.MsgReduce:
+		it.at = int32(len(b.reduces))
+		pr := pipeReduce{r: m.Reduce, dims: put(&b.strs, m.Reduce.Dims)}
+		pr.r.Dims = nil
+		b.reduces = append(b.reduces, pr)
+	case gen.MsgBorrowCreate:
+		it.at = int32(len(b.creates))
+		b.creates = append(b.creates, m.BorrowCreate)
+	case gen.MsgBorrowFirstUse:
+		it.at = int32(len(b.borrows))
+		b.borrows, b.bidx = append(b.borrows, m.BorrowFirstUse.Borrow), append(b.bidx, m.BorrowFirstUse.BorrowIdx)
+	case gen.MsgBorrowLastUse:
+		it.at = int32(len(b.borrows))
+		b.borrows, b.bidx = append(b.borrows, m.BorrowLastUse.Borrow), append(b.bidx, m.BorrowLastUse.BorrowIdx)
+	case gen.MsgBorrowDrop:
+		it.at = int32(len(b.borrows))
+		b.borrows, b.bidx = append(b.borrows, m.BorrowDrop.Borrow), append(b.bidx, m.BorrowDrop.BorrowIdx)
+	case gen.MsgDeleteRefs:
+		it.at = int32(len(b.refs))
+		b.refs = append(b.refs, pipeRefs{refs: put(&b.ints, m.DeleteRefs.Refs), idx: put(&b.int32s, m.DeleteRefs.RefsIdx)})
+	case gen.MsgPipeRecv:
+		it.at = int32(len(b.recvs))
+		pr := pipeRecv{p: m.PipeRecv, res: b.putTree(&m.PipeRecv.Result)}
+		pr.p.Result = values.Tree{}
+		b.recvs = append(b.recvs, pr)
+	default:
+		return fmt.Errorf("%w (%s)", errPipeKind, m.TypeName)
+	}
+	return nil
+}
+
+// record sets r to item it of b: its slices are spans of b's arenas,
+// valid until b is filled again. Only the message named by Kind is set
+// (the others are meaningless).
+func (b *pipeBatch) record(r *history.Record, it *pipeItem) {
+	r.Ts, r.Step, r.Line, r.IsStep = it.ts, it.step, it.line, it.isStep
+	r.Ranks = get(b.slices, it.ranks)
+	m := &r.Msg
+	m.Kind, m.TypeName = it.kind, it.name
+	r.Extra, m.Extra = values.Extras{}, values.Extras{}
+	if it.extra >= 0 {
+		x := &b.extras[it.extra]
+		r.Extra, m.Extra = x.rec, x.msg
+	}
+	switch it.kind {
+	case gen.MsgCreateStream:
+		m.CreateStream = b.streams[it.at]
+	case gen.MsgCallFunction:
+		pc := &b.calls[it.at]
+		m.CallFunction = pc.c
+		c := &m.CallFunction
+		c.Args, c.Kwargs, c.Result = b.tree(pc.args), b.tree(pc.kwargs), b.tree(pc.res)
+		c.Mutates = get(b.tensors, pc.mutates)
+	case gen.MsgSendTensor:
+		m.SendTensor = b.sends[it.at]
+	case gen.MsgReduce:
+		pr := &b.reduces[it.at]
+		m.Reduce = pr.r
+		m.Reduce.Dims = get(b.strs, pr.dims)
+	case gen.MsgBorrowCreate:
+		m.BorrowCreate = b.creates[it.at]
+	case gen.MsgBorrowFirstUse:
+		m.BorrowFirstUse = gen.BorrowFirstUse{Borrow: b.borrows[it.at], BorrowIdx: b.bidx[it.at]}
+	case gen.MsgBorrowLastUse:
+		m.BorrowLastUse = gen.BorrowLastUse{Borrow: b.borrows[it.at], BorrowIdx: b.bidx[it.at]}
+	case gen.MsgBorrowDrop:
+		m.BorrowDrop = gen.BorrowDrop{Borrow: b.borrows[it.at], BorrowIdx: b.bidx[it.at]}
+	case gen.MsgDeleteRefs:
+		pr := &b.refs[it.at]
+		m.DeleteRefs = gen.DeleteRefs{Refs: get(b.ints, pr.refs), RefsIdx: get(b.int32s, pr.idx)}
+	case gen.MsgPipeRecv:
+		pr := &b.recvs[it.at]
+		m.PipeRecv = pr.p
+		m.PipeRecv.Result = b.tree(pr.res)
+	}
 }
 
 // pipeRingQ is the batches in flight: bufs[head..tail) (modulo its
@@ -133,7 +331,7 @@ func (q *pipeRingQ) free() *pipeBatch {
 		q.emptied.Wait()
 	}
 	b := &q.bufs[q.tail%len(q.bufs)]
-	b.n = 0
+	b.reset()
 	return b
 }
 
@@ -239,8 +437,7 @@ func (w *pipeWriter) Write(rec *history.Record, reg *values.Registry) error {
 		return fmt.Errorf("workload: a piped emission hands over records without a registry")
 	}
 	it := w.item()
-	it.t = nil
-	if err := it.copyRecord(rec); err != nil {
+	if err := w.cur.put(it, rec); err != nil {
 		w.cur.n-- // not handed over
 		return err
 	}
@@ -264,92 +461,11 @@ func (w *pipeWriter) pass(t *template, ctx passCtx, p *sched.Pass, ts0, baseB, s
 		return
 	}
 	it := w.item()
-	it.t, it.ctx, it.ts0, it.baseB, it.step = t, ctx, ts0, baseB, step
-	it.pass = *p
-	it.ins = append(it.ins[:0], p.Ins...)
-	it.pass.Ins = it.ins
-}
-
-// keep copies src into *buf, reusing its capacity, and returns the copy
-// (nil for nil, so that a list that was absent stays absent).
-func keep[T any](buf *[]T, src []T) []T {
-	if src == nil {
-		return nil
-	}
-	*buf = append((*buf)[:0], src...)
-	return *buf
-}
-
-func keepTree(t values.Tree, lv *[]values.Tensor, raw, tmpl, forms *[]byte) values.Tree {
-	return values.Tree{Leaves: keep(lv, t.Leaves), Raw: keep(raw, t.Raw), Tmpl: keep(tmpl, t.Tmpl), Forms: keep(forms, t.Forms)}
-}
-
-func (x *pipeExtras) keep(e values.Extras) values.Extras {
-	if len(e.Order) == 0 && len(e.Keys) == 0 && len(e.Vals) == 0 {
-		return values.Extras{} // none (the emitter's are emptied, not nil)
-	}
-	out := values.Extras{Order: keep(&x.order, e.Order), Keys: keep(&x.keys, e.Keys)}
-	if e.Vals == nil {
-		return out
-	}
-	x.text = x.text[:0]
-	for _, v := range e.Vals {
-		x.text = append(x.text, v...)
-	}
-	x.vals = x.vals[:0]
-	at := 0
-	for _, v := range e.Vals {
-		x.vals = append(x.vals, x.text[at:at+len(v):at+len(v)])
-		at += len(v)
-	}
-	out.Vals = x.vals
-	return out
-}
-
-// copyRecord makes it.rec a copy of src whose slices are the item's own.
-// Only the message named by Kind is copied (the others are meaningless).
-func (it *pipeItem) copyRecord(src *history.Record) error {
-	r := &it.rec
-	r.Line, r.IsStep, r.Step, r.Ts = src.Line, src.IsStep, src.Step, src.Ts
-	r.Ranks = keep(&it.ranks, src.Ranks)
-	r.Extra = it.recExtra.keep(src.Extra)
-	m, s := &r.Msg, &src.Msg
-	m.Kind, m.TypeName = s.Kind, s.TypeName
-	m.Extra = it.extra.keep(s.Extra)
-	switch s.Kind {
-	case gen.MsgInvalid, gen.MsgCreateDeviceMesh:
-	case gen.MsgCreateStream:
-		m.CreateStream = s.CreateStream
-	case gen.MsgCallFunction:
-		c := s.CallFunction
-		c.Args = keepTree(c.Args, &it.argLv, &it.argRaw, &it.argTmpl, &it.argForms)
-		c.Kwargs = keepTree(c.Kwargs, &it.kwLv, &it.kwRaw, &it.kwTmpl, &it.kwForms)
-		c.Result = keepTree(c.Result, &it.resLv, &it.resRaw, &it.resTmpl, &it.resForms)
-		c.Mutates = keep(&it.mut, c.Mutates)
-		m.CallFunction = c
-	case gen.MsgSendTensor:
-		m.SendTensor = s.SendTensor
-	case gen.MsgReduce:
-		m.Reduce = s.Reduce
-		m.Reduce.Dims = keep(&it.dims, s.Reduce.Dims)
-	case gen.MsgBorrowCreate:
-		m.BorrowCreate = s.BorrowCreate
-	case gen.MsgBorrowFirstUse:
-		m.BorrowFirstUse = s.BorrowFirstUse
-	case gen.MsgBorrowLastUse:
-		m.BorrowLastUse = s.BorrowLastUse
-	case gen.MsgBorrowDrop:
-		m.BorrowDrop = s.BorrowDrop
-	case gen.MsgDeleteRefs:
-		m.DeleteRefs = gen.DeleteRefs{Refs: keep(&it.refs, s.DeleteRefs.Refs), RefsIdx: keep(&it.refsIdx, s.DeleteRefs.RefsIdx)}
-	case gen.MsgPipeRecv:
-		p := s.PipeRecv
-		p.Result = keepTree(p.Result, &it.resLv, &it.resRaw, &it.resTmpl, &it.resForms)
-		m.PipeRecv = p
-	default:
-		return fmt.Errorf("%w (%s)", errPipeKind, s.TypeName)
-	}
-	return nil
+	b := w.cur
+	*it = pipeItem{kind: pipePass, at: int32(len(b.passes)), step: step, extra: -1}
+	pp := pipePassItem{t: t, ctx: ctx, pass: *p, ins: put(&b.tensors, p.Ins), ts0: ts0, baseB: baseB}
+	pp.pass.Ins = nil
+	b.passes = append(b.passes, pp)
 }
 
 // EmitStatsPiped is EmitStats with the generator on a goroutine of its
@@ -380,9 +496,10 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	ps, _ := sink.(PassSink)
 	ce := emitter{w: sink}
 	var serr error
+	var rec history.Record
 	for b := q.next(); b != nil; b = q.next() {
 		for i := 0; i < b.n && serr == nil; i++ {
-			serr = ce.apply(&b.items[i], ps)
+			serr = ce.apply(b, &b.items[i], &rec, ps)
 			if serr != nil {
 				w.fail.Store(&serr)
 			}
@@ -399,19 +516,23 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	return st, w.refused, nil
 }
 
-// apply gives one handed-over item to e's sink (ps, when it is one).
-func (e *emitter) apply(it *pipeItem, ps PassSink) error {
-	if it.t == nil {
-		return e.w.Write(&it.rec, nil)
+// apply gives item it of batch b to e's sink (ps, when it is one); rec
+// is the record a record item is set into.
+func (e *emitter) apply(b *pipeBatch, it *pipeItem, rec *history.Record, ps PassSink) error {
+	if it.kind != pipePass {
+		b.record(rec, it)
+		return e.w.Write(rec, nil)
 	}
-	if ps != nil && ps.BeginPass(&it.pass) {
+	pp := &b.passes[it.at]
+	pp.pass.Ins = get(b.tensors, pp.ins)
+	if ps != nil && ps.BeginPass(&pp.pass) {
 		return nil
 	}
 	e.callErr = nil
-	e.rp.start(it.t, it.pass.Ins, it.pass.Base)
-	e.rp.insB, e.rp.baseB = nil, it.baseB
+	e.rp.start(pp.t, pp.pass.Ins, pp.pass.Base)
+	e.rp.insB, e.rp.baseB = nil, pp.baseB
 	e.rec.Step = it.step
-	e.writePass(it.t, it.ctx, it.ts0)
+	e.writePass(pp.t, pp.ctx, pp.ts0)
 	e.rp.ins = nil
 	if ps != nil {
 		ps.EndPass()
