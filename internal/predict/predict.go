@@ -85,6 +85,15 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 // RunProgress is Run calling progress, when not nil, about once a second
 // with the records replayed so far (a large layout takes minutes).
 func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progress func(records int64)) (Result, error) {
+	return RunJobs(ctx, j, spec, runtime.GOMAXPROCS(0), progress)
+}
+
+// RunJobs is RunProgress on up to jobs goroutines: with 2 or more (and
+// at least 2 cores for Go, GOMAXPROCS) the workload is written on a
+// goroutine of its own while the replay runs (workload.EmitStatsPiped),
+// which gives the same records in the same order, so the same result;
+// with 1 it is written inline.
+func RunJobs(ctx context.Context, j workload.Job, spec *hardware.Spec, jobs int, progress func(records int64)) (Result, error) {
 	began := time.Now()
 	if j.Steps < 1 {
 		j.Steps = 2
@@ -104,10 +113,8 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	// With a second core the workload is written on a goroutine of its
-	// own while the replay runs (workload.EmitStatsPiped): the same
-	// records, in the same order, so the same result.
-	res, stats, err := replayJob(ctx, j, model, runtime.GOMAXPROCS(0) > 1, func(o *replay.Options) { o.Progress = progress })
+	piped := jobs >= 2 && runtime.GOMAXPROCS(0) >= 2
+	res, stats, err := replayJob(ctx, j, model, piped, func(o *replay.Options) { o.Progress = progress })
 	if err != nil {
 		return Result{}, err
 	}
