@@ -24,29 +24,29 @@ import (
 // their tensors dense indexes with a registry of its own, and the
 // generator never reads what the sink writes into a record (its Idx
 // fields), nor anything else of the sink's but the errors it returns. So
-// each record is copied into a batch whose slices are the batch's own
-// (ranks, trees' text and leaves, lists); the rest of a record is values
-// or points at what the generator never changes once made (strings, a
-// tensor's shape, a rank slice's sizes and strides, a recording's
-// lists). A replayed layer pass is handed over as one item (its
-// recording, its stage, its inputs, where its ids start): the sink's
-// goroutine asks the sink to apply it as one step (PassSink.BeginPass)
-// and, if it does not, writes the pass's records there from the
-// recording, as the generator would have. What the generator does after
-// a pass never depends on whether the sink applied it, so it goes on at
-// once.
+// each record is copied into a batch, its lists (ranks, trees' text and
+// leaves, deletions, dims) into the batch's own arrays; the rest of a
+// record is values or points at what the generator never changes once
+// made (strings, a tensor's shape, a rank slice's sizes and strides, a
+// recording's lists). A replayed layer pass is handed over as one item
+// (its recording, its stage, its inputs, where its ids start): the
+// sink's goroutine asks the sink to apply it as one step
+// (PassSink.BeginPass) and, if it does not, writes the pass's records
+// there from the recording, as the generator would have. What the
+// generator does after a pass never depends on whether the sink applied
+// it, so it goes on at once.
 //
 // Batches travel through a fixed ring of batches reused from one to the
-// next (their slices keep their capacity, so nothing is allocated per
-// record in steady state); a goroutine that waits for a batch parks. A sink's first error is handed back to the
-// generator, whose next write returns it, so that it stops within a stage
-// action (runStep checks for a write error after each), and the sink's
-// goroutine reads the rest of the batches without applying them until
-// the generator has ended: the generator's goroutine never outlives the
-// call.
+// next (their arrays keep their capacity, so nothing is allocated per
+// record in steady state); a goroutine that waits for a batch parks. A
+// sink's first error is handed back to the generator, whose next write
+// returns it, so that it stops within a stage action (runStep checks for
+// a write error after each), and the sink's goroutine reads the rest of
+// the batches without applying them until the generator has ended: the
+// generator's goroutine never outlives the call.
 
-// Batches of a few hundred items, so that the goroutines meet seldom, in
-// a ring of several, so that either side can run ahead for a while (the
+// Batches of a hundred items or so, so that the goroutines meet seldom
+// while a batch's arrays stay small (some 100 KiB), in a ring of several, so that either side can run ahead for a while (the
 // engine's work per record varies: a step's settlement, a held run of
 // Reduces applied at once). Variables so that a test can make batches of
 // one item and a ring of two.
@@ -486,9 +486,14 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	w := &pipeWriter{q: q}
 	var st Stats
 	var g errgroup.Group
-	g.Go(func() error {
+	g.Go(func() (err error) {
 		defer q.end()
-		s, _, err := emitStats(j, w, true)
+		// A panic becomes an error (sched.ErrInternal), as on the
+		// search's goroutines: the process would otherwise end with a
+		// stack dump.
+		defer sched.RecoverInternal(&err)
+		var s Stats
+		s, _, err = emitStats(j, w, true)
 		w.send() // what was written before an error was written serially too
 		st = s
 		return err
