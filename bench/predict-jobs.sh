@@ -29,13 +29,14 @@ quiet() {
 		a=$(busy)
 		sleep 2
 		b=$(busy)
-		[ $((b - a)) -lt $((hz * 6 / 10)) ] && return
+		[ $((b - a)) -lt $((hz * 6 / 10)) ] && return 0
 	done
+	return 0 # not quiet within 2 minutes: run anyway
 }
 run() { # NAME BINARY [FLAGS...]
 	local name=$1 bin=$2
 	shift 2
-	[ "${WAIT:-0}" = 1 ] && quiet
+	if [ "${WAIT:-0}" = 1 ]; then quiet; fi
 	local b0 b1
 	b0=$(busy)
 	/usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$bin" predict --model megatron-1t --hardware a100-80gb \
