@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,6 +107,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the prediction to `PATH`")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "run on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more the workload's history is written on a\ngoroutine of its own while the replay runs on another; with 1 it is written inline.\nIt gains only while a second core is otherwise idle: beside other work it takes more\nCPU than --jobs 1 (bench/RESULTS.md, \"The workload written beside the replay\")")
 	if _, code := parseArgs(fs, stdout, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}
@@ -166,6 +169,10 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		nameModel(&j.Model, tf.model)
 	}
+	if *jobs < 1 {
+		fmt.Fprintf(stderr, "fastsim predict: --jobs %d: want at least 1\n", *jobs)
+		return exitInput
+	}
 	if !checkDests("fastsim predict", stderr, []string{tf.model, *hw}, dest{"--json", *jsonPath}, dest{"--cpuprofile", *cpuprofile}) {
 		return exitInput
 	}
@@ -182,7 +189,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(os.Stderr) && !*quiet {
 		progress = predictProgress(stderr, time.Now())
 	}
-	r, err := predict.RunProgress(context.Background(), j, spec, progress)
+	r, err := predict.RunJobs(context.Background(), j, spec, *jobs, progress)
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}

@@ -52,6 +52,7 @@ func TestPredictBadFlags(t *testing.T) {
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "1", "--hardware", "x"}, // unknown hardware
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--grad-reduce", "later"},
 		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--zero", "1", "--grad-reduce", "after-backward"},
+		{"predict", "--layers", "4", "--hidden", "1024", "--world", "2", "--jobs", "0"},
 		// Attention scores of 65,536 heads x 2^24 x 2^24 = 2^64 elements.
 		{"predict", "--layers", "1", "--hidden", "1048576", "--heads", "65536", "--seq", "16777216", "--global-batch", "1", "--world", "1"},
 	} {
@@ -59,6 +60,30 @@ func TestPredictBadFlags(t *testing.T) {
 		if code != exitInput || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", args, code, stdout, stderr)
 		}
+	}
+}
+
+// TestPredictJobsChangeNothing: --jobs 1 (the workload written inline)
+// and --jobs 2 (written on a goroutine of its own beside the replay)
+// print the same report but for the line with the timing.
+func TestPredictJobsChangeNothing(t *testing.T) {
+	var reports []string
+	for _, jobs := range []string{"1", "2"} {
+		code, stdout, stderr := runCLI("predict", "--model", "megatron-1.7b", "--world", "16", "--tp", "2", "--pp", "4",
+			"--global-batch", "16", "--schedule", "interleaved:2", "--jobs", jobs)
+		if code != exitOK {
+			t.Fatalf("--jobs %s: exit %d, %s", jobs, code, stderr)
+		}
+		var keep []string
+		for _, l := range strings.Split(stdout, "\n") {
+			if !strings.HasPrefix(l, "simulated") {
+				keep = append(keep, l)
+			}
+		}
+		reports = append(reports, strings.Join(keep, "\n"))
+	}
+	if reports[0] != reports[1] {
+		t.Errorf("--jobs 1:\n%s\n--jobs 2:\n%s", reports[0], reports[1])
 	}
 }
 

@@ -21,6 +21,12 @@ type outcome struct {
 // replayOutcome replays j on spec, its passes applied command by command
 // (perCommand) or as steps where they can be.
 func replayOutcome(t *testing.T, j workload.Job, spec *hardware.Spec, perCommand bool) outcome {
+	return replayOutcomePiped(t, j, spec, perCommand, false)
+}
+
+// replayOutcomePiped is replayOutcome with the workload written on a
+// goroutine of its own (piped) or inline.
+func replayOutcomePiped(t *testing.T, j workload.Job, spec *hardware.Spec, perCommand, piped bool) outcome {
 	t.Helper()
 	j.CommandNs = -1
 	j.GPUsPerHost = spec.Host.GPUsPerHost
@@ -32,7 +38,7 @@ func replayOutcome(t *testing.T, j workload.Job, spec *hardware.Spec, perCommand
 		t.Fatal(err)
 	}
 	var o outcome
-	res, _, err := replayJob(context.Background(), j, model, func(opt *replay.Options) {
+	res, _, err := replayJob(context.Background(), j, model, piped, func(opt *replay.Options) {
 		opt.PerCommand = perCommand
 		opt.Inspect = func(eng *sched.Engine, _ *replay.Result) error {
 			eng.DevicePeaks(func(low, ranks, peak int64) {

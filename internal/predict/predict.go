@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -84,6 +85,15 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 // RunProgress is Run calling progress, when not nil, about once a second
 // with the records replayed so far (a large layout takes minutes).
 func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progress func(records int64)) (Result, error) {
+	return RunJobs(ctx, j, spec, runtime.GOMAXPROCS(0), progress)
+}
+
+// RunJobs is RunProgress on up to jobs goroutines: with 2 or more (and
+// at least 2 cores for Go, GOMAXPROCS) the workload is written on a
+// goroutine of its own while the replay runs (workload.EmitStatsPiped),
+// which gives the same records in the same order, so the same result;
+// with 1 it is written inline.
+func RunJobs(ctx context.Context, j workload.Job, spec *hardware.Spec, jobs int, progress func(records int64)) (Result, error) {
 	began := time.Now()
 	if j.Steps < 1 {
 		j.Steps = 2
@@ -103,7 +113,8 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrPredict, err)
 	}
-	res, stats, err := replayJob(ctx, j, model, func(o *replay.Options) { o.Progress = progress })
+	piped := jobs >= 2 && runtime.GOMAXPROCS(0) >= 2
+	res, stats, err := replayJob(ctx, j, model, piped, func(o *replay.Options) { o.Progress = progress })
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,10 +161,11 @@ func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progr
 }
 
 // replayJob replays j's history as the workload produces it, typed, with
-// no text in between.
+// no text in between; piped, the workload is written on a goroutine of
+// its own (workload.EmitStatsPiped).
 // edit, when set, changes the replay's options (the tests' variants, a
 // progress callback).
-func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
+func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped bool, edit func(*replay.Options)) (*replay.Result, workload.Stats, error) {
 	h, err := workload.HeaderOf(j)
 	if err != nil {
 		return nil, workload.Stats{}, err
@@ -165,7 +177,11 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, edit 
 	}
 	res, err := replay.Typed(h, "layout", func(s *replay.Sim) error {
 		var err error
-		stats, err = workload.EmitStats(j, s)
+		if piped {
+			stats, err = workload.EmitStatsPiped(j, s)
+		} else {
+			stats, err = workload.EmitStats(j, s)
+		}
 		return err
 	}, opt)
 	if err == nil && res.Partial {

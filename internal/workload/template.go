@@ -674,12 +674,53 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	if ps != nil {
 		lo, _ := ctx.slices[0].Bounds()
 		e.pass = sched.Pass{Key: sched.PassKey{Tpl: t.id, Stage: ctx.stage}, Rank: lo, Ins: ins, Base: e.next, Made: t.made, MaxTs: ts0 + t.maxDts}
-		applied = ps.BeginPass(&e.pass)
-	}
-	for i := range t.recs {
-		if applied {
-			break
+		if pw, ok := e.w.(*pipeWriter); ok {
+			// The pass goes to the engine's goroutine as one item, which
+			// writes its records there if the engine does not apply it.
+			pw.pass(t, ctx, &e.pass, ts0, e.borrow, e.rec.Step)
+			applied = true
+		} else {
+			applied = ps.BeginPass(&e.pass)
 		}
+	}
+	if !applied {
+		e.writePass(t, ctx, ts0)
+	}
+	if ps != nil && !applied {
+		ps.EndPass()
+	}
+	e.ts = ts0 + t.dts
+	e.next += t.made
+	e.borrow += t.madeB
+	for _, c := range t.madeSeen {
+		e.seenBefore(p.base + c)
+	}
+	for _, k := range t.seenOut {
+		e.seenBefore(ins[k].ID)
+	}
+	for _, c := range t.delRefs {
+		e.delRefs = append(e.delRefs, p.id(c))
+	}
+	if len(t.delRefs) > 0 {
+		e.delRanks = ctx.slices[t.delRanks]
+	}
+	outs = outs[:0]
+	for i := range t.outs {
+		outs = append(outs, p.tensor(&t.outs[i]))
+	}
+	outsB = outsB[:0]
+	for _, c := range t.outsB {
+		outsB = append(outsB, p.borrow(c))
+	}
+	p.ins, p.insB = nil, nil
+	return outs, outsB
+}
+
+// writePass writes the records of recorded pass t on ctx's stage, its
+// first at ts0 plus its offset, with the ids e.rp was started with.
+func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
+	p := &e.rp
+	for i := range t.recs {
 		tr := &t.recs[i]
 		m := &e.rec.Msg
 		m.Kind, m.TypeName = tr.kind, tr.name
@@ -740,34 +781,6 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 			e.callErr = err
 		}
 	}
-	if ps != nil && !applied {
-		ps.EndPass()
-	}
-	e.ts = ts0 + t.dts
-	e.next += t.made
-	e.borrow += t.madeB
-	for _, c := range t.madeSeen {
-		e.seenBefore(p.base + c)
-	}
-	for _, k := range t.seenOut {
-		e.seenBefore(ins[k].ID)
-	}
-	for _, c := range t.delRefs {
-		e.delRefs = append(e.delRefs, p.id(c))
-	}
-	if len(t.delRefs) > 0 {
-		e.delRanks = ctx.slices[t.delRanks]
-	}
-	outs = outs[:0]
-	for i := range t.outs {
-		outs = append(outs, p.tensor(&t.outs[i]))
-	}
-	outsB = outsB[:0]
-	for _, c := range t.outsB {
-		outsB = append(outsB, p.borrow(c))
-	}
-	p.ins, p.insB = nil, nil
-	return outs, outsB
 }
 
 // maxTemplates bounds the recordings kept per key: a stage's first layer

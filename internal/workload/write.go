@@ -369,6 +369,12 @@ func (g *generator) runStep() error {
 				st.cursor++
 				left--
 				progress = true
+				// A sink that failed (or was stopped) fails every later
+				// write: end the step here rather than generate the rest
+				// of it for nothing.
+				if g.e.callErr != nil {
+					return g.e.callErr
+				}
 			}
 		}
 		if !progress {
