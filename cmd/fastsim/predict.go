@@ -107,7 +107,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	jsonPath := fs.String("json", "", "also write the prediction as JSON to `PATH`")
 	quiet := fs.Bool("quiet", false, "print nothing on success")
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the prediction to `PATH`")
-	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "run on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more the workload's history is written on a\ngoroutine of its own while the replay runs on another; with 1 it is written inline.\nIt gains only while a second core is otherwise idle: beside other work it takes more\nCPU than --jobs 1 (bench/RESULTS.md, \"The workload written beside the replay\")")
+	jobs := fs.Int("jobs", 1, "run on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more the workload's history is written on a\ngoroutine of its own while the replay runs on another; with 1 it is written inline.\nIt gains only while a second core is otherwise idle: beside other work it takes more\nCPU and often more time than --jobs 1, hence the default (bench/RESULTS.md,\n\"The workload written beside the replay\")")
 	if _, code := parseArgs(fs, stdout, predictUsage, args, 0, "no positional arguments"); code >= 0 {
 		return code
 	}

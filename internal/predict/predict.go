@@ -83,9 +83,12 @@ func Run(ctx context.Context, j workload.Job, spec *hardware.Spec) (Result, erro
 }
 
 // RunProgress is Run calling progress, when not nil, about once a second
-// with the records replayed so far (a large layout takes minutes).
+// with the records replayed so far (a large layout takes minutes). It
+// runs on one goroutine: a program that predicts many layouts at once
+// (a search) has its cores busy already, and there the second goroutine
+// of RunJobs costs more than it saves.
 func RunProgress(ctx context.Context, j workload.Job, spec *hardware.Spec, progress func(records int64)) (Result, error) {
-	return RunJobs(ctx, j, spec, runtime.GOMAXPROCS(0), progress)
+	return RunJobs(ctx, j, spec, 1, progress)
 }
 
 // RunJobs is RunProgress on up to jobs goroutines: with 2 or more (and
