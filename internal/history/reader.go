@@ -112,7 +112,10 @@ type Reader struct {
 	raw    *bufio.Reader // the source
 	lines  *bufio.Reader // the text: raw, or zbuf over dec
 	zbuf   *bufio.Reader
-	dec    *zstd.Decoder
+	dec    *zstd.Decoder // the one reading the stream: dec1 or dec2
+	dec1   *zstd.Decoder // synchronous (WithDecoderConcurrency(1))
+	dec2   *zstd.Decoder // decompressing ahead on goroutines of its own
+	peek   bytes.Reader  // the stream's first compressed bytes, for dec1 to probe
 	closer io.Closer
 	zstd   bool
 
@@ -208,23 +211,8 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	r.zstd = bytes.Equal(magic, zstdMagic)
 	r.lines = r.raw
 	if r.zstd {
-		if r.dec == nil {
-			dec, err := zstd.NewReader(r.raw,
-				zstd.WithDecoderConcurrency(2),
-				zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
-				zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes))
-			if err != nil {
-				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
-			}
-			r.dec = dec
-			r.guard = bombGuard{r: dec, in: &r.in}
-			r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
-		} else {
-			if err := r.dec.Reset(r.raw); err != nil {
-				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
-			}
-			r.guard = bombGuard{r: r.dec, in: &r.in}
-			r.zbuf.Reset(&r.guard)
+		if err := r.startZstd(); err != nil {
+			return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
 		}
 		r.lines = r.zbuf
 	}
@@ -237,6 +225,60 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 		return r.fail(1, wrap(ErrHeader, "no header: the data is gzip-compressed; a history is read plain, zstd-compressed or in the binary form (gunzip it, or recompress it with zstd)"))
 	}
 	return r.readHeader()
+}
+
+// startZstd sets r.dec and r.zbuf to decompress r.raw. The binary form
+// is decompressed synchronously, on the goroutine reading it (dec1), and
+// JSON lines by a decoder that decompresses ahead on goroutines of its own
+// (dec2). Its blocks then cross goroutines, parking and waking them, and
+// cost the binary form's decoding more CPU than decompressing them
+// (bench/RESULTS.md, "Binary decoding in fewer CPU seconds"). Which form
+// the stream holds is read by dec1 from the compressed bytes already
+// buffered; when they do not hold the decompressed magic (the first block
+// is longer), dec2 reads it.
+func (r *Reader) startZstd() error {
+	opts := []zstd.DOption{
+		zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
+		zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes),
+	}
+	if r.dec1 == nil {
+		dec, err := zstd.NewReader(nil, append(opts, zstd.WithDecoderConcurrency(1))...)
+		if err != nil {
+			return err
+		}
+		r.dec1 = dec
+	}
+	buffered, _ := r.raw.Peek(r.raw.Buffered())
+	r.peek.Reset(buffered)
+	var magic [8]byte
+	binaryForm := false
+	if err := r.dec1.Reset(&r.peek); err == nil {
+		n := len(binform.Magic)
+		if _, err := io.ReadFull(r.dec1, magic[:n]); err == nil {
+			binaryForm = bytes.Equal(magic[:n], binform.Magic)
+		}
+	}
+	r.dec = r.dec1
+	if !binaryForm {
+		if r.dec2 == nil {
+			dec, err := zstd.NewReader(nil, append(opts, zstd.WithDecoderConcurrency(2))...)
+			if err != nil {
+				return err
+			}
+			r.dec2 = dec
+		}
+		r.dec = r.dec2
+	}
+	if err := r.dec.Reset(r.raw); err != nil {
+		return err
+	}
+	r.guard = bombGuard{r: r.dec, in: &r.in}
+	if r.zbuf == nil {
+		r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
+	} else {
+		r.zbuf.Reset(&r.guard)
+	}
+	return nil
 }
 
 // Header returns the header read by NewReader.
@@ -252,14 +294,21 @@ func (r *Reader) Registry() *values.Registry { return r.reg }
 // Buffered is how many bytes of (decompressed) input are read ahead. At 0
 // the next record may have to wait for its source: a program still
 // writing standard input, say.
-func (r *Reader) Buffered() int { return r.lines.Buffered() }
+func (r *Reader) Buffered() int {
+	if r.bin.on {
+		return r.lines.Buffered() + r.bin.hi - r.bin.lo
+	}
+	return r.lines.Buffered()
+}
 
 // Close releases the decoder and closes the file opened by Open.
 func (r *Reader) Close() error {
-	if r.dec != nil {
-		r.dec.Close()
-		r.dec = nil
+	for _, d := range []*zstd.Decoder{r.dec1, r.dec2} {
+		if d != nil {
+			d.Close()
+		}
 	}
+	r.dec, r.dec1, r.dec2 = nil, nil, nil
 	if r.closer != nil {
 		err := r.closer.Close()
 		r.closer = nil
