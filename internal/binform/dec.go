@@ -31,8 +31,7 @@ type Decoder struct {
 
 	sc         jsonl.Scanner // checks trees' raw JSON
 	tree       values.Tree
-	rowSeen    []uint32 // by registry row: the stamp of the last record that referred to its tensor
-	stamp      uint32   // the current record's stamp (Begin); never 0 in a record
+	mentioned  []int32 // registry rows the record refers to
 	chk        templateChecker
 	slotRow    []int32         // by tensor slot: its registry row (-1: free)
 	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
@@ -60,7 +59,6 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
 	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
-	d.rowSeen, d.stamp = d.rowSeen[:0], 0
 	clear(d.slotTen)
 	d.slotTen = d.slotTen[:0]
 	d.blobTail, d.tails, d.tailShapes = d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
@@ -74,10 +72,7 @@ func (d *Decoder) Registry() *values.Registry { return d.reg }
 // it was interned (blobs that are not interned alias it).
 func (d *Decoder) Begin(body []byte) {
 	d.buf, d.pos, d.err, d.depth = body, 0, nil, 0
-	if d.stamp++; d.stamp == 0 { // wrapped: no row may keep an old record's stamp
-		clear(d.rowSeen)
-		d.stamp = 1
-	}
+	d.mentioned = d.mentioned[:0]
 	d.oddOrders, d.extraKeys = false, false
 }
 
@@ -473,7 +468,7 @@ func (d *Decoder) Tensor(t *values.Tensor) {
 			// frees the slot, lets the row be defined again), so the copy
 			// gathered at definition is the registry's tensor.
 			*t = d.slotTen[s]
-			d.rowSeen[row] = d.stamp // every row with a slot has its entry (Define)
+			d.mentioned = append(d.mentioned, row)
 			return
 		}
 	}
@@ -507,14 +502,10 @@ func (d *Decoder) Deleted(row int32) {
 	}
 }
 
-// Mentioned reports whether the record refers to the tensor of registry
-// row row, so a reader can check that the tensors a record defines are
-// ones it mentions (as a first mention in JSON lines is). The record's
-// references mark their rows with its stamp, a store each, where a list
-// of them would be searched for every definition.
-func (d *Decoder) Mentioned(row int32) bool {
-	return row >= 0 && int(row) < len(d.rowSeen) && d.rowSeen[row] == d.stamp
-}
+// Mentioned lists the registry rows of the tensors the record refers to,
+// so a reader can check that the tensors a record defines are ones it
+// mentions (as a first mention in JSON lines is).
+func (d *Decoder) Mentioned() []int32 { return d.mentioned }
 
 // Tensors reads a count and tensor references into dst[:0].
 func (d *Decoder) Tensors(dst []values.Tensor) []values.Tensor {
@@ -694,10 +685,8 @@ func (d *Decoder) Define(shape []int64) []int64 {
 	d.slotTen[s] = d.reg.At(row)
 	for int(row) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
-		d.rowSeen = append(d.rowSeen, 0)
 	}
 	d.rowSlot[row] = s
-	d.rowSeen[row] = 0 // not yet referred to by this record
 	return shape
 }
 

@@ -18,26 +18,10 @@ type binReader struct {
 	on    bool
 	ended bool
 	dec   *binform.Decoder
-	body  []byte // the current block's records, checked: a part of win
+	body  []byte // the current block's records, checked
 	at    int    // where the next record starts in body
 	shape []int64
-	hdr   []byte // the header's bytes (readBody)
-
-	// The stream after the header is read in large pieces into win, and
-	// blocks are decoded where they lie in it: win[lo:hi] is read and not
-	// yet parsed, and werr is the error that ended the reading (io.EOF at
-	// the end), reported only once a block needs bytes past hi, so an
-	// error names the record it would have named read byte by byte.
-	win    []byte
-	lo, hi int
-	werr   error
 }
-
-// winBytes is what the binary reader asks its source for at a time: far
-// fewer calls than a bufio.Reader's 64 KiB buffer makes through the zstd
-// decoder, and one copy of the data (source to window) where reading
-// through a bufio.Reader makes two.
-const winBytes = 1 << 20
 
 // Record flags (the varint after a record's kind byte).
 const (
@@ -83,11 +67,11 @@ func isOverflow(err error) bool {
 	return err != nil && err.Error() == "binary: varint overflows a 64-bit integer"
 }
 
-// readBody reads n bytes into r.bin.hdr, growing it at most 1 MiB ahead of
+// readBody reads n bytes into r.bin.body, growing it at most 1 MiB ahead of
 // the data actually read, so a corrupt length cannot make it allocate much
 // more than the input holds.
 func (r *Reader) readBody(n int, what string) ([]byte, error) {
-	buf := r.bin.hdr[:0]
+	buf := r.bin.body[:0]
 	for len(buf) < n {
 		chunk := n - len(buf)
 		if free := cap(buf) - len(buf); chunk > free {
@@ -97,77 +81,13 @@ func (r *Reader) readBody(n int, what string) ([]byte, error) {
 		m, err := io.ReadFull(r.lines, buf[len(buf):len(buf)+chunk])
 		buf = buf[:len(buf)+m]
 		if err != nil {
-			r.bin.hdr = buf
+			r.bin.body = buf
 			return nil, r.readErr(err, what)
 		}
 	}
-	r.bin.hdr = buf
+	r.bin.body = buf
 	return buf, nil
 }
-
-// fill reads until the window holds at least need bytes not yet parsed,
-// or the source ends or fails (werr set); it returns whether the window
-// holds need bytes. Parsed bytes are dropped from the window first, and
-// it grows at most 1 MiB ahead of the data actually read, so a corrupt
-// block length cannot make it allocate much more than the input holds.
-func (r *Reader) fill(need int) bool {
-	b := &r.bin
-	if b.hi-b.lo >= need {
-		return true
-	}
-	if b.werr != nil {
-		return false
-	}
-	if b.lo > 0 && b.lo+need > cap(b.win) {
-		b.hi = copy(b.win[:cap(b.win)], b.win[b.lo:b.hi])
-		b.lo = 0
-	}
-	for b.hi-b.lo < need {
-		if b.hi == cap(b.win) {
-			grow := min(need-(b.hi-b.lo), max(cap(b.win), winBytes))
-			b.win = slices.Grow(b.win[:b.hi], grow)
-		}
-		n, err := r.lines.Read(b.win[b.hi:cap(b.win)])
-		b.hi += n
-		if err != nil {
-			b.werr = err
-			return b.hi-b.lo >= need
-		}
-	}
-	return true
-}
-
-// winErr is the error of a window that ended inside what.
-func (r *Reader) winErr(what string) error {
-	err := r.bin.werr
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return r.readErr(err, what)
-}
-
-// winUvarint reads a varint from the window, as readUvarint does from the
-// stream.
-func (r *Reader) winUvarint(what string) (uint64, error) {
-	b := &r.bin
-	for {
-		v, k := binary.Uvarint(b.win[b.lo:b.hi])
-		if k > 0 {
-			b.lo += k
-			return v, nil
-		}
-		if k < 0 {
-			return 0, binErr(values.Errorf(binform.ErrVarint, "bad varint in %s: %v", what, errOverflow))
-		}
-		if !r.fill(b.hi - b.lo + 1) {
-			return 0, r.winErr(what)
-		}
-	}
-}
-
-// errOverflow is the error encoding/binary gives a varint of more than 64
-// bits.
-var errOverflow = errors.New("binary: varint overflows a 64-bit integer")
 
 // binHeader reads the magic, the version and the header of a binary stream.
 func (r *Reader) binHeader() error {
@@ -179,7 +99,6 @@ func (r *Reader) binHeader() error {
 		b.dec.Reset(r.reg)
 	}
 	r.line = 1
-	b.win, b.lo, b.hi, b.werr = b.win[:0], 0, 0, nil
 	if _, err := r.lines.Discard(len(binform.Magic)); err != nil {
 		return r.fail(1, r.readErr(err, "the magic bytes"))
 	}
@@ -247,16 +166,16 @@ func (r *Reader) nextBinary(rec *Record) error {
 // nextBlock reads the next block (or the end marker) into r.bin.body.
 func (r *Reader) nextBlock() error {
 	b := &r.bin
-	n, err := r.winUvarint("a block length")
+	n, err := r.readUvarint("a block length")
 	if err != nil {
 		return r.fail(r.line+1, err)
 	}
 	if n == 0 {
-		if r.fill(1) {
-			return r.fail(r.line+1, binErr(values.Errorf(binform.ErrCorrupt, "data after the end marker")))
-		}
-		if b.werr != io.EOF {
-			return r.fail(r.line+1, r.readErr(b.werr, "the end"))
+		if _, err := r.lines.ReadByte(); err != io.EOF {
+			if err == nil {
+				return r.fail(r.line+1, binErr(values.Errorf(binform.ErrCorrupt, "data after the end marker")))
+			}
+			return r.fail(r.line+1, r.readErr(err, "the end"))
 		}
 		b.ended = true
 		return nil
@@ -264,12 +183,10 @@ func (r *Reader) nextBlock() error {
 	if n > binform.MaxBlockBytes {
 		return r.fail(r.line+1, binErr(values.Errorf(values.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
 	}
-	end := int(n) + binform.ChecksumBytes
-	if !r.fill(end) {
-		return r.fail(r.line+1, r.winErr("the block"))
+	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the block")
+	if err != nil {
+		return r.fail(r.line+1, err)
 	}
-	body := b.win[b.lo : b.lo+end : b.lo+end]
-	b.lo += end
 	if err := checkSum(body[:n], body[n:]); err != nil {
 		return r.fail(r.line+1, err)
 	}
@@ -358,7 +275,7 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		// A tensor is defined by the record that first mentions it: one the
 		// record defines but never mentions would vanish from its JSON.
 		for _, f := range r.reg.Fresh() {
-			if !d.Mentioned(f) {
+			if !slices.Contains(d.Mentioned(), f) {
 				return binErr(values.Errorf(binform.ErrCorrupt, "tensor %d is defined by a record that does not mention it", r.reg.At(f).ID))
 			}
 		}

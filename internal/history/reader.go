@@ -294,12 +294,7 @@ func (r *Reader) Registry() *values.Registry { return r.reg }
 // Buffered is how many bytes of (decompressed) input are read ahead. At 0
 // the next record may have to wait for its source: a program still
 // writing standard input, say.
-func (r *Reader) Buffered() int {
-	if r.bin.on {
-		return r.lines.Buffered() + r.bin.hi - r.bin.lo
-	}
-	return r.lines.Buffered()
-}
+func (r *Reader) Buffered() int { return r.lines.Buffered() }
 
 // Close releases the decoder and closes the file opened by Open.
 func (r *Reader) Close() error {
