@@ -230,12 +230,16 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 // startZstd sets r.dec and r.zbuf to decompress r.raw. The binary form
 // is decompressed synchronously, on the goroutine reading it (dec1), and
 // JSON lines by a decoder that decompresses ahead on goroutines of its own
-// (dec2). Its blocks then cross goroutines, parking and waking them, and
-// cost the binary form's decoding more CPU than decompressing them
-// (bench/RESULTS.md, "Binary decoding in fewer CPU seconds"). Which form
-// the stream holds is read by dec1 from the compressed bytes already
-// buffered; when they do not hold the decompressed magic (the first block
-// is longer), dec2 reads it.
+// (dec2): the binary form's decoding is short enough that handing its
+// blocks between goroutines, parking and waking them, costs more CPU than
+// it saves wall time (bench/RESULTS.md, "The binary form's zstd decoded
+// synchronously"). dec1 first decodes the stream's start from the
+// compressed bytes buffered, up to the whole buffer (64 KiB) when the
+// first block needs them: the choice depends on the stream's bytes alone,
+// not on how they arrive (a file, a pipe), so a damaged stream is named
+// by one decoder's messages wherever it is read from. A stream whose
+// start does not decode into the binary form's magic in that room goes to
+// dec2.
 func (r *Reader) startZstd() error {
 	opts := []zstd.DOption{
 		zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
@@ -248,14 +252,13 @@ func (r *Reader) startZstd() error {
 		}
 		r.dec1 = dec
 	}
-	buffered, _ := r.raw.Peek(r.raw.Buffered())
-	r.peek.Reset(buffered)
-	var magic [8]byte
 	binaryForm := false
-	if err := r.dec1.Reset(&r.peek); err == nil {
-		n := len(binform.Magic)
-		if _, err := io.ReadFull(r.dec1, magic[:n]); err == nil {
-			binaryForm = bytes.Equal(magic[:n], binform.Magic)
+	for n := max(r.raw.Buffered(), 1); ; n = min(2*n, readBufBytes) {
+		start, perr := r.raw.Peek(n)
+		var done bool
+		binaryForm, done = r.probeZstd(start)
+		if done || perr != nil || n == readBufBytes {
+			break
 		}
 	}
 	r.dec = r.dec1
@@ -279,6 +282,27 @@ func (r *Reader) startZstd() error {
 		r.zbuf.Reset(&r.guard)
 	}
 	return nil
+}
+
+// probeZstd decompresses the start of a zstd stream from start, its
+// first compressed bytes, with dec1: whether it begins with the binary
+// form's magic, and whether that is known (false when start ends before
+// enough of the stream decompresses).
+func (r *Reader) probeZstd(start []byte) (binaryForm, known bool) {
+	r.peek.Reset(start)
+	if err := r.dec1.Reset(&r.peek); err != nil {
+		return false, true
+	}
+	var magic [8]byte
+	m := magic[:len(binform.Magic)]
+	_, err := io.ReadFull(r.dec1, m)
+	switch {
+	case err == nil:
+		return bytes.Equal(m, binform.Magic), true
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return false, false
+	}
+	return false, true // damaged: dec2 names it, as before
 }
 
 // Header returns the header read by NewReader.
