@@ -25,3 +25,7 @@ func SetSynth(random func(w io.Writer, seed uint64, world, commands int) error,
 		return train(w, c.PP, c.DP, c.TP, c.Layers, c.Hidden, c.Seq, c.Batch, c.Micro, c.Steps)
 	}
 }
+
+// ZstdSync reports whether r decompresses synchronously (startZstd's
+// choice for the binary form).
+func (r *Reader) ZstdSync() bool { return r.dec != nil && r.dec == r.dec1 }

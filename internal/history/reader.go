@@ -112,7 +112,10 @@ type Reader struct {
 	raw    *bufio.Reader // the source
 	lines  *bufio.Reader // the text: raw, or zbuf over dec
 	zbuf   *bufio.Reader
-	dec    *zstd.Decoder
+	dec    *zstd.Decoder // the one reading the stream: dec1 or dec2
+	dec1   *zstd.Decoder // synchronous (WithDecoderConcurrency(1))
+	dec2   *zstd.Decoder // decompressing ahead on goroutines of its own
+	peek   bytes.Reader  // the stream's first compressed bytes, for dec1 to probe
 	closer io.Closer
 	zstd   bool
 
@@ -208,23 +211,8 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	r.zstd = bytes.Equal(magic, zstdMagic)
 	r.lines = r.raw
 	if r.zstd {
-		if r.dec == nil {
-			dec, err := zstd.NewReader(r.raw,
-				zstd.WithDecoderConcurrency(2),
-				zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
-				zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes))
-			if err != nil {
-				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
-			}
-			r.dec = dec
-			r.guard = bombGuard{r: dec, in: &r.in}
-			r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
-		} else {
-			if err := r.dec.Reset(r.raw); err != nil {
-				return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
-			}
-			r.guard = bombGuard{r: r.dec, in: &r.in}
-			r.zbuf.Reset(&r.guard)
+		if err := r.startZstd(); err != nil {
+			return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
 		}
 		r.lines = r.zbuf
 	}
@@ -237,6 +225,84 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 		return r.fail(1, wrap(ErrHeader, "no header: the data is gzip-compressed; a history is read plain, zstd-compressed or in the binary form (gunzip it, or recompress it with zstd)"))
 	}
 	return r.readHeader()
+}
+
+// startZstd sets r.dec and r.zbuf to decompress r.raw. The binary form
+// is decompressed synchronously, on the goroutine reading it (dec1), and
+// JSON lines by a decoder that decompresses ahead on goroutines of its own
+// (dec2): the binary form's decoding is short enough that handing its
+// blocks between goroutines, parking and waking them, costs more CPU than
+// it saves wall time (bench/RESULTS.md, "The binary form's zstd decoded
+// synchronously"). dec1 first decodes the stream's start from the
+// compressed bytes buffered, up to the whole buffer (64 KiB) when the
+// first block needs them: the choice depends on the stream's bytes alone,
+// not on how they arrive (a file, a pipe), so a damaged stream is named
+// by one decoder's messages wherever it is read from. A stream whose
+// start does not decode into the binary form's magic in that room goes to
+// dec2.
+func (r *Reader) startZstd() error {
+	opts := []zstd.DOption{
+		zstd.WithDecoderMaxWindow(zstdMaxWindowBytes),
+		zstd.WithDecoderMaxMemory(zstdMaxMemoryBytes),
+	}
+	if r.dec1 == nil {
+		dec, err := zstd.NewReader(nil, append(opts, zstd.WithDecoderConcurrency(1))...)
+		if err != nil {
+			return err
+		}
+		r.dec1 = dec
+	}
+	binaryForm := false
+	for n := max(r.raw.Buffered(), 1); ; n = min(2*n, readBufBytes) {
+		start, perr := r.raw.Peek(n)
+		var done bool
+		binaryForm, done = r.probeZstd(start)
+		if done || perr != nil || n == readBufBytes {
+			break
+		}
+	}
+	r.dec = r.dec1
+	if !binaryForm {
+		if r.dec2 == nil {
+			dec, err := zstd.NewReader(nil, append(opts, zstd.WithDecoderConcurrency(2))...)
+			if err != nil {
+				return err
+			}
+			r.dec2 = dec
+		}
+		r.dec = r.dec2
+	}
+	if err := r.dec.Reset(r.raw); err != nil {
+		return err
+	}
+	r.guard = bombGuard{r: r.dec, in: &r.in}
+	if r.zbuf == nil {
+		r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
+	} else {
+		r.zbuf.Reset(&r.guard)
+	}
+	return nil
+}
+
+// probeZstd decompresses the start of a zstd stream from start, its
+// first compressed bytes, with dec1: whether it begins with the binary
+// form's magic, and whether that is known (false when start ends before
+// enough of the stream decompresses).
+func (r *Reader) probeZstd(start []byte) (binaryForm, known bool) {
+	r.peek.Reset(start)
+	if err := r.dec1.Reset(&r.peek); err != nil {
+		return false, true
+	}
+	var magic [8]byte
+	m := magic[:len(binform.Magic)]
+	_, err := io.ReadFull(r.dec1, m)
+	switch {
+	case err == nil:
+		return bytes.Equal(m, binform.Magic), true
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return false, false
+	}
+	return false, true // damaged: dec2 names it, as before
 }
 
 // Header returns the header read by NewReader.
@@ -256,10 +322,12 @@ func (r *Reader) Buffered() int { return r.lines.Buffered() }
 
 // Close releases the decoder and closes the file opened by Open.
 func (r *Reader) Close() error {
-	if r.dec != nil {
-		r.dec.Close()
-		r.dec = nil
+	for _, d := range []*zstd.Decoder{r.dec1, r.dec2} {
+		if d != nil {
+			d.Close()
+		}
 	}
+	r.dec, r.dec1, r.dec2 = nil, nil, nil
 	if r.closer != nil {
 		err := r.closer.Close()
 		r.closer = nil
