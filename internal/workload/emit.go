@@ -294,17 +294,23 @@ func (e *emitter) flushDel() {
 	if len(e.delRefs) == 0 {
 		return
 	}
+	// Pending deletes are flushed by the next message, which may be one
+	// write2 sends to more ranks: they go to their own ranks only.
+	extra := e.extra
+	e.extra = nil
+	e.writeDel(e.delRanks)
+	e.extra = extra
+}
+
+// writeDel writes the pending deletes as one DeleteRefs to ranks (and
+// e.extra).
+func (e *emitter) writeDel(ranks values.Slice) {
 	m := &e.rec.Msg
 	m.Kind, m.TypeName = gen.MsgDeleteRefs, "DeleteRefs"
 	m.Extra.Reset()
 	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
 	e.delRefs = e.delRefs[:0]
-	// Pending deletes are flushed by the next message, which may be one
-	// write2 sends to more ranks: they go to their own ranks only.
-	extra := e.extra
-	e.extra = nil
-	e.write(e.delRanks)
-	e.extra = extra
+	e.write(ranks)
 }
 
 // del2 deletes ts on the ranks of a and b in one record: a tensor both
@@ -314,15 +320,9 @@ func (e *emitter) del2(a, b values.Slice, ts ...values.Tensor) {
 	e.flushDel()
 	e.del(a, ts...)
 	e.delRefs = slices.DeleteFunc(e.delRefs, func(id int64) bool { return id == 0 })
-	if len(e.delRefs) == 0 {
-		return
+	if len(e.delRefs) > 0 {
+		e.write2(func() { e.writeDel(a) }, b)
 	}
-	m := &e.rec.Msg
-	m.Kind, m.TypeName = gen.MsgDeleteRefs, "DeleteRefs"
-	m.Extra.Reset()
-	m.DeleteRefs.Refs = append(m.DeleteRefs.Refs[:0], e.delRefs...)
-	e.delRefs = e.delRefs[:0]
-	e.write2(func() { e.write(a) }, b)
 }
 
 // The mesh dimensions a collective reduces over.
