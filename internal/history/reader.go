@@ -49,6 +49,12 @@ type Record struct {
 
 const (
 	readBufBytes = 64 << 10
+	// rawBufBytes is the raw input's buffer: room for the first block of
+	// a zstd stream, which may be a whole block of 128 KiB (RFC 8878,
+	// 3.1.1.2.4: Block_Maximum_Size) after the frame header (at most 18
+	// bytes) and the block's own (3), so that the zstd probe (startZstd)
+	// can always decompress it from the bytes buffered.
+	rawBufBytes = 128<<10 + 64
 	// zstd decoding limits: the largest window a frame may ask for, and the
 	// most memory the decoder may use for it.
 	zstdMaxWindowBytes = 1 << 27
@@ -189,7 +195,7 @@ func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
 		return nil, r.fail(1, wrap(ErrHeader, `bad header: "gpus_per_host" is %d, want at least 1`, h.GPUsPerHost))
 	}
 	r.in = counter{r: src}
-	r.raw = bufio.NewReaderSize(&r.in, readBufBytes)
+	r.raw = bufio.NewReaderSize(&r.in, rawBufBytes)
 	r.lines = r.raw
 	r.hdr, r.line = h, 1
 	return r, nil
@@ -203,7 +209,7 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	r.reg.Reset()
 	r.in = counter{r: src}
 	if r.raw == nil {
-		r.raw = bufio.NewReaderSize(&r.in, readBufBytes)
+		r.raw = bufio.NewReaderSize(&r.in, rawBufBytes)
 	} else {
 		r.raw.Reset(&r.in)
 	}
@@ -234,8 +240,8 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 // blocks between goroutines, parking and waking them, costs more CPU than
 // it saves wall time (bench/RESULTS.md, "The binary form's zstd decoded
 // synchronously"). dec1 first decodes the stream's start from the
-// compressed bytes buffered, up to the whole buffer (64 KiB) when the
-// first block needs them: the choice depends on the stream's bytes alone,
+// compressed bytes buffered, up to the whole buffer (room for a zstd
+// block of the largest size) when the first block needs them: the choice depends on the stream's bytes alone,
 // not on how they arrive (a file, a pipe), so a damaged stream is named
 // by one decoder's messages wherever it is read from. A stream whose
 // start does not decode into the binary form's magic in that room goes to
@@ -253,16 +259,20 @@ func (r *Reader) startZstd() error {
 		r.dec1 = dec
 	}
 	binaryForm := false
-	for n := max(r.raw.Buffered(), 1); ; n = min(2*n, readBufBytes) {
+	for n := max(r.raw.Buffered(), 1); ; n = min(2*n, rawBufBytes) {
 		start, perr := r.raw.Peek(n)
 		var done bool
 		binaryForm, done = r.probeZstd(start)
-		if done || perr != nil || n == readBufBytes {
+		if done || perr != nil || n == rawBufBytes {
 			break
 		}
 	}
 	r.dec = r.dec1
 	if !binaryForm {
+		// The probe's decoder holds a window's buffer (up to
+		// zstdMaxWindowBytes): let it go while dec2 reads.
+		r.dec1.Close()
+		r.dec1 = nil
 		if r.dec2 == nil {
 			dec, err := zstd.NewReader(nil, append(opts, zstd.WithDecoderConcurrency(2))...)
 			if err != nil {
