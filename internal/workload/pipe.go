@@ -471,9 +471,11 @@ func (w *pipeWriter) pass(t *template, ctx passCtx, p *sched.Pass, ts0, baseB, s
 // EmitStatsPiped is EmitStats with the generator on a goroutine of its
 // own, handing the records to sink, in order, on the caller's goroutine;
 // passes are offered to a PassSink as EmitStats offers them. The sink
-// sees the same calls as from EmitStats up to its first error, and none
-// after it (EmitStats goes on writing to the end of the stage action).
-// The error is the sink's first, else the generator's own.
+// sees the same calls as from EmitStats up to its first error and, after
+// it, at most the rest of a recorded pass it was being written (EmitStats
+// goes on writing to the end of the stage action). A panic of the sink's
+// is its error (sched.ErrInternal). The error is the sink's first, else
+// the generator's own.
 func EmitStatsPiped(j Job, sink Sink) (Stats, error) {
 	st, _, err := emitPiped(j, sink)
 	return st, err
@@ -504,7 +506,7 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	var rec history.Record
 	for b := q.next(); b != nil; b = q.next() {
 		for i := 0; i < b.n && serr == nil; i++ {
-			serr = ce.apply(b, &b.items[i], &rec, ps)
+			serr = ce.applySafe(b, &b.items[i], &rec, ps)
 			if serr != nil {
 				w.fail.Store(&serr)
 			}
@@ -519,6 +521,14 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 		return Stats{}, w.refused, gerr
 	}
 	return st, w.refused, nil
+}
+
+// applySafe is apply with a panic of the sink's turned into its error
+// (sched.ErrInternal), so that the generator, told of it, stops and its
+// goroutine ends before the call returns.
+func (e *emitter) applySafe(b *pipeBatch, it *pipeItem, rec *history.Record, ps PassSink) (err error) {
+	defer sched.RecoverInternal(&err)
+	return e.apply(b, it, rec, ps)
 }
 
 // apply gives item it of batch b to e's sink (ps, when it is one); rec

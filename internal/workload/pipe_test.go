@@ -3,10 +3,13 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
@@ -195,5 +198,71 @@ func TestPipedFailsAlike(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the runs, %d before", n, before)
+	}
+}
+
+// panicSink panics at its at-th call.
+type panicSink struct{ calls, at int }
+
+func (p *panicSink) Write(*history.Record, *values.Registry) error {
+	if p.calls++; p.calls == p.at {
+		panic("sink bug")
+	}
+	return nil
+}
+
+// TestPipedSinkPanics: a sink that panics makes a piped emission return
+// an error wrapping sched.ErrInternal, and the generator's goroutine has
+// ended when it returns (it waited for a free batch forever before).
+func TestPipedSinkPanics(t *testing.T) {
+	j := FeatureLayouts()[0]
+	pipeSizes(t, 4, 2)
+	before := runtime.NumGoroutine()
+	for _, at := range []int{1, 50, 500} {
+		_, err := EmitStatsPiped(j, &panicSink{at: at})
+		if !errors.Is(err, sched.ErrInternal) {
+			t.Errorf("a sink panicking at call %d: %v, want sched.ErrInternal", at, err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the runs, %d before", n, before)
+	}
+}
+
+// TestPipedCopiesEveryField is a tripwire: the pipe copies a record's
+// fields and, by kind, its message's (pipeBatch's add and record). These
+// are the fields it knows; a field added to history.Record or to a
+// message the generator writes must be copied there too, and added here.
+func TestPipedCopiesEveryField(t *testing.T) {
+	fields := func(v any) string {
+		ty := reflect.TypeOf(v)
+		var names []string
+		for i := range ty.NumField() {
+			names = append(names, ty.Field(i).Name)
+		}
+		return strings.Join(names, " ")
+	}
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{history.Record{}, "Line IsStep Step Ts Ranks Msg Extra"},
+		{gen.Msg{}, "Kind TypeName CreateStream CallFunction SendTensor Reduce BorrowCreate BorrowFirstUse BorrowLastUse BorrowDrop DeleteRefs PipeRecv CommandGroup Extra"},
+		{gen.CallFunction{}, "Ident Function FunctionIdx Args Kwargs Result Mutates Stream"},
+		{gen.SendTensor{}, "Result Tensor FromRanks ToRanks FromStream ToStream"},
+		{gen.Reduce{}, "Result LocalTensor Stream Dims Reduction Scatter Inplace Out HasOut"},
+		{gen.BorrowCreate{}, "Result Borrow BorrowIdx Tensor FromStream ToStream"},
+		{gen.BorrowFirstUse{}, "Borrow BorrowIdx"},
+		{gen.BorrowLastUse{}, "Borrow BorrowIdx"},
+		{gen.BorrowDrop{}, "Borrow BorrowIdx"},
+		{gen.DeleteRefs{}, "Refs RefsIdx"},
+		{gen.PipeRecv{}, "Ident Result Pipe Stream"},
+	} {
+		if got := fields(c.v); got != c.want {
+			t.Errorf("%T has fields %q; the pipe knows %q: copy the new ones in pipe.go", c.v, got, c.want)
+		}
 	}
 }
