@@ -2,11 +2,11 @@ package replay
 
 import (
 	"io"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/batchring"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
@@ -102,85 +102,12 @@ func (s *Sim) pipelined() bool {
 	return s.opt.Jobs > 1 && pipelinable(&s.opt) && s.res.Records == 0 && s.treg == nil && len(s.res.Steps) == 0
 }
 
-// ring is the batches in flight between the decoder and the engine:
-// bufs[head..tail) (modulo its length) are decoded and wait for the
-// engine, the others belong to the decoder.
-type ring struct {
-	mu         sync.Mutex
-	filled     sync.Cond // the engine waits on it for decoded batches
-	emptied    sync.Cond // the decoder waits on it for free ones
-	bufs       []batch
-	head, tail int  // batches taken by the engine, and given by the decoder, so far
-	engWaits   bool // the engine waits on filled
-	decWaits   bool // the decoder waits on emptied
-	quit       bool // the engine has stopped: the decoder leaves
-}
+// ring is the batches in flight between the decoder (the producer) and
+// the engine.
+type ring = batchring.Ring[batch]
 
 func newRing(n, records int) *ring {
-	q := &ring{bufs: make([]batch, n)}
-	q.filled.L, q.emptied.L = &q.mu, &q.mu
-	for i := range q.bufs {
-		q.bufs[i].recs = make([]history.Record, records)
-	}
-	return q
-}
-
-// free waits for a batch the decoder may fill; nil once the engine has
-// stopped.
-func (q *ring) free() *batch {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.tail-q.head == len(q.bufs) && !q.quit {
-		q.decWaits = true
-		q.emptied.Wait()
-	}
-	if q.quit {
-		return nil
-	}
-	return &q.bufs[q.tail%len(q.bufs)]
-}
-
-// give hands the batch free returned to the engine; last says no other
-// follows (the history ended or failed), flush that the input ran dry, so
-// the engine should not wait for more batches.
-func (q *ring) give(last, flush bool) {
-	q.mu.Lock()
-	q.tail++
-	if q.engWaits && (last || flush || 2*(q.tail-q.head) >= len(q.bufs)) {
-		q.engWaits = false
-		q.filled.Signal()
-	}
-	q.mu.Unlock()
-}
-
-// next waits for the next decoded batch.
-func (q *ring) next() *batch {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.tail == q.head {
-		q.engWaits = true
-		q.filled.Wait()
-	}
-	return &q.bufs[q.head%len(q.bufs)]
-}
-
-// done hands the batch next returned back to the decoder.
-func (q *ring) done() {
-	q.mu.Lock()
-	q.head++
-	if q.decWaits && 2*(len(q.bufs)-(q.tail-q.head)) >= len(q.bufs) {
-		q.decWaits = false
-		q.emptied.Signal()
-	}
-	q.mu.Unlock()
-}
-
-// stop tells the decoder to leave.
-func (q *ring) stop() {
-	q.mu.Lock()
-	q.quit = true
-	q.emptied.Signal()
-	q.mu.Unlock()
+	return batchring.New(n, func(b *batch) { b.recs = make([]history.Record, records) })
 }
 
 // runPipelined is Run with the decoding on its own goroutine.
@@ -192,12 +119,10 @@ func (s *Sim) runPipelined(r *history.Reader) error {
 	var g errgroup.Group
 	g.Go(func() error { dec.run(q); return nil })
 	err := s.consume(reg, q)
-	q.stop()
+	q.Stop()
 	_ = g.Wait() // the decoder returns no error: a decode error travels in its batch
 	// The registry is the engine's again, once every release is applied.
-	for i := range q.bufs {
-		dec.apply(&q.bufs[i])
-	}
+	q.Each(dec.apply)
 	s.eng.Undefer()
 	return err
 }
@@ -206,7 +131,7 @@ func (s *Sim) runPipelined(r *history.Reader) error {
 // a record fails or the replay stops.
 func (s *Sim) consume(reg *values.Registry, q *ring) error {
 	for {
-		b := q.next()
+		b := q.Next()
 		for i := 0; i < b.n; i++ {
 			s.eng.Decoded(int(b.lens[i]), b.del[b.delAt[i]:b.delAt[i+1]])
 			err := s.Feed(&b.recs[i], reg)
@@ -223,7 +148,7 @@ func (s *Sim) consume(reg *values.Registry, q *ring) error {
 		}
 		switch b.err {
 		case nil:
-			q.done()
+			q.Done()
 		case io.EOF:
 			return nil
 		default:
@@ -270,12 +195,12 @@ func (d *decoder) run(q *ring) {
 	defer func() { // runs after RecoverInternal, deferred below it
 		if err != nil && b != nil {
 			b.err = err
-			q.give(true, false)
+			q.Give(true)
 		}
 	}()
 	defer sched.RecoverInternal(&err)
 	for {
-		b = q.free()
+		b = q.Free()
 		if b == nil {
 			return
 		}
@@ -307,7 +232,7 @@ func (d *decoder) run(q *ring) {
 		}
 		last := b.err != nil
 		b = nil
-		q.give(last, flush)
+		q.Give(last || flush)
 		if last {
 			return
 		}

@@ -3,12 +3,12 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fastsim/fastsim/gen"
+	"github.com/fastsim/fastsim/internal/batchring"
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
@@ -295,90 +295,12 @@ func (b *pipeBatch) record(r *history.Record, it *pipeItem) {
 	}
 }
 
-// pipeRingQ is the batches in flight: bufs[head..tail) (modulo its
-// length) are filled and wait for the sink's goroutine, the others belong
-// to the generator. A goroutine that waits parks, and is woken only once
-// the ring is half full (for the sink) or half free (for the generator),
-// or the generator has ended: on a shared machine a woken thread may wait
-// a scheduling slice for a core, so each wake-up should bring a long run
-// of work, not one batch.
-type pipeRingQ struct {
-	mu         sync.Mutex
-	filled     sync.Cond // the sink's goroutine waits on it for filled batches
-	emptied    sync.Cond // the generator waits on it for free ones
-	bufs       []pipeBatch
-	head, tail int  // batches taken by the sink, and given by the generator, so far
-	sinkWaits  bool // the sink's goroutine waits on filled
-	genWaits   bool // the generator waits on emptied
-	ended      bool // the generator gives no more batches
-}
+// pipeRingQ is the batches in flight from the generator (the producer)
+// to the sink's goroutine.
+type pipeRingQ = batchring.Ring[pipeBatch]
 
 func newPipeRing(n, items int) *pipeRingQ {
-	q := &pipeRingQ{bufs: make([]pipeBatch, n)}
-	q.filled.L, q.emptied.L = &q.mu, &q.mu
-	for i := range q.bufs {
-		q.bufs[i].items = make([]pipeItem, items)
-	}
-	return q
-}
-
-// free waits for a batch the generator may fill.
-func (q *pipeRingQ) free() *pipeBatch {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.tail-q.head == len(q.bufs) {
-		q.genWaits = true
-		q.emptied.Wait()
-	}
-	b := &q.bufs[q.tail%len(q.bufs)]
-	b.reset()
-	return b
-}
-
-// give hands the batch free returned to the sink's goroutine.
-func (q *pipeRingQ) give() {
-	q.mu.Lock()
-	q.tail++
-	if q.sinkWaits && 2*(q.tail-q.head) >= len(q.bufs) {
-		q.sinkWaits = false
-		q.filled.Signal()
-	}
-	q.mu.Unlock()
-}
-
-// end says the generator gives no more batches.
-func (q *pipeRingQ) end() {
-	q.mu.Lock()
-	q.ended = true
-	q.sinkWaits = false
-	q.filled.Signal()
-	q.mu.Unlock()
-}
-
-// next waits for the next filled batch; nil once the generator has ended
-// and every batch was taken.
-func (q *pipeRingQ) next() *pipeBatch {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.tail == q.head && !q.ended {
-		q.sinkWaits = true
-		q.filled.Wait()
-	}
-	if q.tail == q.head {
-		return nil
-	}
-	return &q.bufs[q.head%len(q.bufs)]
-}
-
-// done hands the batch next returned back to the generator.
-func (q *pipeRingQ) done() {
-	q.mu.Lock()
-	q.head++
-	if q.genWaits && 2*(len(q.bufs)-(q.tail-q.head)) >= len(q.bufs) {
-		q.genWaits = false
-		q.emptied.Signal()
-	}
-	q.mu.Unlock()
+	return batchring.New(n, func(b *pipeBatch) { b.items = make([]pipeItem, items) })
 }
 
 // pipeWriter is the generator's sink in a piped emission: it copies what
@@ -403,7 +325,8 @@ func (w *pipeWriter) item() *pipeItem {
 		w.send()
 	}
 	if w.cur == nil {
-		w.cur = w.q.free()
+		w.cur = w.q.Free()
+		w.cur.reset()
 	}
 	it := &w.cur.items[w.cur.n]
 	w.cur.n++
@@ -413,7 +336,7 @@ func (w *pipeWriter) item() *pipeItem {
 // send hands the current batch over, if it holds anything.
 func (w *pipeWriter) send() {
 	if w.cur != nil && w.cur.n > 0 {
-		w.q.give()
+		w.q.Give(false)
 		w.cur = nil
 	}
 }
@@ -489,7 +412,7 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	var st Stats
 	var g errgroup.Group
 	g.Go(func() (err error) {
-		defer q.end()
+		defer q.End()
 		// A panic becomes an error (sched.ErrInternal), as on the
 		// search's goroutines: the process would otherwise end with a
 		// stack dump.
@@ -504,14 +427,14 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 	ce := emitter{w: sink}
 	var serr error
 	var rec history.Record
-	for b := q.next(); b != nil; b = q.next() {
+	for b := q.Next(); b != nil; b = q.Next() {
 		for i := 0; i < b.n && serr == nil; i++ {
 			serr = ce.applySafe(b, &b.items[i], &rec, ps)
 			if serr != nil {
 				w.fail.Store(&serr)
 			}
 		}
-		q.done()
+		q.Done()
 	}
 	gerr := g.Wait()
 	if serr != nil {
