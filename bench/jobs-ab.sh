@@ -14,23 +14,13 @@
 set -euo pipefail
 rounds=$1 f=$2
 shift 2
-hz=$(getconf CLK_TCK)
+. "$(dirname "$0")/quiet.sh"
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-quiet() {
-	local a b
-	for _ in $(seq 150); do
-		a=$(busy)
-		sleep 2
-		b=$(busy)
-		[ $((b - a)) -lt $((hz * 3 / 10)) ] && return
-	done
-}
 declare -A W C
 for _ in $(seq "$rounds"); do
 	for cfg in "$@"; do
-		quiet
+		quiet 3 150
 		b0=$(busy)
 		/usr/bin/time -f "%e %U %S" -o "$tmp" "${cfg%:*}" replay --report-only --group-workers --jobs "${cfg##*:}" "$f" >/dev/null
 		b1=$(busy)

@@ -21,22 +21,11 @@ rounds=${ROUNDS:-5}
 batch=${BATCH:-512}
 . bench/builds.sh
 build_before_after "$before" "$work"
-hz=$(getconf CLK_TCK)
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-quiet() {
-	local a b
-	for _ in $(seq 60); do
-		a=$(busy)
-		sleep 2
-		b=$(busy)
-		[ $((b - a)) -lt $((hz * 6 / 10)) ] && return 0
-	done
-	return 0 # not quiet within 2 minutes: run anyway
-}
+. bench/quiet.sh
 run() { # NAME BINARY [FLAGS...]
 	local name=$1 bin=$2
 	shift 2
-	if [ "${WAIT:-0}" = 1 ]; then quiet; fi
+	if [ "${WAIT:-0}" = 1 ]; then quiet 6 60; fi
 	local b0 b1
 	b0=$(busy)
 	/usr/bin/time -f "%e %U %S" -o "$work/$name.time" "$bin" predict --model megatron-1t --hardware a100-80gb \
