@@ -54,12 +54,9 @@ import (
 // Batches are of tens of records, so that the goroutines meet seldom, and
 // the ring holds several, so that either side can run ahead for a while
 // (the engine's work per record varies: a step's settlement, a held run
-// of Reduces applied at once). A goroutine that waits parks, and is woken
-// only once the ring is half full (for the engine) or half free (for the
-// decoder), or the history ends: on a shared machine a woken thread may
-// wait a scheduling slice for a core, so each wake-up should bring a long
-// run of work, not one batch. (Variables so that a test can make batches
-// of one record and a ring of two.)
+// of Reduces applied at once); internal/batchring says when a waiting
+// goroutine is woken. (Variables so that a test can make batches of one
+// record and a ring of two.)
 var (
 	batchRecords = 64
 	ringBatches  = 16

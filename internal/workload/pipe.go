@@ -46,10 +46,9 @@ import (
 // generator's goroutine never outlives the call.
 
 // Batches of a hundred items or so, so that the goroutines meet seldom
-// while a batch's arrays stay small (some 100 KiB), in a ring of several, so that either side can run ahead for a while (the
-// engine's work per record varies: a step's settlement, a held run of
-// Reduces applied at once). Variables so that a test can make batches of
-// one item and a ring of two.
+// while a batch's arrays stay small (some 100 KiB), in a ring of several
+// (internal/batchring), as the pipelined replay's. Variables so that a
+// test can make batches of one item and a ring of two.
 var (
 	pipeItems = 128
 	pipeRing  = 8
