@@ -39,12 +39,36 @@ const MaxRandomWorld = 1 << 24
 const BigWorld = 1 << 16
 
 // slice is a strided block of ranks, the set of its ranks and the block
-// as a history writes it.
+// as a history writes it. lo, hi and card (its least and greatest rank
+// and how many it has) let within and sameRanks answer most questions
+// without touching the bitmaps: a generator asks them of every live
+// tensor for every command, and the live tensors grow with the history.
 type slice struct {
 	offset         int
 	sizes, strides []int
 	set            *roaring.Bitmap
 	js             values.Slice
+	lo, hi         int
+	card           int
+	mask           []uint64 // the ranks as bits, when all are below maskRanks
+}
+
+// maskRanks bounds the ranks of a slice kept as plain bits too: for the
+// small worlds most tests use, within is then a few word operations.
+const maskRanks = 1 << 12
+
+// withMask adds s's bits when its ranks are all below maskRanks.
+func (s slice) withMask() slice {
+	if s.card == 0 || s.hi >= maskRanks {
+		return s
+	}
+	s.mask = make([]uint64, s.hi/64+1)
+	it := s.set.Iterator()
+	for it.HasNext() {
+		r := it.Next()
+		s.mask[r/64] |= 1 << (r % 64)
+	}
+	return s
 }
 
 func int64s(v []int) []int64 {
@@ -58,6 +82,16 @@ func int64s(v []int) []int64 {
 func newSlice(offset int, sizes, strides []int) slice {
 	s := slice{offset: offset, sizes: sizes, strides: strides,
 		js: values.Slice{Offset: int64(offset), Sizes: int64s(sizes), Strides: int64s(strides)}}
+	if len(sizes) == 1 && (strides[0] == 1 || strides[0] == -1) && sizes[0] > 0 {
+		// A run: its bitmap is one range, without listing its ranks (a
+		// whole world of 2^24 ranks would be 64 MiB of them).
+		lo := min(offset, offset+(sizes[0]-1)*strides[0])
+		s.set = roaring.New()
+		s.set.AddRange(uint64(lo), uint64(lo+sizes[0]))
+		s.set.RunOptimize()
+		s.lo, s.hi, s.card = lo, lo+sizes[0]-1, sizes[0]
+		return s.withMask()
+	}
 	var ranks []uint32
 	var walk func(d, r int)
 	walk = func(d, r int) {
@@ -73,11 +107,37 @@ func newSlice(offset int, sizes, strides []int) slice {
 	slices.Sort(ranks)
 	s.set = roaring.BitmapOf(ranks...)
 	s.set.RunOptimize()
-	return s
+	if len(ranks) > 0 {
+		s.lo, s.hi, s.card = int(ranks[0]), int(ranks[len(ranks)-1]), int(s.set.GetCardinality())
+	} else {
+		s.hi = -1
+	}
+	return s.withMask()
 }
 
 // within reports whether every rank of s is a rank of t.
-func (s slice) within(t slice) bool { return s.set.AndCardinality(t.set) == s.set.GetCardinality() }
+func (s *slice) within(t *slice) bool {
+	if s.card > t.card || s.lo < t.lo || s.hi > t.hi {
+		return false
+	}
+	if t.card == t.hi-t.lo+1 { // t is every rank from its least to its greatest
+		return true
+	}
+	if s.mask != nil && t.mask != nil { // s.hi <= t.hi: t's bits are as long
+		for i, w := range s.mask {
+			if w&^t.mask[i] != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return s.set.AndCardinality(t.set) == uint64(s.card)
+}
+
+// sameRanks reports whether s and t are the same set of ranks.
+func (s *slice) sameRanks(t *slice) bool {
+	return s.card == t.card && s.lo == t.lo && s.hi == t.hi && (s.card == s.hi-s.lo+1 || s.set.Equals(t.set))
+}
 
 type tensor struct {
 	id, storage, nbytes int
@@ -86,17 +146,36 @@ type tensor struct {
 	lent                bool
 }
 
+// liveKey is a live tensor's stream and the bounds of its ranks.
+type liveKey struct {
+	stream       int32
+	lo, hi, card int32
+}
+
+// keep adds t to the live tensors.
+func (g *rgen) keep(t *tensor) {
+	g.live = append(g.live, t)
+	g.liveKey = append(g.liveKey, liveKey{int32(t.stream), int32(t.where.lo), int32(t.where.hi), int32(t.where.card)})
+}
+
 // rgen writes one random history.
 type rgen struct {
-	r       *rand.Rand
-	o       *out
-	world   int
-	ts      int
-	next    int // next tensor / storage id
-	borrow  int
-	live    []*tensor
-	streams []string
-	mesh    bool // every command addresses the whole world
+	r      *rand.Rand
+	o      *out
+	world  int
+	ts     int
+	next   int // next tensor / storage id
+	borrow int
+	live   []*tensor
+	// liveKey holds, in live's order, what avail asks of every live
+	// tensor before it looks at its ranks, packed so that a scan of
+	// thousands of tensors stays in cache.
+	liveKey []liveKey
+	// availBuf is avail's result, reused: every caller picks from it
+	// before the next call.
+	availBuf []*tensor
+	streams  []string
+	mesh     bool // every command addresses the whole world
 }
 
 // Random writes a random valid history of about n commands for a world of
@@ -215,12 +294,16 @@ func (t *tensor) typed() values.Tensor {
 // avail returns tensors usable by a command on stream s for the ranks of
 // where: on that stream (or CPU tensors, when cpu) on every one of them.
 func (g *rgen) avail(s int, where slice, cpu bool) []*tensor {
-	var out []*tensor
-	for _, t := range g.live {
-		if (t.stream == s || cpu && t.stream == 0) && where.within(t.where) {
-			out = append(out, t)
+	out := g.availBuf[:0]
+	lo, hi, card := int32(where.lo), int32(where.hi), int32(where.card)
+	for i, k := range g.liveKey {
+		if (k.stream == int32(s) || cpu && k.stream == 0) && k.lo <= lo && hi <= k.hi && card <= k.card {
+			if t := g.live[i]; where.within(&t.where) {
+				out = append(out, t)
+			}
 		}
 	}
+	g.availBuf = out
 	return out
 }
 
@@ -282,7 +365,7 @@ func (g *rgen) op() {
 		}
 		out := g.call(&g.o.rec.Msg, s, where, args, functions[g.r.IntN(len(functions))])
 		g.cmd(where)
-		g.live = append(g.live, out)
+		g.keep(out)
 	case k < 37: // a view: no time, same storage
 		t := g.pick(g.avail(s, where, false))
 		if t == nil {
@@ -292,7 +375,7 @@ func (g *rgen) op() {
 		g.next++
 		g.callOn("torch.ops.aten.view.default", s, t, "[-1]", v, false)
 		g.cmd(where)
-		g.live = append(g.live, v)
+		g.keep(v)
 	case k < 45: // in place: mutates its input, the result shares its storage
 		t := g.pick(g.avail(s, where, false))
 		if t == nil {
@@ -302,7 +385,7 @@ func (g *rgen) op() {
 		g.next++
 		g.callOn("torch.ops.aten.add_.Tensor", s, t, "1.0", out, true)
 		g.cmd(where)
-		g.live = append(g.live, out)
+		g.keep(out)
 	case k < 55: // a reduction over the slice
 		t := g.pick(g.avail(s, where, false))
 		if t == nil {
@@ -314,7 +397,7 @@ func (g *rgen) op() {
 		m.Reduce = gen.Reduce{Result: out.typed(), LocalTensor: t.typed(), Stream: values.Stream{Ref: int64(s)},
 			Dims: []string{"gpu"}, Reduction: red, Scatter: g.r.IntN(2) == 0}
 		g.cmd(where)
-		g.live = append(g.live, out)
+		g.keep(out)
 	case k < 63: // a send between disjoint slices of equal size, or a local copy
 		g.send(s)
 	case k < 70:
@@ -325,7 +408,7 @@ func (g *rgen) op() {
 		m := g.o.msg(gen.MsgPipeRecv)
 		m.PipeRecv = gen.PipeRecv{Ident: int64(t.id), Result: values.Tree{Raw: raw, Leaves: lv}, Pipe: 1, Stream: values.Stream{Ref: int64(s)}}
 		g.cmd(where)
-		g.live = append(g.live, t)
+		g.keep(t)
 	case k < 82: // a command group
 		n := 2 + g.r.IntN(2)
 		m := g.o.msg(gen.MsgCommandGroup)
@@ -337,21 +420,22 @@ func (g *rgen) op() {
 			}
 			out := g.call(&g.o.sub, s, where, args, functions[g.r.IntN(len(functions))])
 			m.CommandGroup.Commands.Add(&g.o.sub)
-			g.live = append(g.live, out) // later sub-commands may use it
+			g.keep(out) // later sub-commands may use it
 		}
 		g.cmd(where)
 	case k < 97: // delete where it was made
-		var cands []*tensor
+		cands := g.availBuf[:0]
 		for _, t := range g.live {
 			if !t.lent {
 				cands = append(cands, t)
 			}
 		}
+		g.availBuf = cands
 		var del []*tensor
 		if t := g.pick(cands); t != nil {
 			del = append(del, t)
 			for _, u := range cands { // others made on the same ranks go too
-				if u != t && u.where.set.Equals(t.where.set) && g.r.IntN(3) == 0 {
+				if u != t && u.where.sameRanks(&t.where) && g.r.IntN(3) == 0 {
 					del = append(del, u)
 				}
 			}
@@ -378,6 +462,7 @@ func (g *rgen) drop(t *tensor) {
 	for i, u := range g.live {
 		if u == t {
 			g.live = append(g.live[:i], g.live[i+1:]...)
+			g.liveKey = append(g.liveKey[:i], g.liveKey[i+1:]...)
 			return
 		}
 	}
@@ -419,14 +504,14 @@ func (g *rgen) sendSlices(s int, from, to slice) {
 	}
 	out := g.fresh(s, to, false)
 	ranks := []slice{from}
-	if !to.set.Equals(from.set) {
+	if !to.sameRanks(&from) {
 		ranks = append(ranks, to)
 	}
 	m := g.o.msg(gen.MsgSendTensor)
 	m.SendTensor = gen.SendTensor{Result: out.typed(), Tensor: t.typed(), FromRanks: from.js, ToRanks: to.js,
 		FromStream: values.Stream{Ref: int64(s)}, ToStream: values.Stream{Ref: int64(s)}}
 	g.cmd(ranks...)
-	g.live = append(g.live, out)
+	g.keep(out)
 }
 
 // borrowOp lends a tensor to another stream, uses it there and gives it
@@ -460,7 +545,7 @@ func (g *rgen) borrowOp(where slice) {
 	g.cmd(where)
 	out := g.call(&g.o.rec.Msg, to, where, []*tensor{res}, "torch.ops.aten.mul.Tensor")
 	g.cmd(where)
-	g.live = append(g.live, out)
+	g.keep(out)
 	between()
 	g.o.msg(gen.MsgBorrowLastUse).BorrowLastUse.Borrow = int64(id)
 	g.cmd(where)
