@@ -339,12 +339,7 @@ func (s *Sim) Feed(lines []byte) error {
 		s.pending = append(s.pending, '\n')
 	}
 	s.src.buf = s.pending
-	err := s.sim.Run(s.r)
-	if err == nil && s.sim.Partial() {
-		err = ErrStopped
-	}
-	s.err = err
-	return err
+	return s.keep(s.sim.Run(s.r))
 }
 
 // Step closes an iteration, as a {"step":N} line does: it checks that
@@ -450,9 +445,17 @@ func (s *Sim) Finish() error {
 	if err := s.noticeStop(); err != nil {
 		return err
 	}
-	err := s.sim.Finish()
-	if err != nil && s.sim.Partial() {
-		// Stopped while the held Reduces were applied.
+	// A stop can also come while the held Reduces are applied.
+	return s.keep(s.sim.Finish())
+}
+
+// keep records the outcome of a call that fed or finished the
+// simulation: a simulation that a stop ended is ErrStopped, whatever the
+// engine returned (nothing, from a stop between records; its own
+// "stopped", from one inside the end's flush), and every later call
+// returns it.
+func (s *Sim) keep(err error) error {
+	if s.sim.Partial() {
 		err = ErrStopped
 	}
 	s.err = err
@@ -473,15 +476,10 @@ func (s *Sim) stopAsked() bool {
 // budget passed) since the last record fed, as a {"step":N} line would,
 // and keeps the error: ErrStopped for a stop.
 func (s *Sim) noticeStop() error {
-	err := s.sim.NoticeStop()
-	if err == nil {
-		return nil
+	if err := s.sim.NoticeStop(); err != nil {
+		return s.keep(err)
 	}
-	if s.sim.Partial() {
-		err = ErrStopped
-	}
-	s.err = err
-	return err
+	return nil
 }
 
 // WriteTrace writes the timeline so far to w as Chrome trace JSON (open it
