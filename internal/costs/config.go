@@ -130,7 +130,7 @@ func Parse(data []byte) (*Model, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
-		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrConfig, jsonpos.Describe(err))}
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrConfig, jsonpos.Describe(data, err))}
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {

@@ -439,7 +439,7 @@ func decode(data []byte) (*Spec, error) {
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
-		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrSpec, jsonpos.Describe(err))}
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrSpec, jsonpos.Describe(data, err))}
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {

@@ -81,9 +81,16 @@ func Has(data []byte, path ...string) bool {
 // wrong type by its key and the kinds found and wanted ("layers is a JSON
 // string, want a number"), not by the Go type it was read into; other
 // errors without encoding/json's "json: " prefix.
-func Describe(err error) string {
+func Describe(data []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
+		field := te.Field
+		if p := pathAt(data, te.Offset); p != "" {
+			// encoding/json names struct fields only: the key of a
+			// map's entry ("bf16" under peak_dense_tflops) and an
+			// array's index come from the text.
+			field = p
+		}
 		want := "a value of another kind"
 		if te.Type != nil {
 			switch te.Type.Kind() {
@@ -102,12 +109,88 @@ func Describe(err error) string {
 				want = "an array"
 			}
 		}
-		if te.Field == "" {
+		if field == "" {
 			return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
 		}
-		return fmt.Sprintf("%s is %s, want %s", te.Field, article(te.Value), want)
+		return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), want)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// pathAt is the path in data of the last JSON value that starts before
+// offset, where encoding/json reports a value of the wrong type: object
+// keys joined by dots, array elements by their index in brackets
+// ("gpu.peak_dense_tflops.bf16", "gpu.gemm_efficiency[2][0]"); "" for
+// the top value, or when data does not read as JSON up to there.
+func pathAt(data []byte, offset int64) string {
+	type frame struct {
+		object  bool
+		key     string
+		index   int
+		wantKey bool
+	}
+	var stack []frame
+	render := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.object {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(f.key)
+			} else {
+				fmt.Fprintf(&b, "[%d]", f.index)
+			}
+		}
+		return b.String()
+	}
+	// next moves the enclosing object or array past a value.
+	next := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].object {
+				stack[n-1].wantKey = true
+			} else {
+				stack[n-1].index++
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	path := ""
+	for {
+		start := dec.InputOffset()
+		if start >= offset {
+			return path
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return path
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				next()
+				continue
+			}
+			stack[n-1].key, _ = tok.(string)
+			stack[n-1].wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			next()
+			continue
+		}
+		path = render() // a value starts here
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{object: true, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		default:
+			next()
+		}
+	}
 }
 
 // article puts "a" or "an" before a JSON kind as encoding/json names it

@@ -159,10 +159,13 @@ func TestDescribe(t *testing.T) {
 		F float64 `json:"f"`
 	}
 	type doc struct {
-		Layers int      `json:"layers"`
-		Name   string   `json:"name"`
-		In     inner    `json:"in"`
-		List   []string `json:"list"`
+		Layers int                `json:"layers"`
+		Name   string             `json:"name"`
+		In     inner              `json:"in"`
+		List   []string           `json:"list"`
+		Peaks  map[string]float64 `json:"peaks"`
+		Curve  [][2]float64       `json:"curve"`
+		Ins    []inner            `json:"ins"`
 	}
 	for _, c := range []struct{ text, want string }{
 		{`{"layers": "4"}`, "layers is a string, want a whole number"},
@@ -170,17 +173,23 @@ func TestDescribe(t *testing.T) {
 		{`{"in": {"f": true}}`, "in.f is a bool, want a number"},
 		{`{"list": {}}`, "list is an object, want an array"},
 		{`[1, 2]`, "the JSON value is an array, want an object"},
+		// encoding/json names struct fields only; the key of a map's
+		// entry and an array's index come from the text.
+		{`{"peaks": {"fp32": 19.5, "bf16": "312"}}`, "peaks.bf16 is a string, want a number"},
+		{`{"curve": [[1, 0.5], [2, "x"]]}`, "curve[1][1] is a string, want a number"},
+		{`{"ins": [{"n": 1}, {"f": 2, "n": [3]}], "name": "x"}`, "ins[1].n is an array, want a whole number"},
+		{`{"name": "a", "in": {}, "list": [], "Layers": false}`, "Layers is a bool, want a whole number"},
 	} {
 		var d doc
 		err := json.Unmarshal([]byte(c.text), &d)
 		if err == nil {
 			t.Fatalf("%s: decoded", c.text)
 		}
-		if got := Describe(err); got != c.want {
+		if got := Describe([]byte(c.text), err); got != c.want {
 			t.Errorf("%s: %q, want %q", c.text, got, c.want)
 		}
 	}
-	if got := Describe(errors.New("json: unknown field \"x\"")); got != `unknown field "x"` {
+	if got := Describe(nil, errors.New("json: unknown field \"x\"")); got != `unknown field "x"` {
 		t.Errorf("other errors: %q", got)
 	}
 	if !Has([]byte(`{"a": {"b": 1}}`), "a", "b") || Has([]byte(`{"a": {"c": 1}}`), "a", "b") {

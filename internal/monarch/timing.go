@@ -68,7 +68,7 @@ func isObject(raw json.RawMessage) bool {
 func ParseTiming(data []byte) (Timing, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrTiming, jsonpos.Describe(err))}
+		return nil, &jsonpos.Error{Line: jsonpos.Line(data, err), Err: fmt.Errorf("%w: %s", ErrTiming, jsonpos.Describe(data, err))}
 	}
 	// A catalogue's "timing" (with command_types), which must be an
 	// object, or a "timing" object alone; anything else is read as

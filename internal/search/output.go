@@ -206,7 +206,7 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	dec.DisallowUnknownFields()
 	var d Doc
 	if err := dec.Decode(&d); err != nil {
-		return nil, at(jsonpos.Line(data, err), "%s", jsonpos.Describe(err))
+		return nil, at(jsonpos.Line(data, err), "%s", jsonpos.Describe(data, err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, at(jsonpos.Trailing(data, dec.InputOffset()), "trailing data after the JSON object")

@@ -131,7 +131,7 @@ func ParseModel(data []byte) (Model, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return Model{}, fmt.Errorf("%d: %w: %s", jsonpos.Line(data, err), ErrModel, jsonpos.Describe(err))
+		return Model{}, fmt.Errorf("%d: %w: %s", jsonpos.Line(data, err), ErrModel, jsonpos.Describe(data, err))
 	}
 	end := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
