@@ -12,6 +12,7 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -259,13 +260,22 @@ func (r *Reader) startZstd() error {
 		r.dec1 = dec
 	}
 	binaryForm := false
-	for n := max(r.raw.Buffered(), 1); ; n = min(2*n, rawBufBytes) {
+	for n := max(r.raw.Buffered(), 1); ; {
 		start, perr := r.raw.Peek(n)
 		var done bool
 		binaryForm, done = r.probeZstd(start)
 		if done || perr != nil || n == rawBufBytes {
 			break
 		}
+		// Wait for the bytes the first block still lacks and no more: a
+		// program writing its history to a pipe may send the rest much
+		// later. Past the first block (its start did not decide), or
+		// in a frame the headers do not describe, the window doubles.
+		next := zstdFirstBlockEnd(start)
+		if next <= n {
+			next = 2 * n
+		}
+		n = min(max(next, r.raw.Buffered()), rawBufBytes)
 	}
 	r.dec = r.dec1
 	if !binaryForm {
@@ -292,6 +302,53 @@ func (r *Reader) startZstd() error {
 		r.zbuf.Reset(&r.guard)
 	}
 	return nil
+}
+
+// zstdFirstBlockEnd is how many bytes of a zstd stream, of which start is
+// the beginning, end its first frame's first block, read from the frame
+// and block headers (RFC 8878, 3.1.1.1 and 3.1.1.2), with the frame's
+// checksum when that block is its last; while start is too
+// short to hold the headers, the least length that could, so more than
+// len(start); 0 when start is not a zstd frame's (a skippable frame
+// first, or not zstd).
+func zstdFirstBlockEnd(start []byte) int {
+	if len(start) < 5 {
+		return 5
+	}
+	if binary.LittleEndian.Uint32(start) != 0xFD2FB528 {
+		return 0
+	}
+	fhd := start[4]
+	single := fhd>>5&1 == 1
+	n := 5
+	if !single {
+		n++ // Window_Descriptor
+	}
+	n += [4]int{0, 1, 2, 4}[fhd&3] // Dictionary_ID
+	fcs := [4]int{0, 2, 4, 8}[fhd>>6]
+	if fhd>>6 == 0 && single {
+		fcs = 1
+	}
+	n += fcs // Frame_Content_Size
+	if len(start) < n+3 {
+		return n + 3
+	}
+	h := uint32(start[n]) | uint32(start[n+1])<<8 | uint32(start[n+2])<<16
+	end := n + 3
+	switch h >> 1 & 3 { // Block_Type
+	case 0, 2: // raw, compressed: Block_Size bytes follow
+		end += int(h >> 3)
+	case 1: // RLE: one byte follows
+		end++
+	default: // reserved: damaged, which dec2 names
+		return 0
+	}
+	if h&1 == 1 && fhd>>2&1 == 1 {
+		// The frame's last block: the decoder checks the content's
+		// checksum, 4 bytes after it, before it gives the block out.
+		end += 4
+	}
+	return end
 }
 
 // probeZstd decompresses the start of a zstd stream from start, its

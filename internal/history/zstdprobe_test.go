@@ -3,16 +3,18 @@ package history_test
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"testing"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/synth"
 )
 
 // firstZstdBlock is the size of the first block of the zstd frame at the
-// start of z, read from its headers (RFC 8878, 3.1.1: frame header,
-// 3.1.1.2: block header).
-func firstZstdBlock(t *testing.T, z []byte) int {
+// start of z, and where it ends in z, read from its headers (RFC 8878,
+// 3.1.1: frame header, 3.1.1.2: block header; a compressed block).
+func firstZstdBlock(t *testing.T, z []byte) (size, end int) {
 	t.Helper()
 	if len(z) < 6 || !bytes.Equal(z[:4], []byte{0x28, 0xb5, 0x2f, 0xfd}) {
 		t.Fatal("not a zstd frame")
@@ -30,7 +32,8 @@ func firstZstdBlock(t *testing.T, z []byte) int {
 	}
 	n += fcs
 	h := z[n : n+3]
-	return int(binary.LittleEndian.Uint32([]byte{h[0], h[1], h[2], 0}) >> 3)
+	size = int(binary.LittleEndian.Uint32([]byte{h[0], h[1], h[2], 0}) >> 3)
+	return size, n + 3 + size
 }
 
 // TestZstdProbeLargeFirstBlock: a binary-form stream whose first zstd
@@ -47,7 +50,7 @@ func TestZstdProbeLargeFirstBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := firstZstdBlock(t, bin); n <= 64<<10 {
+	if n, _ := firstZstdBlock(t, bin); n <= 64<<10 {
 		t.Fatalf("the first block is %d bytes: the test needs one past 64 KiB", n)
 	}
 	r, err := history.NewReader(bytes.NewReader(bin), "in")
@@ -57,5 +60,82 @@ func TestZstdProbeLargeFirstBlock(t *testing.T) {
 	defer r.Close()
 	if !r.ZstdSync() {
 		t.Error("a binary-form stream with a first block past 64 KiB went to the decoder that runs ahead")
+	}
+}
+
+// TestZstdProbeWaitsForFirstBlockOnly: a program writing a binary-form
+// history to a pipe sends the first zstd block in three writes (10
+// bytes, all but its last byte, its last byte), then holds the rest back
+// until the reader has the header. The probe asks for the bytes the
+// first block lacks and no more, so NewReader returns; a probe that
+// doubled its window (10, 20, 40, ... bytes, or twice what it had)
+// waited for bytes past the block that were not coming.
+func TestZstdProbeWaitsForFirstBlockOnly(t *testing.T) {
+	var b bytes.Buffer
+	if err := synth.Random(&b, 3, 64, 3000); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := history.ConvertBytes(b.Bytes(), "in", history.FormBinary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A frame's last block comes out only with the checksum after it:
+	// the history must be longer than one block.)
+	_, end := firstZstdBlock(t, bin)
+	if end+8 > len(bin) {
+		t.Fatalf("the stream is one block (%d bytes, the first ends at %d): the test needs more", len(bin), end)
+	}
+	for k := 10; k < end; k *= 2 {
+		if k == end {
+			t.Fatalf("the first block ends at %d bytes, a doubling of 10: the test would not tell", end)
+		}
+	}
+	pr, pw := io.Pipe()
+	release := make(chan struct{})
+	go func() {
+		pw.Write(bin[:10])
+		pw.Write(bin[10 : end-1])
+		pw.Write(bin[end-1 : end])
+		<-release
+		pw.Write(bin[end:])
+		pw.Close()
+	}()
+	type opened struct {
+		r   *history.Reader
+		err error
+	}
+	got := make(chan opened, 1)
+	go func() {
+		r, err := history.NewReader(pr, "pipe")
+		got <- opened{r, err}
+	}()
+	select {
+	case o := <-got:
+		close(release)
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		defer o.r.Close()
+		if !o.r.ZstdSync() || o.r.Header().WorldSize != 64 {
+			t.Errorf("binary form %v, world %d; want the binary form's decoder, world 64", o.r.ZstdSync(), o.r.Header().WorldSize)
+		}
+		n := 0
+		var rec history.Record
+		for {
+			err := o.r.Next(&rec)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Error("no record read after the held-back bytes came")
+		}
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("NewReader still waits for bytes past the first zstd block")
 	}
 }
