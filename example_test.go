@@ -105,10 +105,11 @@ func ExampleTrain() {
 // Price commands on a GPU: a bf16 8192×8192 matrix product on an H100.
 // Each ones() writes 134,217,728 bytes at 3,350 GB/s × 0.879713 (the
 // preset's memory efficiency at that size, BabelStream's Triad fraction
-// 0.8866 less the latency to fill the pipe): 45,543.2 ns, plus a 3,000
-// ns launch: 48,544 ns. The product's 2·8192³ FLOPs at
-// 989.4 TFLOP/s × 0.801 take 1,387,379.9 ns, plus the launch: 1,390,380
-// ns. With no controller cost (SPMD) they run back to back: 1,487,468 ns.
+// 0.8866 less the latency to fill the pipe): 45,543.2 ns, plus the
+// preset's 2,430 ns launch: 47,973.2 -> 47,974 ns. The product's 2·8192³
+// FLOPs at 989.4 TFLOP/s × 0.801 take 1,387,379.9 ns, plus the launch:
+// 1,389,809.9 -> 1,389,810 ns. With no controller cost (SPMD) they run back
+// to back: 2 × 47,974 + 1,389,810 = 1,485,758 ns.
 func ExampleLoadHardware() {
 	h100, err := fastsim.LoadHardware("h100-sxm")
 	if err != nil {
@@ -136,7 +137,7 @@ func ExampleLoadHardware() {
 		log.Fatal(err)
 	}
 	fmt.Println(sim.Report().ExecNs, "ns")
-	// Output: 1487468 ns
+	// Output: 1485758 ns
 }
 
 // Train Llama-2 7B on 2 stages x 2 replicas x 2 tensor shards with the

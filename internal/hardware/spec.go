@@ -95,7 +95,12 @@ type GPU struct {
 	// bytes takes at least the DRAM latency L (Little's law), B0 = e ×
 	// HBM × L (see each preset's sources).
 	MemoryEfficiency Curve `json:"memory_efficiency"`
-	// LaunchOverheadNs is added to every kernel.
+	// LaunchOverheadNs is added to every kernel: the time from one
+	// kernel's start to the next's when the host launches each one
+	// itself (the presets carry RRZE gpu-benches' small kernels queued
+	// back to back, one launch each; see each preset's sources). Between
+	// long kernels the host is ahead and the GPU's own gap is shorter, so
+	// there it overstates by up to about half of it.
 	LaunchOverheadNs float64 `json:"launch_overhead_ns"`
 }
 
