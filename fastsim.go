@@ -630,7 +630,8 @@ func (t Transformer) History() ([]byte, error) {
 // Prediction is what `fastsim predict` reports for one layout
 // (internal/predict's Result; `go doc` on it documents each field). Its
 // --json has these figures: World, StepTimeS (the last step's time),
-// TokensPerS, ModelFLOPs (per step), TFLOPsPerGPU, MFU, PeakGiB and
+// TokensPerS, ModelFLOPs (per step), TFLOPsPerGPU, MFU,
+// NarayananTFLOPsPerGPU (as SC'21's tables count it), PeakGiB and
 // PeakDevice (the worst device), ModelStateGiB and ActivationGiB (its
 // peak split into what it keeps at the end of a step and the rest),
 // LayerStateGiB (the transformer layers' part of ModelStateGiB, what

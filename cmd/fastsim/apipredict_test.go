@@ -107,6 +107,7 @@ func TestPredictJSONEqualsAPI(t *testing.T) {
 			{"tokens_per_s", doc.TokensPerS, p.TokensPerS},
 			{"tflops_per_gpu", doc.TFLOPsPerGPU, p.TFLOPsPerGPU},
 			{"mfu", doc.MFU, p.MFU},
+			{"narayanan_tflops_per_gpu", doc.NarayananTFLOP, p.NarayananTFLOPsPerGPU},
 			{"model_flops_per_iteration", doc.ModelFLOPs, p.ModelFLOPs},
 			{"peak_memory_gib", doc.PeakMemoryGiB, p.PeakGiB},
 			{"peak_device", doc.PeakDevice, p.PeakDevice},

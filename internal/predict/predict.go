@@ -39,12 +39,19 @@ type Result struct {
 	ModelFLOPs   float64 // per iteration, counted from the model's shape (ModelFLOPs)
 	TFLOPsPerGPU float64 // ModelFLOPs / step time / GPUs, in 10^12 FLOP/s
 	MFU          float64 // TFLOPsPerGPU over the GPU's dense peak for the model's dtype
-	PeakGiB      float64 // the worst device's peak memory
-	PeakDevice   int64   // that device's rank
+	// NarayananTFLOPsPerGPU is the same step counted as Narayanan et al.
+	// count the teraFLOP/s of their Tables 1 and 2 (NarayananFLOPs: one
+	// recomputed forward of every layer included, whatever the layout
+	// recomputes), to compare with those tables.
+	NarayananTFLOPsPerGPU float64
+	PeakGiB               float64 // the worst device's peak memory
+	PeakDevice            int64   // that device's rank
 	// ModelStateGiB is what the worst device holds at the end of the
-	// history, when every transient tensor is freed: parameters, gradients
-	// and optimizer state. ActivationGiB is the rest of its peak:
-	// activations and the temporaries alive with them.
+	// history, when every transient tensor is freed: parameters, fp32
+	// main gradients and optimizer state (18 bytes a parameter, sharded
+	// by ZeRO; 16-bit gradients, --fp16-grads, are freed within the step
+	// and count with the activations). ActivationGiB is the rest of its
+	// peak: activations and the temporaries alive with them.
 	ModelStateGiB float64
 	ActivationGiB float64
 	// LayerStateGiB is the part of ModelStateGiB that belongs to the
@@ -145,6 +152,7 @@ func RunJobs(ctx context.Context, j workload.Job, spec *hardware.Spec, jobs int,
 	r.TokensPerS = float64(j.GlobalBatch) * float64(j.Model.Seq) / r.StepTimeS
 	r.TFLOPsPerGPU = r.ModelFLOPs / r.StepTimeS / float64(r.World) / 1e12
 	r.MFU = r.TFLOPsPerGPU / peak
+	r.NarayananTFLOPsPerGPU = NarayananFLOPs(j) / r.StepTimeS / float64(r.World) / 1e12
 	r.ModelStateGiB = float64(res.PeakDeviceFinalBytes) / GiB
 	r.ActivationGiB = r.PeakGiB - r.ModelStateGiB
 	stage := int(r.PeakDevice / (int64(j.DP) * int64(j.TP)))
@@ -195,7 +203,9 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped
 
 // ModelFLOPs is the model FLOPs of one training iteration of j: three
 // times the forward pass (the backward costs twice the forward), not
-// counting recomputation, as Narayanan et al. (SC'21, §5.1) count them.
+// counting recomputation: Narayanan et al.'s derivation (SC'21, Appendix)
+// without its recomputed forward, which is Korthikanti et al. 2022's
+// model FLOPs (Eq. 7), the numerator of MFU.
 // The forward of a layer, per token, is 2 FLOPs per weight of its four
 // GEMMs (QKV, output projection, the MLP's two or, gated, three) plus
 // 4·s·h for attention (QKᵀ and AV, 2·s·h each); the logits add 2·h·V per
@@ -203,6 +213,24 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped
 // 24·B·s·h² + 4·B·s²·h per layer and Narayanan et al.'s
 // 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) per iteration.
 func ModelFLOPs(j workload.Job) float64 {
+	layers, logits := forwardFLOPs(j)
+	return 3 * (layers + logits)
+}
+
+// NarayananFLOPs is one iteration of j counted as Narayanan et al. count
+// the teraFLOP/s of their Tables 1 and 2 (SC'21, Eq. 3 and Appendix): each
+// layer's forward four times (forward, its recomputation, a backward of
+// twice the forward) and the logits' three times, whatever the layout
+// recomputes. For a GPT layer it is their 96·B·s·l·h²·(1 + s/(6h) +
+// V/(16·l·h)).
+func NarayananFLOPs(j workload.Job) float64 {
+	layers, logits := forwardFLOPs(j)
+	return 4*layers + 3*logits
+}
+
+// forwardFLOPs is the FLOPs of one iteration's forward passes: the
+// transformer layers' and the logits'.
+func forwardFLOPs(j workload.Job) (layers, logits float64) {
 	m := &j.Model
 	h, s := float64(m.Hidden), float64(m.Seq)
 	kv := m.KVHeads
@@ -219,6 +247,6 @@ func ModelFLOPs(j workload.Job) float64 {
 		fc1 = 2 * f
 	}
 	layer := 2*(h*qkv+h*h+h*fc1+f*h) + 4*s*h
-	perToken := float64(m.Layers)*layer + 2*h*float64(m.Vocab)
-	return 3 * perToken * float64(j.GlobalBatch) * s
+	tokens := float64(j.GlobalBatch) * s
+	return float64(m.Layers) * layer * tokens, 2 * h * float64(m.Vocab) * tokens
 }

@@ -17,9 +17,11 @@ import (
 
 var updateTable = flag.Bool("update-table", false, "rewrite the predictions table in bench/VALIDATION.md")
 
-// TestModelFLOPsIsNarayanan: for GPT shapes the count is Narayanan et
-// al.'s 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (SC'21, §5.1), checked on
-// their Table 1 models, and by hand on a small one.
+// TestModelFLOPsIsNarayanan: for GPT shapes the model FLOPs are
+// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) (Korthikanti et al. 2022, Eq. 7;
+// Narayanan et al.'s SC'21 derivation without recomputation), and
+// NarayananFLOPs is their Eq. 3, 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)),
+// checked on their Table 1 models, and both by hand on a small one.
 func TestModelFLOPsIsNarayanan(t *testing.T) {
 	for _, c := range []struct{ layers, hidden, heads, batch int }{
 		{24, 2304, 24, 512},     // 1.7B
@@ -34,6 +36,10 @@ func TestModelFLOPsIsNarayanan(t *testing.T) {
 		if got := ModelFLOPs(j); math.Abs(got-want) > 1e-9*want {
 			t.Errorf("%+v: %g FLOPs, Narayanan's formula gives %g", c, got, want)
 		}
+		eq3 := 96 * B * s * l * h * h * (1 + s/(6*h) + V/(16*l*h))
+		if got := NarayananFLOPs(j); math.Abs(got-eq3) > 1e-9*eq3 {
+			t.Errorf("%+v: %g FLOPs as Narayanan et al. count, their Eq. 3 gives %g", c, got, eq3)
+		}
 	}
 	// By hand: 2 layers, h 4, s 8, V 16, batch 1. A layer's forward per
 	// token: 2·(4·12 + 4·4 + 4·16 + 16·4) = 384 for the GEMMs, plus
@@ -43,6 +49,12 @@ func TestModelFLOPsIsNarayanan(t *testing.T) {
 	j := workload.Job{Model: workload.Model{Layers: 2, Hidden: 4, Heads: 1, Vocab: 16, Seq: 8}, GlobalBatch: 1}
 	if got := ModelFLOPs(j); got != 27648 {
 		t.Errorf("small model: %g FLOPs, want 27,648", got)
+	}
+	// Counted as Narayanan et al. do: the layers' forward four times
+	// (2·512·8 = 8,192 a pass: 32,768), the logits' three (128·8 = 1,024:
+	// 3,072): 35,840.
+	if got := NarayananFLOPs(j); got != 35840 {
+		t.Errorf("small model as Narayanan et al. count: %g FLOPs, want 35,840", got)
 	}
 }
 
@@ -66,6 +78,9 @@ func TestPredictSmall(t *testing.T) {
 	}
 	if math.Abs(r.TFLOPsPerGPU-ModelFLOPs(j)/r.StepTimeS/1e12) > 1e-9 || math.Abs(r.MFU-r.TFLOPsPerGPU/312) > 1e-12 {
 		t.Fatalf("%g TFLOP/s, MFU %g", r.TFLOPsPerGPU, r.MFU)
+	}
+	if math.Abs(r.NarayananTFLOPsPerGPU-NarayananFLOPs(j)/r.StepTimeS/1e12) > 1e-9 || r.NarayananTFLOPsPerGPU <= r.TFLOPsPerGPU {
+		t.Fatalf("%g TFLOP/s as Narayanan et al. count, %g model", r.NarayananTFLOPsPerGPU, r.TFLOPsPerGPU)
 	}
 	if r.MFU <= 0 || r.MFU >= 1 {
 		t.Fatalf("MFU %g outside (0, 1)", r.MFU)
