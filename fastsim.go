@@ -451,8 +451,8 @@ func (s *Sim) Finish() error {
 
 // keep records the outcome of a call that fed or finished the
 // simulation: a simulation that a stop ended is ErrStopped, whatever the
-// engine returned (nothing, from a stop between records; its own
-// "stopped", from one inside the end's flush), and every later call
+// replay returned (nothing, from a stop between records; its own
+// ErrStopped, from one inside the end's flush), and every later call
 // returns it.
 func (s *Sim) keep(err error) error {
 	if s.sim.Partial() {

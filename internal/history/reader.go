@@ -310,7 +310,7 @@ func (r *Reader) startZstd() error {
 // checksum when that block is its last; while start is too
 // short to hold the headers, the least length that could, so more than
 // len(start); 0 when start is not a zstd frame's (a skippable frame
-// first, or not zstd).
+// first, or not zstd) or its first block's type is the reserved one.
 func zstdFirstBlockEnd(start []byte) int {
 	if len(start) < 5 {
 		return 5

@@ -85,7 +85,7 @@ func TestZstdProbeWaitsForFirstBlockOnly(t *testing.T) {
 	if end+8 > len(bin) {
 		t.Fatalf("the stream is one block (%d bytes, the first ends at %d): the test needs more", len(bin), end)
 	}
-	for k := 10; k < end; k *= 2 {
+	for k := 10; k <= end; k *= 2 {
 		if k == end {
 			t.Fatalf("the first block ends at %d bytes, a doubling of 10: the test would not tell", end)
 		}

@@ -77,7 +77,8 @@ func Has(data []byte, path ...string) bool {
 	return ok
 }
 
-// Describe words a decoding error for a file's reader: a value of the
+// Describe words a decoding error, err from decoding data (the text the
+// error's offsets are in), for a file's reader: a value of the
 // wrong type by its key and the kinds found and wanted ("layers is a JSON
 // string, want a number"), not by the Go type it was read into; other
 // errors without encoding/json's "json: " prefix.
@@ -117,11 +118,15 @@ func Describe(data []byte, err error) string {
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
-// pathAt is the path in data of the last JSON value that starts before
-// offset, where encoding/json reports a value of the wrong type: object
-// keys joined by dots, array elements by their index in brackets
-// ("gpu.peak_dense_tflops.bf16", "gpu.gemm_efficiency[2][0]"); "" for
-// the top value, or when data does not read as JSON up to there.
+// pathAt is the path in data of the value (or map key) that ends where
+// encoding/json reported a value of the wrong type, offset: object keys
+// joined by dots, array elements by their index in brackets
+// ("gpu.peak_dense_tflops.bf16", "gpu.gemm_efficiency[2][0]"), a key
+// that is empty or holds a dot, bracket or quote quoted in brackets
+// (`runtimes_ns["aten.gelu"]`); "" for the top value, or when data does
+// not read as JSON up to there. The path is written once, when the token
+// reaching offset is read: the walk costs a token at a time, whatever the
+// depth.
 func pathAt(data []byte, offset int64) string {
 	type frame struct {
 		object  bool
@@ -131,18 +136,21 @@ func pathAt(data []byte, offset int64) string {
 	}
 	var stack []frame
 	render := func() string {
-		var b strings.Builder
+		var b []byte
 		for _, f := range stack {
-			if f.object {
-				if b.Len() > 0 {
-					b.WriteByte('.')
+			switch {
+			case !f.object:
+				b = append(strconv.AppendInt(append(b, '['), int64(f.index), 10), ']')
+			case f.key == "" || strings.ContainsAny(f.key, ".[]\""):
+				b = append(strconv.AppendQuote(append(b, '['), f.key), ']')
+			default:
+				if len(b) > 0 {
+					b = append(b, '.')
 				}
-				b.WriteString(f.key)
-			} else {
-				fmt.Fprintf(&b, "[%d]", f.index)
+				b = append(b, f.key...)
 			}
 		}
-		return b.String()
+		return string(b)
 	}
 	// next moves the enclosing object or array past a value.
 	next := func() {
@@ -155,16 +163,12 @@ func pathAt(data []byte, offset int64) string {
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	path := ""
 	for {
-		start := dec.InputOffset()
-		if start >= offset {
-			return path
-		}
 		tok, err := dec.Token()
 		if err != nil {
-			return path
+			return ""
 		}
+		reached := dec.InputOffset() >= offset
 		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
 			if d, ok := tok.(json.Delim); ok && d == '}' {
 				stack = stack[:n-1]
@@ -173,15 +177,19 @@ func pathAt(data []byte, offset int64) string {
 			}
 			stack[n-1].key, _ = tok.(string)
 			stack[n-1].wantKey = false
+			if reached { // a map's key of the wrong type
+				return render()
+			}
 			continue
 		}
-		switch tok {
-		case json.Delim(']'):
+		if tok == json.Delim(']') {
 			stack = stack[:len(stack)-1]
 			next()
 			continue
 		}
-		path = render() // a value starts here
+		if reached { // the value: a scalar, or the start of an object or array
+			return render()
+		}
 		switch tok {
 		case json.Delim('{'):
 			stack = append(stack, frame{object: true, wantKey: true})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -166,6 +167,8 @@ func TestDescribe(t *testing.T) {
 		Peaks  map[string]float64 `json:"peaks"`
 		Curve  [][2]float64       `json:"curve"`
 		Ins    []inner            `json:"ins"`
+		MI     map[int]float64    `json:"mi"`
+		RT     map[string]float64 `json:"rt"`
 	}
 	for _, c := range []struct{ text, want string }{
 		{`{"layers": "4"}`, "layers is a string, want a whole number"},
@@ -179,6 +182,11 @@ func TestDescribe(t *testing.T) {
 		{`{"curve": [[1, 0.5], [2, "x"]]}`, "curve[1][1] is a string, want a number"},
 		{`{"ins": [{"n": 1}, {"f": 2, "n": [3]}], "name": "x"}`, "ins[1].n is an array, want a whole number"},
 		{`{"name": "a", "in": {}, "list": [], "Layers": false}`, "Layers is a bool, want a whole number"},
+		// A map key of the wrong type is named by itself, not by the
+		// entry before it; keys with dots or empty ones are quoted.
+		{`{"mi": {"1": 2, "abc": 3}}`, "mi.abc is a number abc, want a whole number"},
+		{`{"rt": {"aten.gelu": 1, "aten.mm": "x"}}`, `rt["aten.mm"] is a string, want a number`},
+		{`{"rt": {"": "x"}}`, `rt[""] is a string, want a number`},
 	} {
 		var d doc
 		err := json.Unmarshal([]byte(c.text), &d)
@@ -194,5 +202,24 @@ func TestDescribe(t *testing.T) {
 	}
 	if !Has([]byte(`{"a": {"b": 1}}`), "a", "b") || Has([]byte(`{"a": {"c": 1}}`), "a", "b") {
 		t.Error("Has")
+	}
+}
+
+// TestDescribeDeep: a bad value after a deeply nested one (9,000 arrays,
+// under encoding/json's limit of 10,000) is named by its own key.
+func TestDescribeDeep(t *testing.T) {
+	const depth = 9000
+	text := `{"in": {"n": 1}, "list": ` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `, "name": 5}`
+	var d struct {
+		In   any    `json:"in"`
+		List any    `json:"list"`
+		Name string `json:"name"`
+	}
+	err := json.Unmarshal([]byte(text), &d)
+	if err == nil {
+		t.Fatal("decoded")
+	}
+	if got, want := Describe([]byte(text), err), "name is a number, want a string"; got != want {
+		t.Errorf("%q, want %q", got, want)
 	}
 }

@@ -171,8 +171,9 @@ type rgen struct {
 	// tensor before it looks at its ranks, packed so that a scan of
 	// thousands of tensors stays in cache.
 	liveKey []liveKey
-	// availBuf is avail's result, reused: every caller picks from it
-	// before the next call.
+	// availBuf is avail's result, reused (the delete case fills it with
+	// its candidates too): every caller picks from it before the next
+	// call.
 	availBuf []*tensor
 	streams  []string
 	mesh     bool // every command addresses the whole world

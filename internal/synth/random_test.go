@@ -38,6 +38,10 @@ func TestSliceShortcuts(t *testing.T) {
 			ss = append(ss, g.randSlice())
 		}
 		ss = append(ss, g.all(), newSlice(world-1, []int{world}, []int{-1}), newSlice(world/2, nil, nil))
+		if world >= 6 {
+			// Same bounds and count, other ranks: {0,1,4,5} and {0,2,3,5}.
+			ss = append(ss, newSlice(0, []int{2, 2}, []int{4, 1}), newSlice(0, []int{2, 2}, []int{3, 2}))
+		}
 		for _, s := range ss {
 			if want := walked(s.offset, s.sizes, s.strides); !s.set.Equals(want) {
 				t.Fatalf("world %d: slice %d %v %v: set %v, want %v", world, s.offset, s.sizes, s.strides, s.set, want)
