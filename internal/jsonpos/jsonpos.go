@@ -86,11 +86,16 @@ func Describe(data []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
-		if p := pathAt(data, te.Offset); p != "" {
-			// encoding/json names struct fields only: the key of a
-			// map's entry ("bf16" under peak_dense_tflops) and an
-			// array's index come from the text.
-			field = p
+		// Past pathMaxOffset the walk of tokens to the error (about
+		// 10 MB/s) would take longer than the decoding did: encoding/json's
+		// field path, and the line, say where it is.
+		if te.Offset <= pathMaxOffset {
+			if p := pathAt(data, te.Offset); p != "" {
+				// encoding/json names struct fields only: the key of a
+				// map's entry ("bf16" under peak_dense_tflops) and an
+				// array's index come from the text.
+				field = p
+			}
 		}
 		want := "a value of another kind"
 		if te.Type != nil {
@@ -117,6 +122,11 @@ func Describe(data []byte, err error) string {
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }
+
+// pathMaxOffset is the furthest into a text that Describe walks to name a
+// value by its path (8 MiB: a hardware spec or model file is at most 1 MiB;
+// a search's results can be hundreds).
+const pathMaxOffset = 8 << 20
 
 // pathAt is the path in data of the value (or map key) that ends where
 // encoding/json reported a value of the wrong type, offset: object keys
