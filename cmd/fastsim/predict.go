@@ -35,14 +35,17 @@ It prints the step time, tokens/s, model TFLOP/s per GPU (model FLOPs, no
 recomputation counted: Korthikanti et al. 2022's Eq. 7, what MFU divides
 by the peak), MFU, the same step's TFLOP/s as Narayanan et al. (SC'21)
 count them in their Tables 1 and 2 (Eq. 3: every layer's forward counted
-once more, as recomputed, whatever --recompute says; compare those tables
-with this one), and the worst device's peak memory, split into model state
+once more, as recomputed, whatever --recompute says; for gated or
+grouped-query layers the same rule on their own GEMMs; compare those
+tables with this one), and the worst device's peak memory, split into model state
 (what the device keeps at the end of a step) and activations (the rest of
 its peak), and of those the parts of the transformer layers: their
-parameters and optimizer state (18 bytes a parameter, Korthikanti et al.'s
-accounting as Calculon reads it, without the embeddings and the output
-layer; 16-bit gradients, --fp16-grads, are freed within the step and count
-with the activations) and what they store for their backward passes (what
+parameters and optimizer state (18 bytes a parameter with fp32 main
+gradients kept, Korthikanti et al.'s accounting as Calculon reads it,
+without the embeddings and the output layer; with --fp16-grads the
+gradients live within the step and count with the activations: 14 bytes,
+16 with PyTorch DDP's 16-bit bucket under data parallelism) and what they
+store for their backward passes (what
 Korthikanti et al.'s activation formulas count). --json writes the same as
 {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "narayanan_tflops_per_gpu", "peak_memory_gib",
 "peak_device", "model_state_gib", "layer_state_gib", "activation_gib", "stored_activation_gib",
@@ -232,7 +235,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "layout               %s on %d x %s: tp %d, pp %d, dp %d; batch %d in microbatches of %d; %s, recompute %s, sequence parallel %v, ZeRO %d; mechanisms %s\n",
 			j.Model.Name, r.World, spec.Name, j.TP, j.PP, j.DP, j.GlobalBatch, j.MicroBatch, tf.schedule, tf.recompute, j.SequenceParallel, j.Zero, mech)
 		fmt.Fprintf(stdout, "step time            %.4f s\n", r.StepTimeS)
-		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%% (%.1f TFLOP/s as Narayanan et al.'s tables count, a recomputed forward included)\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU, r.NarayananTFLOPsPerGPU)
+		fmt.Fprintf(stdout, "throughput           %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%% (%.1f TFLOP/s as Narayanan et al.'s tables count: as if fully recomputed)\n", r.TokensPerS, r.TFLOPsPerGPU, 100*r.MFU, r.NarayananTFLOPsPerGPU)
 		fmt.Fprintf(stdout, "memory (device %d)    peak %.2f GiB of %.2f GiB (%s): model state %.2f GiB (the transformer layers' %.2f GiB), activations %.2f GiB (of which the layers store %.2f GiB for the backward)\n",
 			r.PeakDevice, r.PeakGiB, r.HBMGiB, fits, r.ModelStateGiB, r.LayerStateGiB, r.ActivationGiB, r.StoredActivationGiB)
 		fmt.Fprintf(stdout, "simulated            %d commands (%d layer passes applied as one step each), %s for %d GPUs, in %.2f s\n",

@@ -84,43 +84,53 @@ func Has(data []byte, path ...string) bool {
 // errors without encoding/json's "json: " prefix.
 func Describe(data []byte, err error) string {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		// Past pathMaxOffset the walk of tokens to the error (about
-		// 10 MB/s) would take longer than the decoding did: encoding/json's
-		// field path, and the line, say where it is.
-		if te.Offset <= pathMaxOffset {
-			if p := pathAt(data, te.Offset); p != "" {
-				// encoding/json names struct fields only: the key of a
-				// map's entry ("bf16" under peak_dense_tflops) and an
-				// array's index come from the text.
-				field = p
-			}
-		}
-		want := "a value of another kind"
-		if te.Type != nil {
-			switch te.Type.Kind() {
-			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-				want = "a whole number"
-			case reflect.Float32, reflect.Float64:
-				want = "a number"
-			case reflect.String:
-				want = "a string"
-			case reflect.Bool:
-				want = "true or false"
-			case reflect.Struct, reflect.Map:
-				want = "an object"
-			case reflect.Slice, reflect.Array:
-				want = "an array"
-			}
-		}
-		if field == "" {
-			return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
-		}
-		return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), want)
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "json: ")
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	want := "a value of another kind"
+	if te.Type != nil {
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			want = "a whole number"
+		case reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		}
+	}
+	// encoding/json names struct fields only, by their Go names where
+	// they are embedded: the key of a map's entry ("bf16" under
+	// peak_dense_tflops) and an array's index come from the text. Past
+	// pathMaxOffset the walk of tokens to the error (about 10 MB/s) would
+	// take longer than the decoding did: the key itself, the last of
+	// encoding/json's path, and the line say where it is.
+	field := te.Field
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
+	}
+	if te.Offset <= pathMaxOffset {
+		p, key, isKey := pathAt(data, te.Offset)
+		if isKey {
+			if p == "" {
+				p = "the JSON object"
+			}
+			return fmt.Sprintf("%s has the key %q, want %s", p, key, want)
+		}
+		if p != "" {
+			field = p
+		}
+	}
+	if field == "" {
+		return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
+	}
+	return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), want)
 }
 
 // pathMaxOffset is the furthest into a text that Describe walks to name a
@@ -128,16 +138,17 @@ func Describe(data []byte, err error) string {
 // a search's results can be hundreds).
 const pathMaxOffset = 8 << 20
 
-// pathAt is the path in data of the value (or map key) that ends where
-// encoding/json reported a value of the wrong type, offset: object keys
-// joined by dots, array elements by their index in brackets
-// ("gpu.peak_dense_tflops.bf16", "gpu.gemm_efficiency[2][0]"), a key
-// that is empty or holds a dot, bracket or quote quoted in brackets
-// (`runtimes_ns["aten.gelu"]`); "" for the top value, or when data does
-// not read as JSON up to there. The path is written once, when the token
-// reaching offset is read: the walk costs a token at a time, whatever the
-// depth.
-func pathAt(data []byte, offset int64) string {
+// pathAt is the path in data of the value that ends where encoding/json
+// reported a value of the wrong type, offset: object keys joined by dots,
+// array elements by their index in brackets ("gpu.peak_dense_tflops.bf16",
+// "gpu.gemm_efficiency[2][0]"), a key of other characters than letters,
+// digits, '_' and '-' quoted in brackets (`runtimes_ns["aten.gelu"]`); ""
+// for the top value, or when data does not read as JSON up to there. When
+// what ends there is a map's key (of the wrong type for the map's keys),
+// it is the path of the map, the key and true. The path is written once,
+// when the token reaching offset is read: the walk costs a token at a
+// time, whatever the depth.
+func pathAt(data []byte, offset int64) (path, key string, isKey bool) {
 	type frame struct {
 		object  bool
 		key     string
@@ -151,7 +162,7 @@ func pathAt(data []byte, offset int64) string {
 			switch {
 			case !f.object:
 				b = append(strconv.AppendInt(append(b, '['), int64(f.index), 10), ']')
-			case f.key == "" || strings.ContainsAny(f.key, ".[]\""):
+			case !plainKey(f.key):
 				b = append(strconv.AppendQuote(append(b, '['), f.key), ']')
 			default:
 				if len(b) > 0 {
@@ -176,7 +187,7 @@ func pathAt(data []byte, offset int64) string {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return ""
+			return "", "", false
 		}
 		reached := dec.InputOffset() >= offset
 		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
@@ -185,11 +196,13 @@ func pathAt(data []byte, offset int64) string {
 				next()
 				continue
 			}
-			stack[n-1].key, _ = tok.(string)
-			stack[n-1].wantKey = false
+			k, _ := tok.(string)
 			if reached { // a map's key of the wrong type
-				return render()
+				stack = stack[:n-1]
+				return render(), k, true
 			}
+			stack[n-1].key = k
+			stack[n-1].wantKey = false
 			continue
 		}
 		if tok == json.Delim(']') {
@@ -198,7 +211,7 @@ func pathAt(data []byte, offset int64) string {
 			continue
 		}
 		if reached { // the value: a scalar, or the start of an object or array
-			return render()
+			return render(), "", false
 		}
 		switch tok {
 		case json.Delim('{'):
@@ -209,6 +222,20 @@ func pathAt(data []byte, offset int64) string {
 			next()
 		}
 	}
+}
+
+// plainKey reports whether a key can stand in a path as it is: letters,
+// digits, '_' and '-' only, and at least one.
+func plainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // article puts "a" or "an" before a JSON kind as encoding/json names it

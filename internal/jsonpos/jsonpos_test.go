@@ -184,7 +184,9 @@ func TestDescribe(t *testing.T) {
 		{`{"name": "a", "in": {}, "list": [], "Layers": false}`, "Layers is a bool, want a whole number"},
 		// A map key of the wrong type is named by itself, not by the
 		// entry before it; keys with dots or empty ones are quoted.
-		{`{"mi": {"1": 2, "abc": 3}}`, "mi.abc is a number abc, want a whole number"},
+		{`{"mi": {"1": 2, "abc": 3}}`, `mi has the key "abc", want a whole number`},
+		{`{"rt": {"a b": "x"}}`, `rt["a b"] is a string, want a number`},
+		{"{\"rt\": {\"bf\\nx\": \"x\"}}", `rt["bf\nx"] is a string, want a number`},
 		{`{"rt": {"aten.gelu": 1, "aten.mm": "x"}}`, `rt["aten.mm"] is a string, want a number`},
 		{`{"rt": {"": "x"}}`, `rt[""] is a string, want a number`},
 	} {
@@ -220,6 +222,35 @@ func TestDescribeDeep(t *testing.T) {
 		t.Fatal("decoded")
 	}
 	if got, want := Describe([]byte(text), err), "name is a number, want a string"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestDescribeFar: past pathMaxOffset a value is named by its key, the
+// last of encoding/json's field path, not by that path, which holds an
+// embedded struct's Go name (results.Layout.micro).
+func TestDescribeFar(t *testing.T) {
+	type Layout struct {
+		Micro int `json:"micro"`
+	}
+	var d struct {
+		Results []struct {
+			Layout
+			Step float64 `json:"step_time_s"`
+		} `json:"results"`
+	}
+	var b strings.Builder
+	b.WriteString(`{"results": [`)
+	for b.Len() <= pathMaxOffset {
+		b.WriteString(`{"micro": 1, "step_time_s": 2.5}, `)
+	}
+	b.WriteString(`{"micro": "x", "step_time_s": 2.5}]}`)
+	text := []byte(b.String())
+	err := json.Unmarshal(text, &d)
+	if err == nil {
+		t.Fatal("decoded")
+	}
+	if got, want := Describe(text, err), "micro is a string, want a whole number"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 }

@@ -49,8 +49,9 @@ type Result struct {
 	// ModelStateGiB is what the worst device holds at the end of the
 	// history, when every transient tensor is freed: parameters, fp32
 	// main gradients and optimizer state (18 bytes a parameter, sharded
-	// by ZeRO; 16-bit gradients, --fp16-grads, are freed within the step
-	// and count with the activations). ActivationGiB is the rest of its
+	// by ZeRO; with Job.FP16Grads the gradients live within the step and
+	// count with the activations: 14 bytes, 16 with PyTorch DDP's 16-bit
+	// bucket under data parallelism). ActivationGiB is the rest of its
 	// peak: activations and the temporaries alive with them.
 	ModelStateGiB float64
 	ActivationGiB float64
@@ -210,8 +211,8 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped
 // GEMMs (QKV, output projection, the MLP's two or, gated, three) plus
 // 4·s·h for attention (QKᵀ and AV, 2·s·h each); the logits add 2·h·V per
 // token. For a GPT layer (QKV 3h², projection h², MLP 8h²) this is
-// 24·B·s·h² + 4·B·s²·h per layer and Narayanan et al.'s
-// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) per iteration.
+// 24·B·s·h² + 4·B·s²·h per layer and 72·B·s·l·h²·(1 + s/(6h) +
+// V/(12·l·h)) per iteration, Korthikanti et al.'s Eq. 7.
 func ModelFLOPs(j workload.Job) float64 {
 	layers, logits := forwardFLOPs(j)
 	return 3 * (layers + logits)

@@ -55,12 +55,13 @@ func preset(t *testing.T, name string) workload.Model {
 	return m
 }
 
-// TestIterationFLOPs checks the histories against Narayanan et al., SC'21,
-// §5.1 (and its appendix): an iteration of a GPT of l layers, hidden size
-// h, sequence s, vocabulary V and batch B does
-// 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) FLOPs = 72Bslh^2 + 12Bs^2lh +
-// 6BshV (forward, and backward twice the forward), and with full
-// recomputation 4/3 of the layer part (96Bslh^2 + 16Bs^2lh + 6BshV):
+// TestIterationFLOPs checks the histories against the published counts:
+// an iteration of a GPT of l layers, hidden size h, sequence s,
+// vocabulary V and batch B does 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h))
+// FLOPs = 72Bslh^2 + 12Bs^2lh + 6BshV (forward, and backward twice the
+// forward: Korthikanti et al. 2022, Eq. 7), and with full recomputation
+// 4/3 of the layer part (96Bslh^2 + 16Bs^2lh + 6BshV: Narayanan et al.,
+// SC'21, Eq. 3 and its appendix):
 // 2*m*n*k per GEMM, the attention's QK^T and AV counted as GEMMs. The
 // expected figures are worked out by hand below.
 func TestIterationFLOPs(t *testing.T) {
