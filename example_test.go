@@ -106,10 +106,10 @@ func ExampleTrain() {
 // Each ones() writes 134,217,728 bytes at 3,350 GB/s × 0.879713 (the
 // preset's memory efficiency at that size, BabelStream's Triad fraction
 // 0.8866 less the latency to fill the pipe): 45,543.2 ns, plus the
-// preset's 2,430 ns launch: 47,973.2 -> 47,974 ns. The product's 2·8192³
+// preset's 2,060 ns launch: 47,603.2 -> 47,604 ns. The product's 2·8192³
 // FLOPs at 989.4 TFLOP/s × 0.801 take 1,387,379.9 ns, plus the launch:
-// 1,389,809.9 -> 1,389,810 ns. With no controller cost (SPMD) they run back
-// to back: 2 × 47,974 + 1,389,810 = 1,485,758 ns.
+// 1,389,439.9 -> 1,389,440 ns. With no controller cost (SPMD) they run back
+// to back: 2 × 47,604 + 1,389,440 = 1,484,648 ns.
 func ExampleLoadHardware() {
 	h100, err := fastsim.LoadHardware("h100-sxm")
 	if err != nil {
@@ -137,7 +137,7 @@ func ExampleLoadHardware() {
 		log.Fatal(err)
 	}
 	fmt.Println(sim.Report().ExecNs, "ns")
-	// Output: 1485758 ns
+	// Output: 1484648 ns
 }
 
 // Train Llama-2 7B on 2 stages x 2 replicas x 2 tensor shards with the

@@ -32,7 +32,7 @@ func callJSON(fn, args, results string) string {
 // 3,350 B/ns times the preset's memory efficiency curve at the op's bytes,
 // a power law between the two points around them as named below (0.8866,
 // BabelStream Triad, for large ops, falling for small ones by Little's
-// law), launch 2,430 ns (RRZE gpu-benches' H200 small kernels, one
+// law), launch 2,060 ns (RRZE gpu-benches' H200 small kernels, one
 // launch each, which the preset takes for the H100), GEMM efficiency 0.801 from
 // 6.361e9 FLOPs, 0.3884 at 2^31, a power law between):
 //
@@ -40,25 +40,25 @@ func callJSON(fn, args, results string) string {
 //     66,900 = 501.6 ns; bytes x 8,388,608 + w, b 2 × 2,048 + out
 //     8,388,608 + mean, rstd 2 × 16,384 = 16,814,080 (between [16,800,622,
 //     0.834447] and [33,601,244, 0.859733]: 0.834476) -> 6,014.7 ns;
-//     6,014.7 + 2,430 = 8,444.7 -> 8,445.
+//     6,014.7 + 2,060 = 8,074.7 -> 8,075.
 //  2. linear(x, w[3072,1024], b[3072]): 2·4096·1024·3072 + 4096·3072 =
 //     25,782,386,688 FLOPs / (989,400 × 0.801) = 32,532.6 ns; bytes
 //     8,388,608 + 6,291,456 + 6,144 + 25,165,824 = 39,852,032 (0.862970,
-//     between 33,601,244 and 67,202,489 bytes) -> 13,785.1 ns; 32,532.6 + 2,430 = 34,962.6 -> 34,963.
+//     between 33,601,244 and 67,202,489 bytes) -> 13,785.1 ns; 32,532.6 + 2,060 = 34,592.6 -> 34,593.
 //  3. causal flash attention q,k,v [8,16,512,64]: 4·8·16·512²·64 / 2 =
 //     4,294,967,296 FLOPs, efficiency 0.3884 × 2^0.66617 = 0.61651:
 //     7,041.3 ns; bytes 4 × 8,388,608 + lse 262,144 = 33,816,576 (between
 //     [33,601,244, 0.859733] and [67,202,489, 0.87296]: 0.859854) ->
-//     11,739.8 ns (memory-bound); + 2,430 = 14,169.8 -> 14,170.
+//     11,739.8 ns (memory-bound); + 2,060 = 13,799.8 -> 13,800.
 //  4. linear(attn, w[1024,1024], b[1024]): 2·4096·1024² + 4096·1024 =
 //     8,594,128,896 FLOPs -> 10,844.2 ns; bytes 18,876,416 (0.838644) ->
-//     6,718.9; 10,844.2 + 2,430 = 13,274.2 -> 13,275.
+//     6,718.9; 10,844.2 + 2,060 = 12,904.2 -> 12,905.
 //  5. add.Tensor(x, proj): 3 × 8,388,608 = 25,165,824 bytes (0.849096, between
-//     16,800,622 and 33,601,244) -> 8,847.3 ns; + 2,430 = 11,277.3 -> 11,278.
+//     16,800,622 and 33,601,244) -> 8,847.3 ns; + 2,060 = 10,907.3 -> 10,908.
 //  6. gelu: 2 × 8,388,608 = 16,777,216 bytes (between [8,400,311, 0.788089] and
-//     [16,800,622, 0.834447]: 0.834351) -> 6,002.4 ns; + 2,430 = 8,432.4 -> 8,433.
+//     [16,800,622, 0.834447]: 0.834351) -> 6,002.4 ns; + 2,060 = 8,062.4 -> 8,063.
 //
-// Sum: 8,445 + 34,963 + 14,170 + 13,275 + 11,278 + 8,433 = 90,564 ns.
+// Sum: 8,075 + 34,593 + 13,800 + 12,905 + 10,908 + 8,063 = 88,344 ns.
 func TestHardwareReplayOfABlock(t *testing.T) {
 	bf, f32 := "bfloat16", "float32"
 	lines := []string{
@@ -107,8 +107,8 @@ func TestHardwareReplayOfABlock(t *testing.T) {
 		if len(steps) != 2 {
 			t.Fatalf("%d steps", len(steps))
 		}
-		if got := steps[1].ExecNs - steps[0].ExecNs; got != 90_564 {
-			t.Errorf("%+v: the block took %d ns, want 90,564", opt, got)
+		if got := steps[1].ExecNs - steps[0].ExecNs; got != 88_344 {
+			t.Errorf("%+v: the block took %d ns, want 88,344", opt, got)
 		}
 		if n, names := sim.UnknownOps(); n != 0 {
 			t.Errorf("unknown ops: %v", names)

@@ -67,14 +67,20 @@ var xlaH100 = [][5]int64{
 // measured). Both matter less as a product grows. Required, from those
 // mechanisms: no product more than 5% slower than measured (a best case),
 // and the median error of the products of 2^34 FLOPs or more less than
-// half that of those under 2^30. The errors themselves are logged: -70% to
-// -1%, median -42%; under 2^30 FLOPs median -56%, from 2^34 -32% to -1%,
-// median -15%. In a stream the launch
-// term (2,430 ns on this preset) stands in for part of the fixed time:
-// with it the totals are -42% to +2% off, median -19%.
+// half that of those under 2^30. Those two are relative, and a curve of
+// 1.0 everywhere would pass them, so the products of 2^34 FLOPs or more
+// are also held to an absolute bound: there the curve is a measurement
+// (MAMF's, from 6.361e9 FLOPs on), and a product that large spends little
+// of its time in a fixed start-up, so their median error must be within
+// ±20% and none below -35%. The small ones are not: the model lacks their
+// fixed kernel time, and no curve of FLOPs alone can give it. The errors
+// themselves are logged: -70% to -1%, median -42%; under 2^30 FLOPs
+// median -56%, from 2^34 -32% to -1%, median -15%. In a stream the launch
+// term (2,060 ns on this preset) stands in for part of the fixed time:
+// with it the totals are -45% to +0.3% off, median -23%.
 func TestGEMMAgainstXLAMeasurements(t *testing.T) {
 	r := NewRoofline(h100(t))
-	var all, small, large []float64
+	var all, small, large, total []float64
 	for _, p := range xlaH100 {
 		b, m, n, k, flops := p[0], p[1], p[2], p[3], float64(p[4])
 		c := call([]values.Tensor{tn("bfloat16", b, m, k), tn("bfloat16", b, k, n)}, "", tn("bfloat16", b, m, n))
@@ -83,6 +89,7 @@ func TestGEMMAgainstXLAMeasurements(t *testing.T) {
 		e := r.Estimate(c, "aten.bmm")
 		rel := max(e.ComputeNs, e.MemoryNs)/measuredNs - 1
 		all = append(all, rel)
+		total = append(total, float64(e.Ns())/measuredNs-1)
 		switch {
 		case fl < 1<<30:
 			small = append(small, rel)
@@ -97,7 +104,15 @@ func TestGEMMAgainstXLAMeasurements(t *testing.T) {
 	mAll, mSmall, mLarge := median(all), median(small), median(large)
 	t.Logf("%d products: error from %+.0f%% to %+.0f%%, median %+.0f%%; under 2^30 FLOPs (%d) median %+.0f%%, from 2^34 (%d) %+.0f%% to %+.0f%%, median %+.0f%%",
 		len(all), 100*all[0], 100*all[len(all)-1], 100*mAll, len(small), 100*mSmall, len(large), 100*large[0], 100*large[len(large)-1], 100*mLarge)
+	mTotal := median(total)
+	t.Logf("with the launch (%g ns): from %+.1f%% to %+.1f%%, median %+.1f%%", r.Spec().GPU.LaunchOverheadNs, 100*total[0], 100*total[len(total)-1], 100*mTotal)
 	if len(small) < 5 || len(large) < 5 || math.Abs(mLarge) >= math.Abs(mSmall)/2 {
 		t.Errorf("median error %+.0f%% from 2^34 FLOPs (%d products) against %+.0f%% under 2^30 (%d): want less than half", 100*mLarge, len(large), 100*mSmall, len(small))
+	}
+	if len(large) > 0 && math.Abs(mLarge) > 0.20 {
+		t.Errorf("median error %+.0f%% from 2^34 FLOPs (%d products): want within ±20%% of MAMF's measured curve", 100*mLarge, len(large))
+	}
+	if len(large) > 0 && large[0] < -0.35 {
+		t.Errorf("a product of 2^34 FLOPs or more is %+.0f%% off: want none below -35%%", 100*large[0])
 	}
 }

@@ -17,7 +17,7 @@ import (
 // (BabelStream Triad, 2.97 of 3.35 TB/s) × B / (B + B0), B0 = 1,050,039
 // bytes, sampled at B0 × 2^j and read as a power law between the two
 // points [x0, y0], [x1, y1] around B: y0 × (B/x0)^(ln(y1/y0)/ln(x1/x0))
-// (each case names its two points); launch 2,430 ns (RRZE gpu-benches'
+// (each case names its two points); launch 2,060 ns (RRZE gpu-benches'
 // H200 small kernels, one launch each, which the preset takes for the
 // H100); GEMM efficiency 0.0243 up to 2^25 FLOPs,
 // 0.0971 at 2^28, 0.3884 at 2^31, 0.801 from 6.361e9 on, a power law in
@@ -69,106 +69,106 @@ func TestRooflineFormulas(t *testing.T) {
 		// 1,099,511,627,776 / (989,400 × 0.801) = 1,387,379.9 ns; bytes
 		// 3·8192²·2 = 402,653,184 (between [268,809,956, 0.88315] and
 		// [1.101e12, 0.886599]: 0.883317) / (3,350 × 0.883317) = 136,072.3 ns; compute-bound:
-		// 1,387,379.9 + 2,430 = 1,389,809.9 -> 1,389,810.
+		// 1,387,379.9 + 2,060 = 1,389,439.9 -> 1,389,440.
 		{"large mm", "aten.mm", call([]values.Tensor{tn(bf, 8192, 8192), tn(bf, 8192, 8192)}, "", tn(bf, 8192, 8192)),
-			1_099_511_627_776, 402_653_184, 1_389_810},
+			1_099_511_627_776, 402_653_184, 1_389_440},
 		// x[1,4096] @ w[4096,4096]: F = 2·4096² = 33,554,432 (efficiency
 		// 0.0243): 33,554,432 / 24,042.42 = 1,395.6 ns; bytes (4096 +
 		// 4096² + 4096)·2 = 33,570,816 (between [16,800,622, 0.834447] and
 		// [33,601,244, 0.859733]: 0.859699) -> 11,656.6 ns; memory-bound:
-		// 11,656.6 + 2,430 = 14,086.6 -> 14,087.
+		// 11,656.6 + 2,060 = 13,716.6 -> 13,717.
 		{"skinny mm", "aten.mm", call([]values.Tensor{tn(bf, 1, 4096), tn(bf, 4096, 4096)}, "", tn(bf, 1, 4096)),
-			33_554_432, 33_570_816, 14_087},
+			33_554_432, 33_570_816, 13_717},
 		// addmm(b[768], a[512,256], w[256,768]): 2·512·256·768 + 512·768 =
 		// 201,719,808; efficiency 0.0243·(201,719,808/2^25)^0.66617 =
 		// 0.080270; 201,719,808 / (989,400 × 0.080270) = 2,539.9 ns; bytes
 		// (768 + 131,072 + 196,608 + 393,216)·2 = 1,443,328 (between
-		// [1,050,039, 0.4433] and [2,100,078, 0.591067]: 0.505870) -> 851.7 ns; 2,539.9 + 2,430 = 4,969.9 -> 4,970.
+		// [1,050,039, 0.4433] and [2,100,078, 0.591067]: 0.505870) -> 851.7 ns; 2,539.9 + 2,060 = 4,599.9 -> 4,600.
 		{"addmm", "aten.addmm", call([]values.Tensor{tn(bf, 768), tn(bf, 512, 256), tn(bf, 256, 768)}, "", tn(bf, 512, 768)),
-			201_719_808, 1_443_328, 4_970},
+			201_719_808, 1_443_328, 4_600},
 		// linear(x[4,128,256], w[768,256], b[768]) is the same product as
 		// the addmm above: rows 512, same FLOPs, same bytes, same time.
 		{"linear", "aten.linear", call([]values.Tensor{x, tn(bf, 768, 256), tn(bf, 768)}, "", tn(bf, 4, 128, 768)),
-			201_719_808, 1_443_328, 4_970},
+			201_719_808, 1_443_328, 4_600},
 		// matmul(x[4,128,256], w[256,768]) -> [4,128,768]: 2·393,216·256 =
 		// 201,326,592, efficiency 0.080166: 2,538.3 ns; bytes (131,072 +
-		// 196,608 + 393,216)·2 = 1,441,792; 2,538.3 + 2,430 = 4,968.3 -> 4,969.
+		// 196,608 + 393,216)·2 = 1,441,792; 2,538.3 + 2,060 = 4,598.3 -> 4,599.
 		{"matmul", "aten.matmul", call([]values.Tensor{x, tn(bf, 256, 768)}, "", tn(bf, 4, 128, 768)),
-			201_326_592, 1_441_792, 4_969},
+			201_326_592, 1_441_792, 4_599},
 		// bmm [16,128,64] @ [16,64,128]: 2·16·128·64·128 = 33,554,432 ->
 		// 1,395.6 ns; bytes 2·262,144 + 524,288 = 1,048,576 (between
 		// [525,019, 0.295533] and [1,050,039, 0.4433]: 0.442939) -> 706.7 ns;
-		// 1,395.6 + 2,430 = 3,825.6 -> 3,826.
+		// 1,395.6 + 2,060 = 3,455.6 -> 3,456.
 		{"bmm", "aten.bmm", call([]values.Tensor{tn(bf, 16, 128, 64), tn(bf, 16, 64, 128)}, "", tn(bf, 16, 128, 128)),
-			33_554_432, 1_048_576, 3_826},
+			33_554_432, 1_048_576, 3_456},
 		// Causal flash attention, q,k,v [2,16,2048,128]: 4·2·16·2048²·128
 		// = 68,719,476,736, halved for is_causal = 34,359,738,368;
 		// efficiency 0.801: 43,355.6 ns; bytes q,k,v,out 4·16,777,216 + lse
 		// 2·16·2048·4 = 262,144: 67,371,008 (between [67,202,489, 0.87296] and
-		// [134,404,978, 0.879727]: 0.872984) -> 23,036.8 ns; 43,355.6 + 2,430
-		// = 45,785.6 -> 45,786.
+		// [134,404,978, 0.879727]: 0.872984) -> 23,036.8 ns; 43,355.6 + 2,060
+		// = 45,415.6 -> 45,416.
 		{"flash attention, causal", "aten._scaled_dot_product_flash_attention",
 			call([]values.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,true]`, out, lse),
-			34_359_738_368, 67_371_008, 45_786},
-		// The same call, not causal: twice the FLOPs, 86,711.2 ns; + 2,430 =
-		// 89,141.2 -> 89,142.
+			34_359_738_368, 67_371_008, 45_416},
+		// The same call, not causal: twice the FLOPs, 86,711.2 ns; + 2,060 =
+		// 88,771.2 -> 88,772.
 		{"flash attention", "aten._scaled_dot_product_flash_attention",
 			call([]values.Tensor{q, k, v}, `[{"tensor":1},{"tensor":2},{"tensor":3},0.0,false]`, out, lse),
-			68_719_476_736, 67_371_008, 89_142},
+			68_719_476_736, 67_371_008, 88_772},
 		// Backward (grad_out, q, k, v, out, lse) -> dq, dk, dv, not causal:
 		// 2 × 68,719,476,736 = 137,438,953,472 / 792,509.4 = 173,422.5 ns;
 		// bytes 5·16,777,216 + 262,144 + 3·16,777,216 = 134,479,872 (between
 		// [134,404,978, 0.879727] and [268,809,956, 0.88315]: 0.879730) ->
-		// 45,631.3 ns; 173,422.5 + 2,430 = 175,852.5 -> 175,853.
+		// 45,631.3 ns; 173,422.5 + 2,060 = 175,482.5 -> 175,483.
 		{"flash attention backward", "aten._scaled_dot_product_flash_attention_backward",
 			call([]values.Tensor{tn(bf, 2, 16, 2048, 128), q, k, v, out, lse}, `[{},{},{},{},{},{},{},{},0,0,0.0,false]`,
 				tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128), tn(bf, 2, 16, 2048, 128)),
-			137_438_953_472, 134_479_872, 175_853},
+			137_438_953_472, 134_479_872, 175_483},
 		// native_layer_norm(x[4,128,256] bf16, w[256], b[256]) -> out, mean
 		// and rstd [4,128,1] f32: 8·131,072 = 1,048,576 FLOPs at 66,900/ns
 		// = 15.7 ns; bytes 262,144 + 512 + 512 + 262,144 + 2,048 + 2,048 =
 		// 529,408 (between [525,019, 0.295533] and [1,050,039, 0.4433]:
-		// 0.296976) -> 532.1 ns; 532.1 + 2,430 = 2,962.1 -> 2,963.
+		// 0.296976) -> 532.1 ns; 532.1 + 2,060 = 2,592.1 -> 2,593.
 		{"layer norm", "aten.native_layer_norm",
 			call([]values.Tensor{x, tn(bf, 256), tn(bf, 256)}, "", tn(bf, 4, 128, 256), tn("float32", 4, 128, 1), tn("float32", 4, 128, 1)),
-			1_048_576, 529_408, 2_963},
+			1_048_576, 529_408, 2_593},
 		// add.Tensor of two [4,128,256] bf16: 131,072 FLOPs; bytes
 		// 3·262,144 = 786,432 (between [525,019, 0.295533] and [1,050,039,
-		// 0.4433]: 0.374334) -> 627.1 ns; + 2,430 = 3,057.1 -> 3,058.
+		// 0.4433]: 0.374334) -> 627.1 ns; + 2,060 = 2,687.1 -> 2,688.
 		{"add", "aten.add.Tensor", call([]values.Tensor{x, tn(bf, 4, 128, 256)}, "", tn(bf, 4, 128, 256)),
-			131_072, 786_432, 3_058},
+			131_072, 786_432, 2_688},
 		// copy_(dst f32[1024,1024], src bf16[1024,1024]): src read 2,097,152
 		// + dst written 4,194,304 = 6,291,456 (between [4,200,156, 0.70928] and
-		// [8,400,311, 0.788089]: 0.754210) -> 2,490.1 ns; + 2,430 = 4,920.1 -> 4,921.
+		// [8,400,311, 0.788089]: 0.754210) -> 2,490.1 ns; + 2,060 = 4,550.1 -> 4,551.
 		{"copy_", "aten.copy_", call([]values.Tensor{p1, tn(bf, 1024, 1024)}, "", p1),
-			0, 6_291_456, 4_921},
+			0, 6_291_456, 4_551},
 		// _foreach_copy_([p1 f32[1024,1024], p2 f32[1024]], [bf16[1024,1024],
 		// bf16[1024]]): the sources read, 2,097,152 + 2,048, and the
 		// destinations written, 4,194,304 + 4,096: 6,297,600 bytes ->
-		// efficiency 0.754322 (the same two points) -> 2,492.1 ns; + 2,430 = 4,922.1 -> 4,923.
+		// efficiency 0.754322 (the same two points) -> 2,492.1 ns; + 2,060 = 4,552.1 -> 4,553.
 		{"_foreach_copy_", "aten._foreach_copy_", call([]values.Tensor{p1, p2, tn(bf, 1024, 1024), tn(bf, 1024)}, "", p1, p2),
-			0, 6_297_600, 4_923},
+			0, 6_297_600, 4_553},
 		// embedding(w[50257,768] bf16, idx int64[4,128]): 512 rows of
 		// 768·2 = 786,432 + indices 4,096 + result 786,432 = 1,576,960 (between
 		// [1,050,039, 0.4433] and [2,100,078, 0.591067]: 0.524807) -> 896.97 ns;
-		// + 2,430 = 3,326.97 -> 3,327.
+		// + 2,060 = 2,956.97 -> 2,957.
 		{"embedding", "aten.embedding", call([]values.Tensor{tn(bf, 50257, 768), tn("int64", 4, 128)}, "", tn(bf, 4, 128, 768)),
-			0, 1_576_960, 3_327},
+			0, 1_576_960, 2_957},
 		// nll_loss_forward(self f32[512,50257], target int64[512]) ->
 		// (loss, total_weight) 0-d f32: one element of self per target
 		// 512·4 = 2,048 + target 4,096 + 4 + 4 = 6,152 (between [4,102,
 		// 0.00344981] and [8,203, 0.00687287]: 0.005163; a kernel this small
-		// takes about the DRAM latency) -> 355.7 ns; + 2,430 = 2,785.7 -> 2,786.
+		// takes about the DRAM latency) -> 355.7 ns; + 2,060 = 2,415.7 -> 2,416.
 		{"nll_loss_forward", "aten.nll_loss_forward",
 			call([]values.Tensor{tn("float32", 512, 50257), tn("int64", 512)}, "", tn("float32"), tn("float32")),
-			0, 6_152, 2_786},
+			0, 6_152, 2_416},
 		// _fused_adamw_ of params [1024,1024] and [1024] f32 (grads, m, v
 		// alike; two 0-d steps): parameter elements 1,049,600, 16 each =
 		// 16,793,600 FLOPs -> 251.0 ns; bytes read 4·4,198,400 + 2·4 =
 		// 16,793,608, written (params, m, v) 3·4,198,400 = 12,595,200:
 		// 29,388,808 (between [16,800,622, 0.834447] and [33,601,244,
-		// 0.859733]: 0.854788) -> 10,263.1 ns; + 2,430 = 12,693.1 -> 12,694.
-		{"fused adamw", "aten._fused_adamw_", adam, 16_793_600, 29_388_808, 12_694},
+		// 0.859733]: 0.854788) -> 10,263.1 ns; + 2,060 = 12,323.1 -> 12,324.
+		{"fused adamw", "aten._fused_adamw_", adam, 16_793_600, 29_388_808, 12_324},
 		// A view launches no kernel.
 		{"view", "aten.view", call([]values.Tensor{x}, "", tn(bf, 512, 256)), 0, 0, 0},
 	}
@@ -193,11 +193,11 @@ func TestUnknownOpsDefaultAndCount(t *testing.T) {
 	r := NewRoofline(h100(t))
 	// An op the table does not know: memory-bound on its arguments and
 	// results, 8,192 + 8,192 = 16,384 bytes (between [8,203, 0.00687287] and
-	// [16,407, 0.01364]: 0.013621) -> 359.1 ns; + 2,430 = 2,789.1 -> 2,790.
+	// [16,407, 0.01364]: 0.013621) -> 359.1 ns; + 2,060 = 2,419.1 -> 2,420.
 	c := call([]values.Tensor{tn("float32", 2048)}, "", tn("float32", 2048))
 	for i := 0; i < 3; i++ {
-		if got := r.CallNs(c, "aten.mystery_op"); got != 2_790 {
-			t.Fatalf("unknown op: %d ns, want 2790", got)
+		if got := r.CallNs(c, "aten.mystery_op"); got != 2_420 {
+			t.Fatalf("unknown op: %d ns, want 2420", got)
 		}
 	}
 	r.CallNs(c, "custom.thing")
@@ -225,10 +225,10 @@ func TestUnknownOpsDefaultAndCount(t *testing.T) {
 	// 64³ bf16 without an entry for that shape: 2·64³ = 524,288 FLOPs at
 	// efficiency 0.0243: 524,288 / 24,042.42 = 21.8 ns; bytes 3·8,192 =
 	// 24,576 (between [16,407, 0.01364] and [32,814, 0.0268667]: 0.020250,
-	// about the DRAM latency) -> 362.3 ns, memory-bound; 362.3 + 2,430 =
-	// 2,792.3 -> 2,793.
+	// about the DRAM latency) -> 362.3 ns, memory-bound; 362.3 + 2,060 =
+	// 2,422.3 -> 2,423.
 	mm2 := call([]values.Tensor{tn("float16", 64, 64), tn("float16", 64, 64)}, "", tn("float16", 64, 64))
-	if got := m.CallRuntimeNs(mm2, "aten.mm"); got != 2_793 {
+	if got := m.CallRuntimeNs(mm2, "aten.mm"); got != 2_423 {
 		t.Errorf("roofline fallback: %d", got)
 	}
 	if n, _ := m.Roofline().Unknown(); n != 0 {
@@ -293,7 +293,7 @@ func TestTableCoversTrainingOps(t *testing.T) {
 // useful and the efficiency is 0.859 x 0.8889 = 0.7636 (the FLOPs curve
 // alone gives 0.859). The FLOPs are 2·8192·6144·2304 = 231,928,233,984:
 // at 312 TFLOP/s x 0.7636 that is 973,550.3 ns, plus the a100-80gb preset's
-// 2,620 ns launch: 976,170.3 -> 976,171.
+// 2,190 ns launch: 975,740.3 -> 975,741.
 // A product whose output is thinner than a tile (n = 96) keeps the curve.
 func TestRooflineWaveQuantization(t *testing.T) {
 	s, err := hardware.Preset("a100-80gb")
@@ -304,8 +304,8 @@ func TestRooflineWaveQuantization(t *testing.T) {
 	c := call([]values.Tensor{tn("bfloat16", 8192, 6144), tn("bfloat16", 6144, 2304)}, "", tn("bfloat16", 8192, 2304))
 	e := r.Estimate(c, "aten.mm")
 	want := 231928233984.0 / (312e3 * 0.859 * (8192.0 * 2304 / (6 * 108 * 256 * 128)))
-	if math.Abs(e.ComputeNs-want) > 1 || e.Ns() != int64(math.Ceil(want+2620)) {
-		t.Errorf("qkv: %.0f ns compute, %d total; want %.0f and %.0f", e.ComputeNs, e.Ns(), want, math.Ceil(want+2620))
+	if math.Abs(e.ComputeNs-want) > 1 || e.Ns() != int64(math.Ceil(want+2190)) {
+		t.Errorf("qkv: %.0f ns compute, %d total; want %.0f and %.0f", e.ComputeNs, e.Ns(), want, math.Ceil(want+2190))
 	}
 	thin := call([]values.Tensor{tn("bfloat16", 32, 2048, 2048), tn("bfloat16", 32, 2048, 96)}, "", tn("bfloat16", 32, 2048, 96))
 	e = r.Estimate(thin, "aten.bmm")

@@ -95,12 +95,16 @@ type GPU struct {
 	// bytes takes at least the DRAM latency L (Little's law), B0 = e ×
 	// HBM × L (see each preset's sources).
 	MemoryEfficiency Curve `json:"memory_efficiency"`
-	// LaunchOverheadNs is added to every kernel: the time from one
-	// kernel's start to the next's when the host launches each one
-	// itself (the presets carry RRZE gpu-benches' small kernels queued
-	// back to back, one launch each; see each preset's sources). Between
-	// long kernels the host is ahead and the GPU's own gap is shorter, so
-	// there it overstates by up to about half of it.
+	// LaunchOverheadNs is added to every kernel's roofline time: what a
+	// short kernel costs beyond its own run when the host launches each
+	// one itself. The presets take RRZE gpu-benches' small kernels queued
+	// back to back, one launch each, whose time per kernel includes the
+	// kernel's own run, minus the model's own price of that kernel (see
+	// each preset's sources; internal/costs launch_test.go checks the
+	// sum). Between long kernels the host is ahead and the GPU's own gap
+	// is shorter than even a CUDA graph's time per kernel (that kernel's
+	// run included), so there it overstates each kernel by more than the
+	// launch minus that time (A100 853 ns, H200 800), at most by all of it.
 	LaunchOverheadNs float64 `json:"launch_overhead_ns"`
 }
 

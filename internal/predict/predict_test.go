@@ -388,17 +388,17 @@ func TestGradReduceTiming(t *testing.T) {
 // instead of the one it gives the measured size, 67,244,032 bytes (the
 // curve there, between [42,437,577, 0.820874] and [84,875,154,
 // 0.827237]: 0.825094): 1 / (1/0.576065 + 1/0.769732 - 1/0.825094) =
-// 0.548521, 7,514.96 ns; with the preset's 2,620 ns launch and rounded
-// up, 5,355.26 + 2,620 -> 7,976 and 7,514.96 + 2,620 -> 10,135 ns. Backward: dy, x, mean, deviation and dx, 12,599,296
+// 0.548521, 7,514.96 ns; with the preset's 2,190 ns launch and rounded
+// up, 5,355.26 + 2,190 -> 7,546 and 7,514.96 + 2,190 -> 9,705 ns. Backward: dy, x, mean, deviation and dx, 12,599,296
 // bytes, for ATen's at 0.790490 (between [10,609,394, 0.784659] and
 // [21,218,788, 0.808436]) 7,816.87 ns; Megatron-LM's also writes the
 // [1024] weight and bias gradients (4,096 bytes), 12,603,392 bytes, the
 // curve 0.790501 there and 0.828035 at the measured 100,802,560 bytes
 // (between [84,875,154, 0.827237] and [169,750,307, 0.830456]), the
 // measured share 572.1678/1,555 = 0.367953: 1 / (1/0.367953 + 1/0.790501
-// - 1/0.828035) = 0.360350, 17,153.20 ns; 7,816.87 + 2,620 -> 10,437 and
-// 17,153.20 + 2,620 -> 19,774 ns. The step grows by 10 x (10,135 - 7,976)
-// + 10 x (19,774 - 10,437) = 21,590 + 93,370 = 114,960 ns (the launch,
+// - 1/0.828035) = 0.360350, 17,153.20 ns; 7,816.87 + 2,190 -> 10,007 and
+// 17,153.20 + 2,190 -> 19,344 ns. The step grows by 10 x (9,705 - 7,546)
+// + 10 x (19,344 - 10,007) = 21,590 + 93,370 = 114,960 ns (the launch,
 // paid by both kernels, cancels).
 func TestApexLayerNormTiming(t *testing.T) {
 	spec, err := hardware.Load("a100-80gb")
