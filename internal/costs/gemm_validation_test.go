@@ -72,7 +72,13 @@ var xlaH100 = [][5]int64{
 // are also held to an absolute bound: there the curve is a measurement
 // (MAMF's, from 6.361e9 FLOPs on), and a product that large spends little
 // of its time in a fixed start-up, so their median error must be within
-// ±20% and none below -35%. The small ones are not: the model lacks their
+// ±20% and none below -35%: a guard set a little outside today's errors
+// (median -15%, worst -32%; a fixed start-up of 5.9 to 7.3 µs, what XLA's
+// smallest products take, would alone put the smallest of these, 21.7 µs
+// modelled, at -21% to -25%), which a curve of 1.0 everywhere fails (-31%
+// and -41%), though a flat curve at MAMF's efficiency would not (the
+// hardware package's curve tests catch that one). The small ones are not
+// held to one: the model lacks their
 // fixed kernel time, and no curve of FLOPs alone can give it. The errors
 // themselves are logged: -70% to -1%, median -42%; under 2^30 FLOPs
 // median -56%, from 2^34 -32% to -1%, median -15%. In a stream the launch
@@ -110,7 +116,7 @@ func TestGEMMAgainstXLAMeasurements(t *testing.T) {
 		t.Errorf("median error %+.0f%% from 2^34 FLOPs (%d products) against %+.0f%% under 2^30 (%d): want less than half", 100*mLarge, len(large), 100*mSmall, len(small))
 	}
 	if len(large) > 0 && math.Abs(mLarge) > 0.20 {
-		t.Errorf("median error %+.0f%% from 2^34 FLOPs (%d products): want within ±20%% of MAMF's measured curve", 100*mLarge, len(large))
+		t.Errorf("median error %+.0f%% from 2^34 FLOPs (%d products): want within ±20%% of XLA's measured times, where the model's curve is MAMF's", 100*mLarge, len(large))
 	}
 	if len(large) > 0 && large[0] < -0.35 {
 		t.Errorf("a product of 2^34 FLOPs or more is %+.0f%% off: want none below -35%%", 100*large[0])
