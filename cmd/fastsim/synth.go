@@ -64,7 +64,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	seed := fs.Int64("random", -1, "write a random valid history from this `SEED` (0 or more) instead of a training job (-1: none)")
 	world := fs.Int("world", 16, "with --random: number of ranks, 2..16777216")
-	commands := fs.Int("commands", 1000, "with --random: about this many commands; the time grows with their square, since each command looks through the live tensors, which grow with the history (100,000 at world 64: about 46 s)")
+	commands := fs.Int("commands", 1000, "with --random: about this many commands; the time grows with their square, since each command looks through the live tensors, which grow with the history (100,000 at world 64: about 30 s)")
 	mesh := fs.Bool("whole-mesh", false, "with --random: every command addresses the whole world (sends are local copies), as in an SPMD program")
 	var c synth.Train
 	var tf tfFlags

@@ -146,16 +146,22 @@ type tensor struct {
 	lent                bool
 }
 
-// liveKey is a live tensor's stream and the bounds of its ranks.
+// liveKey is a live tensor, when it was kept (seq, rising in live's
+// order) and the bounds of its ranks.
 type liveKey struct {
-	stream       int32
+	t            *tensor
+	seq          int64
 	lo, hi, card int32
 }
 
 // keep adds t to the live tensors.
 func (g *rgen) keep(t *tensor) {
 	g.live = append(g.live, t)
-	g.liveKey = append(g.liveKey, liveKey{int32(t.stream), int32(t.where.lo), int32(t.where.hi), int32(t.where.card)})
+	g.seq++
+	for len(g.byStream) <= t.stream {
+		g.byStream = append(g.byStream, nil)
+	}
+	g.byStream[t.stream] = append(g.byStream[t.stream], liveKey{t, g.seq, int32(t.where.lo), int32(t.where.hi), int32(t.where.card)})
 }
 
 // rgen writes one random history.
@@ -167,10 +173,12 @@ type rgen struct {
 	next   int // next tensor / storage id
 	borrow int
 	live   []*tensor
-	// liveKey holds, in live's order, what avail asks of every live
-	// tensor before it looks at its ranks, packed so that a scan of
-	// thousands of tensors stays in cache.
-	liveKey []liveKey
+	// byStream holds, per stream (0: CPU tensors) in live's order, what
+	// avail asks of every live tensor before it looks at its ranks,
+	// packed so that a scan of thousands of tensors stays in cache, and
+	// only those of the streams a command may use are scanned.
+	byStream [][]liveKey
+	seq      int64
 	// availBuf is avail's result, reused (the delete case fills it with
 	// its candidates too): every caller picks from it before the next
 	// call.
@@ -297,11 +305,24 @@ func (t *tensor) typed() values.Tensor {
 func (g *rgen) avail(s int, where slice, cpu bool) []*tensor {
 	out := g.availBuf[:0]
 	lo, hi, card := int32(where.lo), int32(where.hi), int32(where.card)
-	for i, k := range g.liveKey {
-		if (k.stream == int32(s) || cpu && k.stream == 0) && k.lo <= lo && hi <= k.hi && card <= k.card {
-			if t := g.live[i]; where.within(&t.where) {
-				out = append(out, t)
-			}
+	var a, b []liveKey // stream s's and, when cpu, the CPU tensors
+	if s < len(g.byStream) {
+		a = g.byStream[s]
+	}
+	if cpu && s != 0 && len(g.byStream) > 0 {
+		b = g.byStream[0]
+	}
+	// The two lists merged in live's order (by seq), as one scan of the
+	// live tensors would meet them.
+	for len(a) > 0 || len(b) > 0 {
+		var k *liveKey
+		if len(b) == 0 || len(a) > 0 && a[0].seq < b[0].seq {
+			k, a = &a[0], a[1:]
+		} else {
+			k, b = &b[0], b[1:]
+		}
+		if k.lo <= lo && hi <= k.hi && card <= k.card && where.within(&k.t.where) {
+			out = append(out, k.t)
 		}
 	}
 	g.availBuf = out
@@ -463,7 +484,13 @@ func (g *rgen) drop(t *tensor) {
 	for i, u := range g.live {
 		if u == t {
 			g.live = append(g.live[:i], g.live[i+1:]...)
-			g.liveKey = append(g.liveKey[:i], g.liveKey[i+1:]...)
+			ks := g.byStream[t.stream]
+			for j := range ks {
+				if ks[j].t == t {
+					g.byStream[t.stream] = append(ks[:j], ks[j+1:]...)
+					break
+				}
+			}
 			return
 		}
 	}
