@@ -32,8 +32,9 @@ training history is replayed with grouped workers on the hardware model
 controller cost, as an SPMD job runs; the step time is the second step's.
 
 It prints the step time, tokens/s, model TFLOP/s per GPU (model FLOPs, no
-recomputation counted: Korthikanti et al. 2022's Eq. 7, what MFU divides
-by the peak), MFU, the same step's TFLOP/s as Narayanan et al. (SC'21)
+recomputation counted: Korthikanti et al. 2022's Eq. 7 for GPT layers, the
+same count of their own GEMMs for gated or grouped-query ones; what MFU
+divides by the peak), MFU, the same step's TFLOP/s as Narayanan et al. (SC'21)
 count them in their Tables 1 and 2 (Eq. 3: every layer's forward counted
 once more, as recomputed, whatever --recompute says; for gated or
 grouped-query layers the same rule on their own GEMMs; compare those
@@ -44,8 +45,8 @@ parameters and optimizer state (18 bytes a parameter with fp32 main
 gradients kept, Korthikanti et al.'s accounting as Calculon reads it,
 without the embeddings and the output layer; with --fp16-grads the
 gradients live within the step and count with the activations: 14 bytes,
-16 with PyTorch DDP's 16-bit bucket under data parallelism) and what they
-store for their backward passes (what
+16 with data parallelism and --grad-reduce overlap, PyTorch DDP's 16-bit
+bucket) and what they store for their backward passes (what
 Korthikanti et al.'s activation formulas count). --json writes the same as
 {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "narayanan_tflops_per_gpu", "peak_memory_gib",
 "peak_device", "model_state_gib", "layer_state_gib", "activation_gib", "stored_activation_gib",

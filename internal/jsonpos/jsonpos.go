@@ -109,39 +109,145 @@ func Describe(data []byte, err error) string {
 	// they are embedded: the key of a map's entry ("bf16" under
 	// peak_dense_tflops) and an array's index come from the text. Past
 	// pathMaxOffset the walk of tokens to the error (about 10 MB/s) would
-	// take longer than the decoding did: the key itself, the last of
-	// encoding/json's path, and the line say where it is.
-	field := te.Field
-	if i := strings.LastIndexByte(field, '.'); i >= 0 {
-		field = field[i+1:]
-	}
+	// take longer than the decoding did: the last name of encoding/json's
+	// path and the key written just before the value (keyBefore), with
+	// the line, say where it is.
 	if te.Offset <= pathMaxOffset {
 		p, key, isKey := pathAt(data, te.Offset)
-		if isKey {
+		switch {
+		case isKey:
 			if p == "" {
 				p = "the JSON object"
 			}
 			return fmt.Sprintf("%s has the key %q, want %s", p, key, want)
+		case p != "":
+			return fmt.Sprintf("%s is %s, want %s", p, article(te.Value), want)
+		case te.Field == "":
+			return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
 		}
-		if p != "" {
-			field = p
+	}
+	field := te.Field
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		field = field[i+1:]
+	}
+	// A map's key of the wrong type is reported as a number (encoding/json
+	// reads keys for integer maps as numbers), at the quote that opens it.
+	keyErr := strings.HasPrefix(te.Value, "number ") && te.Offset > 0 && te.Offset <= int64(len(data)) && data[te.Offset-1] == '"'
+	if key, ok, isKey := keyBefore(data, te.Offset, keyErr); ok {
+		if isKey {
+			if field == "" {
+				field = "the JSON object"
+			}
+			return fmt.Sprintf("%s has the key %q, want %s", field, key, want)
+		}
+		if !strings.EqualFold(key, field) { // an entry of the map field names
+			field = appendKey([]byte(field), key)
 		}
 	}
 	if field == "" {
-		return fmt.Sprintf("the JSON value is %s, want %s", article(te.Value), want)
+		return fmt.Sprintf("a value is %s, want %s", article(te.Value), want)
 	}
 	return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), want)
 }
 
+// appendKey appends key to path as pathAt writes it: after a dot, or
+// quoted in brackets when it is not a plain key.
+func appendKey(path []byte, key string) string {
+	if !plainKey(key) {
+		return string(append(strconv.AppendQuote(append(path, '['), key), ']'))
+	}
+	if len(path) > 0 {
+		path = append(path, '.')
+	}
+	return string(append(path, key...))
+}
+
+// keyBefore reads data backward from end, where a value ends as
+// encoding/json reports it, to the key written before that value: the key
+// and true, or false when the value is an array's element or the text is
+// not as expected. With keyErr, end is just past the quote that opens a
+// map's key of the wrong type: it is that key, true, true. It reads only
+// the value and the key, however long the text.
+func keyBefore(data []byte, end int64, keyErr bool) (key string, ok, isKey bool) {
+	if end <= 0 || end > int64(len(data)) {
+		return "", false, false
+	}
+	i := int(end)
+	space := func(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+	// openQuote is the index of the quote that opens the string whose
+	// closing quote is at j, or -1.
+	openQuote := func(j int) int {
+		for k := j - 1; k >= 0; k-- {
+			if data[k] != '"' {
+				continue
+			}
+			n := 0
+			for b := k - 1; b >= 0 && data[b] == '\\'; b-- {
+				n++
+			}
+			if n%2 == 0 {
+				return k
+			}
+		}
+		return -1
+	}
+	unquote := func(a, b int) (string, bool) {
+		var k string
+		return k, json.Unmarshal(data[a:b+1], &k) == nil
+	}
+	if keyErr {
+		for j := i; j < len(data); j++ {
+			if data[j] == '\\' {
+				j++
+			} else if data[j] == '"' {
+				k, ok := unquote(i-1, j)
+				return k, ok, ok
+			}
+		}
+		return "", false, false
+	}
+	start := i - 1
+	switch c := data[i-1]; {
+	case c == '"':
+		if start = openQuote(i - 1); start < 0 {
+			return "", false, false
+		}
+	case c == '[' || c == '{':
+	default:
+		for start > 0 && !strings.ContainsRune(",:[{ \t\r\n", rune(data[start-1])) {
+			start--
+		}
+	}
+	j := start - 1
+	for j >= 0 && space(data[j]) {
+		j--
+	}
+	if j < 0 || data[j] != ':' {
+		return "", false, false
+	}
+	for j--; j >= 0 && space(data[j]); j-- {
+	}
+	if j < 0 || data[j] != '"' {
+		return "", false, false
+	}
+	a := openQuote(j)
+	if a < 0 {
+		return "", false, false
+	}
+	k, ok := unquote(a, j)
+	return k, ok, false
+}
+
 // pathMaxOffset is the furthest into a text that Describe walks to name a
 // value by its path (8 MiB: a hardware spec or model file is at most 1 MiB;
-// a search's results can be hundreds).
-const pathMaxOffset = 8 << 20
+// a cost model can be 64 MiB and a search's results hundreds). A variable
+// so that a test can lower it.
+var pathMaxOffset int64 = 8 << 20
 
 // pathAt is the path in data of the value that ends where encoding/json
 // reported a value of the wrong type, offset: object keys joined by dots,
 // array elements by their index in brackets ("gpu.peak_dense_tflops.bf16",
-// "gpu.gemm_efficiency[2][0]"), a key of other characters than letters,
+// "gpu.gemm_efficiency[2][0]"), a key of other characters than ASCII letters,
 // digits, '_' and '-' quoted in brackets (`runtimes_ns["aten.gelu"]`); ""
 // for the top value, or when data does not read as JSON up to there. When
 // what ends there is a map's key (of the wrong type for the map's keys),
@@ -224,7 +330,7 @@ func pathAt(data []byte, offset int64) (path, key string, isKey bool) {
 	}
 }
 
-// plainKey reports whether a key can stand in a path as it is: letters,
+// plainKey reports whether a key can stand in a path as it is: ASCII letters,
 // digits, '_' and '-' only, and at least one.
 func plainKey(k string) bool {
 	if k == "" {

@@ -226,31 +226,62 @@ func TestDescribeDeep(t *testing.T) {
 	}
 }
 
-// TestDescribeFar: past pathMaxOffset a value is named by its key, the
-// last of encoding/json's field path, not by that path, which holds an
-// embedded struct's Go name (results.Layout.micro).
+// TestDescribeFar: past pathMaxOffset a value is named without a walk
+// of the text: by the last name of encoding/json's field path (not the
+// path, which holds an embedded struct's Go name: results.Layout.micro)
+// and the key written just before it (a map's entry), read backward.
 func TestDescribeFar(t *testing.T) {
+	defer func(n int64) { pathMaxOffset = n }(pathMaxOffset)
+	pathMaxOffset = 64 << 10
 	type Layout struct {
 		Micro int `json:"micro"`
 	}
-	var d struct {
+	var results struct {
 		Results []struct {
 			Layout
 			Step float64 `json:"step_time_s"`
 		} `json:"results"`
 	}
-	var b strings.Builder
-	b.WriteString(`{"results": [`)
-	for b.Len() <= pathMaxOffset {
-		b.WriteString(`{"micro": 1, "step_time_s": 2.5}, `)
+	var costs struct {
+		RT map[string]int `json:"runtimes_ns"`
 	}
-	b.WriteString(`{"micro": "x", "step_time_s": 2.5}]}`)
-	text := []byte(b.String())
-	err := json.Unmarshal(text, &d)
-	if err == nil {
-		t.Fatal("decoded")
+	var nested struct {
+		M map[string]map[int]int `json:"m"`
 	}
-	if got, want := Describe(text, err), "micro is a string, want a whole number"; got != want {
-		t.Errorf("%q, want %q", got, want)
+	var list []int
+	far := func(head, entry, tail, last string) []byte {
+		var b strings.Builder
+		b.WriteString(head)
+		for int64(b.Len()) <= pathMaxOffset {
+			b.WriteString(entry)
+		}
+		b.WriteString(last + tail)
+		return []byte(b.String())
+	}
+	for _, c := range []struct {
+		text []byte
+		into any
+		want string
+	}{
+		{far(`{"results": [`, `{"micro": 1, "step_time_s": 2.5}, `, `]}`, `{"micro": "x", "step_time_s": 2.5}`), &results,
+			"micro is a string, want a whole number"},
+		{far(`{"runtimes_ns": {`, `"a": 1, `, `}}`, `"aten.gelu" :  "x\"y"`), &costs,
+			`runtimes_ns["aten.gelu"] is a string, want a whole number`},
+		{far(`{"runtimes_ns": {`, `"a": 1, `, `}}`, `"gelu": [1]`), &costs,
+			"runtimes_ns.gelu is an array, want a whole number"},
+		{far(`{"runtimes_ns": {`, `"a": 1, `, `}}`, `"a\"b": 1.5`), &costs,
+			`runtimes_ns["a\"b"] is a number 1.5, want a whole number`},
+		{far(`{"m": {"x": {`, `"1": 1, `, `}}}`, `"abc": 1`), &nested,
+			`m has the key "abc", want a whole number`},
+		{far(`[`, `1, `, `]`, `"x"`), &list,
+			"a value is a string, want a whole number"},
+	} {
+		err := json.Unmarshal(c.text, c.into)
+		if err == nil {
+			t.Fatalf("%s: decoded", c.want)
+		}
+		if got := Describe(c.text, err); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
 	}
 }

@@ -50,8 +50,8 @@ type Result struct {
 	// history, when every transient tensor is freed: parameters, fp32
 	// main gradients and optimizer state (18 bytes a parameter, sharded
 	// by ZeRO; with Job.FP16Grads the gradients live within the step and
-	// count with the activations: 14 bytes, 16 with PyTorch DDP's 16-bit
-	// bucket under data parallelism). ActivationGiB is the rest of its
+	// count with the activations: 14 bytes, 16 with data parallelism
+	// overlapped with the backward, PyTorch DDP's 16-bit bucket). ActivationGiB is the rest of its
 	// peak: activations and the temporaries alive with them.
 	ModelStateGiB float64
 	ActivationGiB float64
