@@ -481,3 +481,28 @@ func TestDeviceMemoryAfterSteps(t *testing.T) {
 		t.Errorf("report peak %d, want 10", p)
 	}
 }
+
+// TestStreamCreatedAfterSettlement: a stream created late starts at the
+// controller clock, so its first allocation can come before events an
+// earlier settlement would have folded. Worked by hand (CallFunction runs
+// 10,000 ns): tensor 1's 1,000 bytes live from 2,000 to 12,000 ns on A,
+// tensor 2's 4 from 12,000 to 22,000; the step settles; stream B, made at
+// 5,000, runs h at 6,000 (B's now is 0, the clock 6,000), allocating
+// tensor 3's 1,000 bytes while tensor 1 still holds its 1,000: the peak
+// is 2,000. Settling past the clock (to A's now, 22,000) gave 1,004.
+func TestStreamCreatedAfterSettlement(t *testing.T) {
+	e := mustReplay(t, Everything, h(1,
+		on(1000, 0, 1, mkStream(1, "A")),
+		on(2000, 0, 1, call("f", 1, "", tensor(1, 1, 1000))),
+		on(3000, 0, 1, `{"type":"DeleteRefs","refs":[1]}`),
+		on(4000, 0, 1, call("g", 1, "", tensor(2, 2, 4))),
+		on(4500, 0, 1, `{"type":"DeleteRefs","refs":[2]}`),
+		`{"step":0}`,
+		on(5000, 0, 1, mkStream(2, "B")),
+		on(6000, 0, 1, call("h", 2, "", tensor(3, 3, 1000))),
+		`{"step":1}`,
+	))
+	if p := e.Report().PeakBytes; p != 2000 {
+		t.Errorf("peak %d bytes, want 2000", p)
+	}
+}

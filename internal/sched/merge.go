@@ -123,26 +123,28 @@ func heapDown(h []memHead, i int) {
 // events that no later event can come before, so memory follows the events
 // in flight rather than the history's length (without a trace the events
 // are dropped; with one they stay for the trace but are not merged again).
-// Every future event of a stream is at or after the stream's now (tasks
-// start no earlier, deletes and returns happen at or after it), and a new
-// stream's at or after the controller clock; so events before the smallest
-// of those are final. Not in stream-only mode, where the controller clock
-// stays 0.
+// A stream's future events are at or after its now (tasks start no
+// earlier, deletes and returns happen at or after it) and, when it has no
+// queued task, at or after the controller clock too (a task starts no
+// earlier than its command). A stream created later starts at the clock:
+// its first task may allocate there, before every existing stream's now
+// (a history creates streams when it likes). So events before the
+// smallest of the clock, the busy streams' nows and the lenders' nows are
+// final. With a controller that costs nothing the clock stays 0 and
+// nothing settles before the end. Not in stream-only mode, where the
+// clock stays 0 as well.
 func (e *Engine) settleMemory(g *group) {
 	if e.opt.Mode == StreamOnly {
 		return
 	}
 	// A stream with queued tasks or a tensor out on loan may still record
-	// an event at its own now (a return happens there); an idle one not
-	// before the controller clock.
-	limit, any := int64(math.MaxInt64), false
+	// an event at its own now (a return happens there).
+	limit, any := e.nowNs, false
 	for s := range g.streams {
 		st := &g.streams[s]
-		bound := max(st.nowNs, e.nowNs)
 		if st.queue.Len() > 0 {
-			bound = st.nowNs
+			limit = min(limit, st.nowNs)
 		}
-		limit = min(limit, bound)
 		any = any || len(st.mem) > st.base
 	}
 	for i := range g.borrows {
