@@ -54,6 +54,13 @@ type ncclTable struct {
 // bandwidths.
 const maxBusBWError = 0.15
 
+// maxKnownMiss bounds a listed miss, so that a change cannot make one
+// worse without notice. The worst today is +63.9% (OCI's 8 x A100 host
+// at 2 MiB: 32.66 GB/s, where Azure's 8 x A100 host on the same NVSwitch
+// design measures 53.54, 64% more; bench/COLLECTIVES.md); 70% leaves the
+// others room for a model change's small moves, not for a new error.
+const maxKnownMiss = 0.70
+
 func loadNCCLTables(t *testing.T) []ncclTable {
 	t.Helper()
 	data, err := os.ReadFile("testdata/nccl-tests/published.json")
@@ -222,6 +229,8 @@ func TestNCCLTestsPublished(t *testing.T) {
 				switch {
 				case miss && math.Abs(rel) <= maxBusBWError:
 					t.Errorf("%s, %d B: fastsim %.2f GB/s, published %.2f: %+.1f%%, within 15%% but listed as a miss", tb.Name, int64(bytes), got, pub, 100*rel)
+				case miss && math.Abs(rel) > maxKnownMiss:
+					t.Errorf("%s, %d B: fastsim %.2f GB/s, published %.2f: %+.1f%%, a listed miss past %.0f%%", tb.Name, int64(bytes), got, pub, 100*rel, 100*maxKnownMiss)
 				case miss:
 					mark = "checked, known miss"
 				case math.Abs(rel) > maxBusBWError:
