@@ -223,6 +223,11 @@ type group struct {
 	tasksMade int64 // tasks queued on this group (and its ancestors before a split)
 	memBase   int64 // running memory total of the settled events
 	memPeak   int64 // peak of the running total over the settled events
+	// finalBase and finalPeak are memBase and memPeak over the final
+	// events alone, those before the controller clock at a settlement
+	// (merge.go, settleMemory): where a new stream sends the group back.
+	finalBase int64
+	finalPeak int64
 	// allocBytes bounds the unsettled allocations (saturating): while
 	// memBase + allocBytes fits, no running total can overflow.
 	allocBytes int64
@@ -252,7 +257,8 @@ type stream struct {
 	mem    []memEvent // allocations and releases, in the order they happened
 	memArr []memEvent // the array mem lies in, whole: see room
 	sorted int        // mem[:sorted] is in (time, delta) order
-	base   int        // mem[:base] is settled (kept only for the trace)
+	base   int        // mem[:base] is settled
+	final  int        // mem[:final] is final (final <= base); kept only for the trace
 
 	evStart []int64 // trace events, when kept
 	evEnd   []int64
@@ -444,8 +450,15 @@ func (e *Engine) Step() Report {
 	return r
 }
 
+// settleOff, set by a test, leaves every memory event unsettled until a
+// report merges them: what settling must not change.
+var settleOff bool
+
 // settle settles every group's final memory events.
 func (e *Engine) settle() {
+	if settleOff {
+		return
+	}
 	e.pass.settles++
 	for gi := range e.gs {
 		e.settleMemory(e.gs[gi])

@@ -33,6 +33,7 @@ func (e *Engine) CreateStream(m *gen.CreateStream) error {
 		if g.streamOf(m.Result.Idx) >= 0 {
 			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
 		}
+		e.unsettle(g)
 		g.newStream(m.Result, name, wait)
 	}
 	return nil

@@ -13,8 +13,10 @@ import (
 // are sorted on their own; the merge keeps a heap of the streams whose next
 // event is due, so it costs O(events log streams), not events x streams.
 // The events before each stream's base are settled: folded into the
-// group's memBase and memPeak and never merged again for the report (they
-// stay only when a trace is kept, which writes them all).
+// group's memBase and memPeak and not merged again for the report. Those
+// before its final are final as well (settleMemory says which): folded
+// into finalBase and finalPeak too, and dropped unless a trace is kept,
+// which writes them all.
 
 // mergeMemory walks a group's unsettled memory events before limitNs,
 // merged across its streams in time order (ties: the earlier-created stream
@@ -22,31 +24,45 @@ import (
 // event's time and the running total, which starts at the total of the
 // settled events. It leaves in e.memPos where it stopped in each stream.
 func (e *Engine) mergeMemory(g *group, limitNs int64, fn func(ns, running int64)) {
-	e.memPos, e.memHeap, _ = g.merge(false, limitNs, e.memPos, e.memHeap, fn)
+	e.memPos, e.memHeap, _ = g.merge(fromSettled, limitNs, e.memPos, e.memHeap, fn)
 }
 
 // mergeAll walks every memory event of a group kept for the trace, from
 // the start.
 func (e *Engine) mergeAll(g *group, fn func(ns, running int64)) {
-	e.memPos, e.memHeap, _ = g.merge(true, math.MaxInt64, e.memPos, e.memHeap, fn)
+	e.memPos, e.memHeap, _ = g.merge(fromKept, math.MaxInt64, e.memPos, e.memHeap, fn)
 }
 
+// Where a merge starts: each stream's first event kept (with a running
+// total of 0), its first not final (finalBase) or its first not settled
+// (memBase).
+const (
+	fromKept = iota
+	fromFinal
+	fromSettled
+)
+
 // merge is mergeMemory with its buffers passed in (groups check overflow
-// while running in parallel) and all saying to start at the first event
-// kept rather than at the settled base. It stops early, reporting true,
-// when the running total would overflow int64.
-func (g *group) merge(all bool, limitNs int64, pos []int, heap []memHead, fn func(ns, running int64)) ([]int, []memHead, bool) {
+// while running in parallel) and where it starts given by from. It stops
+// early, reporting true, when the running total would overflow int64.
+func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn func(ns, running int64)) ([]int, []memHead, bool) {
 	pos, heap = pos[:0], heap[:0]
 	running := g.memBase
-	if all {
+	switch from {
+	case fromKept:
 		running = 0
+	case fromFinal:
+		running = g.finalBase
 	}
 	for s := range g.streams {
 		g.sortMemory(gen.StreamID(s))
 		st := &g.streams[s]
 		p := st.base
-		if all {
+		switch from {
+		case fromKept:
 			p = 0
+		case fromFinal:
+			p = st.final
 		}
 		pos = append(pos, p)
 		if p < len(st.mem) && st.mem[p].ns < limitNs {
@@ -120,32 +136,37 @@ func heapDown(h []memHead, i int) {
 }
 
 // settleMemory folds into a group's running total and peak the memory
-// events that no later event can come before, so memory follows the events
-// in flight rather than the history's length (without a trace the events
-// are dropped; with one they stay for the trace but are not merged again).
+// events that no later event of its streams can come before, so the
+// merge for a report or a step starts where the last one stopped.
 // A stream's future events are at or after its now (tasks start no
 // earlier, deletes and returns happen at or after it) and, when it has no
 // queued task, at or after the controller clock too (a task starts no
-// earlier than its command). A stream created later starts at the clock:
-// its first task may allocate there, before every existing stream's now
-// (a history creates streams when it likes). So events before the
-// smallest of the clock, the busy streams' nows and the lenders' nows are
-// final. With a controller that costs nothing the clock stays 0 and
-// nothing settles before the end. Not in stream-only mode, where the
+// earlier than its command); so events before the smallest of those
+// bounds are settled. A stream created later starts at the clock: its
+// first task may allocate there, before the settled events of the group
+// it is made on (a history creates streams when it likes). So only the
+// events before the clock as well are final: those are dropped (without
+// a trace; with one they stay for the trace but are not merged again),
+// and a new stream sends its group back to them (unsettle). With a
+// controller that costs nothing the clock stays 0: nothing is final
+// before the end, and the events stay. Not in stream-only mode, where the
 // clock stays 0 as well.
 func (e *Engine) settleMemory(g *group) {
 	if e.opt.Mode == StreamOnly {
 		return
 	}
 	// A stream with queued tasks or a tensor out on loan may still record
-	// an event at its own now (a return happens there).
-	limit, any := e.nowNs, false
+	// an event at its own now (a return happens there); an idle one not
+	// before the controller clock.
+	limit, any := int64(math.MaxInt64), false
 	for s := range g.streams {
 		st := &g.streams[s]
+		bound := max(st.nowNs, e.nowNs)
 		if st.queue.Len() > 0 {
-			limit = min(limit, st.nowNs)
+			bound = st.nowNs
 		}
-		any = any || len(st.mem) > st.base
+		limit = min(limit, bound)
+		any = any || len(st.mem) > st.final
 	}
 	for i := range g.borrows {
 		if b := &g.borrows[i]; b.live {
@@ -174,11 +195,7 @@ func (e *Engine) settleMemory(g *group) {
 				}
 			}
 		}
-		if e.opt.KeepEvents {
-			st.base = p
-		} else if p > 0 {
-			st.dropSettled(p)
-		}
+		st.base = p
 	}
 	if recount {
 		g.allocBytes = 0
@@ -190,6 +207,45 @@ func (e *Engine) settleMemory(g *group) {
 				}
 			}
 		}
+	}
+	// The final events: settled, and before the clock. Each event is
+	// walked once settling and once here.
+	e.memPos, e.memHeap, _ = g.merge(fromFinal, min(limit, e.nowNs), e.memPos, e.memHeap, func(_, running int64) {
+		g.finalPeak = max(g.finalPeak, running)
+		g.finalBase = running
+	})
+	for s, q := range e.memPos {
+		st := &g.streams[s]
+		if e.opt.KeepEvents || q == 0 {
+			st.final = q
+			continue
+		}
+		st.dropSettled(q)
+		st.base -= q
+		st.final = 0
+	}
+}
+
+// unsettle sends group g's settled events back to its final ones, before
+// a stream is created on it: the new stream's events may come before
+// events settled past the clock, which must be merged again with them.
+func (e *Engine) unsettle(g *group) {
+	moved := false
+	for s := range g.streams {
+		st := &g.streams[s]
+		if st.base == st.final {
+			continue
+		}
+		moved = true
+		for _, ev := range st.mem[st.final:st.base] {
+			if ev.delta > 0 {
+				g.allocBytes = satAdd(g.allocBytes, ev.delta)
+			}
+		}
+		st.base = st.final
+	}
+	if moved {
+		g.memBase, g.memPeak = g.finalBase, g.finalPeak
 	}
 }
 
@@ -256,7 +312,7 @@ func (e *Engine) checkAlloc(g *group, s gen.StreamID, bytes int64) error {
 		return nil
 	}
 	// The event is already appended: merge with it.
-	if _, _, over := g.merge(false, math.MaxInt64, nil, nil, nil); over {
+	if _, _, over := g.merge(fromSettled, math.MaxInt64, nil, nil, nil); over {
 		return e.memOverflow(g, s, bytes)
 	}
 	return nil

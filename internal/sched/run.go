@@ -573,6 +573,8 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		tasksMade:  src.tasksMade,
 		memBase:    src.memBase,
 		memPeak:    src.memPeak,
+		finalBase:  src.finalBase,
+		finalPeak:  src.finalPeak,
 		allocBytes: src.allocBytes,
 	}
 	at, pool := clonePages(&src.streamAt, &src.tensorAt, &src.storageAt, &src.borrowAt)
@@ -582,7 +584,7 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		dst.streams[i] = stream{
 			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
 			queue: s.queue.Clone(), io: s.io.Clone(),
-			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base,
+			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base, final: s.final,
 			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}
