@@ -98,9 +98,13 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func convertErr(stderr io.Writer, err error) int {
-	fmt.Fprintln(stderr, oneLine(err))
 	var he *history.Error
-	if errors.As(err, &he) || errors.Is(err, os.ErrNotExist) {
+	if errors.As(err, &he) {
+		fmt.Fprintln(stderr, oneLine(err)) // FILE:LINE: what is wrong
+		return exitInput
+	}
+	fmt.Fprintf(stderr, "fastsim convert: %s\n", oneLine(err))
+	if errors.Is(err, os.ErrNotExist) {
 		return exitInput
 	}
 	return exitError

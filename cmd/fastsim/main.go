@@ -81,6 +81,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprint(stderr, usage)
 		return exitInput
 	}
+	// A report that could not be written is a failure, whichever command
+	// wrote it: `fastsim hardware a100-80gb > spec.json` on a full disk
+	// must not leave an empty file and exit 0.
+	out := &stdoutWriter{w: stdout}
+	stdout = out
+	defer func() {
+		if code == exitOK && out.err != nil {
+			fmt.Fprintf(stderr, "fastsim %s: write standard output: %v\n", args[0], out.err)
+			code = exitError
+		}
+	}()
 	switch args[0] {
 	case "synth", "convert", "search", "predict", "ops":
 		cmd := "fastsim " + args[0]
@@ -127,4 +138,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	fmt.Fprintf(stderr, "fastsim: unknown command %q\n\n%s", args[0], usage)
 	return exitInput
+}
+
+// stdoutWriter remembers the first error of a write to standard output.
+type stdoutWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }

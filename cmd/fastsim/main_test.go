@@ -366,6 +366,8 @@ func TestKillLeavesNoTrace(t *testing.T) {
 
 // TestInterrupt sends SIGINT mid-replay: the report so far is printed,
 // marked partial, exit status 130, and no trace unless --partial-trace.
+// Sent twice 5 ms apart (as `timeout -s INT` delivers it), it is the same
+// interrupt: still the report, not the second Ctrl-C's exit at once.
 func TestInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes")
@@ -375,7 +377,11 @@ func TestInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.SplitAfter(hist.String(), "\n")
-	for _, partial := range []bool{false, true} {
+	for _, c := range []struct {
+		partial bool
+		signals int
+	}{{false, 1}, {true, 1}, {false, 2}} {
+		partial := c.partial
 		dir := t.TempDir()
 		fifo := filepath.Join(dir, "in.hist")
 		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -392,10 +398,10 @@ func TestInterrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		feedInterrupted(cmd, w, lines)
+		feedInterruptedN(cmd, w, lines, c.signals)
 		err = cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
-			t.Fatalf("partial-trace=%v: %v, want exit %d; output %q", partial, err, exitInterrupted, out.String())
+			t.Fatalf("partial-trace=%v, %d SIGINT: %v, want exit %d; output %q", partial, c.signals, err, exitInterrupted, out.String())
 		}
 		if !strings.Contains(out.String(), "PARTIAL") || !strings.Contains(out.String(), "simulated time") {
 			t.Fatalf("output %q", out.String())

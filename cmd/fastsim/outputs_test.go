@@ -121,6 +121,12 @@ func TestTermRemovesTemps(t *testing.T) {
 // child, however loaded the machine, notices the interrupt before the
 // history ends; then it closes w.
 func feedInterrupted(cmd *exec.Cmd, w *os.File, lines []string) {
+	feedInterruptedN(cmd, w, lines, 1)
+}
+
+// feedInterruptedN is feedInterrupted sending SIGINT n times, 5 ms apart,
+// as `timeout -s INT` does twice (to the process, then to its group).
+func feedInterruptedN(cmd *exec.Cmd, w *os.File, lines []string, n int) {
 	bw := bufio.NewWriter(w)
 	half := len(lines) / 2
 	for _, l := range lines[:half] {
@@ -128,7 +134,12 @@ func feedInterrupted(cmd *exec.Cmd, w *os.File, lines []string) {
 	}
 	bw.Flush()
 	time.Sleep(300 * time.Millisecond) // the child replays the first half
-	cmd.Process.Signal(os.Interrupt)
+	for k := range n {
+		if k > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cmd.Process.Signal(os.Interrupt)
+	}
 	for i := half; i < len(lines); i += 64 {
 		time.Sleep(10 * time.Millisecond)
 		for _, l := range lines[i:min(i+64, len(lines))] {
@@ -276,7 +287,7 @@ func TestSecondInterruptRemovesTemps(t *testing.T) {
 	}
 	cmd, dir, dest := replayWritingTrace(t)
 	cmd.Process.Signal(os.Interrupt)
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(2 * sameInterrupt) // closer, the two are one (TestInterrupt)
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
 	if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.json.fastsim-tmp-*")); len(tmp) > 0 {

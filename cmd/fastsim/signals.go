@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/fastsim/fastsim/internal/trace"
 )
@@ -19,14 +20,16 @@ const exitTerminated = 143
 // reports what it did. A second SIGINT, or a SIGTERM at any time, removes
 // the temporary files of outputs being written and exits at once (130 or
 // 143), so no ".NAME.fastsim-tmp-PID" file is left behind. release undoes
-// the handling.
+// the handling. A SIGINT within sameInterrupt of the first is the same
+// interrupt delivered twice: GNU timeout -s INT signals the process and
+// then its process group, which holds the process too.
 func handleSignals() (stop <-chan struct{}, release func()) {
 	stopc := make(chan struct{})
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
-		interrupted := false
+		var first time.Time
 		for {
 			select {
 			case s := <-sig:
@@ -34,11 +37,13 @@ func handleSignals() (stop <-chan struct{}, release func()) {
 				case s == syscall.SIGTERM:
 					trace.RemoveTemps()
 					os.Exit(exitTerminated)
-				case interrupted:
-					trace.RemoveTemps()
-					os.Exit(exitInterrupted)
+				case !first.IsZero():
+					if secondInterrupt(first, time.Now()) {
+						trace.RemoveTemps()
+						os.Exit(exitInterrupted)
+					}
 				default:
-					interrupted = true
+					first = time.Now()
 					close(stopc)
 				}
 			case <-done:
@@ -51,6 +56,14 @@ func handleSignals() (stop <-chan struct{}, release func()) {
 		close(done)
 	}
 }
+
+// sameInterrupt is how close two SIGINTs must come to be one: far less
+// than a person takes to press Ctrl-C twice.
+const sameInterrupt = 200 * time.Millisecond
+
+// secondInterrupt reports whether a SIGINT at now, after the first at
+// first, is a second Ctrl-C rather than the first delivered again.
+func secondInterrupt(first, now time.Time) bool { return now.Sub(first) >= sameInterrupt }
 
 // removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files of
 // the outputs being written before the process exits (130 or 143), for the
