@@ -626,3 +626,34 @@ func TestPredictCanceled(t *testing.T) {
 		t.Errorf("canceled Predict: %v", err)
 	}
 }
+
+// TestFinishedSimTakesNoMore: once Finish has declared the history
+// complete, Feed and Step return ErrFinished and change nothing; the
+// report stays the one Finish saw.
+func TestFinishedSimTakesNoMore(t *testing.T) {
+	s, err := New(Header{Version: 1, WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := `"ranks":[{"offset":0,"sizes":[2],"strides":[1]}]`
+	if err := s.Feed([]byte(`{"ts":1,` + r + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}` + "\n" +
+		`{"ts":2,` + r + `,"msg":{"type":"CallFunction","function":"f","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4,"dtype":"float32","shape":[1],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Report()
+	if err := s.Feed([]byte(`{"ts":3,` + r + `,"msg":{"type":"CallFunction","function":"f","args":[],"kwargs":{},"result":[{"tensor":2,"storage":2,"nbytes":4,"dtype":"float32","shape":[1],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`)); !errors.Is(err, ErrFinished) {
+		t.Errorf("Feed after Finish: %v, want ErrFinished", err)
+	}
+	if _, err := s.Step(); !errors.Is(err, ErrFinished) {
+		t.Errorf("Step after Finish: %v, want ErrFinished", err)
+	}
+	if after := s.Report(); !reflect.DeepEqual(after, before) || len(s.Steps()) != 0 {
+		t.Errorf("after Finish the report moved: %+v, then %+v, %d steps", before, after, len(s.Steps()))
+	}
+	if err := s.Finish(); err != nil {
+		t.Errorf("a second Finish: %v", err)
+	}
+}

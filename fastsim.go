@@ -36,10 +36,10 @@ import (
 var (
 	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
 	ErrNoTrace = replay.ErrNoTrace
-	// ErrFinished is returned by Feed and Step on a Sim made by Replay:
-	// its history has ended, so it takes no more records and closes no
-	// more steps.
-	ErrFinished = errors.New("fastsim: a replayed simulation takes no more records")
+	// ErrFinished is returned by Feed and Step on a Sim made by Replay,
+	// or after Finish: its history has ended, so it takes no more records
+	// and closes no more steps.
+	ErrFinished = errors.New("fastsim: a finished simulation takes no more records")
 	// ErrUnknownType is returned in strict mode for a message type the
 	// format does not know.
 	ErrUnknownType = replay.ErrUnknownType
@@ -347,7 +347,7 @@ func (s *Sim) Feed(lines []byte) error {
 // and returns the report so far. After a failed Feed, a stop (closed
 // before Step, after the last Feed too) or a failed check it records
 // nothing and returns the error; on a Sim from Replay, whose history has
-// ended, it returns ErrFinished.
+// ended, or after Finish, it returns ErrFinished.
 func (s *Sim) Step() (Report, error) {
 	if err := s.ok(); err != nil {
 		return Report{PeakDevice: -1}, err
@@ -355,7 +355,7 @@ func (s *Sim) Step() (Report, error) {
 	if s.finished {
 		return Report{PeakDevice: -1}, ErrFinished
 	}
-	if err := s.Finish(); err != nil {
+	if err := s.check(); err != nil {
 		return Report{PeakDevice: -1}, err
 	}
 	s.sim.Step()
@@ -433,9 +433,21 @@ func (s *Sim) Close() {
 // deadlock in the program, such as two sends that wait for each other).
 // After a failed Feed, or a stop (closed before Finish, after the last
 // Feed too), it returns that error (ErrStopped for a stop); its own
-// failure is returned from then on too. On a Sim from Replay, which
-// Replay finished, it returns what Replay returned: nil or ErrStopped.
+// failure is returned from then on too. Once it has succeeded, Feed and
+// Step return ErrFinished (Report and the outputs still answer). On a Sim
+// from Replay, which Replay finished, it returns what Replay returned:
+// nil or ErrStopped.
 func (s *Sim) Finish() error {
+	err := s.check()
+	if err == nil {
+		s.finished = true // the history is complete: no more records
+	}
+	return err
+}
+
+// check is Finish's check that every task queued so far can run, which
+// Step makes too without ending the history.
+func (s *Sim) check() error {
 	if err := s.ok(); err != nil {
 		return err
 	}
