@@ -112,7 +112,7 @@ func convertErr(stderr io.Writer, err error) int {
 
 // decodeOnlyCmd is replay --decode-only: decode every record, simulate
 // nothing, print the count and the wall time.
-func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
+func decodeOnlyCmd(path string, quiet bool, stdout, stderr io.Writer) int {
 	var records int64
 	var wall time.Duration
 	var err error
@@ -133,7 +133,9 @@ func decodeOnlyCmd(path string, stdout, stderr io.Writer) int {
 	if s := wall.Seconds(); s > 0 {
 		rate = float64(records) / s
 	}
-	fmt.Fprintf(stdout, "decoded %s in %.3f s (%.0f records/s), no simulation\n", plural(records, "record"), wall.Seconds(), rate)
+	if !quiet {
+		fmt.Fprintf(stdout, "decoded %s in %.3f s (%.0f records/s), no simulation\n", plural(records, "record"), wall.Seconds(), rate)
+	}
 	return exitOK
 }
 

@@ -157,8 +157,18 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var j workload.Job
 	if tf.model == "" {
-		if *layers < 1 || *hidden < 1 {
+		switch {
+		case !flagSet(fs, "layers") && !flagSet(fs, "hidden"):
 			fmt.Fprintln(stderr, "fastsim predict: give --model, or the GPT's --layers and --hidden")
+			return exitInput
+		case !flagSet(fs, "layers") || !flagSet(fs, "hidden"):
+			fmt.Fprintln(stderr, "fastsim predict: a GPT needs both --layers and --hidden (or give --model)")
+			return exitInput
+		case *layers < 1:
+			fmt.Fprintf(stderr, "fastsim predict: --layers %d: want at least 1\n", *layers)
+			return exitInput
+		case *hidden < 1:
+			fmt.Fprintf(stderr, "fastsim predict: --hidden %d: want at least 1\n", *hidden)
 			return exitInput
 		}
 		m := gptModel(*layers, *hidden, *seq, *heads, *vocab)

@@ -139,7 +139,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			}
 			defer stop()
 		}
-		return decodeOnlyCmd(path, stdout, stderr)
+		return decodeOnlyCmd(path, f.quiet, stdout, stderr)
 	}
 	mode, err := sched.ParseMode(f.traceMode)
 	if err != nil {

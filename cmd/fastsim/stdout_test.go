@@ -45,3 +45,28 @@ func TestDoubledInterruptIsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestBadArgumentsNamed: an empty path, and a GPT's --layers or --hidden
+// below 1 or missing, are refused (exit 2) by a line naming what is wrong;
+// --quiet keeps --decode-only silent.
+func TestBadArgumentsNamed(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"synth", ""}, "fastsim synth: an empty argument where a path goes"},
+		{[]string{"replay", "--report-only", ""}, "fastsim replay: an empty argument where a path goes"},
+		{[]string{"convert", "../../examples/train_step.hist", ""}, "fastsim convert: an empty argument where a path goes"},
+		{[]string{"predict", "--world", "8", "--layers", "4", "--hidden", "0"}, "fastsim predict: --hidden 0: want at least 1"},
+		{[]string{"predict", "--world", "8", "--layers", "-2", "--hidden", "64"}, "fastsim predict: --layers -2: want at least 1"},
+		{[]string{"predict", "--world", "8", "--layers", "4"}, "fastsim predict: a GPT needs both --layers and --hidden"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, exitInput, c.want)
+		}
+	}
+	if code, stdout, stderr := runCLI("replay", "--quiet", "--decode-only", "../../examples/train_step.hist"); code != exitOK || stdout != "" || stderr != "" {
+		t.Errorf("--quiet --decode-only: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+}

@@ -77,7 +77,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
 	quiet := fs.Bool("quiet", false, "draw no progress line (errors still go to stderr)")
-	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns` (transformer: negative sends every command at time 0)")
+	fs.IntVar(&c.CommandNs, "command-ns", 20_000, "controller time between two commands, in `ns`; 0 takes the default 20,000 (transformer: negative sends every command at time 0; the toy workload takes any value below 1 as 20,000)")
 	positional, code := parseArgs(fs, stdout, synthUsage, args, 1, "exactly one OUT path")
 	if code >= 0 {
 		return code
@@ -250,6 +250,11 @@ func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]stri
 		}
 		if fs.NArg() == 0 {
 			return positional, -1
+		}
+		if fs.Arg(0) == "" {
+			// A path no file can have (an unset shell variable, say).
+			fmt.Fprintf(out, "fastsim %s: an empty argument where a path goes (see fastsim %s --help)\n", fs.Name(), fs.Name())
+			return nil, exitInput
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
