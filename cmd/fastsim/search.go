@@ -267,6 +267,18 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 				code = exitInput
 				return
 			}
+			if given[many] {
+				// A value given twice would search its layouts twice.
+				seen := map[string]bool{}
+				for _, x := range strings.Split(v, ",") {
+					if x = strings.TrimSpace(x); seen[x] {
+						fmt.Fprintf(stderr, "fastsim search: --%s %q: %q given twice\n", many, v, x)
+						code = exitInput
+						return
+					}
+					seen[x] = true
+				}
+			}
 			*list = v
 			if given[one] {
 				*list = ""

@@ -8,6 +8,7 @@ import (
 // TestSearchFlagValidation: each bad search flag is refused in one line
 // that names it and says what is wrong with its value: a negative world
 // is not "required", an empty list is not a silent search of one value,
+// a value listed twice is not searched twice,
 // --batch beside --global-batch is not "last wins", and a negative
 // --max-tp is not described as "no limit", which 0 is not (0 is the GPUs
 // of a host, as --help says).
@@ -21,6 +22,7 @@ func TestSearchFlagValidation(t *testing.T) {
 		{[]string{"--layers", "4"}, "fastsim search: --world is required"},
 		{[]string{"--world", "8", "--layers", "4", "--recomputes", ""}, `fastsim search: --recomputes "": an empty list`},
 		{[]string{"--world", "8", "--layers", "4", "--schedules", ""}, `fastsim search: --schedules "": an empty list`},
+		{[]string{"--world", "8", "--layers", "4", "--schedules", "1f1b,interleaved:2,1f1b"}, `fastsim search: --schedules "1f1b,interleaved:2,1f1b": "1f1b" given twice`},
 		{[]string{"--world", "8", "--layers", "4", "--zeros", ""}, `fastsim search: --zeros "": an empty list`},
 		{[]string{"--world", "8", "--layers", "4", "--sequence-parallels", " "}, `fastsim search: --sequence-parallels " ": an empty list`},
 		{[]string{"--world", "8", "--layers", "4", "--batch", "8", "--global-batch", "16"}, "fastsim search: --batch and --global-batch: give one"},

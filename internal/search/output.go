@@ -223,6 +223,19 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if n := d.ShardLayouts(); d.PrunedMemory < 0 || d.PrunedMemory+len(d.Results) > n || (d.PrunedMemory > 0 && !d.Space.Prune) {
 		return nil, at(jsonpos.Key(data, "pruned_by_memory"), "%d layouts pruned by memory and %d results of the shard's %d layouts", d.PrunedMemory, len(d.Results), n)
 	}
+	// A result's times and sizes come from a replay: none is negative
+	// (a merge would rank, and prune by, what no layout can take).
+	for i := range d.Results {
+		r := &d.Results[i]
+		for _, f := range []struct {
+			key string
+			v   int64
+		}{{"step_time_ns", r.StepTimeNs}, {"peak_memory_bytes", r.PeakBytes}, {"model_state_bytes", r.ModelStateBytes}, {"memory_bound_bytes", r.MemoryBoundBytes}, {"time_bound_ns", r.TimeBoundNs}} {
+			if f.v < 0 {
+				return nil, at(jsonpos.Key(data, "results", strconv.Itoa(i), f.key), "results[%d].%s is %d, want 0 or more", i, f.key, f.v)
+			}
+		}
+	}
 	if want := d.TimeBoundPruned(); d.PrunedTimeBound != want {
 		// Left out (its value is 0) where it should not be: a search of
 		// a fastsim that did not count its pruned layouts wrote it, and

@@ -102,6 +102,7 @@ func TestReadDocLines(t *testing.T) {
 		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 1},\n  \"layouts\": -1\n}", 5},
 		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 1}\n}\n\n{}", 7}, // trailing
 		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,", 3},                                             // ends early
+		{"{\n  \"fastsim\": \"search\",\n  \"version\": 1,\n  \"shard\": {\"k\": 0, \"n\": 1},\n  \"layouts\": 2,\n  \"results\": [{\"pp\": 1, \"step_time_ns\": 5},\n    {\"pp\": 2,\n     \"step_time_ns\": -5}]\n}", 8}, // a negative time
 	} {
 		_, err := ReadDoc(strings.NewReader(c.text), "s.json")
 		want := "s.json:" + strconv.Itoa(c.line) + ": shards do not merge: "
