@@ -43,7 +43,7 @@ func (r *Reader) readErr(err error, what string) error {
 		return binErr(values.Errorf(binform.ErrTruncated, "truncated: the data ends inside %s", what))
 	}
 	if r.zstd {
-		return wrap(ErrZstd, "%v: %v", ErrZstd, err)
+		return zstdErr(err)
 	}
 	return wrap(ErrRead, "%v: %v", ErrRead, err)
 }

@@ -41,4 +41,8 @@ func TestDecompressionBomb(t *testing.T) {
 	if err == io.EOF || !errors.As(err, &he) || !errors.Is(err, ErrZstd) || !strings.Contains(err.Error(), "decompression bomb") {
 		t.Fatalf("error %v, want a refused decompression bomb", err)
 	}
+	// A bomb is neither truncated nor corrupt, and says so once.
+	if strings.Contains(err.Error(), "truncated or corrupt") {
+		t.Errorf("error %v: a bomb called truncated or corrupt", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -82,6 +83,18 @@ func (c *counter) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errBomb is bombGuard's error: a zstd input fault (ErrZstd, as zstdErr
+// wraps it), but not a truncated or corrupt frame.
+var errBomb = errors.New("zstd stream expands like a decompression bomb")
+
+// zstdErr is err, met reading a zstd stream, as a reader's error.
+func zstdErr(err error) error {
+	if errors.Is(err, errBomb) {
+		return wrap(ErrZstd, "%v", err)
+	}
+	return wrap(ErrZstd, "%v: %v", ErrZstd, err)
+}
+
 // bombGuard stops a zstd stream that expands far beyond its input.
 type bombGuard struct {
 	r   io.Reader
@@ -93,7 +106,7 @@ func (g *bombGuard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.out += int64(n)
 	if g.out > bombMinBytes && g.out > bombRatio*max(g.in.n, 1) {
-		return n, fmt.Errorf("%w: %d bytes decompressed from %d: over %dx, refusing a likely decompression bomb", ErrZstd, g.out, g.in.n, bombRatio)
+		return n, fmt.Errorf("%w: %d bytes decompressed from %d, over %dx: refused", errBomb, g.out, g.in.n, bombRatio)
 	}
 	return n, err
 }
@@ -436,7 +449,7 @@ func (r *Reader) readLine() ([]byte, error) {
 	}
 	if err != nil && err != io.EOF {
 		if r.zstd {
-			return nil, wrap(ErrZstd, "%v: %v", ErrZstd, err)
+			return nil, zstdErr(err)
 		}
 		return nil, wrap(ErrRead, "%v: %v", ErrRead, err)
 	}

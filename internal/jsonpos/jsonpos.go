@@ -83,6 +83,11 @@ func Has(data []byte, path ...string) bool {
 // string, want a number"), not by the Go type it was read into; other
 // errors without encoding/json's "json: " prefix.
 func Describe(data []byte, err error) string {
+	// A blank input: io.EOF from a Decoder, a syntax error from Unmarshal.
+	var se *json.SyntaxError
+	if (errors.Is(err, io.EOF) || errors.As(err, &se)) && len(bytes.TrimSpace(data)) == 0 {
+		return "empty: no JSON value"
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return strings.TrimPrefix(err.Error(), "json: ")
@@ -93,6 +98,15 @@ func Describe(data []byte, err error) string {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 			want = "a whole number"
+			if n := strings.TrimPrefix(te.Value, "number "); n != te.Value && wholeText(n) {
+				// A whole number the type cannot hold.
+				bits := te.Type.Bits()
+				if te.Type.Kind() >= reflect.Uint {
+					want = fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<bits-1)
+				} else {
+					want = fmt.Sprintf("a whole number from %d to %d", int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+				}
+			}
 		case reflect.Float32, reflect.Float64:
 			want = "a number"
 		case reflect.String:
@@ -148,6 +162,21 @@ func Describe(data []byte, err error) string {
 		return fmt.Sprintf("a value is %s, want %s", article(te.Value), want)
 	}
 	return fmt.Sprintf("%s is %s, want %s", field, article(te.Value), want)
+}
+
+// wholeText reports whether n, a JSON number's text, has no fraction or
+// exponent.
+func wholeText(n string) bool {
+	n = strings.TrimPrefix(n, "-")
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if n[i] < '0' || n[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendKey appends key to path as pathAt writes it: after a dot, or

@@ -171,7 +171,13 @@ func TestDescribe(t *testing.T) {
 		RT     map[string]float64 `json:"rt"`
 	}
 	for _, c := range []struct{ text, want string }{
+		{"", "empty: no JSON value"},
+		{" \n\t", "empty: no JSON value"},
 		{`{"layers": "4"}`, "layers is a string, want a whole number"},
+		// A whole number out of the field's range says the range; a
+		// fraction is not a whole number.
+		{`{"layers": 10000000000000000000}`, "layers is a number 10000000000000000000, want a whole number from -9223372036854775808 to 9223372036854775807"},
+		{`{"in": {"n": 2.5}}`, "in.n is a number 2.5, want a whole number"},
 		{`{"name": 4}`, "name is a number, want a string"},
 		{`{"in": {"f": true}}`, "in.f is a bool, want a number"},
 		{`{"list": {}}`, "list is an object, want an array"},
