@@ -64,6 +64,7 @@ type xgen struct {
 	steps   int
 	cmds    int
 	parts   bool // Reduce runs may address parts of blocks
+	faults  bool // rarely, a history the replay must refuse
 }
 
 // layout cuts world into n blocks, contiguous or interleaved.
@@ -91,6 +92,17 @@ func (g *xgen) ranks(mask uint8) string {
 		if mask&(1<<i) != 0 {
 			parts = append(parts, block(i))
 		}
+	}
+	// Now and then a block twice, or a part of one it has: the receivers
+	// are the slices' union.
+	if g.r.IntN(30) == 0 {
+		k := g.r.IntN(len(parts))
+		if g.parts {
+			parts = append(parts, fmt.Sprintf("@p%s.0.2@", parts[k][2:len(parts[k])-1]))
+		} else {
+			parts = append(parts, parts[k])
+		}
+		g.r.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }
@@ -221,6 +233,23 @@ func (g *xgen) call() {
 	fn := "torch.ops.aten.mm.default"
 	if view != nil && g.r.IntN(2) == 0 {
 		fn = "torch.ops.aten.view.default" // ends where it starts
+	}
+	if view != nil && len(args) == 1 && g.r.IntN(8) == 0 {
+		// In place: the result is the input, no new tensor.
+		g.emit(mask, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":"torch.ops.aten.add_.Tensor","args":[%[1]s],"kwargs":{},"result":[%[1]s],"mutates":[%[1]s],"stream":{"ref":%d}}`,
+			tjson(view), s))
+		return
+	}
+	if g.faults && g.r.IntN(1500) == 0 {
+		// Rarely a view of another stream's storage: when its release
+		// comes on this stream, the history is at fault, and every
+		// replay must say so at the same command.
+		for _, t := range g.live {
+			if t.stream != s && t.mask&mask == mask {
+				view = t
+				break
+			}
+		}
 	}
 	out := g.fresh(s, mask, view)
 	g.emit(mask, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":%q,"args":[%s],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
@@ -442,14 +471,16 @@ func (g *xgen) advance() {
 // into nb blocks.
 func xhistory(seed uint64, world, nb int, interleaved bool, n int) string {
 	bs := layout(world, nb, interleaved)
-	return xgenerate(seed, bs, true, n).render(world, bs)
+	g := xgenerate(seed, bs, true, n)
+	return g.render(world, bs)
 }
 
 // xgenerate writes a random history of about n commands over blocks (only
-// their sizes matter here); parts says whether Reduce runs may address
-// parts of blocks.
-func xgenerate(seed uint64, blocks []xslice, parts bool, n int) *xgen {
-	g := &xgen{r: rand.New(rand.NewPCG(seed, 7)), blocks: blocks, parts: parts, ts: 1000}
+// their sizes matter here); local says it is written for these blocks
+// alone, so Reduce runs may address parts of blocks and a rare fault may
+// be made (its message names ranks).
+func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
+	g := &xgen{r: rand.New(rand.NewPCG(seed, 7)), blocks: blocks, parts: local, faults: local, ts: 1000}
 	// One stream everywhere to start; the others come later, on parts
 	// of the world.
 	g.streams, g.ran = []uint8{0}, []uint8{0}
@@ -574,6 +605,11 @@ func xcompare(t *testing.T, what string, want, got xoutcome) {
 	t.Helper()
 	if want.err != got.err {
 		t.Fatalf("%s: error %q, want %q", what, got.err, want.err)
+	}
+	if want.err != "" {
+		// A failed command may have reached some devices and not
+		// others: only the reports before it are results.
+		got.final, want.final, got.peaks, want.peaks, got.series, want.series = Report{}, Report{}, nil, nil, nil, nil
 	}
 	if len(want.steps) != len(got.steps) {
 		t.Fatalf("%s: %d steps, want %d", what, len(got.steps), len(want.steps))
