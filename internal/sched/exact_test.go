@@ -592,6 +592,10 @@ func xreplay(t *testing.T, text string, c xrun, ranks []int64) xoutcome {
 		var b strings.Builder
 		g := e.gs[e.part.GroupOf(rk)]
 		e.mergeAll(g, func(ns, running int64) { fmt.Fprintf(&b, "%d:%d ", ns, running) })
+		// The memory snapshot's walk of the same events, merged apart.
+		_ = e.DeviceMemory(rk, func(_ int, sname string, ns, delta, running int64) {
+			fmt.Fprintf(&b, "| %s %d%+d=%d ", sname, ns, delta, running)
+		})
 		_ = e.DeviceEvents(rk, func(_ int, sname, name string, start, end int64) {
 			fmt.Fprintf(&b, "| %s %s %d-%d ", sname, name, start, end)
 		})
