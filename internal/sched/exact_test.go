@@ -57,6 +57,7 @@ type xgen struct {
 	lines   []string
 	streams []uint8 // by ref - 1: the blocks it exists on
 	ran     []uint8 // by ref - 1: the blocks it has queued a task on
+	used    []int   // by ref - 1: the command that last queued a task on it
 	live    []*xtensor
 	loans   []*xborrow
 	next    int // the next tensor id
@@ -149,6 +150,12 @@ func (g *xgen) tick() {
 
 func (g *xgen) all() uint8 { return uint8(1<<len(g.blocks) - 1) }
 
+// use notes a task queued on stream s on the blocks of mask.
+func (g *xgen) use(s int, mask uint8) {
+	g.ran[s-1] |= mask
+	g.used[s-1] = g.cmds
+}
+
 // sub is a random non-empty subset of mask (0 if mask is 0).
 func (g *xgen) sub(mask uint8) uint8 {
 	if mask == 0 {
@@ -192,9 +199,14 @@ func (g *xgen) avail(s int, mask uint8, lendable bool) []*xtensor {
 	return out
 }
 
-// stream picks a stream and the blocks to use it on (0: none).
+// stream picks a stream and the blocks to use it on (0: none). The later
+// streams are picked less often: they fall idle, holding memory, behind
+// the clock, and then lend it (lend picks its streams evenly).
 func (g *xgen) stream() (int, uint8) {
 	s := 1 + g.r.IntN(len(g.streams))
+	for s > 1 && g.r.IntN(2) == 0 {
+		s--
+	}
 	return s, g.sub(g.streams[s-1])
 }
 
@@ -202,6 +214,7 @@ func (g *xgen) createStream() {
 	if len(g.streams) < 5 && g.r.IntN(2) == 0 {
 		g.streams = append(g.streams, 0)
 		g.ran = append(g.ran, 0)
+		g.used = append(g.used, 0)
 	}
 	s := 1 + g.r.IntN(len(g.streams))
 	mask := g.sub(g.all() &^ g.streams[s-1])
@@ -240,7 +253,7 @@ func (g *xgen) call() {
 			tjson(view), s))
 		return
 	}
-	if g.faults && g.r.IntN(1500) == 0 {
+	if g.faults && g.r.IntN(20000) == 0 {
 		// Rarely a view of another stream's storage: when its release
 		// comes on this stream, the history is at fault, and every
 		// replay must say so at the same command.
@@ -255,7 +268,7 @@ func (g *xgen) call() {
 	g.emit(mask, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":%q,"args":[%s],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
 		fn, strings.Join(args, ","), tjson(out), s))
 	g.live = append(g.live, out)
-	g.ran[s-1] |= mask
+	g.use(s, mask)
 }
 
 func (g *xgen) reduce() {
@@ -269,7 +282,7 @@ func (g *xgen) reduce() {
 	g.emit(mask, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":%s,"stream":{"ref":%d},"dims":["x"],"reduction":"sum","scatter":%v,"inplace":false,"out":null}`,
 		tjson(out), tjson(t), s, g.r.IntN(2) == 0))
 	g.live = append(g.live, out)
-	g.ran[s-1] |= mask
+	g.use(s, mask)
 }
 
 // reduceRun sends one Reduce to each part of some blocks, the same
@@ -332,7 +345,7 @@ func (g *xgen) reduceRun() {
 		g.emitTo(p, msg)
 	}
 	g.live = append(g.live, out)
-	g.ran[s-1] |= mask
+	g.use(s, mask)
 }
 
 // group sends a few calls and a delete as one CommandGroup: its
@@ -364,7 +377,7 @@ func (g *xgen) group() {
 	g.emit(mask, fmt.Sprintf(`{"type":"CommandGroup","commands":[%s]}`, strings.Join(subs, ",")))
 	g.cmds += len(subs) - 1
 	g.live = append(g.live, made[len(made)-1])
-	g.ran[s-1] |= mask
+	g.use(s, mask)
 }
 
 // send copies a tensor within a block or to another block of the same
@@ -388,7 +401,7 @@ func (g *xgen) send() {
 	g.emit(ma|mb, fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":%s,"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
 		tjson(out), tjson(t), block(a), block(b), s, s))
 	g.live = append(g.live, out)
-	g.ran[s-1] |= ma | mb
+	g.use(s, ma|mb)
 }
 
 // del deletes a few tensors on some of the blocks they live on; the
@@ -398,6 +411,11 @@ func (g *xgen) del() {
 		return
 	}
 	t := g.live[g.r.IntN(len(g.live))]
+	// Often a lent tensor: the loan then holds its last reference, and
+	// its drop releases it at the lender's now.
+	if i := slices.IndexFunc(g.live, func(u *xtensor) bool { return u.lent }); i >= 0 && g.r.IntN(2) == 0 {
+		t = g.live[i]
+	}
 	mask := g.sub(t.mask)
 	ids := []string{fmt.Sprint(t.id)}
 	gone := []*xtensor{t}
@@ -419,6 +437,15 @@ func (g *xgen) lend() {
 		return
 	}
 	from, to := 1+g.r.IntN(len(g.streams)), 1+g.r.IntN(len(g.streams))
+	if g.r.IntN(2) == 0 {
+		// The stream idle the longest: its now lags the clock, and a
+		// loan's drop returns the tensor there.
+		for s := range g.streams {
+			if g.ran[s] != 0 && g.used[s] < g.used[from-1] {
+				from = s + 1
+			}
+		}
+	}
 	if from == to {
 		return
 	}
@@ -437,6 +464,46 @@ func (g *xgen) lend() {
 	g.loans = append(g.loans, b)
 }
 
+// idleLoan lends a tensor of the stream idle the longest right after a
+// settlement (a step), with its own delete before: the stream's now lags
+// the clock, and the drop returns the tensor, deleted meanwhile, there.
+func (g *xgen) idleLoan() {
+	from := 1
+	for s := range g.streams {
+		if g.ran[s] != 0 && g.used[s] < g.used[from-1] {
+			from = s + 1
+		}
+	}
+	to := 1 + g.r.IntN(len(g.streams))
+	mask := g.sub(g.streams[from-1] & g.ran[from-1] & g.ran[to-1])
+	ins := g.avail(from, mask, true)
+	if from == to || mask == 0 || len(ins) == 0 {
+		return
+	}
+	t := ins[g.r.IntN(len(ins))]
+	if len(ins) > 1 && g.r.IntN(2) == 0 {
+		// Another of its tensors goes at the clock, ahead of the stream.
+		u := ins[g.r.IntN(len(ins))]
+		if u != t {
+			g.emit(mask, fmt.Sprintf(`{"type":"DeleteRefs","refs":[%d]}`, u.id))
+			g.live = slices.DeleteFunc(g.live, func(x *xtensor) bool { return x == u })
+		}
+	}
+	g.steps++
+	g.lines = append(g.lines, fmt.Sprintf(`{"step":%d}`, g.steps-1))
+	g.tick()
+	g.borrow++
+	res := g.fresh(to, mask, nil)
+	g.emit(mask, fmt.Sprintf(`{"type":"BorrowCreate","result":%s,"borrow":%d,"tensor":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
+		tjson(res), g.borrow, tjson(t), from, to))
+	g.emit(mask, fmt.Sprintf(`{"type":"DeleteRefs","refs":[%d]}`, t.id))
+	g.live = slices.DeleteFunc(g.live, func(x *xtensor) bool { return x == t })
+	g.tick()
+	g.emit(mask, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, g.borrow))
+	g.emit(mask, fmt.Sprintf(`{"type":"DeleteRefs","refs":[%d]}`, res.id))
+	g.emit(mask, fmt.Sprintf(`{"type":"BorrowDrop","borrow":%d}`, g.borrow))
+}
+
 // advance moves a loan one command on: first use, a use on the borrowing
 // stream, last use, the result's delete, the drop.
 func (g *xgen) advance() {
@@ -453,7 +520,7 @@ func (g *xgen) advance() {
 		g.emit(b.mask, fmt.Sprintf(`{"type":"CallFunction","ident":0,"function":"torch.ops.aten.mul.Tensor","args":[%s],"kwargs":{},"result":[%s],"mutates":[],"stream":{"ref":%d}}`,
 			tjson(b.res), tjson(out), b.to))
 		g.live = append(g.live, out)
-		g.ran[b.to-1] |= b.mask
+		g.use(b.to, b.mask)
 	case 2:
 		g.emit(b.mask, fmt.Sprintf(`{"type":"BorrowLastUse","borrow":%d}`, b.id))
 	case 3:
@@ -483,7 +550,7 @@ func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
 	g := &xgen{r: rand.New(rand.NewPCG(seed, 7)), blocks: blocks, parts: local, faults: local, ts: 1000}
 	// One stream everywhere to start; the others come later, on parts
 	// of the world.
-	g.streams, g.ran = []uint8{0}, []uint8{0}
+	g.streams, g.ran, g.used = []uint8{0}, []uint8{0}, []int{0}
 	g.streams[0] = g.all()
 	g.emit(g.all(), `{"type":"CreateStream","result":{"ref":1,"name":"s1"},"default":true}`)
 	for g.cmds < n {
@@ -503,8 +570,10 @@ func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
 			g.send()
 		case k < 70:
 			g.del()
-		case k < 78:
+		case k < 77:
 			g.lend()
+		case k < 78:
+			g.idleLoan()
 		case k < 98:
 			g.advance()
 		default:
