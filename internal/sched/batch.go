@@ -112,9 +112,13 @@ func (p *pendingReduces) remember(epoch uint64, gs []groups.GroupID, c Comm) {
 	}
 }
 
+// batchOff applies every Reduce when it comes: tests hold runs applied
+// together to the commands applied one by one with it.
+var batchOff bool
+
 // batchable reports whether m may wait in a run of Reduces.
 func (e *Engine) batchable(m *gen.Msg) bool {
-	return m.Kind == gen.MsgReduce && e.opt.Grouped && e.opt.Mode.streams() && !e.opt.KeepEvents
+	return !batchOff && m.Kind == gen.MsgReduce && e.opt.Grouped && e.opt.Mode.streams() && !e.opt.KeepEvents
 }
 
 // extends reports whether a Reduce m at ts continues the pending run.

@@ -506,3 +506,47 @@ func TestStreamCreatedAfterSettlement(t *testing.T) {
 		t.Errorf("peak %d bytes, want 2000", p)
 	}
 }
+
+// TestLoanFromIdleStreamAfterSettlement: a loan made after a settlement
+// from a stream idle since before it returns the lent tensor at that
+// stream's now, which can be before events the settlement folded. Worked
+// by hand (CallFunction runs 10,000 ns): A allocates tensor 1's 4,000,000
+// bytes at 1,000 (f runs 1,000-11,000); B allocates tensor 2's 1,000 at
+// 20,000 (g runs 20,000-30,000), deleted at 50,000. At the step the
+// events are 4,000,000 at 1,000, 4,001,000 at 20,000, 4,000,000 at
+// 50,000: peak 4,001,000. Then tensor 1 is lent to B, deleted (the loan
+// holds it) and the loan dropped: the drop returns it at A's now, 11,000,
+// the last reference, so its storage is released at 11,000. The events
+// are now 4,000,000 at 1,000, 0 at 11,000, 1,000 at 20,000, 0 at
+// 50,000: the peak of everything is 4,000,000. Settling at the step to
+// the clock (50,000), past A's now, kept 4,001,000.
+func TestLoanFromIdleStreamAfterSettlement(t *testing.T) {
+	text := h(1,
+		on(1000, 0, 1, mkStream(1, "A")),
+		on(1000, 0, 1, mkStream(2, "B")),
+		on(1000, 0, 1, call("f", 1, "", tensor(1, 1, 4_000_000))),
+		on(20000, 0, 1, call("g", 2, "", tensor(2, 2, 1000))),
+		on(50000, 0, 1, `{"type":"DeleteRefs","refs":[2]}`),
+		`{"step":0}`,
+		on(60000, 0, 1, `{"type":"BorrowCreate","result":`+tensor(3, 3, 4_000_000)+`,"borrow":1,"tensor":{"tensor":1},"from_stream":{"ref":1},"to_stream":{"ref":2}}`),
+		on(60000, 0, 1, `{"type":"DeleteRefs","refs":[1]}`),
+		on(60000, 0, 1, `{"type":"BorrowLastUse","borrow":1}`),
+		on(60000, 0, 1, `{"type":"BorrowDrop","borrow":1}`),
+	)
+	for _, keep := range []bool{false, true} {
+		o := xreplay(t, text, xrun{settle: true, keep: keep, jobs: 1}, []int64{0})
+		if o.err != "" {
+			t.Fatal(o.err)
+		}
+		if len(o.steps) != 1 || o.steps[0].PeakBytes != 4_001_000 {
+			t.Errorf("keep events %v: steps %+v, want one with a peak of 4,001,000 bytes", keep, o.steps)
+		}
+		if o.final.PeakBytes != 4_000_000 {
+			t.Errorf("keep events %v: final peak %d bytes, want 4,000,000", keep, o.final.PeakBytes)
+		}
+	}
+	e := mustReplay(t, Everything, text)
+	if m, want := memory(e, 0), "1000:4000000 11000:0 20000:1000 50000:0"; m != want {
+		t.Errorf("memory %s, want %s", m, want)
+	}
+}

@@ -18,3 +18,11 @@ func CheckPasses(fn func(k PassKey, same bool)) {
 // SetCarry turns carrying what passes applied as steps leave behind on
 // (the default) or off (carry.go).
 func SetCarry(on bool) { carryOff = !on }
+
+// SetSettle turns the settlement of memory events on (the default) or
+// off: off, every event waits for the report that merges it.
+func SetSettle(on bool) { settleOff = !on }
+
+// SetBatch turns holding runs of Reduces to apply them together on (the
+// default) or off.
+func SetBatch(on bool) { batchOff = !on }

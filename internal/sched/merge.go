@@ -140,8 +140,11 @@ func heapDown(h []memHead, i int) {
 // merge for a report or a step starts where the last one stopped.
 // A stream's future events are at or after its now (tasks start no
 // earlier, deletes and returns happen at or after it) and, when it has no
-// queued task, at or after the controller clock too (a task starts no
-// earlier than its command); so events before the smallest of those
+// queued task and holds no memory, at or after the controller clock too
+// (a task starts no earlier than its command). An idle stream that holds
+// memory may lend a tensor later, and the loan's drop returns it at the
+// stream's now, however far behind the clock: the last reference may go,
+// and the storage with it, there. So events before the smallest of those
 // bounds are settled. A stream created later starts at the clock: its
 // first task may allocate there, before the settled events of the group
 // it is made on (a history creates streams when it likes). So only the
@@ -155,14 +158,14 @@ func (e *Engine) settleMemory(g *group) {
 	if e.opt.Mode == StreamOnly {
 		return
 	}
-	// A stream with queued tasks or a tensor out on loan may still record
-	// an event at its own now (a return happens there); an idle one not
-	// before the controller clock.
+	// A stream with queued tasks, memory it may lend or a tensor out on
+	// loan may still record an event at its own now (a return happens
+	// there); any other not before the controller clock.
 	limit, any := int64(math.MaxInt64), false
 	for s := range g.streams {
 		st := &g.streams[s]
 		bound := max(st.nowNs, e.nowNs)
-		if st.queue.Len() > 0 {
+		if st.queue.Len() > 0 || st.usage > 0 {
 			bound = st.nowNs
 		}
 		limit = min(limit, bound)
