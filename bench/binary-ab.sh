@@ -7,7 +7,8 @@
 # version cannot be measured this way). For each form, --decode-only and a
 # grouped replay (--report-only --group-workers); the builds and forms take
 # turns, RUNS rounds (default 3), and it prints the medians and the ratios
-# before / after and JSON / binary of each build.
+# before / after and JSON / binary of each build: of the medians, and the
+# median of each round's own ratio.
 #
 #   BEFORE=84021b8 bench/binary-ab.sh     needs the commit in this repository
 #   WORK=/big/dir SIZE=1M ...             as bench/binary.sh (the histories
@@ -72,8 +73,19 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "History $name; before = $before_commit, after = this tree; CPU seconds (user + system), medians of $runs rounds (builds and forms taking turns); load average $load0 before, $load1 after."
 echo
-echo "| $name | before | after | before / after |"
-echo "|---|---|---|---|"
+# paired MODE FORM_A BUILD_A FORM_B BUILD_B: the median over the rounds of
+# A / B, each round's two runs taken a few seconds apart, so that a load
+# that changes during the run moves both alike (the medians of the columns
+# come from different rounds).
+paired() {
+	local -a a b r=()
+	read -ra a <<<"${v[$1.$2.$3]}"
+	read -ra b <<<"${v[$1.$4.$5]}"
+	for i in "${!a[@]}"; do r+=("$(ratio "${a[$i]}" "${b[$i]}")"); done
+	median "${r[@]}"
+}
+echo "| $name | before | after | before / after | before / after, median of the rounds' |"
+echo "|---|---|---|---|---|"
 declare -A m
 for mode in $modes; do
 	for form in "${forms[@]}"; do
@@ -82,12 +94,12 @@ for mode in $modes; do
 		# shellcheck disable=SC2086
 		a=$(median ${v[$mode.$form.now]})
 		m[$mode.$form.before]=$b m[$mode.$form.now]=$a
-		echo "| $mode, .$form | $b | $a | $(ratio "$b" "$a")x |"
+		echo "| $mode, .$form | $b | $a | $(ratio "$b" "$a")x | $(paired "$mode" "$form" before "$form" now)x |"
 	done
 done
 for mode in $modes; do
 	for build in before now; do
 		j=${m[$mode.hist.zst.$build]}
-		echo "| $mode, JSON / binary, $build | | | .fhist.zst $(ratio "$j" "${m[$mode.fhist.zst.$build]}")x, .fhist $(ratio "$j" "${m[$mode.fhist.$build]}")x |"
+		echo "| $mode, JSON / binary, $build | | | .fhist.zst $(ratio "$j" "${m[$mode.fhist.zst.$build]}")x, .fhist $(ratio "$j" "${m[$mode.fhist.$build]}")x | .fhist.zst $(paired "$mode" hist.zst "$build" fhist.zst "$build")x, .fhist $(paired "$mode" hist.zst "$build" fhist "$build")x |"
 	done
 done
