@@ -39,6 +39,7 @@ type Decoder struct {
 	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
 	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
+	lastDef    int64   // the id of the tensor defined last (0 before any)
 	blobTail   []int32 // by blob: its entry in tails once read as a definition (-1: not)
 	tails      []tail  // definitions' texts read, by blobTail
 	tailShapes []int64 // their shapes, back to back
@@ -60,7 +61,7 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
-	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	d.slotRow, d.rowSlot, d.freeSlots, d.lastDef = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0], 0
 	clear(d.slotTen)
 	d.slotTen = d.slotTen[:0]
 	d.blobTail, d.tails, d.tailShapes = d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
@@ -664,7 +665,8 @@ func (d *Decoder) checkTree(t *values.Tree) {
 // read once per blob; shape is scratch for one that is not in the blob
 // table, returned for reuse.
 func (d *Decoder) Define(shape []int64) []int64 {
-	id := d.Int()
+	id := int64(uint64(d.lastDef) + uint64(d.Int()))
+	d.lastDef = id
 	storage := int64(uint64(id) + uint64(d.Int()))
 	text, at := d.blob()
 	if d.err != nil {

@@ -21,6 +21,9 @@ type binReader struct {
 	body  []byte // the current block's records, checked
 	at    int    // where the next record starts in body
 	shape []int64
+	// lastDelta is the last record's ts less the one before it (wrapping):
+	// a record gives the change of that difference.
+	lastDelta uint64
 }
 
 // Record flags (the varint after a record's kind byte).
@@ -92,7 +95,7 @@ func (r *Reader) readBody(n int, what string) ([]byte, error) {
 // binHeader reads the magic, the version and the header of a binary stream.
 func (r *Reader) binHeader() error {
 	b := &r.bin
-	b.on, b.ended = true, false
+	b.on, b.ended, b.lastDelta = true, false, 0
 	if b.dec == nil {
 		b.dec = binform.NewDecoder(r.reg)
 	} else {
@@ -214,7 +217,9 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if flags&^binFlagsAll != 0 {
 		d.Failf(binform.ErrCorrupt, "unknown record flags %#x", flags)
 	}
-	ts := int64(uint64(r.lastTs) + uint64(d.Int()))
+	delta := r.bin.lastDelta + uint64(d.Int())
+	r.bin.lastDelta = delta
+	ts := int64(uint64(r.lastTs) + delta)
 	if err := d.Err(); err != nil {
 		return binErr(err)
 	}
