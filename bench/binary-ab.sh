@@ -3,9 +3,10 @@
 # (user + system, from /usr/bin/time) of this tree's build against the
 # build of commit BEFORE, on the same files (the 10M world-65,536 history
 # of bench/binary.sh: JSON lines .hist.zst, the binary form .fhist.zst and
-# .fhist, which both builds must read: a change of the binary form's
-# version cannot be measured this way). For each form, --decode-only and a
-# grouped replay (--report-only --group-workers); the builds and forms take
+# .fhist; a before build that does not read them, of another version of
+# the binary form, reads its own conversion of the same JSON lines). For
+# each form, --decode-only and a grouped replay (--report-only
+# --group-workers); the builds and forms take
 # turns, RUNS rounds (default 3), and it prints the medians and the ratios
 # before / after and JSON / binary of each build: of the medians, and the
 # median of each round's own ratio.
@@ -38,12 +39,19 @@ go build -o "$now" ./cmd/fastsim
 . bench/histories.sh
 sized_history "$size"
 [ -f "$work/$name.fhist" ] || zstd -q -d -f "$work/$name.fhist.zst" -o "$work/$name.fhist"
-for b in "$before" "$now"; do
-	if ! "$b" replay --decode-only "$work/$name.fhist" >/dev/null 2>&1; then
-		echo "$b does not read $work/$name.fhist (another binary version?)" >&2
-		exit 1
+# Each build reads the binary form it writes: the files of WORK when the
+# before build reads them, else its own conversion of the same JSON lines
+# (a change of the binary form's version), kept in WORK/before-BEFORE.
+bdir=$work
+if ! "$before" replay --decode-only "$work/$name.fhist" >/dev/null 2>&1; then
+	bdir=$work/before-$before_commit
+	mkdir -p "$bdir"
+	if [ ! -f "$bdir/$name.fhist" ] || ! "$before" replay --decode-only "$bdir/$name.fhist" >/dev/null 2>&1; then
+		"$before" convert --quiet "$work/$name.hist.zst" "$bdir/$name.fhist.zst"
+		zstd -q -d -f "$bdir/$name.fhist.zst" -o "$bdir/$name.fhist"
 	fi
-done
+	echo "the before build reads its own binary form, in $bdir" >&2
+fi
 
 # cpu BIN FILE ARGS...: one run's CPU seconds.
 cpu() {
@@ -62,9 +70,10 @@ for mode in $modes; do
 	for _ in $(seq "$runs"); do
 		for form in "${forms[@]}"; do
 			for build in before now; do
-				bin=$before
-				[ "$build" = now ] && bin=$now
-				v[$mode.$form.$build]="${v[$mode.$form.$build]:-} $(cpu "$bin" "$work/$name.$form" "${args[@]}")"
+				bin=$before dir=$bdir
+				[ "$build" = now ] && bin=$now dir=$work
+				[ "$form" = hist.zst ] && dir=$work
+				v[$mode.$form.$build]="${v[$mode.$form.$build]:-} $(cpu "$bin" "$dir/$name.$form" "${args[@]}")"
 			done
 		done
 	done
