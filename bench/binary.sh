@@ -83,20 +83,14 @@ decodeShare() {
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 read -r jd bd xd rbd rxd < <(forms --decode-only)
-if [[ " $parts " != *" grouped "* ]]; then
-	load1=$(cut -d' ' -f1-3 /proc/loadavg)
-	echo "History $name: $(du -k "$j" | cut -f1) KiB as JSON lines (zstd), binary $(du -k "$f" | cut -f1) KiB in zstd, $(du -k "$x" | cut -f1) KiB uncompressed."
-	echo "CPU seconds (user + system), medians of $runs runs, forms taking turns; load average $load0 before, $load1 after."
-	echo
-	echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) | JSON / .fhist.zst | JSON / .fhist | median of the rounds' JSON / .fhist.zst, JSON / .fhist |"
-	echo "|---|---|---|---|---|---|---|"
-	echo "| decode only (process) | $jd | $bd | $xd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x | ${rbd}x, ${rxd}x |"
-	exit 0
+grouped=0
+[[ " $parts " == *" grouped "* ]] && grouped=1
+if ((grouped)); then
+	read -r jr br xr _ _ < <(forms --report-only --group-workers)
+	read -r jds jnext jtot < <(decodeShare "$j")
+	read -r bds bnext btot < <(decodeShare "$f")
+	read -r xds xnext xtot < <(decodeShare "$x")
 fi
-read -r jr br xr _ _ < <(forms --report-only --group-workers)
-read -r jds jnext jtot < <(decodeShare "$j")
-read -r bds bnext btot < <(decodeShare "$f")
-read -r xds xnext xtot < <(decodeShare "$x")
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 minus() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a-b}'; }
 
@@ -107,9 +101,11 @@ echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) |
 echo "|---|---|---|---|---|---|"
 echo "| decode only (process) | $jd | $bd | $xd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x |"
 echo "| decode only, median of the rounds' own ratios | | | | ${rbd}x | ${rxd}x |"
-echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
-echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
-echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+if ((grouped)); then
+	echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
+	echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
+	echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+fi
 echo
 
 [[ " $parts " == *" memory "* ]] || exit 0
