@@ -40,6 +40,7 @@ type Decoder struct {
 	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
 	lastDef    int64   // the id of the tensor defined last (0 before any)
+	absIDs     bool    // version 3: a definition's id is written whole
 	blobTail   []int32 // by blob: its entry in tails once read as a definition (-1: not)
 	tails      []tail  // definitions' texts read, by blobTail
 	tailShapes []int64 // their shapes, back to back
@@ -50,6 +51,10 @@ type Decoder struct {
 func NewDecoder(reg *values.Registry) *Decoder { return &Decoder{reg: reg} }
 
 // Reset empties the tables, for a new stream.
+// SetVersion makes d read the stream of binary version v (OldestVersion
+// to Version), after Reset.
+func (d *Decoder) SetVersion(v uint64) { d.absIDs = v < 4 }
+
 func (d *Decoder) Reset(reg *values.Registry) {
 	d.reg = reg
 	d.buf, d.pos, d.err, d.depth = nil, 0, nil, 0
@@ -666,6 +671,9 @@ func (d *Decoder) checkTree(t *values.Tree) {
 // table, returned for reuse.
 func (d *Decoder) Define(shape []int64) []int64 {
 	id := int64(uint64(d.lastDef) + uint64(d.Int()))
+	if d.absIDs {
+		id = int64(uint64(id) - uint64(d.lastDef))
+	}
 	d.lastDef = id
 	storage := int64(uint64(id) + uint64(d.Int()))
 	text, at := d.blob()

@@ -19,6 +19,11 @@ var Magic = []byte("\xf5FHIST")
 // definition's (FORMAT.md).
 const Version = 4
 
+// OldestVersion is the oldest version this package still reads: version 3
+// differs from 4 only in how a record's ts and a definition's id are
+// written (absolute differences), so its files stay readable.
+const OldestVersion = 3
+
 // ZstdWindowBytes is the zstd window a writer of the binary form asks for.
 const ZstdWindowBytes = 1 << 20
 

@@ -24,6 +24,7 @@ type binReader struct {
 	// lastDelta is the last record's ts less the one before it (wrapping):
 	// a record gives the change of that difference.
 	lastDelta uint64
+	absTs     bool // version 3: a record gives its ts less the last one's
 }
 
 // Record flags (the varint after a record's kind byte).
@@ -109,13 +110,15 @@ func (r *Reader) binHeader() error {
 	if err != nil {
 		return r.fail(1, err)
 	}
-	if v != binform.Version {
+	if v < binform.OldestVersion || v > binform.Version {
 		hint := ""
-		if v < binform.Version {
+		if v < binform.OldestVersion {
 			hint = ": convert the history's JSON-lines form again"
 		}
-		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)%s", v, binform.Version, hint))
+		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows versions %d to %d)%s", v, binform.OldestVersion, binform.Version, hint))
 	}
+	b.absTs = v < 4
+	b.dec.SetVersion(v)
 	n, err := r.readUvarint("the header length")
 	if err != nil {
 		return r.fail(1, err)
@@ -218,6 +221,9 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		d.Failf(binform.ErrCorrupt, "unknown record flags %#x", flags)
 	}
 	delta := r.bin.lastDelta + uint64(d.Int())
+	if r.bin.absTs {
+		delta -= r.bin.lastDelta
+	}
 	r.bin.lastDelta = delta
 	ts := int64(uint64(r.lastTs) + delta)
 	if err := d.Err(); err != nil {

@@ -4,25 +4,49 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/binform"
 )
 
-// TestVersion3Refused: a file of the binary form's version 3 (written by
-// the reader's last version 3 build, bare and in zstd) is refused with one
-// line that says what to do, naming the file and the header's line.
-func TestVersion3Refused(t *testing.T) {
+// TestVersion3Read: a file of the binary form's version 3 (written by the
+// last version 3 build, bare and in zstd, from the golden borrow history)
+// still reads, to the records of its JSON lines: version 4 changed only
+// how a record's ts and a definition's id are written. A version outside
+// 3..4 is refused in one line naming the file and the header's line.
+func TestVersion3Read(t *testing.T) {
+	src, err := os.ReadFile("../../testdata/golden/borrow.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dumpAll(t, src)
 	for _, name := range []string{"testdata/v3/borrow.fhist", "testdata/v3/borrow.fhist.zst"} {
-		r, err := Open(name)
-		if err == nil {
-			r.Close()
-			t.Fatalf("%s: read, want an error", name)
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := name + ":1: unsupported binary version 3 (this reader knows version 4): convert the history's JSON-lines form again"
-		if got := err.Error(); got != want || !errors.Is(err, ErrVersion) {
-			t.Errorf("%s: error %q (ErrVersion %v), want %q", name, got, errors.Is(err, ErrVersion), want)
+		if got := dumpAll(t, data); got != want {
+			t.Errorf("%s: reads differently from its JSON lines:\n%s", name, firstDiff(want, got))
+		}
+	}
+	bare, err := os.ReadFile("testdata/v3/borrow.fhist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v    byte
+		want string
+	}{
+		{2, "v.fhist:1: unsupported binary version 2 (this reader knows versions 3 to 4): convert the history's JSON-lines form again"},
+		{5, "v.fhist:1: unsupported binary version 5 (this reader knows versions 3 to 4)"},
+	} {
+		b := append([]byte(nil), bare...)
+		b[len(binform.Magic)] = c.v
+		_, err := readAll(t, b, "v.fhist")
+		if err == nil || err.Error() != c.want || !errors.Is(err, ErrVersion) {
+			t.Errorf("version %d: %v, want %q", c.v, err, c.want)
 		}
 	}
 }
