@@ -3,11 +3,13 @@
 # (user + system, from /usr/bin/time) of this tree's build against the
 # build of commit BEFORE, on the same files (the 10M world-65,536 history
 # of bench/binary.sh: JSON lines .hist.zst, the binary form .fhist.zst and
-# .fhist, which both builds must read: a change of the binary form's
-# version cannot be measured this way). For each form, --decode-only and a
-# grouped replay (--report-only --group-workers); the builds and forms take
+# .fhist; a before build that does not read them, of another version of
+# the binary form, reads its own conversion of the same JSON lines). For
+# each form, --decode-only and a grouped replay (--report-only
+# --group-workers); the builds and forms take
 # turns, RUNS rounds (default 3), and it prints the medians and the ratios
-# before / after and JSON / binary of each build.
+# before / after and JSON / binary of each build: of the medians, and the
+# median of each round's own ratio.
 #
 #   BEFORE=84021b8 bench/binary-ab.sh     needs the commit in this repository
 #   WORK=/big/dir SIZE=1M ...             as bench/binary.sh (the histories
@@ -37,12 +39,19 @@ go build -o "$now" ./cmd/fastsim
 . bench/histories.sh
 sized_history "$size"
 [ -f "$work/$name.fhist" ] || zstd -q -d -f "$work/$name.fhist.zst" -o "$work/$name.fhist"
-for b in "$before" "$now"; do
-	if ! "$b" replay --decode-only "$work/$name.fhist" >/dev/null 2>&1; then
-		echo "$b does not read $work/$name.fhist (another binary version?)" >&2
-		exit 1
+# Each build reads the binary form it writes: the files of WORK when the
+# before build reads them, else its own conversion of the same JSON lines
+# (a change of the binary form's version), kept in WORK/before-BEFORE.
+bdir=$work
+if ! "$before" replay --decode-only "$work/$name.fhist" >/dev/null 2>&1; then
+	bdir=$work/before-$before_commit
+	mkdir -p "$bdir"
+	if [ ! -f "$bdir/$name.fhist" ] || ! "$before" replay --decode-only "$bdir/$name.fhist" >/dev/null 2>&1; then
+		"$before" convert --quiet "$work/$name.hist.zst" "$bdir/$name.fhist.zst"
+		zstd -q -d -f "$bdir/$name.fhist.zst" -o "$bdir/$name.fhist"
 	fi
-done
+	echo "the before build reads its own binary form, in $bdir" >&2
+fi
 
 # cpu BIN FILE ARGS...: one run's CPU seconds.
 cpu() {
@@ -61,9 +70,10 @@ for mode in $modes; do
 	for _ in $(seq "$runs"); do
 		for form in "${forms[@]}"; do
 			for build in before now; do
-				bin=$before
-				[ "$build" = now ] && bin=$now
-				v[$mode.$form.$build]="${v[$mode.$form.$build]:-} $(cpu "$bin" "$work/$name.$form" "${args[@]}")"
+				bin=$before dir=$bdir
+				[ "$build" = now ] && bin=$now dir=$work
+				[ "$form" = hist.zst ] && dir=$work
+				v[$mode.$form.$build]="${v[$mode.$form.$build]:-} $(cpu "$bin" "$dir/$name.$form" "${args[@]}")"
 			done
 		done
 	done
@@ -72,8 +82,19 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 echo "History $name; before = $before_commit, after = this tree; CPU seconds (user + system), medians of $runs rounds (builds and forms taking turns); load average $load0 before, $load1 after."
 echo
-echo "| $name | before | after | before / after |"
-echo "|---|---|---|---|"
+# paired MODE FORM_A BUILD_A FORM_B BUILD_B: the median over the rounds of
+# A / B, each round's two runs taken a few seconds apart, so that a load
+# that changes during the run moves both alike (the medians of the columns
+# come from different rounds).
+paired() {
+	local -a a b r=()
+	read -ra a <<<"${v[$1.$2.$3]}"
+	read -ra b <<<"${v[$1.$4.$5]}"
+	for i in "${!a[@]}"; do r+=("$(ratio "${a[$i]}" "${b[$i]}")"); done
+	median "${r[@]}"
+}
+echo "| $name | before | after | before / after | before / after, median of the rounds' |"
+echo "|---|---|---|---|---|"
 declare -A m
 for mode in $modes; do
 	for form in "${forms[@]}"; do
@@ -82,12 +103,12 @@ for mode in $modes; do
 		# shellcheck disable=SC2086
 		a=$(median ${v[$mode.$form.now]})
 		m[$mode.$form.before]=$b m[$mode.$form.now]=$a
-		echo "| $mode, .$form | $b | $a | $(ratio "$b" "$a")x |"
+		echo "| $mode, .$form | $b | $a | $(ratio "$b" "$a")x | $(paired "$mode" "$form" before "$form" now)x |"
 	done
 done
 for mode in $modes; do
 	for build in before now; do
 		j=${m[$mode.hist.zst.$build]}
-		echo "| $mode, JSON / binary, $build | | | .fhist.zst $(ratio "$j" "${m[$mode.fhist.zst.$build]}")x, .fhist $(ratio "$j" "${m[$mode.fhist.$build]}")x |"
+		echo "| $mode, JSON / binary, $build | | | .fhist.zst $(ratio "$j" "${m[$mode.fhist.zst.$build]}")x, .fhist $(ratio "$j" "${m[$mode.fhist.$build]}")x | .fhist.zst $(paired "$mode" hist.zst "$build" fhist.zst "$build")x, .fhist $(paired "$mode" hist.zst "$build" fhist "$build")x |"
 	done
 done

@@ -26,12 +26,16 @@
 #   WORK=/big/dir bench/binary.sh    where histories and builds go
 #                                    (default /tmp/fastsim-decode, shared
 #                                    with bench/decode.sh)
+#   PARTS=decode bench/binary.sh     the decode-only row alone, with the
+#                                    median of each round's own ratios
+#                                    (default "decode grouped memory")
 # Needs the zstd command, /usr/bin/time and go (go tool pprof).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${WORK:-/tmp/fastsim-decode}
 size=${SIZE:-10M}
 runs=${RUNS:-3}
+parts=${PARTS:-decode grouped memory}
 mkdir -p "$work"
 now=$work/fastsim-binary
 go build -o "$now" ./cmd/fastsim
@@ -53,14 +57,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 
 # forms ARGS...: RUNS runs of each form with ARGS, taking turns; prints the
 # medians of JSON lines, the binary form in zstd and uncompressed.
+# Then the medians of each round's JSON / .fhist.zst and JSON / .fhist.
 forms() {
-	local js=() bs=() xs=()
+	local js=() bs=() xs=() rb=() rx=() a b c
 	for _ in $(seq "$runs"); do
-		js+=("$(cpu "$j" "$@")")
-		bs+=("$(cpu "$f" "$@")")
-		xs+=("$(cpu "$x" "$@")")
+		a=$(cpu "$j" "$@") b=$(cpu "$f" "$@") c=$(cpu "$x" "$@")
+		js+=("$a") bs+=("$b") xs+=("$c")
+		rb+=("$(ratio "$a" "$b")") rx+=("$(ratio "$a" "$c")")
 	done
-	echo "$(median "${js[@]}") $(median "${bs[@]}") $(median "${xs[@]}")"
+	echo "$(median "${js[@]}") $(median "${bs[@]}") $(median "${xs[@]}") $(median "${rb[@]}") $(median "${rx[@]}")"
 }
 
 # decodeShare FILE: CPU seconds a grouped replay of FILE spends decoding,
@@ -77,11 +82,15 @@ decodeShare() {
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r jd bd xd < <(forms --decode-only)
-read -r jr br xr < <(forms --report-only --group-workers)
-read -r jds jnext jtot < <(decodeShare "$j")
-read -r bds bnext btot < <(decodeShare "$f")
-read -r xds xnext xtot < <(decodeShare "$x")
+read -r jd bd xd rbd rxd < <(forms --decode-only)
+grouped=0
+[[ " $parts " == *" grouped "* ]] && grouped=1
+if ((grouped)); then
+	read -r jr br xr _ _ < <(forms --report-only --group-workers)
+	read -r jds jnext jtot < <(decodeShare "$j")
+	read -r bds bnext btot < <(decodeShare "$f")
+	read -r xds xnext xtot < <(decodeShare "$x")
+fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 minus() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a-b}'; }
 
@@ -91,11 +100,15 @@ echo
 echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) | JSON / .fhist.zst | JSON / .fhist |"
 echo "|---|---|---|---|---|---|"
 echo "| decode only (process) | $jd | $bd | $xd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x |"
-echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
-echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
-echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+echo "| decode only, median of the rounds' own ratios | | | | ${rbd}x | ${rxd}x |"
+if ((grouped)); then
+	echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
+	echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
+	echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+fi
 echo
 
+[[ " $parts " == *" memory "* ]] || exit 0
 # From memory, one process: ns/record of BenchmarkDecodeRecord, and the
 # grouped world-1,024 history of bench/engine.sh (decode only and replay,
 # CPU per record).

@@ -1,6 +1,8 @@
 package binform
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 
@@ -37,6 +39,8 @@ type Decoder struct {
 	slotTen    []values.Tensor // by slot: its tensor (the registry's row, gathered once)
 	rowSlot    []int32         // by registry row: its tensor's slot (-1: none)
 	freeSlots  []int32
+	lastDef    int64   // the id of the tensor defined last (0 before any)
+	absIDs     bool    // version 3: a definition's id is written whole
 	blobTail   []int32 // by blob: its entry in tails once read as a definition (-1: not)
 	tails      []tail  // definitions' texts read, by blobTail
 	tailShapes []int64 // their shapes, back to back
@@ -47,6 +51,10 @@ type Decoder struct {
 func NewDecoder(reg *values.Registry) *Decoder { return &Decoder{reg: reg} }
 
 // Reset empties the tables, for a new stream.
+// SetVersion makes d read the stream of binary version v (OldestVersion
+// to Version), after Reset.
+func (d *Decoder) SetVersion(v uint64) { d.absIDs = v < 4 }
+
 func (d *Decoder) Reset(reg *values.Registry) {
 	d.reg = reg
 	d.buf, d.pos, d.err, d.depth = nil, 0, nil, 0
@@ -58,7 +66,7 @@ func (d *Decoder) Reset(reg *values.Registry) {
 	d.strBytes, d.blobBytes = 0, 0
 	d.slices = d.slices[:0]
 	d.sliceOK = d.sliceOK[:0]
-	d.slotRow, d.rowSlot, d.freeSlots = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0]
+	d.slotRow, d.rowSlot, d.freeSlots, d.lastDef = d.slotRow[:0], d.rowSlot[:0], d.freeSlots[:0], 0
 	clear(d.slotTen)
 	d.slotTen = d.slotTen[:0]
 	d.blobTail, d.tails, d.tailShapes = d.blobTail[:0], d.tails[:0], d.tailShapes[:0]
@@ -120,7 +128,7 @@ func (d *Decoder) Uvarint() uint64 {
 }
 
 // uvarintMore reads a varint of 2 or 3 bytes without a loop, else calls
-// uvarintSlow.
+// uvarintLong.
 func (d *Decoder) uvarintMore() uint64 {
 	if p := d.pos; p >= 0 && p+2 < len(d.buf) {
 		b := d.buf[p : p+3 : p+3] // one bounds check for the three bytes
@@ -131,6 +139,31 @@ func (d *Decoder) uvarintMore() uint64 {
 		if b[2] < 0x80 {
 			d.pos = p + 3
 			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2])<<14
+		}
+	}
+	return d.uvarintLong()
+}
+
+// uvarintLong reads a varint of 4 to 8 bytes without a loop, else calls
+// uvarintSlow: tensor ids and idents past 2^20 are varints of four bytes,
+// and every record of a long history has some. With 8 bytes in reach
+// (the body's capacity: a record's body lies in its block, so its last
+// varints have them too) it loads them at once and gathers the 7-bit
+// groups in three steps.
+func (d *Decoder) uvarintLong() uint64 {
+	if p := d.pos; p >= 0 && p+8 <= cap(d.buf) {
+		x := binary.LittleEndian.Uint64(d.buf[p : p+8 : p+8])
+		if stop := ^x & 0x8080808080808080; stop != 0 {
+			last := stop & -stop                       // the high bit of the varint's last byte
+			n := (bits.TrailingZeros64(last) + 1) >> 3 // its length in bytes
+			if n <= len(d.buf)-p {
+				x &= (last - 1) & 0x7f7f7f7f7f7f7f7f
+				x = x&0x007f007f007f007f | x>>1&0x3f803f803f803f80
+				x = x&0x00003fff00003fff | x>>2&0x0fffc0000fffc000
+				x = x&0x000000000fffffff | x>>4&0x00fffffff0000000
+				d.pos = p + n
+				return x
+			}
 		}
 	}
 	return d.uvarintSlow()
@@ -637,33 +670,40 @@ func (d *Decoder) checkTree(t *values.Tree) {
 // read once per blob; shape is scratch for one that is not in the blob
 // table, returned for reuse.
 func (d *Decoder) Define(shape []int64) []int64 {
-	id := d.Int()
+	id := int64(uint64(d.lastDef) + uint64(d.Int()))
+	if d.absIDs {
+		id = int64(uint64(id) - uint64(d.lastDef))
+	}
+	d.lastDef = id
 	storage := int64(uint64(id) + uint64(d.Int()))
 	text, at := d.blob()
 	if d.err != nil {
 		return shape
 	}
-	var tl tail
+	var tl *tail
 	var dims []int64 // the shape: in tailShapes, or in the caller's shape
+	scratch := false // dims is the caller's shape, reused by the next definition
 	if at >= 0 && d.blobTail[at] >= 0 {
-		tl = d.tails[d.blobTail[at]]
-		dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
+		tl = &d.tails[d.blobTail[at]]
+		dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN : tl.shapeAt+tl.shapeN]
 	} else {
 		t, err := d.chk.parseTail(text)
 		if err != nil {
 			d.Failf(ErrCorrupt, "tensor %d: its definition: %v", id, err)
 			return shape
 		}
-		tl = tail{nbytes: t.NBytes, dtype: t.Dtype, shapeAt: int32(len(d.tailShapes)), shapeN: int32(len(t.Shape)), cpu: t.CPU}
+		nt := tail{nbytes: t.NBytes, dtype: t.Dtype, shapeAt: int32(len(d.tailShapes)), shapeN: int32(len(t.Shape)), cpu: t.CPU}
 		if at >= 0 {
 			d.tailShapes = append(d.tailShapes, t.Shape...)
 			d.blobTail[at] = int32(len(d.tails))
-			d.tails = append(d.tails, tl)
-			dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN]
+			d.tails = append(d.tails, nt)
+			tl = &d.tails[len(d.tails)-1]
+			dims = d.tailShapes[tl.shapeAt : tl.shapeAt+tl.shapeN : tl.shapeAt+tl.shapeN]
 		} else {
 			// Not in the table (it is full): the shape is used at once.
 			shape = append(shape[:0], t.Shape...)
 			dims = shape
+			tl, scratch = &nt, true
 		}
 	}
 	row, err := d.reg.DefineRow(id, storage, tl.nbytes, tl.dtype, dims, tl.cpu)
@@ -682,7 +722,16 @@ func (d *Decoder) Define(shape []int64) []int64 {
 		d.slotTen = append(d.slotTen, values.Tensor{})
 	}
 	d.slotRow[s] = row
-	d.slotTen[s] = d.reg.At(row)
+	if scratch {
+		d.slotTen[s] = d.reg.At(row)
+	} else {
+		// The registry's tensor at row (Registry.At), built from what the
+		// definition gave rather than gathered back from the registry's
+		// columns; its shape is the definition text's, which the
+		// decoder keeps as long as the stream and equals the registry's
+		// copy.
+		d.slotTen[s] = values.Tensor{ID: id, Idx: row, Storage: storage, StorageIdx: d.reg.StorageIdxOf(row), NBytes: tl.nbytes, Dtype: tl.dtype, Shape: dims, CPU: tl.cpu}
+	}
 	for int(row) >= len(d.rowSlot) {
 		d.rowSlot = append(d.rowSlot, -1)
 	}

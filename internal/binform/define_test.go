@@ -15,8 +15,10 @@ import (
 func TestDefineTexts(t *testing.T) {
 	a := `,"nbytes":16,"dtype":"float32","shape":[2,2],"device":"cuda"}`
 	b := `,"nbytes":4,"dtype":"int64","shape":[7,9],"device":"cpu"}`
+	var prev int64 // the id of the previous definition, which an id is written from
 	def := func(buf []byte, id int64, ref byte, text string) []byte {
-		buf = binary.AppendVarint(buf, id)
+		buf = binary.AppendVarint(buf, id-prev)
+		prev = id
 		buf = binary.AppendVarint(buf, 0) // storage = id
 		buf = append(buf, ref)
 		if ref < 2 {

@@ -25,6 +25,7 @@ type Encoder struct {
 	live      map[int64]uint32 // id -> slot of the tensors alive
 	freeSlots []uint32
 	slots     uint32 // slots handed out
+	lastDef   int64  // the id of the tensor defined last (0 before any)
 
 	// trees
 	chk   templateChecker
@@ -47,7 +48,7 @@ func (e *Encoder) Reset() {
 	clear(e.blobs)
 	clear(e.slices)
 	clear(e.live)
-	e.freeSlots, e.slots = e.freeSlots[:0], 0
+	e.freeSlots, e.slots, e.lastDef = e.freeSlots[:0], 0, 0
 	e.strBytes, e.blobCount, e.blobBytes = 0, 0, 0
 }
 
@@ -254,7 +255,8 @@ func (e *Encoder) template(t *values.Tree, raw []byte) bool {
 // else the next unused. A reader gives it the same slot, so references
 // name the slot and a reader resolves them without looking the id up.
 func (e *Encoder) Define(t *values.Tensor) {
-	e.Int(t.ID)
+	e.Int(int64(uint64(t.ID) - uint64(e.lastDef)))
+	e.lastDef = t.ID
 	e.Int(int64(uint64(t.Storage) - uint64(t.ID)))
 	e.leaf = appendTail(e.leaf[:0], t)
 	e.blob(e.leaf, true)

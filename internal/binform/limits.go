@@ -13,8 +13,16 @@ var Magic = []byte("\xf5FHIST")
 
 // Version is the version of the binary form this package reads and writes.
 // Version 2 gathered records in blocks, each with a checksum; version 3
-// writes trees holding tensors as shared templates (FORMAT.md).
-const Version = 3
+// writes trees holding tensors as shared templates; version 4 writes a
+// record's ts as the change of its difference from the previous record's
+// and a tensor definition's id as its difference from the previous
+// definition's (FORMAT.md).
+const Version = 4
+
+// OldestVersion is the oldest version this package still reads: version 3
+// differs from 4 only in how a record's ts and a definition's id are
+// written (absolute differences), so its files stay readable.
+const OldestVersion = 3
 
 // ZstdWindowBytes is the zstd window a writer of the binary form asks for.
 const ZstdWindowBytes = 1 << 20

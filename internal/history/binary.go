@@ -21,6 +21,10 @@ type binReader struct {
 	body  []byte // the current block's records, checked
 	at    int    // where the next record starts in body
 	shape []int64
+	// lastDelta is the last record's ts less the one before it (wrapping):
+	// a record gives the change of that difference.
+	lastDelta uint64
+	absTs     bool // version 3: a record gives its ts less the last one's
 }
 
 // Record flags (the varint after a record's kind byte).
@@ -92,7 +96,7 @@ func (r *Reader) readBody(n int, what string) ([]byte, error) {
 // binHeader reads the magic, the version and the header of a binary stream.
 func (r *Reader) binHeader() error {
 	b := &r.bin
-	b.on, b.ended = true, false
+	b.on, b.ended, b.lastDelta = true, false, 0
 	if b.dec == nil {
 		b.dec = binform.NewDecoder(r.reg)
 	} else {
@@ -106,13 +110,15 @@ func (r *Reader) binHeader() error {
 	if err != nil {
 		return r.fail(1, err)
 	}
-	if v != binform.Version {
+	if v < binform.OldestVersion || v > binform.Version {
 		hint := ""
-		if v < binform.Version {
+		if v < binform.OldestVersion {
 			hint = ": convert the history's JSON-lines form again"
 		}
-		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows version %d)%s", v, binform.Version, hint))
+		return r.fail(1, wrap(ErrVersion, "unsupported binary version %d (this reader knows versions %d to %d)%s", v, binform.OldestVersion, binform.Version, hint))
 	}
+	b.absTs = v < 4
+	b.dec.SetVersion(v)
 	n, err := r.readUvarint("the header length")
 	if err != nil {
 		return r.fail(1, err)
@@ -214,7 +220,12 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	if flags&^binFlagsAll != 0 {
 		d.Failf(binform.ErrCorrupt, "unknown record flags %#x", flags)
 	}
-	ts := int64(uint64(r.lastTs) + uint64(d.Int()))
+	delta := r.bin.lastDelta + uint64(d.Int())
+	if r.bin.absTs {
+		delta -= r.bin.lastDelta
+	}
+	r.bin.lastDelta = delta
+	ts := int64(uint64(r.lastTs) + delta)
 	if err := d.Err(); err != nil {
 		return binErr(err)
 	}

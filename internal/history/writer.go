@@ -57,8 +57,12 @@ type Writer struct {
 	// binary
 	enc    *binform.Encoder
 	lastTs int64
-	err    error
-	block  []byte // binary records not yet written as a block
+	// lastDelta is the binary form's last ts difference: a record's ts is
+	// written as the change of that difference (0 while commands come at
+	// a steady pace).
+	lastDelta uint64
+	err       error
+	block     []byte // binary records not yet written as a block
 }
 
 const writeFlushBytes = 256 << 10
@@ -201,8 +205,9 @@ func (w *Writer) writeBinary(rec *Record, reg *values.Registry) {
 		e.Byte(binform.KindCommand)
 	}
 	e.Uvarint(flags)
-	e.Int(int64(uint64(rec.Ts) - uint64(w.lastTs)))
-	w.lastTs = rec.Ts
+	delta := uint64(rec.Ts) - uint64(w.lastTs)
+	e.Int(int64(delta - w.lastDelta))
+	w.lastTs, w.lastDelta = rec.Ts, delta
 	if rec.IsStep {
 		e.Uvarint(uint64(rec.Step))
 	} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,8 +38,10 @@ func firstZstdBlock(t *testing.T, z []byte) (size, end int) {
 }
 
 // TestZstdProbeLargeFirstBlock: a binary-form stream whose first zstd
-// block is larger than 64 KiB (a random history compresses little; the
-// test checks the block's size from the frame) is still told apart by the probe and
+// block is larger than 64 KiB (a random history whose header carries an
+// undeclared key holding 80 KiB of random letters, which the binary form
+// keeps verbatim and zstd hardly compresses; the test checks the block's
+// size from the frame) is still told apart by the probe and
 // decompressed synchronously; the probe has room for a block of the
 // largest size zstd writes (128 KiB).
 func TestZstdProbeLargeFirstBlock(t *testing.T) {
@@ -46,7 +49,18 @@ func TestZstdProbeLargeFirstBlock(t *testing.T) {
 	if err := synth.Random(&b, 7, 64, 3000); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := history.ConvertBytes(b.Bytes(), "in", history.FormBinary)
+	src := b.Bytes()
+	hdrEnd := bytes.IndexByte(src, '\n')
+	noise := make([]byte, 80<<10)
+	x := uint64(7)
+	for i := range noise {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		noise[i] = 'a' + byte(x%26)
+	}
+	src = slices.Concat(src[:hdrEnd-1], []byte(`,"note":"`), noise, []byte(`"}`), src[hdrEnd:])
+	bin, err := history.ConvertBytes(src, "in", history.FormBinary)
 	if err != nil {
 		t.Fatal(err)
 	}
