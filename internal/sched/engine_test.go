@@ -43,11 +43,19 @@ func call(fn string, streamRef int, args, result string) string {
 // replayText replays a history held in a string and returns the engine.
 func replayText(t *testing.T, mode Mode, text string) (*Engine, error) {
 	t.Helper()
+	return replayWith(t, Options{Mode: mode, KeepEvents: true}, text)
+}
+
+// replayWith replays a history held in a string with opt (its world from
+// the history's header) and returns the engine.
+func replayWith(t *testing.T, opt Options, text string) (*Engine, error) {
+	t.Helper()
 	r, err := history.NewReader(strings.NewReader(text), "test.hist")
 	if err != nil {
 		t.Fatalf("header: %v", err)
 	}
-	e, err := New(Options{WorldSize: r.Header().WorldSize, Mode: mode, KeepEvents: true})
+	opt.WorldSize = r.Header().WorldSize
+	e, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,8 @@ package sched
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"strings"
 	"testing"
-
-	"github.com/fastsim/fastsim/internal/history"
 )
 
 // replaySettling replays text without a trace (settled events are
@@ -17,32 +13,11 @@ func replaySettling(t *testing.T, text string, controller Controller, never bool
 	t.Helper()
 	settleOff = never
 	defer func() { settleOff = false }()
-	r, err := history.NewReader(strings.NewReader(text), "settle.hist")
+	e, err := replayWith(t, Options{Controller: controller}, text)
+	if err == nil {
+		err = e.Finish()
+	}
 	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(Options{WorldSize: r.Header().WorldSize, Controller: controller})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.IsStep {
-			e.Step()
-			continue
-		}
-		if err := e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry()); err != nil {
-			t.Fatalf("line %d: %v", rec.Line, err)
-		}
-	}
-	if err := e.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	return e.Report(), e.Steps()
