@@ -66,6 +66,12 @@ func TestBadArgumentsNamed(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, exitInput, c.want)
 		}
 	}
+	dir := t.TempDir()
+	for _, args := range [][]string{{"replay", "--report-only", dir}, {"replay", "--decode-only", dir}, {"convert", dir, dir + ".hist"}} {
+		if code, _, stderr := runCLI(args...); code != exitInput || stderr != dir+": a directory, not a history\n" {
+			t.Errorf("%q: exit %d, %q; want %d and the directory named, with no line", args, code, stderr, exitInput)
+		}
+	}
 	if code, stdout, stderr := runCLI("replay", "--quiet", "--decode-only", "../../examples/train_step.hist"); code != exitOK || stdout != "" || stderr != "" {
 		t.Errorf("--quiet --decode-only: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
 	}

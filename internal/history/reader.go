@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/binform"
@@ -417,6 +418,10 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) fail(line int64, err error) error {
+	if errors.Is(err, syscall.EISDIR) {
+		// However the path was opened: no line of it was read.
+		line, err = 0, wrap(ErrRead, "a directory, not a history")
+	}
 	r.err = &Error{File: r.name, Line: line, Err: err}
 	return r.err
 }

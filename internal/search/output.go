@@ -408,7 +408,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 		}
 		got[r.Index] = true
 		if !first.Space.sameLayout(r.Layout, layouts[r.Index]) {
-			return nil, fmt.Errorf("%w: layout %d is %+v, but the space's layout %d is %+v", ErrMerge, r.Index, r.Layout, r.Index, layouts[r.Index])
+			return nil, fmt.Errorf("%w: layout %d is %v, but the space's layout %d is %v", ErrMerge, r.Index, r.Layout, r.Index, layouts[r.Index])
 		}
 	}
 	if first.Space.Prune {

@@ -187,6 +187,26 @@ type Layout struct {
 	Training
 }
 
+// String is l as the results name its fields ("pp 2, dp 4, tp 8, micro
+// 1, 1f1b, recompute full, sequence parallel, ZeRO 1"), the training
+// fields only where set.
+func (l Layout) String() string {
+	b := fmt.Sprintf("pp %d, dp %d, tp %d, micro %d", l.PP, l.DP, l.TP, l.Micro)
+	if l.Schedule != "" {
+		b += ", " + l.Schedule
+	}
+	if l.Recompute != "" {
+		b += ", recompute " + l.Recompute
+	}
+	if l.SequenceParallel {
+		b += ", sequence parallel"
+	}
+	if l.Zero != 0 {
+		b += fmt.Sprintf(", ZeRO %d", l.Zero)
+	}
+	return b
+}
+
 // Training is how a layout trains, when the space searches it.
 type Training struct {
 	Schedule         string `json:"schedule,omitempty"`
