@@ -66,9 +66,10 @@ func TestBadInputs(t *testing.T) {
 		// The first mention of tensor 1 leaves out nbytes: it is the
 		// error, not the later mention that gives 100.
 		"tensor-first-mention-incomplete.hist:3:": {want: `tensor 1: its first mention lacks "nbytes"`},
-		// Tensor 1 is deleted at line 4: the bare mention at line 5 begins
-		// a new tensor without its fields.
-		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: its first mention lacks "storage"`},
+		// Tensor 1 is deleted at line 4: the bare mention at line 5 would
+		// begin a new tensor without its fields; it is named as what it
+		// most likely is, a use after the deletion.
+		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: not known here (never defined, or deleted before this use)`},
 		// "type" twice in a message; "alpha" twice inside kwargs.
 		"duplicate-key.hist:3:":         {want: `key "type" appears twice in one object`},
 		"duplicate-key-in-tree.hist:3:": {want: `field "kwargs": key "alpha" appears twice in one object`},

@@ -207,6 +207,10 @@ func (r *Registry) Resolve(m *Mention, in Interner, t *Tensor) error {
 	}
 	// A first mention gives every field (HISTORY.md, TENSOR): a default
 	// taken here would make a later, complete mention disagree with it.
+	if m.Has&(HasStorage|HasNBytes|HasDtype|HasShape|HasDevice) == 0 {
+		// A bare reference: most likely to a tensor deleted before it.
+		return errorf(ErrMissing, "tensor %d: not known here (never defined, or deleted before this use); a first mention gives storage, nbytes, dtype, shape and device", m.ID)
+	}
 	if miss := missingField(m.Has); miss != "" {
 		return errorf(ErrMissing, "tensor %d: its first mention lacks %q (a first mention gives storage, nbytes, dtype, shape and device)", m.ID, miss)
 	}
