@@ -134,6 +134,11 @@ type Sim struct {
 	err     error // sticky: the first failure
 	began   time.Time
 	tick    time.Time
+	// The clock is read every checkEvery records (adapted so that it is
+	// read about ten times a second: a record may take a microsecond or,
+	// on a history that splits the workers apart, seconds).
+	checkEvery, sinceCheck int64
+	checked                time.Time
 	pass    passState // passes applied as steps (pass.go)
 }
 
@@ -173,7 +178,7 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 		}
 	}
 	s := &Sim{opt: opt, name: name, began: time.Now(), line: 1}
-	s.tick = s.began
+	s.tick, s.checked = s.began, s.began
 	model := opt.Model
 	if model == nil && opt.Costs != nil {
 		model = opt.Costs
@@ -295,13 +300,30 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 		s.err = &history.Error{File: s.name, Line: heldLine(err, line), Err: err}
 		return s.err
 	}
-	if s.opt.Progress != nil && s.res.Records&1023 == 0 {
-		if now := time.Now(); now.Sub(s.tick) >= time.Second {
-			s.tick = now
-			s.opt.Progress(s.res.Records)
-		}
+	if s.opt.Progress != nil {
+		s.progress()
 	}
 	return nil
+}
+
+// progress calls opt.Progress once a second or so.
+func (s *Sim) progress() {
+	if s.sinceCheck++; s.sinceCheck < s.checkEvery {
+		return
+	}
+	s.sinceCheck = 0
+	now := time.Now()
+	switch d := now.Sub(s.checked); {
+	case d > 200*time.Millisecond:
+		s.checkEvery = max(s.checkEvery/2, 1)
+	case d < 50*time.Millisecond && s.checkEvery < 1<<20:
+		s.checkEvery = max(2*s.checkEvery, 1)
+	}
+	s.checked = now
+	if now.Sub(s.tick) >= time.Second {
+		s.tick = now
+		s.opt.Progress(s.res.Records)
+	}
 }
 
 // Write is Feed: it gives a Sim the method of a history.Writer, so a
