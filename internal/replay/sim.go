@@ -139,7 +139,7 @@ type Sim struct {
 	// on a history that splits the workers apart, seconds).
 	checkEvery, sinceCheck int64
 	checked                time.Time
-	pass    passState // passes applied as steps (pass.go)
+	pass                   passState // passes applied as steps (pass.go)
 }
 
 // New opens a simulation of the history whose header is h; name labels
