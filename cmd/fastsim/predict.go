@@ -147,14 +147,6 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 	dp := *world / (*tp * *pp)
 	// As search leaves them out: these would train as the layout without
 	// them, under a name that says otherwise.
-	switch {
-	case tf.zero > 0 && tf.zero <= 3 && dp == 1: // a stage past 3 is refused as such below
-		fmt.Fprintf(stderr, "fastsim predict: --zero %d: ZeRO shards over the data-parallel replicas and dp (--world / (--tp x --pp)) is 1; it would train as --zero 0\n", tf.zero)
-		return exitInput
-	case tf.sp && *tp == 1:
-		fmt.Fprintln(stderr, "fastsim predict: --sequence-parallel: it splits over the tensor-parallel shards and --tp is 1; it would train as without it")
-		return exitInput
-	}
 	var j workload.Job
 	if tf.model == "" {
 		switch {

@@ -127,9 +127,19 @@ func (f *tfFlags) jobOf(stderr io.Writer, cmd string, m workload.Model, tp, pp, 
 	j.FP32CrossEntropy, j.ApexLayerNorm, j.FP16Grads = f.fp32CE, f.apexLN, f.fp16Grads
 	// The flags' own combinations, named as flags (Job.Check, below,
 	// words them for a program that set the fields).
+	dpIs := "--dp is 1"
+	if cmd == "predict" {
+		dpIs = "dp (--world / (--tp x --pp)) is 1"
+	}
 	switch {
 	case f.zero < 0 || f.zero > 3:
 		fmt.Fprintf(stderr, "fastsim %s: --zero %d: want 0, 1, 2 or 3\n", cmd, f.zero)
+		return j, false
+	case f.zero > 0 && dp == 1:
+		fmt.Fprintf(stderr, "fastsim %s: --zero %d: ZeRO shards over the data-parallel replicas and %s; it would train as --zero 0\n", cmd, f.zero, dpIs)
+		return j, false
+	case f.sp && tp == 1:
+		fmt.Fprintf(stderr, "fastsim %s: --sequence-parallel: it splits over the tensor-parallel shards and --tp is 1; it would train as without it\n", cmd)
 		return j, false
 	case f.fp16Grads && f.zero != 0:
 		fmt.Fprintf(stderr, "fastsim %s: --fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran without ZeRO; drop --zero %d\n", cmd, f.zero)

@@ -44,6 +44,9 @@ func TestSynthModelCLI(t *testing.T) {
 		{[]string{"synth", "--model", "megatron-1.7b", "--schedule", "pipedream", out}, "--schedule"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--recompute", "some", out}, "--recompute"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--zero", "4", out}, "--zero 4: want 0, 1, 2 or 3"},
+		// As predict refuses them: nothing to shard, nothing to split.
+		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "1", "--zero", "1", out}, "--zero 1: ZeRO shards over the data-parallel replicas and --dp is 1"},
+		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "1", "--sequence-parallel", out}, "--sequence-parallel: it splits over the tensor-parallel shards and --tp is 1"},
 		{[]string{"synth", "--model", "nope", out}, "--model"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--tp", "5", out}, "tp 5"},
 		{[]string{"synth", "--model", "megatron-1.7b", "--dp", "2", "--global-batch", "2", "--zero", "1", "--fp16-grads", out}, "--fp16-grads: Megatron-LM's fp16 optimizer of 2021 ran without ZeRO; drop --zero 1"},
