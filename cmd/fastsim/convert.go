@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/fastsim/fastsim/internal/history"
@@ -70,8 +71,12 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		return convertErr(stderr, err)
 	}
 	defer r.Close()
+	stopProgress := func() {}
 	if isTerminal(os.Stderr) && !*quiet {
-		defer convertProgress(stderr, cr, f, began)()
+		// Stopped before the last line is written, which it would
+		// otherwise share; once, whichever way the command ends.
+		stopProgress = sync.OnceFunc(convertProgress(stderr, cr, f, began))
+		defer stopProgress()
 	}
 	r.KeepExtra = true
 	var records int64
@@ -85,6 +90,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return hw.Close()
 	})
+	stopProgress()
 	if err != nil {
 		return convertErr(stderr, err)
 	}
