@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/fastsim/fastsim/internal/history"
@@ -125,7 +126,8 @@ func printCatalogue(w io.Writer, cat *monarch.Catalogue, top int) {
 		if e.Varies {
 			varies = " (varies; the largest)"
 		}
-		fmt.Fprintf(tw, "%d\t%g\t%g\t  %s%s\n", e.Count, e.PredictedUs, float64(e.Count)*e.PredictedUs, e.TimingKey, varies)
+		// Plain decimals: a total of 2.1e+08 us is 212285400 in a column.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t  %s%s\n", e.Count, strconv.FormatFloat(e.PredictedUs, 'f', -1, 64), strconv.FormatFloat(float64(e.Count)*e.PredictedUs, 'f', -1, 64), e.TimingKey, varies)
 	}
 	tw.Flush()
 }
