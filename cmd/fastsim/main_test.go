@@ -70,6 +70,7 @@ func TestBadInputs(t *testing.T) {
 		// begin a new tensor without its fields; it is named as what it
 		// most likely is, a use after the deletion.
 		"tensor-deleted-then-bare.hist:5:": {want: `tensor 1: not known here (never defined, or deleted before this use)`},
+		"tensor-negative-shape.hist:3:":    {want: "tensor 1: negative size -1 in dimension 0 of its shape"},
 		// "type" twice in a message; "alpha" twice inside kwargs.
 		"duplicate-key.hist:3:":         {want: `key "type" appears twice in one object`},
 		"duplicate-key-in-tree.hist:3:": {want: `field "kwargs": key "alpha" appears twice in one object`},

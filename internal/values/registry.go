@@ -340,6 +340,13 @@ func (r *Registry) define(id, storage, nbytes int64, dtype string, shape []int64
 	if len(shape) > MaxShapeDims {
 		return 0, errorf(ErrLimit, "tensor %d: %d dimensions, more than the limit of %d", id, len(shape), MaxShapeDims)
 	}
+	for k, d := range shape {
+		if d < 0 {
+			// The hardware model would price a product of it as of a
+			// positive size.
+			return 0, errorf(ErrRange, "tensor %d: negative size %d in dimension %d of its shape", id, d, k)
+		}
+	}
 	if len(r.shapes)+len(shape) > 1<<31-1 {
 		return 0, errorf(ErrLimit, "shapes hold more than 2^31 dimensions in all")
 	}
