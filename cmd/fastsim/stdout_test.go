@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +76,33 @@ func TestBadArgumentsNamed(t *testing.T) {
 	}
 	if code, stdout, stderr := runCLI("replay", "--quiet", "--decode-only", "../../examples/train_step.hist"); code != exitOK || stdout != "" || stderr != "" {
 		t.Errorf("--quiet --decode-only: exit %d, stdout %q, stderr %q; want 0 and nothing", code, stdout, stderr)
+	}
+}
+
+// TestDuplicateKeysRefused: a key given twice in a model, hardware, costs
+// or search-results file is refused at its second line, as in a history,
+// not read as its last value.
+func TestDuplicateKeysRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	model := write("m.json", "{\n \"layers\": 24,\n \"layers\": 2,\n \"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100\n}\n")
+	costs := write("c.json", "{\"runtimes_ns\": {\n \"aten.mm\": 5,\n \"aten.mm\": 6}}\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"predict", "--model", model, "--world", "8"}, model + ":3: bad model: key \"layers\" appears twice in one object"},
+		{[]string{"replay", "--costs", costs, "../../examples/train_step.hist"}, costs + ":3: bad costs file: key \"aten.mm\" appears twice in one object"},
+	} {
+		code, _, stderr := runCLI(c.args...)
+		if code != exitInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, %q; want %d and %q", c.args, code, stderr, exitInput, c.want)
+		}
 	}
 }

@@ -136,6 +136,9 @@ func Parse(data []byte) (*Model, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrConfig)}
 	}
+	if line, msg, dup := jsonpos.Duplicate(data); dup {
+		return nil, &jsonpos.Error{Line: line, Err: fmt.Errorf("%w: %s", ErrConfig, msg)}
+	}
 	if path, err := c.check(); err != nil {
 		return nil, &jsonpos.Error{Line: jsonpos.Key(data, path...), Err: err}
 	}

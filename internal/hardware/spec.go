@@ -454,6 +454,9 @@ func decode(data []byte) (*Spec, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &jsonpos.Error{Line: jsonpos.Trailing(data, end), Err: fmt.Errorf("%w: trailing data after the JSON object", ErrSpec)}
 	}
+	if line, msg, dup := jsonpos.Duplicate(data); dup {
+		return nil, &jsonpos.Error{Line: line, Err: fmt.Errorf("%w: %s", ErrSpec, msg)}
+	}
 	return &s, nil
 }
 

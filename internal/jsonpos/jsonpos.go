@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fastsim/fastsim/internal/jsonl"
 	"io"
 	"reflect"
 	"regexp"
@@ -492,4 +493,27 @@ func keyOffset(dec *json.Decoder, path []string) (int64, bool) {
 func skip(dec *json.Decoder) bool {
 	var v json.RawMessage
 	return dec.Decode(&v) == nil
+}
+
+// Duplicate finds a key given twice in one object of data, a JSON value,
+// which encoding/json would accept, keeping the last (a model file's
+// "layers": 24, "layers": 2 would train 2 layers); a history's lines are
+// refused for it too. It returns the line of the second and what is
+// wrong, or ok false when no key repeats (or data is not valid JSON,
+// which the decoder reports itself).
+func Duplicate(data []byte) (line int, msg string, ok bool) {
+	var s jsonl.Scanner
+	if s.Reset(data) != nil {
+		return 0, "", false
+	}
+	err := s.Skip()
+	if !errors.Is(err, jsonl.ErrDuplicateKey) {
+		return 0, "", false
+	}
+	// The scanner's column counts from the start of data, not the line.
+	msg = err.Error()
+	if i := strings.Index(msg, " (again at column"); i >= 0 {
+		msg = msg[:i]
+	}
+	return lineAt(data, int64(s.Pos())), msg, true
 }

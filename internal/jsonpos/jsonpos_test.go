@@ -291,3 +291,25 @@ func TestDescribeFar(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicate: a key given twice in one object is found at its second
+// line, however deep; keys repeated across objects, and invalid JSON, are
+// not its business.
+func TestDuplicate(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+		ok   bool
+	}{
+		{"{\n \"layers\": 24,\n \"layers\": 2\n}", 3, true},
+		{"{\"gpu\": {\"a\": 1,\n\n \"b\": [{\"x\": 1}, {\"x\": 2, \"x\": 3}]}}", 3, true},
+		{"{\"a\": {\"x\": 1}, \"b\": {\"x\": 1}}", 0, false},
+		{"{\"a\": 1, \"a\"", 0, false},
+		{"", 0, false},
+	} {
+		line, msg, ok := Duplicate([]byte(c.text))
+		if ok != c.ok || line != c.line || ok && !strings.Contains(msg, "appears twice") {
+			t.Errorf("%q: line %d, %q, %v; want line %d, %v", c.text, line, msg, ok, c.line, c.ok)
+		}
+	}
+}

@@ -211,6 +211,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, at(jsonpos.Trailing(data, dec.InputOffset()), "trailing data after the JSON object")
 	}
+	if line, msg, dup := jsonpos.Duplicate(data); dup {
+		return nil, at(line, "%s", msg)
+	}
 	if d.Fastsim != "search" || d.Version != 1 {
 		return nil, at(jsonpos.Key(data, "fastsim"), "not a fastsim search result (version 1)")
 	}

@@ -137,6 +137,9 @@ func ParseModel(data []byte) (Model, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Model{}, fmt.Errorf("%d: %w: trailing data after the JSON object", jsonpos.Trailing(data, end), ErrModel)
 	}
+	if line, msg, dup := jsonpos.Duplicate(data); dup {
+		return Model{}, fmt.Errorf("%d: %w: %s", line, ErrModel, msg)
+	}
 	if m.Dtype == "" {
 		m.Dtype = "bfloat16"
 	}
