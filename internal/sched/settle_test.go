@@ -79,7 +79,11 @@ func randomLateStreams(seed uint64, commands int) string {
 // stays 0 and nothing is final; what settles is sent back by a new
 // stream).
 func TestSettledEqualsUnsettled(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
+	seeds := uint64(20)
+	if testing.Short() {
+		seeds = 4 // the race detector's run
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		text := randomLateStreams(seed, 6000)
 		for _, c := range []Controller{ControllerMonarch, ControllerNone} {
 			got, gotSteps := replaySettling(t, text, c, false)
