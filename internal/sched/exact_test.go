@@ -2,15 +2,12 @@ package sched
 
 import (
 	"fmt"
-	"io"
 	"math/bits"
 	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/fastsim/fastsim/internal/history"
 )
 
 // The engine takes shortcuts that are exact only under conditions it
@@ -618,33 +615,11 @@ func xreplay(t *testing.T, text string, c xrun, ranks []int64) xoutcome {
 	SetBatch(c.batch)
 	defer SetSettle(true)
 	defer SetBatch(true)
-	r, err := history.NewReader(strings.NewReader(text), "x.hist")
-	if err != nil {
-		t.Fatalf("header: %v", err)
-	}
-	e, err := New(Options{WorldSize: r.Header().WorldSize, Mode: c.mode, Controller: c.controller, KeepEvents: c.keep, Grouped: c.grouped, Jobs: c.jobs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, err := replayWith(t, Options{Mode: c.mode, Controller: c.controller, KeepEvents: c.keep, Grouped: c.grouped, Jobs: c.jobs}, text)
 	defer e.Close()
 	var o xoutcome
-	var rec history.Record
-	for {
-		err := r.Next(&rec)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		if rec.IsStep {
-			e.Step()
-			continue
-		}
-		if err := e.Command(rec.Line, rec.Ts, rec.Ranks, &rec.Msg, r.Registry()); err != nil {
-			o.err = err.Error()
-			break
-		}
+	if err != nil {
+		o.err = err.Error()
 	}
 	if o.err == "" {
 		if err := e.Finish(); err != nil {
