@@ -615,12 +615,13 @@ func xreplay(t *testing.T, text string, c xrun, ranks []int64) xoutcome {
 	SetBatch(c.batch)
 	defer SetSettle(true)
 	defer SetBatch(true)
+	// A command's error is an outcome to compare: the engine is kept.
 	e, err := replayWith(t, Options{Mode: c.mode, Controller: c.controller, KeepEvents: c.keep, Grouped: c.grouped, Jobs: c.jobs}, text)
-	defer e.Close()
 	var o xoutcome
 	if err != nil {
 		o.err = err.Error()
 	}
+	defer e.Close()
 	if o.err == "" {
 		if err := e.Finish(); err != nil {
 			o.err = err.Error()
