@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fastsim/fastsim/internal/jsonl"
 	"io"
 	"reflect"
 	"regexp"
@@ -495,25 +494,58 @@ func skip(dec *json.Decoder) bool {
 	return dec.Decode(&v) == nil
 }
 
-// Duplicate finds a key given twice in one object of data, a JSON value,
-// which encoding/json would accept, keeping the last (a model file's
-// "layers": 24, "layers": 2 would train 2 layers); a history's lines are
-// refused for it too. It returns the line of the second and what is
-// wrong, or ok false when no key repeats (or data is not valid JSON,
-// which the decoder reports itself).
+// Duplicate finds a key given twice in one object of data, which
+// encoding/json accepts, keeping the last (a model file's "layers": 24,
+// "layers": 2 would train 2 layers); a history's lines are refused for it
+// too. data must be valid JSON: decode it first. It returns the line of
+// the second and what is wrong, or ok false when no key repeats.
 func Duplicate(data []byte) (line int, msg string, ok bool) {
-	var s jsonl.Scanner
-	if s.Reset(data) != nil {
-		return 0, "", false
+	type frame struct {
+		object, wantKey bool
+		keys            map[string]bool
 	}
-	err := s.Skip()
-	if !errors.Is(err, jsonl.ErrDuplicateKey) {
-		return 0, "", false
+	var stack []frame
+	for i := 0; i < len(data); {
+		switch data[i] {
+		case '{':
+			stack = append(stack, frame{object: true, wantKey: true})
+		case '[':
+			stack = append(stack, frame{})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if top := len(stack) - 1; stack[top].object {
+				stack[top].wantKey = true
+			}
+		case '"':
+			j := i + 1
+			for data[j] != '"' {
+				if data[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j++
+			if top := len(stack) - 1; top >= 0 && stack[top].wantKey {
+				f := &stack[top]
+				f.wantKey = false
+				key := string(data[i+1 : j-1])
+				if bytes.IndexByte(data[i+1:j-1], '\\') >= 0 {
+					// As encoding/json compares keys: unescaped.
+					json.Unmarshal(data[i:j], &key)
+				}
+				if f.keys[key] {
+					return lineAt(data, int64(i)), fmt.Sprintf("key %q appears twice in one object", key), true
+				}
+				if f.keys == nil {
+					f.keys = make(map[string]bool)
+				}
+				f.keys[key] = true
+			}
+			i = j
+			continue
+		}
+		i++
 	}
-	// The scanner's column counts from the start of data, not the line.
-	msg = err.Error()
-	if i := strings.Index(msg, " (again at column"); i >= 0 {
-		msg = msg[:i]
-	}
-	return lineAt(data, int64(s.Pos())), msg, true
+	return 0, "", false
 }

@@ -293,8 +293,8 @@ func TestDescribeFar(t *testing.T) {
 }
 
 // TestDuplicate: a key given twice in one object is found at its second
-// line, however deep; keys repeated across objects, and invalid JSON, are
-// not its business.
+// line, however deep, and an escaped key as encoding/json reads it;
+// keys repeated across objects, and strings that are values, are not.
 func TestDuplicate(t *testing.T) {
 	for _, c := range []struct {
 		text string
@@ -304,7 +304,8 @@ func TestDuplicate(t *testing.T) {
 		{"{\n \"layers\": 24,\n \"layers\": 2\n}", 3, true},
 		{"{\"gpu\": {\"a\": 1,\n\n \"b\": [{\"x\": 1}, {\"x\": 2, \"x\": 3}]}}", 3, true},
 		{"{\"a\": {\"x\": 1}, \"b\": {\"x\": 1}}", 0, false},
-		{"{\"a\": 1, \"a\"", 0, false},
+		{"{\"a\": 1, \"\\u0061\": 2}", 1, true},
+		{"[\"a\", \"a\", {\"b\": \"a\", \"c\": \"b\"}]", 0, false},
 		{"", 0, false},
 	} {
 		line, msg, ok := Duplicate([]byte(c.text))
