@@ -268,14 +268,23 @@ func (g *xgen) call() {
 	g.use(s, mask)
 }
 
-func (g *xgen) reduce() {
-	s, mask := g.stream()
+// reduceOperands picks a Reduce's stream, ranks and local tensor and
+// makes its result; ok is false when the stream has nothing to reduce.
+func (g *xgen) reduceOperands() (s int, mask uint8, t, out *xtensor, ok bool) {
+	s, mask = g.stream()
 	ins := g.avail(s, mask, false)
 	if mask == 0 || len(ins) == 0 {
+		return s, mask, nil, nil, false
+	}
+	t = ins[g.r.IntN(len(ins))]
+	return s, mask, t, g.fresh(s, mask, nil), true
+}
+
+func (g *xgen) reduce() {
+	s, mask, t, out, ok := g.reduceOperands()
+	if !ok {
 		return
 	}
-	t := ins[g.r.IntN(len(ins))]
-	out := g.fresh(s, mask, nil)
 	g.emit(mask, fmt.Sprintf(`{"type":"Reduce","result":%s,"local_tensor":%s,"stream":{"ref":%d},"dims":["x"],"reduction":"sum","scatter":%v,"inplace":false,"out":null}`,
 		tjson(out), tjson(t), s, g.r.IntN(2) == 0))
 	g.live = append(g.live, out)
@@ -286,13 +295,10 @@ func (g *xgen) reduce() {
 // message at the same time, as a mesh dimension's collective is sent:
 // grouped, the engine may hold such a run and apply it as one collective.
 func (g *xgen) reduceRun() {
-	s, mask := g.stream()
-	ins := g.avail(s, mask, false)
-	if mask == 0 || len(ins) == 0 {
+	s, mask, t, out, ok := g.reduceOperands()
+	if !ok {
 		return
 	}
-	t := ins[g.r.IntN(len(ins))]
-	out := g.fresh(s, mask, nil)
 	var parts []string
 	size, across := -1, g.parts && bits.OnesCount8(mask) > 1 && g.r.IntN(2) == 0
 	for i, b := range g.blocks {
