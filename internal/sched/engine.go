@@ -254,11 +254,10 @@ type stream struct {
 	usage   int64                   // bytes allocated on this stream and not yet released
 	inWork  bool
 
-	mem    []memEvent // allocations and releases, in the order they happened
-	memArr []memEvent // the array mem lies in, whole: see room
-	sorted int        // mem[:sorted] is in (time, delta) order
-	base   int        // mem[:base] is settled
-	final  int        // mem[:final] is final (final <= base); kept only for the trace
+	mem    memLog // allocations and releases, in the order they happened
+	sorted int    // mem[:sorted] is in (time, delta) order
+	base   int    // mem[:base] is settled
+	final  int    // mem[:final] is final (final <= base); kept only for the trace
 
 	evStart []int64 // trace events, when kept
 	evEnd   []int64

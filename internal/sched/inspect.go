@@ -45,15 +45,15 @@ func (e *Engine) DeviceMemory(rank int64, fn func(stream int, streamName string,
 		best := -1
 		var bestNs int64
 		for i := range g.streams {
-			m := g.streams[i].mem
-			if pos[i] < len(m) && (best < 0 || m[pos[i]].ns < bestNs) {
-				best, bestNs = i, m[pos[i]].ns
+			m := &g.streams[i].mem
+			if pos[i] < m.Len() && (best < 0 || m.at(pos[i]).ns < bestNs) {
+				best, bestNs = i, m.at(pos[i]).ns
 			}
 		}
 		if best < 0 {
 			return nil
 		}
-		ev := g.streams[best].mem[pos[best]]
+		ev := *g.streams[best].mem.at(pos[best])
 		pos[best]++
 		running += ev.delta
 		fn(best, e.names.Name(g.streams[best].name), ev.ns, ev.delta, running)

@@ -65,21 +65,21 @@ func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn fun
 			p = st.final
 		}
 		pos = append(pos, p)
-		if p < len(st.mem) && st.mem[p].ns < limitNs {
-			heap = heapPush(heap, memHead{st.mem[p].ns, int32(s)})
+		if p < st.mem.Len() && st.mem.at(p).ns < limitNs {
+			heap = heapPush(heap, memHead{st.mem.at(p).ns, int32(s)})
 		}
 	}
 	for len(heap) > 0 {
 		s := heap[0].s
 		st := &g.streams[s]
-		ev := st.mem[pos[s]]
+		ev := *st.mem.at(pos[s])
 		if ev.delta > 0 && running > math.MaxInt64-ev.delta {
 			return pos, heap, true
 		}
 		running += ev.delta
 		pos[s]++
-		if pos[s] < len(st.mem) && st.mem[pos[s]].ns < limitNs {
-			heap[0].ns = st.mem[pos[s]].ns
+		if pos[s] < st.mem.Len() && st.mem.at(pos[s]).ns < limitNs {
+			heap[0].ns = st.mem.at(pos[s]).ns
 		} else {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
@@ -169,7 +169,7 @@ func (e *Engine) settleMemory(g *group) {
 			bound = st.nowNs
 		}
 		limit = min(limit, bound)
-		any = any || len(st.mem) > st.final
+		any = any || st.mem.Len() > st.final
 	}
 	for i := range g.borrows {
 		if b := &g.borrows[i]; b.live {
@@ -192,9 +192,11 @@ func (e *Engine) settleMemory(g *group) {
 	for s, p := range e.memPos {
 		st := &g.streams[s]
 		if !recount {
-			for _, ev := range st.mem[st.base:p] {
-				if ev.delta > 0 {
-					g.allocBytes -= ev.delta
+			for c := range st.mem.chunks(st.base, p) {
+				for _, ev := range c {
+					if ev.delta > 0 {
+						g.allocBytes -= ev.delta
+					}
 				}
 			}
 		}
@@ -204,9 +206,11 @@ func (e *Engine) settleMemory(g *group) {
 		g.allocBytes = 0
 		for s := range g.streams {
 			st := &g.streams[s]
-			for _, ev := range st.mem[st.base:] {
-				if ev.delta > 0 {
-					g.allocBytes = satAdd(g.allocBytes, ev.delta)
+			for c := range st.mem.chunks(st.base, st.mem.Len()) {
+				for _, ev := range c {
+					if ev.delta > 0 {
+						g.allocBytes = satAdd(g.allocBytes, ev.delta)
+					}
 				}
 			}
 		}
@@ -240,9 +244,11 @@ func (e *Engine) unsettle(g *group) {
 			continue
 		}
 		moved = true
-		for _, ev := range st.mem[st.final:st.base] {
-			if ev.delta > 0 {
-				g.allocBytes = satAdd(g.allocBytes, ev.delta)
+		for c := range st.mem.chunks(st.final, st.base) {
+			for _, ev := range c {
+				if ev.delta > 0 {
+					g.allocBytes = satAdd(g.allocBytes, ev.delta)
+				}
 			}
 		}
 		st.base = st.final
@@ -257,7 +263,7 @@ func (e *Engine) unsettle(g *group) {
 // merged in.
 func (g *group) sortMemory(s gen.StreamID) {
 	st := &g.streams[s]
-	if st.sorted == len(st.mem) {
+	if st.sorted == st.mem.Len() {
 		return
 	}
 	byTime := func(a, b memEvent) int {
@@ -266,13 +272,13 @@ func (g *group) sortMemory(s gen.StreamID) {
 		}
 		return cmp.Compare(a.delta, b.delta)
 	}
-	sortEvents(st.mem[st.sorted:], byTime)
-	if st.sorted > st.base && byTime(st.mem[st.sorted-1], st.mem[st.sorted]) > 0 {
+	st.mem.sortFrom(st.sorted, func(ev []memEvent) { sortEvents(ev, byTime) })
+	if st.sorted > st.base && byTime(*st.mem.at(st.sorted - 1), *st.mem.at(st.sorted)) > 0 {
 		// Both parts sorted: a merge in effect. Settled events come before
 		// every later one, so only the unsettled part moves.
-		slices.SortStableFunc(st.mem[st.base:], byTime)
+		st.mem.sortFrom(st.base, func(ev []memEvent) { slices.SortStableFunc(ev, byTime) })
 	}
-	st.sorted = len(st.mem)
+	st.sorted = st.mem.Len()
 }
 
 // sortEvents sorts events by (time, delta). Tails arrive nearly in order
@@ -325,47 +331,11 @@ func (e *Engine) memOverflow(g *group, s gen.StreamID, bytes int64) error {
 	return fmt.Errorf("%w: allocating %d bytes on stream %q takes the memory of a device past %d bytes", ErrOverflow, bytes, e.streamName(g, s), int64(math.MaxInt64))
 }
 
-// dropSettled drops st's first p memory events, settled. It moves the
-// unsettled events to the front when they are no more than the settled
-// ones (the copy costs at most what was settled, so each event is copied
-// O(1) times) and the array keeps its capacity; else it reslices, and room
-// moves them when the array's end is reached.
+// dropSettled drops st's first p memory events, settled.
 func (st *stream) dropSettled(p int) {
-	if n := len(st.mem) - p; n <= p {
-		copy(st.mem, st.mem[p:])
-		st.mem = st.mem[:n]
-	} else {
-		st.mem = st.mem[p:]
-	}
+	st.mem.drop(p)
 	st.sorted -= p
 }
 
-// room makes room in st.mem for k more events without a new array where
-// the array it lies in can hold them. Settlement drops the settled events
-// from mem's front by reslicing when fewer are settled than remain (the
-// unsettled ones wait for an idle stream's now, which may lag a whole
-// step), so mem's own capacity shrinks; append would then copy every
-// unsettled event into a new array each time it ran out, and did, at about
-// two copies an event (profiles of the megatron-1t prediction). Here the
-// unsettled events move back to the front of the array when they fill at
-// most half of it, and a new array is four times what they need: each
-// event is then copied less than once on average, and no array is
-// allocated once one is large enough. The events and their order, and
-// base and sorted (offsets into mem), are unchanged.
-func (st *stream) room(k int) {
-	n := len(st.mem)
-	if cap(st.mem)-n >= k {
-		return
-	}
-	if need := n + k; 2*need > cap(st.memArr) {
-		st.memArr = make([]memEvent, max(4*need, 256))
-	}
-	copy(st.memArr, st.mem) // may overlap: copy moves
-	st.mem = st.memArr[:n]
-}
-
 // addMem appends event ev to st's memory events.
-func (st *stream) addMem(ev memEvent) {
-	st.room(1)
-	st.mem = append(st.mem, ev)
-}
+func (st *stream) addMem(ev memEvent) { st.mem.push(ev) }

@@ -138,7 +138,7 @@ func TestAllocBoundEqualsRecount(t *testing.T) {
 			for _, g := range e.gs {
 				var want int64
 				for s := range g.streams {
-					for _, ev := range g.streams[s].mem[g.streams[s].base:] {
+					for _, ev := range g.streams[s].mem.appendTo(nil, g.streams[s].base) {
 						if ev.delta > 0 {
 							want = satAdd(want, ev.delta)
 						}

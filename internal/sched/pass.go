@@ -440,7 +440,7 @@ func (e *Engine) startRecording(p *Pass) {
 		}
 		r.lastHolds = append(r.lastHolds, h)
 		r.usage = append(r.usage, st.usage)
-		r.nmem = append(r.nmem, len(st.mem))
+		r.nmem = append(r.nmem, st.mem.Len())
 		r.sorted = append(r.sorted, st.sorted)
 		r.tails = append(r.tails, st.queue.Tail())
 		r.busy = append(r.busy, st.queue.Len() > 0 || st.io.Len() > 0)
@@ -503,7 +503,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 	involved := make([]bool, len(g.streams))
 	for s := range g.streams {
 		st := &g.streams[s]
-		if st.nowNs != r.now[s] || st.last != r.last[s] || st.usage != r.usage[s] || len(st.mem) != r.nmem[s] || st.queue.Tail() != r.tails[s] {
+		if st.nowNs != r.now[s] || st.last != r.last[s] || st.usage != r.usage[s] || st.mem.Len() != r.nmem[s] || st.queue.Tail() != r.tails[s] {
 			involved[s] = true
 		}
 		if st.sorted != r.sorted[s] {
@@ -703,7 +703,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		}
 		fx.maxOff = max(fx.maxOff, se.end)
 		se.memFrom = int32(len(fx.mem))
-		fx.mem = netEvents(fx.mem, st.mem[r.nmem[s]:], base)
+		fx.mem = netEvents(fx.mem, &st.mem, r.nmem[s], base)
 		for _, ev := range fx.mem[se.memFrom:] {
 			fx.maxOff = max(fx.maxOff, ev.ns)
 			if ev.delta > 0 {
@@ -739,9 +739,9 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 	return fx
 }
 
-// netEvents appends a stream's memory events evs, relative to base, in
-// time order, with the events of one time summed into one (and dropped
-// when they cancel). The peak and every total the report reads are
+// netEvents appends a stream's memory events evs from index first on,
+// relative to base, in time order, with the events of one time summed
+// into one (and dropped when they cancel). The peak and every total the report reads are
 // unchanged: a device's events are merged stream by stream at equal
 // times (SEMANTICS.md, "The report"), so one stream's events at a time
 // are consecutive in the merge, sorted by delta; the running sums over
@@ -749,12 +749,13 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 // highest of them is the one at its end, the same total, or below the
 // sum before the run, which is itself a running sum already counted
 // (or the settled total, which the settled peak is at least).
-func netEvents(dst, evs []memEvent, base int64) []memEvent {
+func netEvents(dst []memEvent, evs *memLog, first int, base int64) []memEvent {
 	from := len(dst)
-	for _, ev := range evs {
-		dst = append(dst, memEvent{ev.ns - base, ev.delta})
-	}
+	dst = evs.appendTo(dst, first)
 	run := dst[from:]
+	for i := range run {
+		run[i].ns -= base
+	}
 	slices.SortStableFunc(run, func(a, b memEvent) int { return cmp.Compare(a.ns, b.ns) })
 	n := 0
 	for i := 0; i < len(run); {
@@ -922,10 +923,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 	for i := range fx.streams {
 		se := &fx.streams[i]
 		st := &g.streams[se.s]
-		st.room(int(se.memTo - se.memFrom))
-		for _, ev := range fx.mem[se.memFrom:se.memTo] {
-			st.mem = append(st.mem, memEvent{ev.ns + base, ev.delta})
-		}
+		st.mem.pushShifted(fx.mem[se.memFrom:se.memTo], base)
 		st.usage += se.usage
 		if se.newLast {
 			t := tk.Alloc()

@@ -584,7 +584,7 @@ func (e *Engine) split(from, to groups.GroupID) error {
 		dst.streams[i] = stream{
 			ref: s.ref, name: s.name, waitFor: s.waitFor, nowNs: s.nowNs, last: s.last,
 			queue: s.queue.Clone(), io: s.io.Clone(),
-			usage: s.usage, mem: slices.Clone(s.mem), sorted: s.sorted, base: s.base, final: s.final,
+			usage: s.usage, mem: s.mem.clone(), sorted: s.sorted, base: s.base, final: s.final,
 			evStart: slices.Clone(s.evStart), evEnd: slices.Clone(s.evEnd),
 			evName: slices.Clone(s.evName), evCmd: slices.Clone(s.evCmd),
 		}
