@@ -76,8 +76,10 @@ func (l *memLog) pushShifted(evs []memEvent, base int64) {
 		c := min(len(evs), memSeg-(l.first+l.n)&(memSeg-1))
 		k := l.tail(c)
 		s := l.segs[k]
-		for _, ev := range evs[:c] {
-			s = append(s, memEvent{ev.ns + base, ev.delta})
+		n0 := len(s)
+		s = s[:n0+c] // tail made room
+		for i, ev := range evs[:c] {
+			s[n0+i] = memEvent{ev.ns + base, ev.delta}
 		}
 		l.segs[k] = s
 		l.n += c

@@ -65,8 +65,10 @@ func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn fun
 			p = st.final
 		}
 		pos = append(pos, p)
-		if p < st.mem.Len() && st.mem.at(p).ns < limitNs {
-			heap = heapPush(heap, memHead{st.mem.at(p).ns, int32(s)})
+		if p < st.mem.Len() {
+			if ns := st.mem.at(p).ns; ns < limitNs {
+				heap = heapPush(heap, memHead{ns, int32(s)})
+			}
 		}
 	}
 	for len(heap) > 0 {
@@ -78,8 +80,12 @@ func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn fun
 		}
 		running += ev.delta
 		pos[s]++
-		if pos[s] < st.mem.Len() && st.mem.at(pos[s]).ns < limitNs {
-			heap[0].ns = st.mem.at(pos[s]).ns
+		next := int64(math.MaxInt64)
+		if pos[s] < st.mem.Len() {
+			next = st.mem.at(pos[s]).ns
+		}
+		if next < limitNs {
+			heap[0].ns = next
 		} else {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
