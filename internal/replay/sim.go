@@ -110,6 +110,10 @@ type Options struct {
 // record failed. A producer should stop.
 var ErrStopped = errors.New("the replay stopped at an earlier record")
 
+// ErrNilRecord is returned by Feed given a nil record; the Sim is left as
+// it was.
+var ErrNilRecord = errors.New("replay: Feed was given a nil record")
+
 // Sim is one simulation: the engine, the history's header and what the
 // replay has found so far. Records go in one at a time with Feed, as a
 // reader decodes them (Run) or as a program produces them (a workload
@@ -244,10 +248,14 @@ func (s *Sim) interrupted() bool { return s.stop.Load() || s.opt.Memory.Over() }
 // indexes with its own registry, as a history reader does, and its line is
 // its position. A step record checks that every queued task can still run and
 // records a step report. After a failure or a stop Feed returns the same
-// error, or ErrStopped.
+// error, or ErrStopped. A nil rec is refused with ErrNilRecord, which
+// changes nothing.
 func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	if s.err != nil {
 		return s.err
+	}
+	if rec == nil {
+		return ErrNilRecord
 	}
 	line := rec.Line
 	if reg == nil {
