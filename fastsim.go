@@ -81,8 +81,10 @@ var (
 //   - MaxWorld (refuse histories of more ranks), Memory (a memory budget,
 //     from WatchMemory), Stop (closed, it ends the simulation early with
 //     ErrStopped; Replay releases its watcher, a Sim from New needs Close),
-//     Progress (called about once a second with the records fed) and
-//     Header (called with the history's header);
+//     Progress (called about once a second with the records fed),
+//     Header (called with the history's header) and ManyGroups (called
+//     once, with Grouped, when the history's rank sets have cut the world
+//     into so many groups that grouping gains little);
 //   - TraceSteps (a *StepRange): WriteTrace and TracePath write only the
 //     commands of those steps (New and Replay refuse a negative First or
 //     a Last before First);
