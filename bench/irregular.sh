@@ -18,6 +18,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 runs=${RUNS:-3}
 bin=$work/fastsim
+commit=$(git rev-parse --short HEAD)
+[ -z "$(git status --porcelain -- cmd internal gen)" ] || commit="$commit with uncommitted changes"
 go build -o "$bin" ./cmd/fastsim
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -56,13 +58,11 @@ for c in "${cases[@]}"; do
 	done
 	gc=$(median <"$work/grouped.cpu") uc=$(median <"$work/ungrouped.cpu")
 	gm=$(median <"$work/grouped.rss") um=$(median <"$work/ungrouped.rss")
-	rows+=("| 2^$b | $((1 << (b - g))) of $((1 << g)) | $gc | $uc | $(echo "scale=2; $gc / $uc" | bc) | $((gm / 1024)) | $((um / 1024)) |")
+	rows+=("| 2^$b | $((1 << (b - g))) of $((1 << g)) | $gc | $uc | $(awk -v g="$gc" -v u="$uc" 'BEGIN {printf "%.2f", g / u}') | $((gm / 1024)) | $((um / 1024)) |")
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
-commit=$(git rev-parse --short HEAD)
-[ -z "$(git status --porcelain -- cmd internal gen)" ] || commit="$commit with uncommitted changes"
 {
-	echo "## Irregular rank sets (bench/irregular.sh, $(date -u +%Y-%m-%d))"
+	echo "## Irregular rank sets (BIG=${BIG:-0} RUNS=$runs bench/irregular.sh, $(date -u +%Y-%m-%d))"
 	echo
 	echo "A history whose commands address the ranks with one bit of their number"
 	echo "set cuts the world into groups of a few ranks; \`fastsim replay"
