@@ -67,7 +67,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	echo "A history whose commands address the ranks with one bit of their number"
 	echo "set cuts the world into groups of a few ranks; \`fastsim replay"
 	echo "--group-workers\` notes it from 65,536 groups of 16 ranks or fewer on average"
-	echo "(\`replay.ManyGroups\`). Medians of $runs runs each, grouped and ungrouped taking"
+	echo "(\`replay.GroupsGainLittle\`). Medians of $runs runs each, grouped and ungrouped taking"
 	echo "turns, \`--report-only --quiet\`, commit $commit, $(nproc) cores, load average"
 	echo "$load0 at the start and $load1 at the end (other work shared the cores:"
 	echo "CPU seconds, not wall time, are compared)."

@@ -83,8 +83,8 @@ func TestManyGroupsRule(t *testing.T) {
 		{1 << 18, 1 << 24, false},
 		{1 << 20, 1 << 24, true},
 	} {
-		if got := ManyGroups(tc.groups, tc.world); got != tc.want {
-			t.Errorf("ManyGroups(%d, %d) = %v, want %v", tc.groups, tc.world, got, tc.want)
+		if got := GroupsGainLittle(tc.groups, tc.world); got != tc.want {
+			t.Errorf("GroupsGainLittle(%d, %d) = %v, want %v", tc.groups, tc.world, got, tc.want)
 		}
 	}
 }

@@ -85,9 +85,9 @@ type Options struct {
 	EachCommand func(rec *history.Record)
 	// ManyGroups, when set, is called once in a Grouped simulation, at the
 	// first record after which the history's rank sets have cut the world
-	// into so many groups that grouping gains little (ManyGroups, the
-	// function, gives the rule), with that record's line, the groups and
-	// the world's ranks. Results do not depend on it.
+	// into so many groups that grouping gains little (GroupsGainLittle
+	// gives the rule), with that record's line, the groups and the world's
+	// ranks. Results do not depend on it.
 	ManyGroups func(line int64, groups int, world int64)
 	// PerCommand applies every record of a producer's recorded passes
 	// (Sim.BeginPass) one by one, never a pass as one step: slower, with
@@ -324,11 +324,11 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	return nil
 }
 
-// manyGroupsFloor is the fewest groups ManyGroups calls many. (A variable
+// manyGroupsFloor is the fewest groups GroupsGainLittle calls many. (A variable
 // so that a test can lower it.)
 var manyGroupsFloor = 1 << 16
 
-// ManyGroups reports whether groups groups of a world of world ranks are
+// GroupsGainLittle reports whether groups groups of a world of world ranks are
 // so many that grouping gains little: when they average 16 ranks or fewer
 // and number 65,536 or more. A grouped replay's work for a command grows
 // with the groups it touches, as an ungrouped one's grows with the ranks,
@@ -341,17 +341,17 @@ var manyGroupsFloor = 1 << 16
 // 0.89 times). Fewer than 65,536 groups cost little whatever the world
 // (65,536 of them took about 3 CPU seconds for 17 commands), and a note
 // would be noise.
-func ManyGroups(groups int, world int64) bool {
+func GroupsGainLittle(groups int, world int64) bool {
 	return groups >= manyGroupsFloor && int64(groups)*16 >= world
 }
 
 // noteGroups calls Options.ManyGroups the first time the groups are many
-// (ManyGroups), after the record at line.
+// (GroupsGainLittle), after the record at line.
 func (s *Sim) noteGroups(line int64) {
 	if s.manyNoted || !s.opt.Grouped {
 		return
 	}
-	if g := s.eng.Groups(); ManyGroups(g, s.res.Header.WorldSize) {
+	if g := s.eng.Groups(); GroupsGainLittle(g, s.res.Header.WorldSize) {
 		s.manyNoted = true
 		s.opt.ManyGroups(line, g, s.res.Header.WorldSize)
 	}
