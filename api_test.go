@@ -470,6 +470,37 @@ func TestErrorsSticky(t *testing.T) {
 	}
 }
 
+// TestFeedNoLines: Feed of nil or of an empty slice returns ErrNoLines
+// and changes nothing: no command, no line counted (a bad record fed next
+// is named at line 2, the header being line 1) and no sticky error (a
+// good record then applies). A nil record given to the replay's own Feed
+// is refused alike (internal/replay's TestFeedNilRecord).
+func TestFeedNoLines(t *testing.T) {
+	s, err := New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, lines := range [][]byte{nil, {}} {
+		if err := s.Feed(lines); !errors.Is(err, ErrNoLines) {
+			t.Errorf("Feed(%#v): %v, want ErrNoLines", lines, err)
+		}
+	}
+	if n := s.Commands(); n != 0 {
+		t.Errorf("%d commands after feeding no lines", n)
+	}
+	if err := s.Feed([]byte(twoRanks[0])); err != nil {
+		t.Fatalf("a record after Feed(nil): %v", err)
+	}
+	if err := s.Feed(nil); !errors.Is(err, ErrNoLines) {
+		t.Errorf("Feed(nil) after a record: %v, want ErrNoLines", err)
+	}
+	bad := s.Feed([]byte(`{"ts":1,"ranks":[{"offset":5,"sizes":[1],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":2,"name":"x"},"default":false}}`))
+	if bad == nil || !strings.HasPrefix(bad.Error(), "sim:3: ") {
+		t.Errorf("the second record fed: %v, want an error at sim:3", bad)
+	}
+}
+
 // TestStepChecksLikeAStepLine: Step finds a deadlock as a {"step":N}
 // line does, with the same error, and records no step after it.
 func TestStepChecksLikeAStepLine(t *testing.T) {

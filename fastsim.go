@@ -52,6 +52,10 @@ var (
 	// cover the records replayed until the stop, and Partial reports
 	// true.
 	ErrStopped = errors.New("fastsim: the simulation was stopped (Options.Stop) before the end of its history")
+	// ErrNoLines is returned by Feed given no lines (nil or empty): it
+	// applies nothing and leaves the Sim as it was (lines are counted
+	// from the ones fed; "\n" is a blank line, counted as a file's is).
+	ErrNoLines = errors.New("fastsim: Feed was given no lines (nil or empty); give it one JSON line or more")
 	// ErrNoSim is returned by the methods of a Sim that neither New nor
 	// Replay opened (a nil *Sim, or a zero Sim).
 	ErrNoSim = errors.New("fastsim: the Sim was not opened by New or Replay")
@@ -77,8 +81,10 @@ var (
 //   - MaxWorld (refuse histories of more ranks), Memory (a memory budget,
 //     from WatchMemory), Stop (closed, it ends the simulation early with
 //     ErrStopped; Replay releases its watcher, a Sim from New needs Close),
-//     Progress (called about once a second with the records fed) and
-//     Header (called with the history's header);
+//     Progress (called about once a second with the records fed),
+//     Header (called with the history's header) and ManyGroups (called
+//     once, with Grouped, when the history's rank sets have cut the world
+//     into so many groups that grouping gains little);
 //   - TraceSteps (a *StepRange): WriteTrace and TracePath write only the
 //     commands of those steps (New and Replay refuse a negative First or
 //     a Last before First);
@@ -320,7 +326,8 @@ func (s *Sim) UnknownOps() (int64, []string) {
 // from then on. Once Options.Stop is closed, the next Feed, even of no
 // records, applies none and returns ErrStopped (a stop that comes while
 // Feed runs ends it within a record, which is then applied in part, or
-// dropped); Partial reports true.
+// dropped); Partial reports true. Given no lines (nil or empty) it
+// returns ErrNoLines and changes nothing, after the checks above.
 func (s *Sim) Feed(lines []byte) error {
 	if err := s.ok(); err != nil {
 		return err
@@ -333,6 +340,11 @@ func (s *Sim) Feed(lines []byte) error {
 	// record, which the error then names.)
 	if s.stopAsked() {
 		return s.noticeStop()
+	}
+	if len(lines) == 0 {
+		// Not sticky: the caller's mistake leaves the simulation, its
+		// line count included, as it was.
+		return ErrNoLines
 	}
 	s.pending = append(s.pending[:0], lines...)
 	if !bytes.HasSuffix(s.pending, []byte("\n")) {

@@ -78,8 +78,12 @@ func TestBadInputs(t *testing.T) {
 		"nul-byte.hist:3:":              {want: "NUL"},
 		"invalid-utf8.hist:3:":          {want: "UTF-8"},
 		"nesting-too-deep.hist:2:":      {want: "nest deeper than"},
-		"truncated-zstd.hist.zst:":      {want: "zstd"},
-		"corrupt-zstd.hist.zst:":        {want: "zstd"},
+		// A send to rank 5 of 2, 29 command groups deep: the path names
+		// the outermost level, the 26 left out and the 2 innermost.
+		"group-nested-deep.hist:4:": {want: `field "msg": CommandGroup: field "commands": item 0: … 26 levels … CommandGroup: field "commands": item 0: CommandGroup: field "commands": item 0: SendTensor: field "to_ranks": rank 5 is outside`},
+		// Cut inside its one zstd block: no line of it decompresses.
+		"truncated-zstd.hist.zst:": {want: "the zstd-compressed stream is truncated: it ends before the first complete line"},
+		"corrupt-zstd.hist.zst:":   {want: "zstd"},
 		// A gzip stream, which is not one of the forms read, said so
 		// rather than as a NUL byte in line 1.
 		"gzip.hist.gz:1:":        {want: "the data is gzip-compressed"},

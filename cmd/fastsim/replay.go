@@ -77,7 +77,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay (with --decode-only, of the decoding) to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
-	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable)")
+	fs.BoolVar(&f.grouped, "group-workers", false, "simulate ranks that receive exactly the same commands once, as a group\n(results are identical; this is what makes very large worlds replayable). When the\nhistory's rank sets cut the world into 65,536 groups or more, of 16 ranks or fewer\non average, one note on stderr says so (not with --quiet): grouping then gains little")
 	fs.IntVar(&f.jobs, "jobs", 1, "replay on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more, one goroutine decodes the history while\nthe engine runs, and the engine runs the groups (workers, ungrouped) a command touches\non the other N-1 (with --hardware, or a --costs FILE that prices ops by their arguments or is\na Monarch timing file, the decoding stays on the engine's goroutine: such models read the\ncommands' raw text). It gains only while those cores are otherwise idle: beside other\nwork it gets no more CPU than --jobs 1 and can be slower. bench/RESULTS.md (\"Two cores\")\nsays what it gains")
 	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
@@ -198,6 +198,15 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			if h.WorldSize > largeWorld {
 				fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
 			}
+		}
+	}
+	if f.grouped && !f.quiet {
+		opt.ManyGroups = func(line int64, groups int, world int64) {
+			if showProgress {
+				fmt.Fprint(stderr, "\r\033[K") // the progress line
+			}
+			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups\n",
+				line, world, groups, float64(world)/float64(groups))
 		}
 	}
 	// Every destination is checked now, so an unwritable one fails before

@@ -73,7 +73,7 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.DP, "dp", 2, "data-parallel replicas")
 	fs.IntVar(&c.TP, "tp", 1, "tensor-parallel shards")
 	modelFlags(fs, &c.Layers, &c.Hidden, &c.Seq, &c.Batch)
-	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step")
+	fs.IntVar(&c.Micro, "micro", 2, "microbatches per step (the toy's)")
 	fs.IntVar(&c.Steps, "steps", 2, "training steps")
 	fs.IntVar(&c.GPUsPerHost, "gpus-per-host", 8, "GPUs per host, written to the header")
 	quiet := fs.Bool("quiet", false, "draw no progress line (errors still go to stderr)")

@@ -2,7 +2,9 @@ package history
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Sentinel errors; an *Error wraps one of them, or an error of package jsonl
@@ -34,15 +36,54 @@ type Error struct {
 }
 
 // Error returns "FILE:LINE: what is wrong", without LINE when it is 0.
+// The path to a fault deep in nested command groups is cut to its
+// outermost and innermost levels (capNesting).
 func (e *Error) Error() string {
+	msg := capNesting(e.Err.Error())
 	if e.Line == 0 {
-		return e.File + ": " + e.Err.Error()
+		return e.File + ": " + msg
 	}
-	return e.File + ":" + strconv.FormatInt(e.Line, 10) + ": " + e.Err.Error()
+	return e.File + ":" + strconv.FormatInt(e.Line, 10) + ": " + msg
 }
 
 // Unwrap returns what is wrong.
 func (e *Error) Unwrap() error { return e.Err }
+
+// groupLevel is one level of the path to a fault inside nested command
+// groups, as the decoders and the reader's checks write it: the item's
+// index and ": " follow.
+const groupLevel = `CommandGroup: field "commands": item `
+
+// A path of more than wholeLevels levels is cut to its outermost level
+// (which command of the record's group), the number of levels left out
+// and its innermost innerLevels (where the fault is). A record may nest
+// groups some 30 deep (the line's nesting limit) and each level is 40
+// bytes, so the whole path would make a line over a kilobyte long.
+const (
+	wholeLevels = 6
+	innerLevels = 2
+)
+
+var (
+	// oneLevel matches a level of the path.
+	oneLevel = regexp.MustCompile(regexp.QuoteMeta(groupLevel) + `\d+: `)
+	// nestedPath matches a path of more than wholeLevels levels.
+	nestedPath = regexp.MustCompile(`(?:` + oneLevel.String() + `){` + strconv.Itoa(wholeLevels+1) + `,}`)
+)
+
+// capNesting shortens msg's paths through nested command groups that
+// have more than wholeLevels levels to "OUTERMOST … N levels …
+// INNERMOST".
+func capNesting(msg string) string {
+	if strings.Count(msg, groupLevel) <= wholeLevels {
+		return msg
+	}
+	return nestedPath.ReplaceAllStringFunc(msg, func(path string) string {
+		levels := oneLevel.FindAllString(path, -1)
+		n := len(levels)
+		return levels[0] + "… " + strconv.Itoa(n-1-innerLevels) + " levels … " + strings.Join(levels[n-innerLevels:], "")
+	})
+}
 
 // msgError is an error whose text is msg and which wraps errs.
 type msgError struct {

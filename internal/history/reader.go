@@ -88,9 +88,16 @@ func (c *counter) Read(p []byte) (int, error) {
 // wraps it), but not a truncated or corrupt frame.
 var errBomb = errors.New("zstd stream expands like a decompression bomb")
 
+// errZstdCut is bombGuard's error for a zstd stream that ends inside a
+// frame: the file was cut (a copy or download that did not finish), not
+// damaged. Reader.fail says after which line. It wraps
+// io.ErrUnexpectedEOF, the decoder's error, but is not equal to it, so
+// that the binary form does not take it for its own data ending early.
+var errZstdCut error = &msgError{msg: "the zstd-compressed stream is truncated", errs: []error{io.ErrUnexpectedEOF}}
+
 // zstdErr is err, met reading a zstd stream, as a reader's error.
 func zstdErr(err error) error {
-	if errors.Is(err, errBomb) {
+	if errors.Is(err, errBomb) || errors.Is(err, errZstdCut) {
 		return wrap(ErrZstd, "%v", err)
 	}
 	return wrap(ErrZstd, "%v: %v", ErrZstd, err)
@@ -106,6 +113,11 @@ type bombGuard struct {
 func (g *bombGuard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.out += int64(n)
+	if err == io.ErrUnexpectedEOF {
+		// The decoder gives out every block it completed before it
+		// reports the cut, so the lines read so far are whole.
+		err = errZstdCut
+	}
 	if g.out > bombMinBytes && g.out > bombRatio*max(g.in.n, 1) {
 		return n, fmt.Errorf("%w: %d bytes decompressed from %d, over %dx: refused", errBomb, g.out, g.in.n, bombRatio)
 	}
@@ -421,6 +433,20 @@ func (r *Reader) fail(line int64, err error) error {
 	if errors.Is(err, syscall.EISDIR) {
 		// However the path was opened: no line of it was read.
 		line, err = 0, wrap(ErrRead, "a directory, not a history")
+	}
+	if errors.Is(err, errZstdCut) {
+		// The cut is in line, the first one not read whole; before the
+		// first there is no line to name (the stream ends inside its
+		// first block, say), so the error names the file alone.
+		unit := "line"
+		if r.bin.on {
+			unit = "record" // the binary form's lines are its records
+		}
+		if line <= 1 {
+			line, err = 0, wrap(ErrZstd, "%v: it ends before the first complete %s", errZstdCut, unit)
+		} else {
+			err = wrap(ErrZstd, "%v: it ends after %s %d, the last complete one", errZstdCut, unit, line-1)
+		}
 	}
 	r.err = &Error{File: r.name, Line: line, Err: err}
 	return r.err

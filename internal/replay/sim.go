@@ -83,6 +83,12 @@ type Options struct {
 	// EachCommand, when set, is called with every command record before it
 	// is applied (a catalogue of the commands, say).
 	EachCommand func(rec *history.Record)
+	// ManyGroups, when set, is called once in a Grouped simulation, at the
+	// first record after which the history's rank sets have cut the world
+	// into so many groups that grouping gains little (GroupsGainLittle
+	// gives the rule), with that record's line, the groups and the world's
+	// ranks. Results do not depend on it.
+	ManyGroups func(line int64, groups int, world int64)
 	// PerCommand applies every record of a producer's recorded passes
 	// (Sim.BeginPass) one by one, never a pass as one step: slower, with
 	// the same results (the tests compare the two).
@@ -109,6 +115,10 @@ type Options struct {
 // request or the memory budget ended it (Result().Partial), or an earlier
 // record failed. A producer should stop.
 var ErrStopped = errors.New("the replay stopped at an earlier record")
+
+// ErrNilRecord is returned by Feed given a nil record; the Sim is left as
+// it was.
+var ErrNilRecord = errors.New("replay: Feed was given a nil record")
 
 // Sim is one simulation: the engine, the history's header and what the
 // replay has found so far. Records go in one at a time with Feed, as a
@@ -140,6 +150,7 @@ type Sim struct {
 	checkEvery, sinceCheck int64
 	checked                time.Time
 	pass                   passState // passes applied as steps (pass.go)
+	manyNoted              bool      // Options.ManyGroups was called
 }
 
 // New opens a simulation of the history whose header is h; name labels
@@ -244,10 +255,14 @@ func (s *Sim) interrupted() bool { return s.stop.Load() || s.opt.Memory.Over() }
 // indexes with its own registry, as a history reader does, and its line is
 // its position. A step record checks that every queued task can still run and
 // records a step report. After a failure or a stop Feed returns the same
-// error, or ErrStopped.
+// error, or ErrStopped. A nil rec is refused with ErrNilRecord, which
+// changes nothing.
 func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 	if s.err != nil {
 		return s.err
+	}
+	if rec == nil {
+		return ErrNilRecord
 	}
 	line := rec.Line
 	if reg == nil {
@@ -300,10 +315,46 @@ func (s *Sim) Feed(rec *history.Record, reg *values.Registry) error {
 		s.err = &history.Error{File: s.name, Line: heldLine(err, line), Err: err}
 		return s.err
 	}
+	if s.opt.ManyGroups != nil {
+		s.noteGroups(line)
+	}
 	if s.opt.Progress != nil {
 		s.progress()
 	}
 	return nil
+}
+
+// manyGroupsFloor is the fewest groups GroupsGainLittle calls many. (A variable
+// so that a test can lower it.)
+var manyGroupsFloor = 1 << 16
+
+// GroupsGainLittle reports whether groups groups of a world of world ranks are
+// so many that grouping gains little: when they average 16 ranks or fewer
+// and number 65,536 or more. A grouped replay's work for a command grows
+// with the groups it touches, as an ungrouped one's grows with the ranks,
+// and each group carries its own state and rank set: at 16 ranks a group
+// grouping saves at most 16 times the work, not the thousands of times of
+// a training job whose ranks fall into a few groups, and it saves less
+// the fewer the ranks a group (bench/RESULTS.md, "Irregular rank sets":
+// 2^20 ranks cut into 262,144 groups of 4 replayed in 0.30 times the CPU
+// time of the ungrouped replay, 2^16 ranks cut into groups of one in
+// 0.89 times). Fewer than 65,536 groups cost little whatever the world
+// (65,536 of them took about 3 CPU seconds for 17 commands), and a note
+// would be noise.
+func GroupsGainLittle(groups int, world int64) bool {
+	return groups >= manyGroupsFloor && int64(groups)*16 >= world
+}
+
+// noteGroups calls Options.ManyGroups the first time the groups are many
+// (GroupsGainLittle), after the record at line.
+func (s *Sim) noteGroups(line int64) {
+	if s.manyNoted || !s.opt.Grouped {
+		return
+	}
+	if g := s.eng.Groups(); GroupsGainLittle(g, s.res.Header.WorldSize) {
+		s.manyNoted = true
+		s.opt.ManyGroups(line, g, s.res.Header.WorldSize)
+	}
 }
 
 // progress calls opt.Progress once a second or so.
@@ -576,6 +627,10 @@ func (s *Sim) End() (*Result, error) {
 		if err := s.Finish(); err != nil && !(err == ErrStopped && res.Partial) {
 			return nil, err
 		}
+	}
+	if s.opt.ManyGroups != nil && !res.Partial {
+		// The commands held back are applied at the end too.
+		s.noteGroups(max(res.LastLine, 1))
 	}
 	fillResult(s.eng, res)
 	// One output failing does not keep the next from being written: the
