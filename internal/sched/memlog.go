@@ -3,15 +3,14 @@ package sched
 import "iter"
 
 // memLog holds one stream's memory events in the order they were
-// recorded, in segments: the first grows as a slice does, up to memSeg
-// events, and every later one is made memSeg long. Appending never moves
-// what is already held. A single array, grown fourfold when full, copied
-// every event about a third of a time on average, and zeroed arrays four
-// times what they held: with a controller that costs nothing, whose
-// clock never lets an event be final before the end (merge.go,
-// settleMemory), every event of a long replay stays, and the copies, the
-// zeroing and the page faults of those arrays were a sixth of the
-// megatron-1t prediction's CPU (bench/RESULTS.md, "Memory events in
+// recorded, in segments: the first grows fourfold up to memSeg events,
+// and every later one is made memSeg long, so appending never moves what
+// is already held. One array grown by copying moved each event about a
+// third of a time and zeroed up to four times what it held; with a
+// controller that costs nothing no event is final before the end
+// (merge.go, settleMemory), so every event of a long replay stays, and
+// those copies, the zeroing and their page faults were about a sixth of
+// the megatron-1t prediction's CPU (bench/RESULTS.md, "Memory events in
 // segments").
 //
 // Events are addressed by their index among the kept ones: dropping the
