@@ -325,9 +325,9 @@ func (g *xmore) other() {
 // histories, in the controller-only mode too: every way of replaying
 // must agree with the ungrouped, unsettled one, rank by rank.
 func TestShortcutsExactRandomMore(t *testing.T) {
-	seeds := 12
+	seeds, n := 12, 3000
 	if testing.Short() {
-		seeds = 4 // the race detector's run
+		seeds, n = 4, 2000 // the race detector's run
 	}
 	runs := []xrun{
 		{name: "settled", settle: true, batch: true, jobs: 1},
@@ -344,7 +344,7 @@ func TestShortcutsExactRandomMore(t *testing.T) {
 		world := []int{4, 6, 8, 12, 9, 16, 24, 20}[seed%8]
 		nb := 2 + seed%3
 		bs := layout(world, nb, seed%2 == 1)
-		text := xmoreGenerate(uint64(seed), bs, true, 3000).render(world, bs)
+		text := xmoreGenerate(uint64(seed), bs, true, n).render(world, bs)
 		for _, how := range []struct {
 			mode Mode
 			ctrl Controller
