@@ -231,9 +231,11 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 	}
 	switch kind {
 	case binform.KindCommand:
-		ndef := d.SmallCount(values.MaxTensors, 5)
+		// A definition is at least three bytes: its id's and storage's
+		// deltas, and its fields as a blob table index.
+		ndef := d.SmallCount(values.MaxTensors, 3)
 		if ndef < 0 {
-			ndef = d.Count("tensor definitions", values.MaxTensors, 5)
+			ndef = d.Count("tensor definitions", values.MaxTensors, 3)
 		}
 		for i := 0; i < ndef && d.Err() == nil; i++ {
 			r.bin.shape = d.Define(r.bin.shape)
@@ -241,9 +243,10 @@ func (r *Reader) binRecord(body []byte, rec *Record) error {
 		if err := d.Err(); err != nil {
 			return binErr(fmt.Errorf("tensor definition: %w", err))
 		}
-		nr := d.SmallCount(values.MaxRankSlices, 2)
+		// A slice already in the slice table is one byte (its index).
+		nr := d.SmallCount(values.MaxRankSlices, 1)
 		if nr < 0 {
-			nr = d.Count("rank slices", values.MaxRankSlices, 2)
+			nr = d.Count("rank slices", values.MaxRankSlices, 1)
 		}
 		for i := 0; i < nr; i++ {
 			if len(rec.Ranks) < cap(rec.Ranks) {

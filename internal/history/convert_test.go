@@ -287,3 +287,36 @@ func TestRoundTripTreeForms(t *testing.T) {
 		t.Errorf("JSON -> binary -> JSON:\n%s\nwant\n%s", got, src)
 	}
 }
+
+// TestRoundTripTightRecords converts records whose parts take the fewest
+// bytes the binary form allows: rank slices all in the slice table (one
+// byte each) and tensor definitions whose fields are in the blob table
+// (three bytes each). A reader that counted more bytes for each refused
+// what the writer wrote.
+func TestRoundTripTightRecords(t *testing.T) {
+	one := func(r int) string { return fmt.Sprintf(`{"offset":%d,"sizes":[1],"strides":[1]}`, r) }
+	four := `"ranks":[` + one(0) + "," + one(1) + "," + one(2) + "," + one(3) + "]"
+	// The second BorrowFirstUse: four slice references and a message of
+	// three bytes, 7 bytes for 4 slices.
+	slicesSrc := `{"fastsim":"history","version":1,"world_size":4}` + "\n" +
+		`{"ts":1,` + four + `,"msg":{"type":"BorrowFirstUse","borrow":15}}` + "\n" +
+		`{"ts":2,` + four + `,"msg":{"type":"BorrowFirstUse","borrow":15}}` + "\n"
+	roundTrip(t, "slice references", []byte(slicesSrc))
+
+	// 80 tensors defined by one record, all with the fields of a tensor
+	// defined before: 3 bytes a definition and a byte for each mention,
+	// fewer than 5 bytes a definition with the rest of the record.
+	tensor := func(id int) string {
+		return fmt.Sprintf(`{"tensor":%d,"storage":%d,"nbytes":16,"dtype":"float32","shape":[4],"device":"cuda"}`, id, id)
+	}
+	var many []string
+	for id := 2; id < 82; id++ {
+		many = append(many, tensor(id))
+	}
+	rank := `"ranks":[` + one(0) + `]`
+	defsSrc := `{"fastsim":"history","version":1,"world_size":1}` + "\n" +
+		`{"ts":1,` + rank + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"s"},"default":true}}` + "\n" +
+		`{"ts":2,` + rank + `,"msg":{"type":"CallFunction","ident":0,"function":"f","args":[],"kwargs":{},"result":[],"mutates":[` + tensor(1) + `],"stream":{"ref":1}}}` + "\n" +
+		`{"ts":3,` + rank + `,"msg":{"type":"CallFunction","ident":0,"function":"f","args":[],"kwargs":{},"result":[],"mutates":[` + strings.Join(many, ",") + `],"stream":{"ref":1}}}` + "\n"
+	roundTrip(t, "definitions", []byte(defsSrc))
+}
