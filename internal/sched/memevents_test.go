@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -109,6 +110,16 @@ func TestMemLogEqualsSlice(t *testing.T) {
 				}
 			}
 		}
+		// Every segment after the first is memSeg long, and the places
+		// of let-go segments are given back once they are half of segs.
+		for k := 1; k < len(l.segs); k++ {
+			if s := l.segs[k]; s != nil && cap(s) != memSeg {
+				t.Fatalf("step %d: segment %d of capacity %d", step, k, cap(s))
+			}
+		}
+		if k0 := l.first >> memSegShift; k0 > 0 && 2*k0 >= len(l.segs) {
+			t.Fatalf("step %d: %d of %d segments let go and still in segs", step, k0, len(l.segs))
+		}
 		// Dropped segments are let go: the ones before the first kept
 		// event are nil.
 		for k := 0; k < l.first>>memSegShift; k++ {
@@ -120,4 +131,95 @@ func TestMemLogEqualsSlice(t *testing.T) {
 	if crossed == 0 || regrouped == 0 {
 		t.Fatalf("the steps never crossed segments (%d) or settled back into one (%d)", crossed, regrouped)
 	}
+}
+
+// TestMemLogSteadyState keeps K events and drops P at a time, as a
+// stream that settles a little at a time does, over many times memSeg
+// events: the log must stay in one small array (no segment made, none
+// grown past what K + P need), as the single array it replaces did.
+// Without the move to the front when a segment runs out, it walks
+// through a new 64 KiB segment every 4,096 events.
+func TestMemLogSteadyState(t *testing.T) {
+	for _, c := range []struct{ k, p, maxCap int }{{8, 7, 64}, {100, 25, 256}, {1000, 250, 4096}} {
+		var l memLog
+		var want []memEvent
+		for i := range 20 * memSeg {
+			ev := memEvent{int64(i), int64(i%7) - 3}
+			l.push(ev)
+			want = append(want, ev)
+			if l.Len() >= c.k+c.p {
+				l.drop(c.p)
+				want = want[c.p:]
+			}
+			if len(l.segs) != 1 || cap(l.segs[0]) > c.maxCap {
+				t.Fatalf("K %d, P %d, after %d events: %d segments, the first of capacity %d (want one, at most %d)",
+					c.k, c.p, i+1, len(l.segs), cap(l.segs[0]), c.maxCap)
+			}
+		}
+		if got := l.appendTo(nil, 0); !slices.Equal(got, want) {
+			t.Fatalf("K %d, P %d: the kept events differ", c.k, c.p)
+		}
+	}
+}
+
+// TestShortcutsExactLongLogs replays random histories long enough that
+// streams' memory logs run through many segments (with the controller
+// that costs nothing every event is kept; with Monarch's, an idle
+// stream holding memory holds settlement back), and compares settled,
+// traced, grouped and parallel replays with the unsettled, ungrouped
+// reference, as TestShortcutsExactRandom does on shorter ones; it also
+// checks that some log did leave its first segment.
+func TestShortcutsExactLongLogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long histories")
+	}
+	runs := []xrun{
+		{name: "settled", settle: true, batch: true, jobs: 1},
+		{name: "settled traced", settle: true, keep: true, batch: true, jobs: 1},
+		{name: "grouped settled", grouped: true, settle: true, batch: true, jobs: 2},
+	}
+	segments := 0
+	for seed, world := range []int{2, 4} {
+		text := xhistory(uint64(100+seed), world, 2, false, 40000)
+		for _, ctrl := range []Controller{ControllerMonarch, ControllerNone} {
+			ref := xrun{name: "unsettled", keep: true, jobs: 1, controller: ctrl, mode: Everything}
+			want := xreplay(t, text, ref, allRanks(world))
+			if want.err != "" {
+				t.Fatalf("seed %d world %d: the reference replay failed: %s", seed, world, want.err)
+			}
+			for _, c := range runs {
+				c.controller, c.mode = ctrl, Everything
+				got := xreplay(t, text, c, allRanks(world))
+				xcompare(t, fmt.Sprintf("seed %d world %d %v: %s", seed, world, ctrl, c.name), want, got)
+			}
+		}
+		segments = max(segments, longestLog(t, text, world))
+	}
+	if segments < 2 {
+		t.Fatalf("no stream's memory log left its first segment (at most %d)", segments)
+	}
+}
+
+// longestLog is the most segments any stream's memory log of text's
+// replay (controller none, every event kept) lies in.
+func longestLog(t *testing.T, text string, world int) int {
+	t.Helper()
+	e, err := replayWith(t, Options{Mode: Everything, Controller: ControllerNone, KeepEvents: true, Jobs: 1}, text)
+	if err != nil {
+		t.Fatalf("world %d: %v", world, err)
+	}
+	defer e.Close()
+	most := 0
+	for _, g := range e.gs {
+		for s := range g.streams {
+			n := 0
+			for _, seg := range g.streams[s].mem.segs {
+				if seg != nil {
+					n++
+				}
+			}
+			most = max(most, n)
+		}
+	}
+	return most
 }

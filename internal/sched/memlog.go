@@ -41,9 +41,18 @@ func (l *memLog) at(i int) *memEvent {
 }
 
 // tail is the segment the next k events go to (at most those that fit
-// in it), made or grown if need be.
+// in it), made or grown if need be. When the kept events are few and no
+// longer start at the front, they move there instead (compact): a stream
+// that settles a little at a time then stays in one small array, with no
+// segment made or grown. Each move copies at most memSeg/2 events after
+// at least memSeg/2 were appended, so each event is copied at most once
+// on average.
 func (l *memLog) tail(k int) int {
 	i := (l.first + l.n) >> memSegShift
+	if l.first > 0 && l.n+k <= memSeg/2 && (i == len(l.segs) || len(l.segs[i])+k > cap(l.segs[i])) {
+		l.compact(l.segs[l.first>>memSegShift][:0])
+		i = 0
+	}
 	if i == len(l.segs) {
 		var s []memEvent
 		if i > 0 {
@@ -60,6 +69,21 @@ func (l *memLog) tail(k int) int {
 		l.segs[i] = g
 	}
 	return i
+}
+
+// compact moves the kept events into dst (empty, of room enough) and
+// makes it the first and only segment. dst may be the array the first
+// kept event lies in: the events move towards its front, in order, and
+// those that follow in the next segment land before where the moved ones
+// were read from (they span two segments only when more than memSeg - n
+// of the first are dropped, and n <= memSeg/2).
+func (l *memLog) compact(dst []memEvent) {
+	for c := range l.chunks(0, l.n) {
+		dst = append(dst, c...)
+	}
+	clear(l.segs)
+	l.segs = append(l.segs[:0], dst)
+	l.first = 0
 }
 
 // push appends ev.
@@ -127,11 +151,12 @@ func (l *memLog) sortFrom(from int, sort func([]memEvent)) {
 	}
 }
 
-// drop drops the first p kept events. Segments left empty are let go.
-// When the events still kept are no more than those dropped, they move
-// to the front of the first segment (the copy costs at most what was
-// dropped, so each event is copied O(1) times), which keeps a stream
-// that settles as it goes within its first segment.
+// drop drops the first p kept events. Segments left empty are let go,
+// and their places in segs once they are half of it. When the events
+// still kept are no more than those dropped and fit in half a segment,
+// they move to the front of the first segment, or into a small array if
+// they lie in a later one, whose 64 KiB a stream now holding few events
+// should not keep (the copy costs at most what was dropped).
 func (l *memLog) drop(p int) {
 	if p <= 0 {
 		return
@@ -139,24 +164,32 @@ func (l *memLog) drop(p int) {
 	from := l.first >> memSegShift
 	l.first += p
 	l.n -= p
-	for k := from; k < l.first>>memSegShift && k < len(l.segs); k++ {
+	k0 := l.first >> memSegShift
+	for k := from; k < k0 && k < len(l.segs); k++ {
 		l.segs[k] = nil
 	}
-	if l.n > p || l.n > memSeg/2 {
+	if l.n <= p && l.n <= memSeg/2 {
+		switch {
+		case l.n == 0 && k0 == 0:
+			l.compact(l.segs[0][:0]) // kept for the next events
+		case l.n == 0:
+			clear(l.segs)
+			l.segs, l.first = l.segs[:0], 0
+		case k0 == 0:
+			l.compact(l.segs[0][:0])
+		default:
+			l.compact(make([]memEvent, 0, max(2*l.n, 64)))
+		}
 		return
 	}
-	// The first segment is still there only while the kept events start
-	// in it: they move towards its front, which append's copy allows.
-	dst := l.segs[0][:0]
-	if l.segs[0] == nil && l.n > 0 {
-		dst = make([]memEvent, 0, max(2*l.n, 64))
+	if k0 > 0 && 2*k0 >= len(l.segs) {
+		// Every segment is memSeg long from the second on, so the one
+		// the first kept event lies in can be the first.
+		m := copy(l.segs, l.segs[k0:])
+		clear(l.segs[m:])
+		l.segs = l.segs[:m]
+		l.first -= k0 << memSegShift
 	}
-	for c := range l.chunks(0, l.n) {
-		dst = append(dst, c...)
-	}
-	clear(l.segs[1:])
-	l.segs = append(l.segs[:0], dst)
-	l.first = 0
 }
 
 // clone is a copy of l sharing nothing with it.
