@@ -558,31 +558,7 @@ func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
 	g.emit(g.all(), `{"type":"CreateStream","result":{"ref":1,"name":"s1"},"default":true}`)
 	for g.cmds < n {
 		g.tick()
-		switch k := g.r.IntN(100); {
-		case k < 3:
-			g.createStream()
-		case k < 37:
-			g.call()
-		case k < 45:
-			g.reduce()
-		case k < 48:
-			g.reduceRun()
-		case k < 50:
-			g.group()
-		case k < 56:
-			g.send()
-		case k < 70:
-			g.del()
-		case k < 77:
-			g.lend()
-		case k < 78:
-			g.idleLoan()
-		case k < 98:
-			g.advance()
-		default:
-			g.steps++
-			g.lines = append(g.lines, fmt.Sprintf(`{"step":%d}`, g.steps-1))
-		}
+		g.op(g.r.IntN(100))
 	}
 	// Every loan ends, so no stream waits for ever.
 	for len(g.loans) > 0 {
@@ -590,6 +566,35 @@ func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
 		g.advance()
 	}
 	return g
+}
+
+// op writes the command the draw k (0 <= k < 100) picks.
+func (g *xgen) op(k int) {
+	switch {
+	case k < 3:
+		g.createStream()
+	case k < 37:
+		g.call()
+	case k < 45:
+		g.reduce()
+	case k < 48:
+		g.reduceRun()
+	case k < 50:
+		g.group()
+	case k < 56:
+		g.send()
+	case k < 70:
+		g.del()
+	case k < 77:
+		g.lend()
+	case k < 78:
+		g.idleLoan()
+	case k < 98:
+		g.advance()
+	default:
+		g.steps++
+		g.lines = append(g.lines, fmt.Sprintf(`{"step":%d}`, g.steps-1))
+	}
 }
 
 // xrun is one way of replaying a history.

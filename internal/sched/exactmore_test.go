@@ -35,29 +35,8 @@ func xmoreGenerate(seed uint64, blocks []xslice, local bool, n int) *xmore {
 			g.ts += g.r.IntN(1 << 40)
 		}
 		switch k := g.r.IntN(128); {
-		case k < 3:
-			g.createStream()
-		case k < 37:
-			g.call()
-		case k < 45:
-			g.reduce()
-		case k < 48:
-			g.reduceRun()
-		case k < 50:
-			g.group()
-		case k < 56:
-			g.send()
-		case k < 70:
-			g.del()
-		case k < 77:
-			g.lend()
-		case k < 78:
-			g.idleLoan()
-		case k < 98:
-			g.advance()
 		case k < 100:
-			g.steps++
-			g.lines = append(g.lines, fmt.Sprintf(`{"step":%d}`, g.steps-1))
+			g.op(k)
 		case k < 104:
 			g.zeroBytes()
 		case k < 108:
