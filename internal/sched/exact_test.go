@@ -208,7 +208,12 @@ func (g *xgen) stream() (int, uint8) {
 }
 
 func (g *xgen) createStream() {
-	if len(g.streams) < 5 && g.r.IntN(2) == 0 {
+	g.addStream(len(g.streams) < 5 && g.r.IntN(2) == 0)
+}
+
+// addStream creates a stream on blocks that lack it: a new one if grow.
+func (g *xgen) addStream(grow bool) {
+	if grow {
 		g.streams = append(g.streams, 0)
 		g.ran = append(g.ran, 0)
 		g.used = append(g.used, 0)

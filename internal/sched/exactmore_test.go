@@ -94,20 +94,7 @@ func (g *xmore) zeroBytes() {
 }
 
 // lateStream creates a stream, up to eight, on blocks that lack it.
-func (g *xmore) lateStream() {
-	if len(g.streams) < 8 {
-		g.streams = append(g.streams, 0)
-		g.ran = append(g.ran, 0)
-		g.used = append(g.used, 0)
-	}
-	s := 1 + g.r.IntN(len(g.streams))
-	mask := g.sub(g.all() &^ g.streams[s-1])
-	if mask == 0 {
-		return
-	}
-	g.streams[s-1] |= mask
-	g.emit(mask, fmt.Sprintf(`{"type":"CreateStream","result":{"ref":%d,"name":"s%d"},"default":%v}`, s, s, s == 1))
-}
+func (g *xmore) lateStream() { g.addStream(len(g.streams) < 8) }
 
 // nested sends a CommandGroup holding a CommandGroup (a call and a view
 // of its result), a Reduce of the view and, often, the call's result
