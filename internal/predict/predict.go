@@ -183,7 +183,7 @@ func replayJob(ctx context.Context, j workload.Job, model sched.CostModel, piped
 		return nil, workload.Stats{}, err
 	}
 	var stats workload.Stats
-	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done()}
+	opt := replay.Options{Model: model, Grouped: true, Jobs: 1, Controller: sched.ControllerNone, Stop: ctx.Done(), FixedStreams: true}
 	if edit != nil {
 		edit(&opt)
 	}

@@ -89,6 +89,12 @@ type Options struct {
 	// gives the rule), with that record's line, the groups and the world's
 	// ranks. Results do not depend on it.
 	ManyGroups func(line int64, groups int, world int64)
+	// FixedStreams promises that the history creates every stream before
+	// its tasks (a producer such as internal/workload's does): memory
+	// events are then let go of as a replay goes, even without a
+	// controller cost (sched.Options.FixedStreams). Results do not depend
+	// on it; a stream created late is an error.
+	FixedStreams bool
 	// PerCommand applies every record of a producer's recorded passes
 	// (Sim.BeginPass) one by one, never a pass as one step: slower, with
 	// the same results (the tests compare the two).
@@ -206,15 +212,16 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 		s.hw, model = m, m
 	}
 	eng, err := sched.New(sched.Options{
-		Interrupt:   s.interrupted,
-		WorldSize:   h.WorldSize,
-		Mode:        opt.Mode,
-		Model:       model,
-		GPUsPerHost: h.GPUsPerHost,
-		KeepEvents:  opt.KeepTrace || opt.TracePath != "",
-		Grouped:     opt.Grouped,
-		Jobs:        engineJobs(&opt),
-		Controller:  opt.Controller,
+		Interrupt:    s.interrupted,
+		WorldSize:    h.WorldSize,
+		Mode:         opt.Mode,
+		Model:        model,
+		GPUsPerHost:  h.GPUsPerHost,
+		KeepEvents:   opt.KeepTrace || opt.TracePath != "",
+		Grouped:      opt.Grouped,
+		Jobs:         engineJobs(&opt),
+		Controller:   opt.Controller,
+		FixedStreams: opt.FixedStreams,
 	})
 	if err != nil {
 		return nil, &history.Error{File: name, Line: 1, Err: err}

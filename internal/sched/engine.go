@@ -118,6 +118,14 @@ type Options struct {
 	Jobs int
 	// Controller prices the controller's part of each command.
 	Controller Controller
+	// FixedStreams promises that every stream is created before the first
+	// memory event is settled: a producer that makes its streams up front
+	// (internal/workload) says so. Memory events then become final, and are
+	// let go of, once no stream can record one before them, even where the
+	// controller clock is behind (with ControllerNone it stays 0, and
+	// without the promise nothing is final before the end). A stream
+	// created after that is an error (ErrStreamsFixed).
+	FixedStreams bool
 	// Interrupt, when set, is asked between the sub-commands of a
 	// CommandGroup and every 65,536 groups a command reaches; true ends
 	// the command with ErrStopped, so a stop request or a memory limit is
@@ -131,10 +139,13 @@ type Engine struct {
 	opt Options
 
 	nowNs int64 // the controller clock
-	cmdID int64
-	line  int64
-	tsNs  int64          // the current record's ts, whatever the mode
-	cur   []values.Slice // ranks of the current command
+	// settledFixed: with FixedStreams, events were settled past the
+	// clock, so no stream may be created any more.
+	settledFixed bool
+	cmdID        int64
+	line         int64
+	tsNs         int64          // the current record's ts, whatever the mode
+	cur          []values.Slice // ranks of the current command
 
 	part   *groups.Partition
 	gs     []*group // one per group of identical ranks (per rank, ungrouped); pointers, so a split appends 8 bytes, not a copy of every group

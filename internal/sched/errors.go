@@ -10,6 +10,7 @@ import (
 var (
 	ErrUnknownStream   = errors.New("unknown stream")
 	ErrStreamExists    = errors.New("stream already exists")
+	ErrStreamsFixed    = errors.New("stream created after the streams were promised fixed (Options.FixedStreams)")
 	ErrMissingTensor   = errors.New("tensor not available")
 	ErrTensorInUse     = errors.New("tensor produced again while still in use")
 	ErrBorrow          = errors.New("borrow out of order")

@@ -63,6 +63,7 @@ type xgen struct {
 	cmds    int
 	parts   bool // Reduce runs may address parts of blocks
 	faults  bool // rarely, a history the replay must refuse
+	fixed   bool // every stream is created first (Options.FixedStreams)
 }
 
 // layout cuts world into n blocks, contiguous or interleaved.
@@ -576,7 +577,7 @@ func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
 // op writes the command the draw k (0 <= k < 100) picks.
 func (g *xgen) op(k int) {
 	switch {
-	case k < 3:
+	case k < 3 && !g.fixed:
 		g.createStream()
 	case k < 37:
 		g.call()
@@ -612,6 +613,7 @@ type xrun struct {
 	jobs       int
 	mode       Mode
 	controller Controller
+	fixed      bool // Options.FixedStreams
 }
 
 // xoutcome is what a replay says, rank by rank.
@@ -632,7 +634,7 @@ func xreplay(t *testing.T, text string, c xrun, ranks []int64) xoutcome {
 	defer SetSettle(true)
 	defer SetBatch(true)
 	// A command's error is an outcome to compare: the engine is kept.
-	e, err := replayWith(t, Options{Mode: c.mode, Controller: c.controller, KeepEvents: c.keep, Grouped: c.grouped, Jobs: c.jobs}, text)
+	e, err := replayWith(t, Options{Mode: c.mode, Controller: c.controller, KeepEvents: c.keep, Grouped: c.grouped, Jobs: c.jobs, FixedStreams: c.fixed}, text)
 	var o xoutcome
 	if err != nil {
 		o.err = err.Error()

@@ -26,6 +26,9 @@ func (e *Engine) CreateStream(m *gen.CreateStream) error {
 	if err != nil {
 		return err
 	}
+	if e.settledFixed && len(gs) > 0 {
+		return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamsFixed, m.Result.Ref, m.Result.Name, e.who(gs[0]))
+	}
 	name := e.names.ID(m.Result.Name)
 	wait := e.names.ID("waiting for " + m.Result.Name)
 	for _, gi := range gs {

@@ -158,8 +158,9 @@ func heapDown(h []memHead, i int) {
 // a trace; with one they stay for the trace but are not merged again),
 // and a new stream sends its group back to them (unsettle). With a
 // controller that costs nothing the clock stays 0: nothing is final
-// before the end, and the events stay. Not in stream-only mode, where the
-// clock stays 0 as well.
+// before the end, and the events stay, unless the producer promised to
+// create no stream late (Options.FixedStreams): then the settled events
+// are final. Not in stream-only mode, where the clock stays 0 as well.
 func (e *Engine) settleMemory(g *group) {
 	if e.opt.Mode == StreamOnly {
 		return
@@ -221,9 +222,14 @@ func (e *Engine) settleMemory(g *group) {
 			}
 		}
 	}
-	// The final events: settled, and before the clock. Each event is
-	// walked once settling and once here.
-	e.memPos, e.memHeap, _ = g.merge(fromFinal, min(limit, e.nowNs), e.memPos, e.memHeap, func(_, running int64) {
+	// The final events: settled, and before the clock, unless no stream
+	// can be created any more (FixedStreams). Each event is walked once
+	// settling and once here.
+	final := min(limit, e.nowNs)
+	if e.opt.FixedStreams {
+		final, e.settledFixed = limit, true
+	}
+	e.memPos, e.memHeap, _ = g.merge(fromFinal, final, e.memPos, e.memHeap, func(_, running int64) {
 		g.finalPeak = max(g.finalPeak, running)
 		g.finalBase = running
 	})

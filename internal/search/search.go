@@ -672,6 +672,7 @@ func Evaluate(ctx context.Context, s Space, l Layout, model sched.CostModel, ctl
 			return Result{}, err
 		}
 		produce = func(sink *replay.Sim) error { return workload.Emit(j, sink) }
+		opt.FixedStreams = true // the workload makes its streams first
 	}
 	res, err := replay.Typed(h, "layout", produce, opt)
 	if err == nil && res.Partial {

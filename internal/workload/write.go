@@ -210,6 +210,29 @@ func emitStats(j Job, sink Sink, templates bool) (Stats, int, error) {
 	return st, g.tplReplays, g.e.callErr
 }
 
+// commEverywhere, set by a test, makes "comm" on every stage, used or not.
+var commEverywhere bool
+
+// usesComm reports whether stage st ever runs a task on "comm": its data-
+// parallel reductions overlapped with the backward (PyTorch DDP) or
+// sharded (ZeRO), and the tied word embedding's reduction between the
+// first and last stages. A stage makes the stream only then: a stream
+// that never runs a task would hold its group's memory events unsettled
+// at time 0 until the end (Options.FixedStreams in internal/replay), and
+// one that a stage needs but lacks fails the replay (unknown stream), as
+// the tests of every layout would show.
+func (g *generator) usesComm(st *stage) bool {
+	switch {
+	case commEverywhere:
+		return true
+	case g.zero() >= 1:
+		return true
+	case g.j.DP > 1 && g.j.GradReduce != GradAfterBackward:
+		return true
+	}
+	return g.j.Model.Tied && g.j.PP > 1 && (st.idx == 0 || st.idx == g.j.PP-1)
+}
+
 func (g *generator) setup() {
 	j := &g.j
 	dp, tp := int64(j.DP), int64(j.TP)
@@ -234,7 +257,9 @@ func (g *generator) setup() {
 	}
 	for _, st := range g.stages {
 		g.e.createStream(st.all, st.main, "main", true)
-		g.e.createStream(st.all, streamComm, "comm", false)
+		if g.usesComm(st) {
+			g.e.createStream(st.all, streamComm, "comm", false)
+		}
 		if n := g.neighbour(st.idx, 0); n >= 0 {
 			g.e.createStream(st.all, streamMain+int64(n), "send_next", false)
 		}

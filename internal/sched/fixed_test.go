@@ -1,0 +1,135 @@
+package sched
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// xfixed is a random history of about n commands over world ranks cut
+// into nb blocks whose streams are all created before its first task, on
+// parts of the world as xgenerate makes them later.
+func xfixed(seed uint64, world, nb int, n int) string {
+	bs := layout(world, nb, seed%2 == 1)
+	g := &xgen{r: rand.New(rand.NewPCG(seed, 11)), blocks: bs, parts: true, ts: 1000, fixed: true}
+	g.streams, g.ran, g.used = []uint8{g.all()}, []uint8{0}, []int{0}
+	g.emit(g.all(), `{"type":"CreateStream","result":{"ref":1,"name":"s1"},"default":true}`)
+	for range 6 {
+		g.addStream(len(g.streams) < 5)
+	}
+	for g.cmds < n {
+		g.tick()
+		g.op(g.r.IntN(100))
+	}
+	for len(g.loans) > 0 {
+		g.tick()
+		g.advance()
+	}
+	return g.render(world, bs)
+}
+
+// TestFixedStreamsExact: with the promise that every stream exists before
+// the first task (Options.FixedStreams), settled memory events are final
+// and let go of even where the controller clock lags (with no controller
+// cost it stays 0). Every report, rank by rank, must be what a replay
+// that settles nothing says, under both controllers, grouped or not,
+// traced or not.
+func TestFixedStreamsExact(t *testing.T) {
+	seeds := 8
+	if testing.Short() {
+		seeds = 3
+	}
+	runs := []xrun{
+		{name: "fixed settled", settle: true, batch: true, jobs: 1, fixed: true},
+		{name: "fixed settled traced", settle: true, keep: true, batch: true, jobs: 1, fixed: true},
+		{name: "fixed grouped settled", grouped: true, settle: true, batch: true, jobs: 2, fixed: true},
+		{name: "fixed grouped settled one by one", grouped: true, settle: true, jobs: 1, fixed: true},
+	}
+	errs := 0
+	for seed := range seeds {
+		world := []int{4, 6, 8, 12}[seed%4]
+		text := xfixed(uint64(seed), world, 2+seed%3, 4500)
+		for _, ctrl := range []Controller{ControllerNone, ControllerMonarch} {
+			ref := xrun{name: "unsettled", keep: true, jobs: 1, controller: ctrl, mode: Everything}
+			want := xreplay(t, text, ref, allRanks(world))
+			if want.err != "" {
+				errs++
+			}
+			for _, c := range runs {
+				c.controller, c.mode = ctrl, Everything
+				got := xreplay(t, text, c, allRanks(world))
+				xcompare(t, fmt.Sprintf("seed %d world %d %v: %s", seed, world, ctrl, c.name), want, got)
+			}
+		}
+	}
+	if errs > seeds/2 {
+		t.Errorf("%d of %d random replays failed: the generator should make valid histories", errs, 2*seeds)
+	}
+}
+
+// keptEvents is how many memory events text's replay with no controller
+// cost holds at its end, with or without the FixedStreams promise.
+func keptEvents(t *testing.T, text string, fixed bool) (kept int, rep Report) {
+	t.Helper()
+	e, err := replayWith(t, Options{Mode: Everything, Controller: ControllerNone, Jobs: 1, FixedStreams: fixed}, text)
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	defer e.Close()
+	for _, g := range e.gs {
+		for s := range g.streams {
+			kept += g.streams[s].mem.Len()
+		}
+	}
+	return kept, e.Report()
+}
+
+// TestFixedStreamsLetsGo: a long run on two streams that both stay busy,
+// with no controller cost, keeps every memory event to its end without
+// the promise, and only those of its last settlement's window with it.
+func TestFixedStreamsLetsGo(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"fastsim":"history","version":1,"world_size":2}` + "\n")
+	all := `[{"offset":0,"sizes":[2],"strides":[1]}]`
+	fmt.Fprintf(&b, `{"ts":1,"ranks":%s,"msg":{"type":"CreateStream","result":{"ref":1,"name":"a"},"default":true}}`+"\n", all)
+	fmt.Fprintf(&b, `{"ts":2,"ranks":%s,"msg":{"type":"CreateStream","result":{"ref":2,"name":"b"},"default":false}}`+"\n", all)
+	const n = 20000
+	for i := range n {
+		// A tensor made and deleted on each stream in turn: two events
+		// a command, 2n in all.
+		s, id := 1+i%2, 10+i
+		fmt.Fprintf(&b, `{"ts":%d,"ranks":%s,"msg":{"type":"CallFunction","function":"f","args":[],"result":[{"tensor":%d,"storage":%d,"nbytes":64,"dtype":"float32","shape":[16],"device":"cuda"}],"stream":{"ref":%d}}}`+"\n", 3+2*i, all, id, id, s)
+		fmt.Fprintf(&b, `{"ts":%d,"ranks":%s,"msg":{"type":"DeleteRefs","refs":[%d]}}`+"\n", 4+2*i, all, id)
+	}
+	text := b.String()
+	without, want := keptEvents(t, text, false)
+	with, got := keptEvents(t, text, true)
+	if want != got {
+		t.Fatalf("report %+v with the promise, %+v without", got, want)
+	}
+	if without < 2*n {
+		t.Fatalf("without the promise %d events kept, want all %d (nothing is final with no controller cost)", without, 2*n)
+	}
+	if with > 2*settleEvery {
+		t.Fatalf("with the promise %d events kept of %d, want at most those since the last settlement (%d)", with, 2*n, 2*settleEvery)
+	}
+}
+
+// TestFixedStreamsLateStream: a stream created after events were settled
+// under the promise is refused, since events it could precede are gone.
+func TestFixedStreamsLateStream(t *testing.T) {
+	text := xfixed(3, 4, 2, 9000)
+	// A stream made at the end, after settlements.
+	i := strings.LastIndex(text, "\n{")
+	late := `{"ts":999999999999,"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":9,"name":"late"},"default":false}}`
+	text = text[:i+1] + late + "\n"
+	if _, err := replayWith(t, Options{Mode: Everything, Controller: ControllerNone, Jobs: 1}, text); err != nil {
+		t.Fatalf("without the promise: %v", err)
+	}
+	_, err := replayWith(t, Options{Mode: Everything, Controller: ControllerNone, Jobs: 1, FixedStreams: true}, text)
+	if !errors.Is(err, ErrStreamsFixed) {
+		t.Fatalf("with the promise: error %v, want ErrStreamsFixed", err)
+	}
+}
