@@ -703,6 +703,21 @@ func xcompare(t *testing.T, what string, want, got xoutcome) {
 	}
 }
 
+// xagree replays text (over world ranks) every way of runs, under mode and
+// ctrl, and fails t where one differs from the reference, the replay that
+// settles nothing; it returns the reference's error, if any.
+func xagree(t *testing.T, text string, world int, mode Mode, ctrl Controller, runs []xrun, what string) string {
+	t.Helper()
+	ref := xrun{name: "unsettled", keep: true, jobs: 1, controller: ctrl, mode: mode}
+	want := xreplay(t, text, ref, allRanks(world))
+	for _, c := range runs {
+		c.controller, c.mode = ctrl, mode
+		got := xreplay(t, text, c, allRanks(world))
+		xcompare(t, fmt.Sprintf("%s world %d %v %v: %s", what, world, mode, ctrl, c.name), want, got)
+	}
+	return want.err
+}
+
 // allRanks lists 0..world-1.
 func allRanks(world int) []int64 {
 	rs := make([]int64, world)
@@ -739,16 +754,8 @@ func TestShortcutsExactRandom(t *testing.T) {
 			mode Mode
 			ctrl Controller
 		}{{Everything, ControllerMonarch}, {Everything, ControllerNone}, {StreamOnly, ControllerMonarch}} {
-			mode, ctrl := how.mode, how.ctrl
-			ref := xrun{name: "unsettled", keep: true, jobs: 1, controller: ctrl, mode: mode}
-			want := xreplay(t, text, ref, allRanks(world))
-			if want.err != "" {
+			if xagree(t, text, world, how.mode, how.ctrl, runs, fmt.Sprintf("seed %d", seed)) != "" {
 				errs++
-			}
-			for _, c := range runs {
-				c.controller, c.mode = ctrl, mode
-				got := xreplay(t, text, c, allRanks(world))
-				xcompare(t, fmt.Sprintf("seed %d world %d %v %v: %s", seed, world, mode, ctrl, c.name), want, got)
 			}
 		}
 	}

@@ -182,15 +182,8 @@ func TestShortcutsExactLongLogs(t *testing.T) {
 	for seed, world := range []int{2, 4} {
 		text := xhistory(uint64(100+seed), world, 2, false, 40000)
 		for _, ctrl := range []Controller{ControllerMonarch, ControllerNone} {
-			ref := xrun{name: "unsettled", keep: true, jobs: 1, controller: ctrl, mode: Everything}
-			want := xreplay(t, text, ref, allRanks(world))
-			if want.err != "" {
-				t.Fatalf("seed %d world %d: the reference replay failed: %s", seed, world, want.err)
-			}
-			for _, c := range runs {
-				c.controller, c.mode = ctrl, Everything
-				got := xreplay(t, text, c, allRanks(world))
-				xcompare(t, fmt.Sprintf("seed %d world %d %v: %s", seed, world, ctrl, c.name), want, got)
+			if err := xagree(t, text, world, Everything, ctrl, runs, fmt.Sprintf("seed %d", seed)); err != "" {
+				t.Fatalf("seed %d world %d: the reference replay failed: %s", seed, world, err)
 			}
 		}
 		segments = max(segments, longestLog(t, text, world))
