@@ -556,22 +556,32 @@ func xhistory(seed uint64, world, nb int, interleaved bool, n int) string {
 // alone, so Reduce runs may address parts of blocks and a rare fault may
 // be made (its message names ranks).
 func xgenerate(seed uint64, blocks []xslice, local bool, n int) *xgen {
-	g := &xgen{r: rand.New(rand.NewPCG(seed, 7)), blocks: blocks, parts: local, faults: local, ts: 1000}
-	// One stream everywhere to start; the others come later, on parts
-	// of the world.
+	g := xstart(seed, 7, blocks, local)
+	g.run(n)
+	return g
+}
+
+// xstart begins a random history over blocks with one stream everywhere;
+// the others come later (op), on parts of the world.
+func xstart(seed, stream uint64, blocks []xslice, local bool) *xgen {
+	g := &xgen{r: rand.New(rand.NewPCG(seed, stream)), blocks: blocks, parts: local, faults: local, ts: 1000}
 	g.streams, g.ran, g.used = []uint8{0}, []uint8{0}, []int{0}
 	g.streams[0] = g.all()
 	g.emit(g.all(), `{"type":"CreateStream","result":{"ref":1,"name":"s1"},"default":true}`)
+	return g
+}
+
+// run writes commands until there are about n, then ends every loan, so
+// that no stream waits for ever.
+func (g *xgen) run(n int) {
 	for g.cmds < n {
 		g.tick()
 		g.op(g.r.IntN(100))
 	}
-	// Every loan ends, so no stream waits for ever.
 	for len(g.loans) > 0 {
 		g.tick()
 		g.advance()
 	}
-	return g
 }
 
 // op writes the command the draw k (0 <= k < 100) picks.

@@ -3,7 +3,6 @@ package sched
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -13,20 +12,12 @@ import (
 // parts of the world as xgenerate makes them later.
 func xfixed(seed uint64, world, nb int, n int) string {
 	bs := layout(world, nb, seed%2 == 1)
-	g := &xgen{r: rand.New(rand.NewPCG(seed, 11)), blocks: bs, parts: true, ts: 1000, fixed: true}
-	g.streams, g.ran, g.used = []uint8{g.all()}, []uint8{0}, []int{0}
-	g.emit(g.all(), `{"type":"CreateStream","result":{"ref":1,"name":"s1"},"default":true}`)
+	g := xstart(seed, 11, bs, true)
+	g.faults, g.fixed = false, true
 	for range 6 {
 		g.addStream(len(g.streams) < 5)
 	}
-	for g.cmds < n {
-		g.tick()
-		g.op(g.r.IntN(100))
-	}
-	for len(g.loans) > 0 {
-		g.tick()
-		g.advance()
-	}
+	g.run(n)
 	return g.render(world, bs)
 }
 
