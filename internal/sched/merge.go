@@ -186,6 +186,13 @@ func (e *Engine) settleMemory(g *group) {
 	if !any {
 		return
 	}
+	// Under FixedStreams the settled events are final too: when every
+	// stream's settled events are final already, the walk that settles
+	// is the one that makes final, and is not walked twice.
+	once := e.opt.FixedStreams && g.memBase == g.finalBase && g.memPeak == g.finalPeak
+	for s := range g.streams {
+		once = once && g.streams[s].base == g.streams[s].final
+	}
 	e.mergeMemory(g, limit, func(_, running int64) {
 		g.memPeak = max(g.memPeak, running)
 		g.memBase = running
@@ -229,10 +236,16 @@ func (e *Engine) settleMemory(g *group) {
 	if e.opt.FixedStreams {
 		final, e.settledFixed = limit, true
 	}
-	e.memPos, e.memHeap, _ = g.merge(fromFinal, final, e.memPos, e.memHeap, func(_, running int64) {
-		g.finalPeak = max(g.finalPeak, running)
-		g.finalBase = running
-	})
+	if once {
+		// e.memPos holds where the settling walk stopped, each stream's
+		// new base, which the final walk would reach too.
+		g.finalBase, g.finalPeak = g.memBase, g.memPeak
+	} else {
+		e.memPos, e.memHeap, _ = g.merge(fromFinal, final, e.memPos, e.memHeap, func(_, running int64) {
+			g.finalPeak = max(g.finalPeak, running)
+			g.finalBase = running
+		})
+	}
 	for s, q := range e.memPos {
 		st := &g.streams[s]
 		if e.opt.KeepEvents || q == 0 {
