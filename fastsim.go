@@ -624,7 +624,10 @@ func (t Transformer) job() (workload.Job, error) {
 	return j, j.Check()
 }
 
-// Check reports the first thing about t that does not fit.
+// Check reports the first thing about t that does not fit: what History
+// and WriteHistory refuse. Predict refuses two layouts more, which train
+// as another under a name that says otherwise: a Zero stage above 0 with
+// DP 1, and SequenceParallel with TP 1.
 func (t Transformer) Check() error {
 	_, err := t.job()
 	return err
@@ -673,8 +676,12 @@ type Prediction = predict.Result
 // MFU and the worst device's memory. t.GPUsPerHost 0 takes hw's. The
 // command line's flags map to t's fields of the same names (--tp is TP,
 // --grad-reduce GradReduce, ...; its --world is TP*PP*DP), and every
-// figure `fastsim predict --json` writes is the same, Wall aside.
-// Canceling ctx ends the prediction with ctx's error.
+// figure `fastsim predict --json` writes is the same, Wall aside. As the
+// command line does, it refuses a layout that would train as another,
+// which Check accepts: a Zero stage above 0 with DP 1 (nothing to shard
+// over), SequenceParallel with TP 1 (nothing to split over); a search
+// leaves such layouts out. Canceling ctx ends the prediction with ctx's
+// error.
 func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, error) {
 	if hw == nil {
 		return Prediction{}, errors.New("fastsim: Predict: no hardware (LoadHardware gives one)")
