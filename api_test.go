@@ -720,3 +720,31 @@ func TestPredictRefusesWhatCheckAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorLinesCountFromTheHeader: errors name lines as in a file whose
+// line 1 is the header: the first line fed is sim:2, the third (over two
+// Feeds) sim:4, and the first record Replay reads history:2.
+func TestErrorLinesCountFromTheHeader(t *testing.T) {
+	bad := `{"ts":1,"ranks":[{"offset":0,"sizes":[3],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+	sim, err := New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "sim:2: ") {
+		t.Errorf("first line fed: %v, want sim:2", err)
+	}
+	sim, err = New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(twoRanks[0] + "\n" + twoRanks[2])); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "sim:4: ") {
+		t.Errorf("third line fed: %v, want sim:4", err)
+	}
+	h := `{"fastsim":"history","version":1,"world_size":2}` + "\n" + bad + "\n"
+	if _, err := Replay(strings.NewReader(h), Options{}); err == nil || !strings.HasPrefix(err.Error(), "history:2: ") {
+		t.Errorf("Replay: %v, want history:2", err)
+	}
+}

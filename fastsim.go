@@ -32,7 +32,9 @@ import (
 )
 
 // Errors of the API. Errors in a history are returned as they come from the
-// reader and the engine, naming the line ("sim:3: ...").
+// reader and the engine, naming the line as in a file whose line 1 is the
+// header: "sim:2: ..." is the first line given to Feed, "history:2: ..."
+// the first record Replay read.
 var (
 	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
 	ErrNoTrace = replay.ErrNoTrace
@@ -327,7 +329,9 @@ func (s *Sim) UnknownOps() (int64, []string) {
 // records, applies none and returns ErrStopped (a stop that comes while
 // Feed runs ends it within a record, which is then applied in part, or
 // dropped); Partial reports true. Given no lines (nil or empty) it
-// returns ErrNoLines and changes nothing, after the checks above.
+// returns ErrNoLines and changes nothing, after the checks above. An
+// error names its line counted over every Feed, after the header's line
+// 1: the first line fed is "sim:2".
 func (s *Sim) Feed(lines []byte) error {
 	if err := s.ok(); err != nil {
 		return err
