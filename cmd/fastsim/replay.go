@@ -193,11 +193,22 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		opt.TraceSteps = r
 	}
 	showProgress := isTerminal(os.Stderr) && !f.quiet
-	if !f.grouped && !f.quiet {
-		opt.Header = func(h history.Header) {
-			if h.WorldSize > largeWorld {
-				fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
-			}
+	// A --memory-device outside the world is refused once the header
+	// gives the world, before the replay: found at its end, it would
+	// throw away a long replay for a typo. The refusal stops the replay
+	// (refuse, merged into the stop below) and is reported alone.
+	var headerErr error
+	var stopAll <-chan struct{} // opt.Stop: a Ctrl-C or the refusal
+	refuse := make(chan struct{})
+	opt.Header = func(h history.Header) {
+		if f.extra.memSnapshot != "" && f.extra.memDevice >= h.WorldSize {
+			headerErr = &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", f.extra.memDevice, h.WorldSize), true}
+			close(refuse)
+			<-stopAll // closed before the replay looks for a stop: no record is applied
+			return
+		}
+		if !f.grouped && !f.quiet && h.WorldSize > largeWorld {
+			fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
 		}
 	}
 	if f.grouped && !f.quiet {
@@ -251,7 +262,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	// the outputs being written and exits.
 	stop, release := handleSignals()
 	defer release()
-	opt.Stop = stop
+	stopAll = eitherClosed(stop, refuse)
+	opt.Stop = stopAll
 	opt.PartialTrace = f.partial
 
 	if f.memprofile != "" {
@@ -266,6 +278,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if headerErr != nil {
+		return outputErr(stderr, headerErr)
 	}
 	// An output that failed after the replay succeeded (the trace, the
 	// snapshot, the HTML page) is reported after the report, which is
@@ -383,6 +398,20 @@ func cutShort(err error) bool {
 }
 
 // closed reports whether c is closed.
+// eitherClosed returns a channel closed once a or b is; the goroutine
+// that waits for them ends with the process, which ends with the command.
+func eitherClosed(a, b <-chan struct{}) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		}
+		close(c)
+	}()
+	return c
+}
+
 func closed(c <-chan struct{}) bool {
 	select {
 	case <-c:
