@@ -381,7 +381,13 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			ran += fmt.Sprintf("; %d of them before the best step that rules them out was found", extra)
 		}
 	}
-	return emit(d, out, stdout, stderr, "search", ran)
+	status := emit(d, out, stdout, stderr, "search", ran)
+	if status == exitOK && !out.quiet && len(rs) == 0 && stats.PrunedMemory > 0 {
+		// An empty table: say how far the space is from fitting.
+		fmt.Fprintf(stdout, "no layout fits in %.1f GB: the lowest memory bound is %.2f GB, of %v\n",
+			float64(s.MemoryBytes)/1e9, float64(stats.LeastMemoryBytes)/1e9, stats.LeastMemory)
+	}
+	return status
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,5 +84,32 @@ func TestSearchEmptySpaceNamesItsLimits(t *testing.T) {
 		if code, stdout, stderr := runCLI(args...); code != exitInput || stdout != "" || stderr != c.want {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// TestSearchNothingFitsSaysHowFar: when every layout is pruned by memory
+// (Llama-2 7B's 18 bytes a parameter, over 100 GB, on one 85.1 GB GPU:
+// three layouts, one per recomputation policy, all pp 1, dp 1, tp 1),
+// the empty table is followed by the lowest memory bound and its layout,
+// a bound above the GPU's memory; --quiet prints nothing, and a search
+// with a layout that fits prints no such line.
+func TestSearchNothingFitsSaysHowFar(t *testing.T) {
+	args := []string{"search", "--model", "llama2-7b", "--hardware", "a100-80gb", "--world", "1", "--global-batch", "1"}
+	code, stdout, stderr := runCLI(args...)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^no layout fits in 85\.1 GB: the lowest memory bound is ([0-9.]+) GB, of pp 1, dp 1, tp 1, micro 1, 1f1b, recompute (none|selective|full)\n\z`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no line naming the lowest memory bound at the end of %q", stdout)
+	}
+	if gb, err := strconv.ParseFloat(m[1], 64); err != nil || gb <= 85.1 {
+		t.Errorf("lowest bound %s GB: it would fit", m[1])
+	}
+	if code, stdout, _ := runCLI(append(args, "--quiet")...); code != exitOK || stdout != "" {
+		t.Errorf("--quiet: exit %d, %q", code, stdout)
+	}
+	if _, stdout, _ := runCLI("search", "--model", "llama2-7b", "--hardware", "a100-80gb", "--world", "8", "--global-batch", "8", "--schedule", "1f1b", "--recompute", "full", "--zero", "1", "--sequence-parallel"); !strings.Contains(stdout, " yes\n") || strings.Contains(stdout, "no layout fits") {
+		t.Errorf("a search with layouts that fit: %q", stdout)
 	}
 }
