@@ -384,8 +384,12 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	status := emit(d, out, stdout, stderr, "search", ran)
 	if status == exitOK && !out.quiet && len(rs) == 0 && stats.PrunedMemory > 0 {
 		// An empty table: say how far the space is from fitting.
-		fmt.Fprintf(stdout, "no layout fits in %.1f GB: the lowest memory bound is %.2f GB, of %v\n",
-			float64(s.MemoryBytes)/1e9, float64(stats.LeastMemoryBytes)/1e9, stats.LeastMemory)
+		of := ""
+		if shard.N > 1 {
+			of = fmt.Sprintf(" of shard %d/%d", shard.K, shard.N)
+		}
+		fmt.Fprintf(stdout, "no layout%s fits in %.1f GB: the lowest memory bound is %.2f GB, of %v\n",
+			of, float64(s.MemoryBytes)/1e9, float64(stats.LeastMemoryBytes)/1e9, stats.LeastMemory)
 	}
 	return status
 }

@@ -106,6 +106,10 @@ func TestSearchNothingFitsSaysHowFar(t *testing.T) {
 	if gb, err := strconv.ParseFloat(m[1], 64); err != nil || gb <= 85.1 {
 		t.Errorf("lowest bound %s GB: it would fit", m[1])
 	}
+	// A shard says it speaks for itself.
+	if _, stdout, _ := runCLI(append(args, "--shard", "1/2")...); !strings.Contains(stdout, "\nno layout of shard 1/2 fits in 85.1 GB: the lowest memory bound is ") {
+		t.Errorf("--shard 1/2: %q", stdout)
+	}
 	if code, stdout, _ := runCLI(append(args, "--quiet")...); code != exitOK || stdout != "" {
 		t.Errorf("--quiet: exit %d, %q", code, stdout)
 	}
