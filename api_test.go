@@ -688,3 +688,63 @@ func TestFinishedSimTakesNoMore(t *testing.T) {
 		t.Errorf("a second Finish: %v", err)
 	}
 }
+
+// TestPredictRefusesWhatCheckAccepts: Check accepts ZeRO above 0 with DP
+// 1 and sequence parallelism with TP 1, as History does; Predict refuses
+// both, naming the field, as its doc says, so a program that filters a
+// search's layouts with Check still meets these errors from Predict.
+func TestPredictRefusesWhatCheckAccepts(t *testing.T) {
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("llama2-7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t    Transformer
+		want string
+	}{
+		{Transformer{Model: m, TP: 2, PP: 1, DP: 1, MicroBatch: 1, GlobalBatch: 2, Zero: 2}, "cannot predict: ZeRO 2 shards over the data-parallel replicas and DP is 1"},
+		{Transformer{Model: m, TP: 1, PP: 2, DP: 1, MicroBatch: 1, GlobalBatch: 2, SequenceParallel: true}, "cannot predict: sequence parallelism splits over the tensor-parallel shards and TP is 1"},
+	} {
+		if err := c.t.Check(); err != nil {
+			t.Errorf("%+v: Check: %v, want nil", c.t, err)
+		}
+		if _, err := c.t.History(); err != nil {
+			t.Errorf("History: %v, want a history", err)
+		}
+		if _, err := Predict(context.Background(), c.t, hw); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Predict: %v, want %q", err, c.want)
+		}
+	}
+}
+
+// TestErrorLinesCountFromTheHeader: errors name lines as in a file whose
+// line 1 is the header: the first line fed is sim:2, the third (over two
+// Feeds) sim:4, and the first record Replay reads history:2.
+func TestErrorLinesCountFromTheHeader(t *testing.T) {
+	bad := `{"ts":1,"ranks":[{"offset":0,"sizes":[3],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`
+	sim, err := New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "sim:2: ") {
+		t.Errorf("first line fed: %v, want sim:2", err)
+	}
+	sim, err = New(Header{WorldSize: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(twoRanks[0] + "\n" + twoRanks[2])); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Feed([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "sim:4: ") {
+		t.Errorf("third line fed: %v, want sim:4", err)
+	}
+	h := `{"fastsim":"history","version":1,"world_size":2}` + "\n" + bad + "\n"
+	if _, err := Replay(strings.NewReader(h), Options{}); err == nil || !strings.HasPrefix(err.Error(), "history:2: ") {
+		t.Errorf("Replay: %v, want history:2", err)
+	}
+}

@@ -32,7 +32,9 @@ import (
 )
 
 // Errors of the API. Errors in a history are returned as they come from the
-// reader and the engine, naming the line ("sim:3: ...").
+// reader and the engine, naming the line as in a file whose line 1 is the
+// header: "sim:2: ..." is the first line given to Feed, "history:2: ..."
+// the first record Replay read.
 var (
 	// ErrNoTrace is returned by WriteTrace when Options.KeepTrace was off.
 	ErrNoTrace = replay.ErrNoTrace
@@ -327,7 +329,9 @@ func (s *Sim) UnknownOps() (int64, []string) {
 // records, applies none and returns ErrStopped (a stop that comes while
 // Feed runs ends it within a record, which is then applied in part, or
 // dropped); Partial reports true. Given no lines (nil or empty) it
-// returns ErrNoLines and changes nothing, after the checks above.
+// returns ErrNoLines and changes nothing, after the checks above. An
+// error names its line counted over every Feed, after the header's line
+// 1: the first line fed is "sim:2".
 func (s *Sim) Feed(lines []byte) error {
 	if err := s.ok(); err != nil {
 		return err
@@ -624,7 +628,10 @@ func (t Transformer) job() (workload.Job, error) {
 	return j, j.Check()
 }
 
-// Check reports the first thing about t that does not fit.
+// Check reports the first thing about t that does not fit: what History
+// and WriteHistory refuse. Predict refuses two layouts more, which train
+// as another under a name that says otherwise: a Zero stage above 0 with
+// DP 1, and SequenceParallel with TP 1.
 func (t Transformer) Check() error {
 	_, err := t.job()
 	return err
@@ -673,8 +680,12 @@ type Prediction = predict.Result
 // MFU and the worst device's memory. t.GPUsPerHost 0 takes hw's. The
 // command line's flags map to t's fields of the same names (--tp is TP,
 // --grad-reduce GradReduce, ...; its --world is TP*PP*DP), and every
-// figure `fastsim predict --json` writes is the same, Wall aside.
-// Canceling ctx ends the prediction with ctx's error.
+// figure `fastsim predict --json` writes is the same, Wall aside. As the
+// command line does, it refuses a layout that would train as another,
+// which Check accepts: a Zero stage above 0 with DP 1 (nothing to shard
+// over), SequenceParallel with TP 1 (nothing to split over); a search
+// leaves such layouts out. Canceling ctx ends the prediction with ctx's
+// error.
 func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, error) {
 	if hw == nil {
 		return Prediction{}, errors.New("fastsim: Predict: no hardware (LoadHardware gives one)")

@@ -203,3 +203,34 @@ func TestCutShort(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryDeviceRefusedAtTheHeader: a --memory-device outside the world
+// is refused as soon as the header gives the world, not after the replay:
+// one line, exit 2, without the ungrouped replay's hint for a large world
+// and before the engine meets line 3, which names a stream never created
+// (an error of its own at the end of a replay), and nothing is written.
+func TestMemoryDeviceRefusedAtTheHeader(t *testing.T) {
+	dir := t.TempDir()
+	hist := filepath.Join(dir, "w.hist")
+	const world = largeWorld + 1
+	body := fmt.Sprintf(`{"fastsim":"history","version":1,"world_size":%d}`+"\n", world) +
+		fmt.Sprintf(`{"ts":0,"ranks":[{"offset":0,"sizes":[%d],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`+"\n", world) +
+		fmt.Sprintf(`{"ts":1,"ranks":[{"offset":0,"sizes":[%d],"strides":[1]}],"msg":{"type":"CallFunction","ident":1,"function":"f","args":[],"kwargs":{},"result":[],"mutates":[],"stream":{"ref":7}}}`+"\n", world)
+	if err := os.WriteFile(hist, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trace, summary, snap := filepath.Join(dir, "t.json"), filepath.Join(dir, "s.json"), filepath.Join(dir, "m.pickle")
+	want := fmt.Sprintf("fastsim replay: --memory-device: rank %d is outside the world of %d\n", world, world)
+	for _, extra := range [][]string{nil, {"--partial-trace"}, {"--group-workers"}} {
+		args := append([]string{"replay", "--trace", trace, "--summary-json", summary, "--memory-snapshot", snap, "--memory-device", fmt.Sprint(world)}, extra...)
+		code, stdout, stderr := runCLI(append(args, hist)...)
+		if code != exitInput || stdout != "" || stderr != want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d and %q", extra, code, stdout, stderr, exitInput, want)
+		}
+		for _, p := range []string{trace, summary, snap} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%v: %s written", extra, p)
+			}
+		}
+	}
+}

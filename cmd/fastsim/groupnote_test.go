@@ -41,4 +41,52 @@ func TestManyGroupsNote(t *testing.T) {
 	if code, stdout, stderr := runCLI("replay", "--report-only", "--group-workers", "--quiet", path); code != exitOK || stdout != "" || stderr != "" {
 		t.Errorf("--quiet: exit %d, %q %q; want nothing", code, stdout, stderr)
 	}
+	// A replay that keeps a trace applies each command alone, which the
+	// note says, since that and not the history may be what cut the world.
+	traced := strings.TrimSuffix(want, "\n") + "; a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups\n"
+	for _, out := range [][]string{{"--trace", os.DevNull}, {"--report-only", "--html", os.DevNull}} {
+		args := append(append([]string{"replay", "--group-workers"}, out...), path)
+		if code, _, stderr := runCLI(args...); code != exitOK || stderr != traced {
+			t.Errorf("%v: exit %d, stderr %q, want %q", out, code, stderr, traced)
+		}
+	}
+}
+
+// TestTracedSplitNote: a run of 4,096 Reduces, one per pair of ranks of a
+// world of 8,192, at one time with one message, is applied as one
+// collective by a grouped replay without a trace (1 group) and one by one
+// by a traced one, which ends with 4,096 groups of 2 ranks: too few groups
+// for the note during the replay (65,536), but as few ranks a group, so a
+// note at the end says what the trace did. Without a trace, or with
+// --quiet, nothing is said.
+func TestTracedSplitNote(t *testing.T) {
+	const world = 8192
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"fastsim":"history","version":1,"world_size":%d,"gpus_per_host":8}`+"\n", world)
+	fmt.Fprintf(&b, `{"ts":0,"ranks":[{"offset":0,"sizes":[%d],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":1,"name":"main"},"default":true}}`+"\n", world)
+	fmt.Fprintf(&b, `{"ts":1,"ranks":[{"offset":0,"sizes":[%d],"strides":[1]}],"msg":{"type":"CallFunction","ident":1,"function":"torch.ops.aten.ones.default","args":[],"kwargs":{},"result":[{"tensor":1,"storage":1,"nbytes":4096,"dtype":"float32","shape":[1024],"device":"cuda"}],"mutates":[],"stream":{"ref":1}}}`+"\n", world)
+	for i := 0; i < world/2; i++ {
+		res := `{"tensor":2}`
+		if i == 0 {
+			res = `{"tensor":2,"storage":2,"nbytes":4096,"dtype":"float32","shape":[1024],"device":"cuda"}`
+		}
+		fmt.Fprintf(&b, `{"ts":2,"ranks":[{"offset":%d,"sizes":[2],"strides":[1]}],"msg":{"type":"Reduce","result":%s,"local_tensor":{"tensor":1},"stream":{"ref":1},"dims":["tp"],"reduction":"sum","inplace":true}}`+"\n", 2*i, res)
+	}
+	b.WriteString(`{"step":0}` + "\n")
+	path := filepath.Join(t.TempDir(), "pairs.hist")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI("replay", "--group-workers", "--report-only", path)
+	if code != exitOK || stderr != "" || !strings.Contains(stdout, "on 8192 workers (1 simulated group)") {
+		t.Fatalf("untraced: exit %d, stderr %q, report %q; want one group and no note", code, stderr, stdout)
+	}
+	want := "fastsim replay: note: the replay ended with 4096 groups for 8192 workers (2.0 ranks a group on average); " + tracedApart + "\n"
+	code, stdout, stderr = runCLI("replay", "--group-workers", "--trace", os.DevNull, path)
+	if code != exitOK || stderr != want || !strings.Contains(stdout, "on 8192 workers (4096 simulated groups)") {
+		t.Errorf("traced: exit %d, stderr %q, want %q; report %q", code, stderr, want, stdout)
+	}
+	if code, stdout, stderr := runCLI("replay", "--group-workers", "--trace", os.DevNull, "--quiet", path); code != exitOK || stdout != "" || stderr != "" {
+		t.Errorf("--quiet: exit %d, %q %q; want nothing", code, stdout, stderr)
+	}
 }

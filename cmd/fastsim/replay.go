@@ -193,20 +193,37 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		opt.TraceSteps = r
 	}
 	showProgress := isTerminal(os.Stderr) && !f.quiet
-	if !f.grouped && !f.quiet {
-		opt.Header = func(h history.Header) {
-			if h.WorldSize > largeWorld {
-				fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
-			}
+	// A --memory-device outside the world is refused once the header
+	// gives the world, before the replay: found at its end, it would
+	// throw away a long replay for a typo. The refusal stops the replay
+	// (refuse, merged into the stop below) and is reported alone.
+	var headerErr error
+	var stopAll <-chan struct{} // opt.Stop: a Ctrl-C or the refusal
+	refuse := make(chan struct{})
+	opt.Header = func(h history.Header) {
+		if f.extra.memSnapshot != "" && f.extra.memDevice >= h.WorldSize {
+			headerErr = &flagError{"--memory-device", fmt.Errorf("rank %d is outside the world of %d", f.extra.memDevice, h.WorldSize), true}
+			close(refuse)
+			<-stopAll // closed before the replay looks for a stop: no record is applied
+			return
+		}
+		if !f.grouped && !f.quiet && h.WorldSize > largeWorld {
+			fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
 		}
 	}
+	manyNoted := false
 	if f.grouped && !f.quiet {
 		opt.ManyGroups = func(line int64, groups int, world int64) {
+			manyNoted = true
 			if showProgress {
 				fmt.Fprint(stderr, "\r\033[K") // the progress line
 			}
-			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups\n",
-				line, world, groups, float64(world)/float64(groups))
+			traced := ""
+			if opt.KeepTrace || opt.TracePath != "" {
+				traced = "; " + tracedApart
+			}
+			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups%s\n",
+				line, world, groups, float64(world)/float64(groups), traced)
 		}
 	}
 	// Every destination is checked now, so an unwritable one fails before
@@ -243,12 +260,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	// the outputs being written and exits.
 	stop, release := handleSignals()
 	defer release()
-	opt.Stop = stop
+	stopAll = eitherClosed(stop, refuse)
+	opt.Stop = stopAll
 	opt.PartialTrace = f.partial
 
 	if f.memprofile != "" {
 		runtime.MemProfileRate = heapSampleRate
 	}
+	traced := opt.KeepTrace || opt.TracePath != ""
 	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
@@ -258,6 +277,9 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if showProgress {
 		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if headerErr != nil {
+		return outputErr(stderr, headerErr)
 	}
 	// An output that failed after the replay succeeded (the trace, the
 	// snapshot, the HTML page) is reported after the report, which is
@@ -317,6 +339,12 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !f.quiet {
+		if f.grouped && traced && !manyNoted && !res.Partial && res.Header.WorldSize > largeWorld && int64(res.Groups)*16 >= res.Header.WorldSize {
+			// Fewer groups than the note during the replay asks for, but
+			// as few ranks a group: the trace may be what split them.
+			fmt.Fprintf(stderr, "fastsim replay: note: the replay ended with %d groups for %d workers (%.1f ranks a group on average); %s\n",
+				res.Groups, res.Header.WorldSize, float64(res.Header.WorldSize)/float64(res.Groups), tracedApart)
+		}
 		printUnknownOps(stderr, cm)
 		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
 		// Commands after the last step line are a step of their own.
@@ -375,6 +403,27 @@ func cutShort(err error) bool {
 }
 
 // closed reports whether c is closed.
+// tracedApart says why a grouped replay that keeps a trace may end with
+// far more groups than one without: it applies every command alone, so a
+// run of per-group collectives (one Reduce per tensor- or data-parallel
+// group, as a training job sends them) splits the world, where a replay
+// without a trace applies the run as one collective and keeps it whole.
+const tracedApart = "a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups"
+
+// eitherClosed returns a channel closed once a or b is; the goroutine
+// that waits for them ends with the process, which ends with the command.
+func eitherClosed(a, b <-chan struct{}) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		select {
+		case <-a:
+		case <-b:
+		}
+		close(c)
+	}()
+	return c
+}
+
 func closed(c <-chan struct{}) bool {
 	select {
 	case <-c:

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime"
 	"strconv"
@@ -363,7 +364,11 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		if s.Workload == search.WorkloadToy {
 			heads = ""
 		}
-		fmt.Fprintf(stderr, "fastsim search: no layout of %d GPUs divides %d layers, hidden %d%s and batch %d\n", s.World, s.Layers, s.Hidden, heads, s.Batch)
+		if why := emptyBecause(s, flagSet(fs, "max-tp")); why != "" {
+			fmt.Fprintf(stderr, "fastsim search: no layout of %s that divides %d layers, hidden %d%s and batch %d trains as asked: %s\n", gpus(s.World), s.Layers, s.Hidden, heads, s.Batch, why)
+			return exitInput
+		}
+		fmt.Fprintf(stderr, "fastsim search: no layout of %s divides %d layers, hidden %d%s and batch %d\n", gpus(s.World), s.Layers, s.Hidden, heads, s.Batch)
 		return exitInput
 	}
 	d := search.NewDoc(s, costsID, shard, layouts, rs)
@@ -376,7 +381,17 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			ran += fmt.Sprintf("; %d of them before the best step that rules them out was found", extra)
 		}
 	}
-	return emit(d, out, stdout, stderr, "search", ran)
+	status := emit(d, out, stdout, stderr, "search", ran)
+	if status == exitOK && !out.quiet && len(rs) == 0 && stats.PrunedMemory > 0 {
+		// An empty table: say how far the space is from fitting.
+		of := ""
+		if shard.N > 1 {
+			of = fmt.Sprintf(" of shard %d/%d", shard.K, shard.N)
+		}
+		fmt.Fprintf(stdout, "no layout%s fits in %.1f GB: the lowest memory bound is %.2f GB, of %v\n",
+			of, float64(s.MemoryBytes)/1e9, float64(stats.LeastMemoryBytes)/1e9, stats.LeastMemory)
+	}
+	return status
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
@@ -516,4 +531,79 @@ func costsFrom(costsPath, hardware string) string {
 		parts = append(parts, "hardware "+hardware)
 	}
 	return strings.Join(parts, " with ")
+}
+
+// emptyBecause says which of the space's limits left it without a layout
+// when some layout divides the world and the model: sequence parallelism
+// asked for everywhere (it needs tp > 1), ZeRO stages above 0 alone (they
+// need dp > 1), or tp capped by --max-tp (maxTPGiven) or a host. It names
+// the fewest of them that leave no layout when the others are lifted. It
+// returns "" when lifting them all leaves the space empty too: the sizes
+// do not divide.
+func emptyBecause(s search.Space, maxTPGiven bool) string {
+	type limit struct {
+		why  string
+		lift func(*search.Space)
+	}
+	tpWhy := fmt.Sprintf("tp is at most the %d GPUs of a host (--max-tp)", s.MaxTP)
+	if maxTPGiven {
+		tpWhy = fmt.Sprintf("tp is at most --max-tp %d", s.MaxTP)
+	}
+	limits := []limit{
+		{"sequence parallelism needs tp > 1", func(r *search.Space) {
+			if r.SequenceParallels != "" {
+				r.SequenceParallels = "false"
+			}
+			r.SequenceParallel = false
+		}},
+		{"a ZeRO stage above 0 needs dp > 1", func(r *search.Space) {
+			if r.Zeros != "" {
+				r.Zeros = "0"
+			}
+			r.Zero = 0
+		}},
+		{tpWhy, func(r *search.Space) { r.MaxTP = 0 }},
+	}
+	empty := func(keep int) bool { // with only the limits in the bit set keep
+		r := s
+		for i, l := range limits {
+			if keep&(1<<i) == 0 {
+				l.lift(&r)
+			}
+		}
+		ls, err := search.Enumerate(r)
+		return err != nil || len(ls) == 0
+	}
+	all := 1<<len(limits) - 1
+	if empty(0) {
+		return ""
+	}
+	// The fewest limits that leave no layout by themselves; when several
+	// sets of that size do, each is named.
+	var blamed int
+	for size := 1; size <= len(limits) && blamed == 0; size++ {
+		for keep := 1; keep <= all; keep++ {
+			if bits.OnesCount(uint(keep)) == size && empty(keep) {
+				blamed |= keep
+			}
+		}
+	}
+	var why []string
+	for i, l := range limits {
+		if blamed&(1<<i) != 0 {
+			why = append(why, l.why)
+		}
+	}
+	if n := len(why); n > 1 {
+		return strings.Join(why[:n-1], ", ") + " and " + why[n-1]
+	}
+	return strings.Join(why, "")
+}
+
+// gpus is "1 GPU" or "n GPUs".
+func gpus(n int64) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
 }

@@ -245,7 +245,7 @@ func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]stri
 				return nil, exitOK
 			}
 			fs.SetOutput(out)
-			fmt.Fprintf(out, "fastsim %s: %v (see fastsim %s --help)\n", fs.Name(), err, fs.Name())
+			fmt.Fprintf(out, "fastsim %s: %v%s (see fastsim %s --help)\n", fs.Name(), err, flagHint(fs.Name(), err), fs.Name())
 			return nil, exitInput
 		}
 		if fs.NArg() == 0 {

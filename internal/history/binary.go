@@ -44,7 +44,7 @@ func binErr(err error) error { return wrap(ErrBinary, "%v", err) }
 // where the data ended.
 func (r *Reader) readErr(err error, what string) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return binErr(values.Errorf(binform.ErrTruncated, "truncated: the data ends inside %s", what))
+		return binErr(values.Errorf(binform.ErrTruncated, "the binary history is truncated: it ends inside %s", what))
 	}
 	if r.zstd {
 		return zstdErr(err)
@@ -172,7 +172,11 @@ func (r *Reader) nextBinary(rec *Record) error {
 // nextBlock reads the next block (or the end marker) into r.bin.body.
 func (r *Reader) nextBlock() error {
 	b := &r.bin
-	n, err := r.readUvarint("a block length")
+	if _, err := r.lines.Peek(1); err == io.EOF {
+		// A copy cut at a block's end: every record read is whole.
+		return r.fail(r.line+1, binErr(values.Errorf(binform.ErrTruncated, "the binary history is truncated: it ends %s, without its end marker", r.afterRecord())))
+	}
+	n, err := r.readUvarint("a block's length, " + r.afterRecord())
 	if err != nil {
 		return r.fail(r.line+1, err)
 	}
@@ -189,7 +193,7 @@ func (r *Reader) nextBlock() error {
 	if n > binform.MaxBlockBytes {
 		return r.fail(r.line+1, binErr(values.Errorf(values.ErrLimit, "block of %d bytes, more than the limit of %d", n, int64(binform.MaxBlockBytes))))
 	}
-	body, err := r.readBody(int(n)+binform.ChecksumBytes, "the block")
+	body, err := r.readBody(int(n)+binform.ChecksumBytes, "a block of records, "+r.afterRecord())
 	if err != nil {
 		return r.fail(r.line+1, err)
 	}
@@ -198,6 +202,15 @@ func (r *Reader) nextBlock() error {
 	}
 	b.body, b.at = body[:n], 0
 	return nil
+}
+
+// afterRecord says where the blocks read so far end: after the last
+// record read (the header is record 1), all of whose blocks were whole.
+func (r *Reader) afterRecord() string {
+	if r.line <= 1 {
+		return "after the header, before the first record"
+	}
+	return fmt.Sprintf("after record %d, the last complete one", r.line)
 }
 
 // checkSum compares a block's records with the checksum written after them.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -147,6 +148,7 @@ func TestBinaryErrors(t *testing.T) {
 		t.Skip(err)
 	}
 	good := bareBinary(t, src)
+	records := bytes.Count(bytes.TrimRight(src, "\n"), []byte("\n")) + 1   // the header is record 1
 	hdrEnd := len(binform.Magic) + 1 + 1 + int(good[len(binform.Magic)+1]) // magic, version, header length, header
 	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, good...)) }
 	// framed is the header, then a block of one record of body, with a
@@ -173,9 +175,13 @@ func TestBinaryErrors(t *testing.T) {
 		is   error
 	}{
 		{"bad version", mut(func(b []byte) []byte { b[len(binform.Magic)] = 9; return b }), "fuzz.fhist:1: unsupported binary version 9", ErrVersion},
-		{"truncated header", good[:len(binform.Magic)+4], "fuzz.fhist:1: truncated", binform.ErrTruncated},
-		{"truncated record", good[:hdrEnd+5], "fuzz.fhist:2: truncated", binform.ErrTruncated},
-		{"no end marker", good[:len(good)-1], "truncated", binform.ErrTruncated},
+		{"truncated header", good[:len(binform.Magic)+4], "fuzz.fhist:1: the binary history is truncated: it ends inside the header", binform.ErrTruncated},
+		{"truncated record", good[:hdrEnd+5], "fuzz.fhist:2: the binary history is truncated: it ends inside a block of records, after the header, before the first record", binform.ErrTruncated},
+		// Every record is whole; only the end marker (one byte) is missing.
+		{"no end marker", good[:len(good)-1], fmt.Sprintf("fuzz.fhist:%d: the binary history is truncated: it ends after record %d, the last complete one, without its end marker", records+1, records), binform.ErrTruncated},
+		// Cut inside the last block: the records of the blocks before it
+		// are whole (to_mesh.hist's records fit in one block).
+		{"truncated last block", good[:len(good)-3], "fuzz.fhist:2: the binary history is truncated: it ends inside a block of records, after the header, before the first record", binform.ErrTruncated},
 		{"data after end", append(append([]byte{}, good...), 7), "data after the end marker", binform.ErrCorrupt},
 		{"bad varint", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), "fuzz.fhist:2: bad varint", binform.ErrVarint},
 		{"huge record", append(append([]byte{}, good[:hdrEnd]...), 0xff, 0xff, 0xff, 0xff, 0x0f), "fuzz.fhist:2: block of", values.ErrLimit},

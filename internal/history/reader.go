@@ -152,14 +152,17 @@ type Reader struct {
 	closer io.Closer
 	zstd   bool
 
-	long   []byte // a line longer than the bufio buffer
-	line   int64
-	sc     jsonl.Scanner
-	reg    *values.Registry
-	hdr    Header
-	lastTs int64
-	hasTs  bool
-	err    error // sticky
+	long []byte // a line longer than the bufio buffer
+	// unterminated: the last line read ended at the end of the input,
+	// with no newline after it, as the last line of a copy cut short does.
+	unterminated bool
+	line         int64
+	sc           jsonl.Scanner
+	reg          *values.Registry
+	hdr          Header
+	lastTs       int64
+	hasTs        bool
+	err          error // sticky
 
 	// The last "ranks" value read, as written and decoded (checked
 	// against the world).
@@ -448,6 +451,11 @@ func (r *Reader) fail(line int64, err error) error {
 			err = wrap(ErrZstd, "%v: it ends after %s %d, the last complete one", errZstdCut, unit, line-1)
 		}
 	}
+	if r.unterminated && line == r.line && line > 0 && !r.bin.on && !errors.Is(err, ErrRead) && !errors.Is(err, ErrZstd) {
+		// A JSON line that does not parse and ends the input without its
+		// newline is most likely where a copy was cut.
+		err = &msgError{msg: err.Error() + " (the history ends inside this line, with no newline after it: a copy cut short?)", errs: []error{err}}
+	}
 	r.err = &Error{File: r.name, Line: line, Err: err}
 	return r.err
 }
@@ -487,6 +495,7 @@ func (r *Reader) readLine() ([]byte, error) {
 	if err == io.EOF && len(line) == 0 {
 		return nil, io.EOF
 	}
+	r.unterminated = err == io.EOF
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 		if n := len(line); n > 0 && line[n-1] == '\r' {

@@ -228,6 +228,11 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 	}
 	s.eng = eng
 	s.res.Header = h
+	// The header's hook runs first, so that a stop it asks for stops the
+	// first record.
+	if opt.Header != nil {
+		opt.Header(h)
+	}
 	// A stop request interrupts the engine even inside one record. One
 	// asked for already stops the first record, whenever the watcher
 	// comes to run.
@@ -243,9 +248,6 @@ func New(h history.Header, name string, opt Options) (*Sim, error) {
 			case <-done:
 			}
 		}(opt.Stop, s.done)
-	}
-	if opt.Header != nil {
-		opt.Header(h)
 	}
 	return s, nil
 }

@@ -410,3 +410,46 @@ func enumerateAll(tb testing.TB, s Space) ([]Layout, []int) {
 	}
 	return all, idx
 }
+
+// TestLeastMemoryBound: with a GPU too small for any layout, a pruned
+// search prunes every layout by memory, simulates none, and its Stats
+// name the lowest of the bounds Bounds gives the layouts, and the first
+// layout with it, in the enumeration's order. With a GPU that fits them
+// all, nothing is pruned by memory and the Stats name no layout.
+func TestLeastMemoryBound(t *testing.T) {
+	s := prunedSpace()
+	model := a100(t)
+	ctx := context.Background()
+	all, idx := enumerateAll(t, s)
+	bounds, err := Bounds(ctx, s, all, idx, model, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	least, at := bounds[0].MemoryBytes, 0
+	for j, b := range bounds {
+		if b.MemoryBytes < least {
+			least, at = b.MemoryBytes, j
+		}
+	}
+	s.Prune = true
+	s.MemoryBytes = least - 1
+	var st Stats
+	rs, _, err := Run(ctx, s, Options{Model: model, Controller: sched.ControllerNone, Jobs: 2, Stats: &st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 0 || st.Simulated != 0 || st.PrunedMemory != len(all) {
+		t.Fatalf("GPU of %d bytes: %d results, stats %+v; want every layout pruned by memory", s.MemoryBytes, len(rs), st)
+	}
+	if st.LeastMemoryBytes != least || st.LeastMemory != all[at] {
+		t.Errorf("least memory bound %d of %v, want %d of %v", st.LeastMemoryBytes, st.LeastMemory, least, all[at])
+	}
+	s.MemoryBytes = 80e9
+	st = Stats{}
+	if _, _, err := Run(ctx, s, Options{Model: model, Controller: sched.ControllerNone, Jobs: 2, Stats: &st}); err != nil {
+		t.Fatal(err)
+	}
+	if st.PrunedMemory != 0 || st.LeastMemoryBytes != 0 || st.LeastMemory != (Layout{}) {
+		t.Errorf("GPU of 80 GB: stats %+v, want nothing pruned by memory and no least bound", st)
+	}
+}

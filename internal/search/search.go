@@ -478,6 +478,11 @@ type Stats struct {
 	PrunedBound   int // their step-time bound exceeds the best simulated step of a layout that fits
 	Simulated     int
 	BoundsSeconds float64 // time spent computing bounds
+	// LeastMemoryBytes is the lowest memory bound of the layouts pruned by
+	// memory, and LeastMemory the first layout with it (zero when none
+	// was): what the space needs at least, when nothing fits.
+	LeastMemoryBytes int64
+	LeastMemory      Layout
 }
 
 // Run evaluates the layouts of s in opt.Shard, opt.Jobs at a time, and
@@ -538,8 +543,11 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 		keep := idx[:0:0]
 		var kb []Bound
 		for j, i := range idx {
-			if bounds[j].MemoryBytes > s.MemoryBytes {
+			if m := bounds[j].MemoryBytes; m > s.MemoryBytes {
 				st.PrunedMemory++
+				if st.LeastMemoryBytes == 0 || m < st.LeastMemoryBytes {
+					st.LeastMemoryBytes, st.LeastMemory = m, all[i]
+				}
 				continue
 			}
 			keep = append(keep, i)

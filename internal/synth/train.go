@@ -47,10 +47,26 @@ func (c *Train) Check() error {
 		return fmt.Errorf("%w: %d layers do not split into %d stages", ErrTrain, c.Layers, c.PP)
 	case c.Hidden < 1 || c.Hidden%c.TP != 0:
 		return fmt.Errorf("%w: hidden size %d does not split into %d tensor-parallel shards", ErrTrain, c.Hidden, c.TP)
-	case c.Seq < 1 || c.Micro < 1 || c.Steps < 0:
-		return fmt.Errorf("%w: seq and micro must be at least 1, steps at least 0", ErrTrain)
-	case c.Layers > maxLayers || c.Hidden > maxHidden || c.Seq > maxSeq || c.Batch > MaxBatch || c.Micro > maxMicro || c.Steps > maxSteps:
-		return fmt.Errorf("%w: a dimension is over its limit (layers 65536, hidden 2^20, seq 2^24, batch 2^24, micro 2^20, steps 65536)", ErrTrain)
+	case c.Seq < 1:
+		return fmt.Errorf("%w: seq %d: want 1 or more tokens", ErrTrain, c.Seq)
+	case c.Micro < 1:
+		return fmt.Errorf("%w: micro %d: want 1 or more microbatches", ErrTrain, c.Micro)
+	case c.Steps < 0:
+		return fmt.Errorf("%w: steps %d: want 0 or more", ErrTrain, c.Steps)
+	}
+	for _, d := range []struct {
+		name       string
+		v, limit   int
+		limitShown string
+	}{
+		{"layers", c.Layers, maxLayers, "65536"}, {"hidden", c.Hidden, maxHidden, "2^20"}, {"seq", c.Seq, maxSeq, "2^24"},
+		{"batch", c.Batch, MaxBatch, "2^24"}, {"micro", c.Micro, maxMicro, "2^20"}, {"steps", c.Steps, maxSteps, "65536"},
+	} {
+		if d.v > d.limit {
+			return fmt.Errorf("%w: %s %d is over its limit of %s", ErrTrain, d.name, d.v, d.limitShown)
+		}
+	}
+	switch {
 	case c.Batch < 1 || c.Batch%(c.DP*c.Micro) != 0:
 		return fmt.Errorf("%w: batch %d does not split into %d replicas x %d microbatches", ErrTrain, c.Batch, c.DP, c.Micro)
 	case float64(c.Batch/(c.DP*c.Micro))*float64(c.Seq)*float64(4*c.Hidden)*bf16 > maxTensorBytes:

@@ -122,3 +122,27 @@ func TestTrainCheckLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainCheckNamesTheField: a shape refused for one field's value
+// names that field and its value: synth --steps -1 is not told about seq
+// and micro, nor --steps 70000 about every limit at once.
+func TestTrainCheckNamesTheField(t *testing.T) {
+	base := Train{PP: 2, DP: 2, TP: 1, Layers: 4, Hidden: 1024, Seq: 2048, Batch: 8, Micro: 2, Steps: 2, GPUsPerHost: 8}
+	for _, c := range []struct {
+		change func(*Train)
+		want   string
+	}{
+		{func(c *Train) { c.Steps = -1 }, "bad training shape: steps -1: want 0 or more"},
+		{func(c *Train) { c.Seq = 0 }, "bad training shape: seq 0: want 1 or more tokens"},
+		{func(c *Train) { c.Micro = -2 }, "bad training shape: micro -2: want 1 or more microbatches"},
+		{func(c *Train) { c.Steps = 70000 }, "bad training shape: steps 70000 is over its limit of 65536"},
+		{func(c *Train) { c.Seq = 1<<24 + 1 }, "bad training shape: seq 16777217 is over its limit of 2^24"},
+		{func(c *Train) { c.Batch = 1<<24 + 4 }, "bad training shape: batch 16777220 is over its limit of 2^24"},
+	} {
+		tr := base
+		c.change(&tr)
+		if err := tr.Check(); err == nil || err.Error() != c.want {
+			t.Errorf("%+v: %v, want %q", tr, err, c.want)
+		}
+	}
+}

@@ -241,11 +241,11 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: micro-batch %d and global batch %d must be at least 1", ErrJob, j.MicroBatch, j.GlobalBatch)
 	}
 	if perStep, ok := mulSize(int64(j.MicroBatch), int64(j.DP)); !ok || perStep > int64(j.GlobalBatch) {
-		return fmt.Errorf("%w: global batch %d does not split into %d replicas x microbatches of %d", ErrJob, j.GlobalBatch, j.DP, j.MicroBatch)
+		return fmt.Errorf("%w: global batch %d is less than micro-batch %d x dp %d (one microbatch on each data-parallel replica)", ErrJob, j.GlobalBatch, j.MicroBatch, j.DP)
 	}
 	switch {
 	case j.GlobalBatch%(j.MicroBatch*j.DP) != 0:
-		return fmt.Errorf("%w: global batch %d does not split into %d replicas x microbatches of %d", ErrJob, j.GlobalBatch, j.DP, j.MicroBatch)
+		return fmt.Errorf("%w: global batch %d is not a multiple of micro-batch %d x dp %d = %d (each data-parallel replica runs whole microbatches)", ErrJob, j.GlobalBatch, j.MicroBatch, j.DP, j.MicroBatch*j.DP)
 	case j.Schedule == Interleaved && j.Micro()%j.PP != 0:
 		return fmt.Errorf("%w: the interleaved schedule needs the %d microbatches to be a multiple of the %d stages", ErrJob, j.Micro(), j.PP)
 	case j.Micro() > 1<<20:

@@ -70,6 +70,27 @@ func TestCheckBatchOverflow(t *testing.T) {
 	}
 }
 
+// TestCheckBatchNamesItsTerms: a global batch that the microbatches of
+// every data-parallel replica do not divide is refused naming the terms
+// the flags set and their product: 64 over micro-batch 3 x dp 1 leaves
+// 1; 65 over 1 x 2 leaves 1; 8 is less than 1 x 16.
+func TestCheckBatchNamesItsTerms(t *testing.T) {
+	for _, c := range []struct {
+		global, micro, dp int
+		want              string
+	}{
+		{64, 3, 1, "bad training layout: global batch 64 is not a multiple of micro-batch 3 x dp 1 = 3 (each data-parallel replica runs whole microbatches)"},
+		{65, 1, 2, "bad training layout: global batch 65 is not a multiple of micro-batch 1 x dp 2 = 2 (each data-parallel replica runs whole microbatches)"},
+		{8, 1, 16, "bad training layout: global batch 8 is less than micro-batch 1 x dp 16 (one microbatch on each data-parallel replica)"},
+	} {
+		j := bigJob(1024, 16, 1024)
+		j.GlobalBatch, j.MicroBatch, j.DP = c.global, c.micro, c.dp
+		if err := j.Check(); err == nil || err.Error() != c.want || !errors.Is(err, ErrJob) {
+			t.Errorf("batch %d, micro-batch %d, dp %d: %v, want %q", c.global, c.micro, c.dp, err, c.want)
+		}
+	}
+}
+
 func TestMulSize(t *testing.T) {
 	for _, c := range []struct {
 		fs   []int64
