@@ -70,6 +70,9 @@ var (
 	// 0 ns: a Costs comes from ParseCosts or LoadCosts, and a nil Costs
 	// is the reference's fixed runtimes.
 	ErrZeroCosts = costs.ErrZero
+	// ErrStreamsFixed is wrapped by the error of a CreateStream after the
+	// first task in a simulation with Options.FixedStreams.
+	ErrStreamsFixed = sched.ErrStreamsFixed
 )
 
 // Options configure a simulation. It is the simulator's one options type

@@ -90,10 +90,11 @@ type Options struct {
 	// ranks. Results do not depend on it.
 	ManyGroups func(line int64, groups int, world int64)
 	// FixedStreams promises that the history creates every stream before
-	// its tasks (a producer such as internal/workload's does): memory
+	// its first task (as fastsim's own transformer workloads do): memory
 	// events are then let go of as a replay goes, even without a
-	// controller cost (sched.Options.FixedStreams). Results do not depend
-	// on it; a stream created late is an error.
+	// controller cost, where otherwise nothing is final before the end.
+	// Results do not depend on it; a CreateStream after the first task is
+	// an error (ErrStreamsFixed).
 	FixedStreams bool
 	// PerCommand applies every record of a producer's recorded passes
 	// (Sim.BeginPass) one by one, never a pass as one step: slower, with

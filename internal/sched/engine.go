@@ -119,12 +119,14 @@ type Options struct {
 	// Controller prices the controller's part of each command.
 	Controller Controller
 	// FixedStreams promises that every stream is created before the first
-	// memory event is settled: a producer that makes its streams up front
+	// task is queued: a producer that makes its streams up front
 	// (internal/workload) says so. Memory events then become final, and are
 	// let go of, once no stream can record one before them, even where the
 	// controller clock is behind (with ControllerNone it stays 0, and
 	// without the promise nothing is final before the end). A stream
-	// created after that is an error (ErrStreamsFixed).
+	// created after a task is an error (ErrStreamsFixed). In StreamOnly
+	// mode, which settles nothing, it changes nothing but that check; with
+	// KeepEvents the events stay for the trace.
 	FixedStreams bool
 	// Interrupt, when set, is asked between the sub-commands of a
 	// CommandGroup and every 65,536 groups a command reaches; true ends
@@ -139,13 +141,13 @@ type Engine struct {
 	opt Options
 
 	nowNs int64 // the controller clock
-	// settledFixed: with FixedStreams, events were settled past the
-	// clock, so no stream may be created any more.
-	settledFixed bool
-	cmdID        int64
-	line         int64
-	tsNs         int64          // the current record's ts, whatever the mode
-	cur          []values.Slice // ranks of the current command
+	// tasked: a task has been queued; with FixedStreams no stream may be
+	// created after that.
+	tasked bool
+	cmdID  int64
+	line   int64
+	tsNs   int64          // the current record's ts, whatever the mode
+	cur    []values.Slice // ranks of the current command
 
 	part   *groups.Partition
 	gs     []*group // one per group of identical ranks (per rank, ungrouped); pointers, so a split appends 8 bytes, not a copy of every group
@@ -236,7 +238,8 @@ type group struct {
 	memPeak   int64 // peak of the running total over the settled events
 	// finalBase and finalPeak are memBase and memPeak over the final
 	// events alone, those before the controller clock at a settlement
-	// (merge.go, settleMemory): where a new stream sends the group back.
+	// (before the settled bound under Options.FixedStreams; merge.go,
+	// settleMemory): where a new stream sends the group back.
 	finalBase int64
 	finalPeak int64
 	// allocBytes bounds the unsettled allocations (saturating): while

@@ -10,7 +10,7 @@ import (
 var (
 	ErrUnknownStream   = errors.New("unknown stream")
 	ErrStreamExists    = errors.New("stream already exists")
-	ErrStreamsFixed    = errors.New("stream created after the streams were promised fixed (Options.FixedStreams)")
+	ErrStreamsFixed    = errors.New("stream created after the first task, which Options.FixedStreams promises no history does (create every stream before the first task, or replay without FixedStreams)")
 	ErrMissingTensor   = errors.New("tensor not available")
 	ErrTensorInUse     = errors.New("tensor produced again while still in use")
 	ErrBorrow          = errors.New("borrow out of order")

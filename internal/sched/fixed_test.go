@@ -101,11 +101,42 @@ func TestFixedStreamsLetsGo(t *testing.T) {
 	}
 }
 
-// TestFixedStreamsLateStream: a stream created after events were settled
-// under the promise is refused, since events it could precede are gone.
+// TestFixedStreamsLateStream: under the promise a stream created after
+// the first task is refused, whether or not events were let go of yet
+// (the promise does not depend on when settlements come), and a stream
+// created twice is still named as such.
 func TestFixedStreamsLateStream(t *testing.T) {
+	all := `[{"offset":0,"sizes":[2],"strides":[1]}]`
+	head := `{"fastsim":"history","version":1,"world_size":2}` + "\n" +
+		`{"ts":1,"ranks":` + all + `,"msg":{"type":"CreateStream","result":{"ref":1,"name":"a"},"default":true}}` + "\n"
+	task := `{"ts":2,"ranks":` + all + `,"msg":{"type":"CallFunction","function":"f","args":[],"result":[{"tensor":5,"storage":5,"nbytes":64,"dtype":"float32","shape":[16],"device":"cuda"}],"stream":{"ref":1}}}` + "\n"
+	stream := func(ts int, ref int, name string) string {
+		return fmt.Sprintf(`{"ts":%d,"ranks":%s,"msg":{"type":"CreateStream","result":{"ref":%d,"name":%q},"default":false}}`+"\n", ts, all, ref, name)
+	}
+	for _, c := range []struct {
+		what, text string
+		want       error // with the promise; none without it but for ErrStreamExists
+	}{
+		{"streams first", head + stream(2, 2, "b") + task, nil},
+		{"a stream after a task, before any settlement", head + task + stream(3, 2, "late"), ErrStreamsFixed},
+		{"a stream after a step", head + task + `{"step":0}` + "\n" + stream(3, 2, "late"), ErrStreamsFixed},
+		{"a stream created twice", head + task + stream(3, 1, "a"), ErrStreamExists},
+	} {
+		_, err := replayWith(t, Options{Mode: Everything, Controller: ControllerNone, Jobs: 1}, c.text)
+		if c.want == ErrStreamExists {
+			if !errors.Is(err, ErrStreamExists) {
+				t.Errorf("%s, without the promise: error %v, want ErrStreamExists", c.what, err)
+			}
+		} else if err != nil {
+			t.Errorf("%s, without the promise: %v", c.what, err)
+		}
+		_, err = replayWith(t, Options{Mode: Everything, Controller: ControllerNone, Jobs: 1, FixedStreams: true}, c.text)
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s, with the promise: error %v, want %v", c.what, err, c.want)
+		}
+	}
+	// A random history with a stream made at its end, after settlements.
 	text := xfixed(3, 4, 2, 9000)
-	// A stream made at the end, after settlements.
 	i := strings.LastIndex(text, "\n{")
 	late := `{"ts":999999999999,"ranks":[{"offset":0,"sizes":[4],"strides":[1]}],"msg":{"type":"CreateStream","result":{"ref":9,"name":"late"},"default":false}}`
 	text = text[:i+1] + late + "\n"

@@ -26,16 +26,18 @@ func (e *Engine) CreateStream(m *gen.CreateStream) error {
 	if err != nil {
 		return err
 	}
-	if e.settledFixed && len(gs) > 0 {
+	for _, gi := range gs {
+		if e.gs[gi].streamOf(m.Result.Idx) >= 0 {
+			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
+		}
+	}
+	if e.opt.FixedStreams && e.tasked && len(gs) > 0 {
 		return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamsFixed, m.Result.Ref, m.Result.Name, e.who(gs[0]))
 	}
 	name := e.names.ID(m.Result.Name)
 	wait := e.names.ID("waiting for " + m.Result.Name)
 	for _, gi := range gs {
 		g := e.gs[gi]
-		if g.streamOf(m.Result.Idx) >= 0 {
-			return fmt.Errorf("%w: stream %d (%q) on %s", ErrStreamExists, m.Result.Ref, m.Result.Name, e.who(gi))
-		}
 		e.unsettle(g)
 		g.newStream(m.Result, name, wait)
 	}

@@ -8,10 +8,11 @@ import "iter"
 // is already held. One array grown by copying moved each event about a
 // third of a time and zeroed up to four times what it held; with a
 // controller that costs nothing no event is final before the end
-// (merge.go, settleMemory), so every event of a long replay stays, and
+// (merge.go, settleMemory) unless the history promises its streams fixed
+// (Options.FixedStreams), so every event of a long replay stays, and
 // those copies, the zeroing and their page faults were about a sixth of
-// the megatron-1t prediction's CPU (bench/RESULTS.md, "Memory events in
-// segments").
+// the megatron-1t prediction's CPU before predictions made that promise
+// (bench/RESULTS.md, "Memory events in segments").
 //
 // Events are addressed by their index among the kept ones: dropping the
 // first p (settled and final) shifts every index down by p, as reslicing

@@ -234,7 +234,7 @@ func (e *Engine) settleMemory(g *group) {
 	// settling and once here.
 	final := min(limit, e.nowNs)
 	if e.opt.FixedStreams {
-		final, e.settledFixed = limit, true
+		final = limit
 	}
 	if once {
 		// e.memPos holds where the settling walk stopped, each stream's

@@ -82,6 +82,7 @@ func (e *Engine) addTask(gi groups.GroupID, stream values.Stream, name gen.NameI
 		return -1, e.noStream(gi, stream)
 	}
 	st := &g.streams[s]
+	e.tasked = true
 	if e.tsNs > math.MaxInt64-runtimeNs {
 		// Checked against the record's ts, not the start, so that every
 		// trace mode (stream-only keeps the controller clock at 0) finds it.

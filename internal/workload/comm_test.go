@@ -51,6 +51,7 @@ func commOutcome(t *testing.T, j Job, fixed bool) (string, int64) {
 // needed the stream and lacked it would fail the replay (unknown stream).
 func TestCommOnlyWhereUsed(t *testing.T) {
 	fewer := 0
+	t.Cleanup(func() { commEverywhere = false })
 	for _, j := range FeatureLayouts() {
 		name := fmt.Sprintf("%s tp%d pp%d dp%d %v zero%d", j.Model.Name, j.TP, j.PP, j.DP, j.Schedule, j.Zero)
 		commEverywhere = true
@@ -64,7 +65,6 @@ func TestCommOnlyWhereUsed(t *testing.T) {
 			fewer++
 		}
 	}
-	commEverywhere = false
 	if fewer == 0 {
 		t.Error("no layout left out a stage's unused comm stream")
 	}

@@ -222,10 +222,10 @@ var commEverywhere bool
 // one that a stage needs but lacks fails the replay (unknown stream), as
 // the tests of every layout would show.
 func (g *generator) usesComm(st *stage) bool {
+	// ZeRO (which needs dp > 1) reduces during the backward: Job.Check
+	// refuses it with GradAfterBackward.
 	switch {
 	case commEverywhere:
-		return true
-	case g.zero() >= 1:
 		return true
 	case g.j.DP > 1 && g.j.GradReduce != GradAfterBackward:
 		return true
