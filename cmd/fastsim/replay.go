@@ -211,16 +211,18 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim replay: hint: %d workers; --group-workers simulates the ranks that receive the same commands once (same results, far less time and memory)\n", h.WorldSize)
 		}
 	}
-	manyNoted := false
 	if f.grouped && !f.quiet {
 		opt.ManyGroups = func(line int64, groups int, world int64) {
-			manyNoted = true
 			if showProgress {
 				fmt.Fprint(stderr, "\r\033[K") // the progress line
 			}
+			// A replay that keeps its events applies every command alone,
+			// so a run of per-group collectives (one Reduce per tensor- or
+			// data-parallel group, as a training job sends them) splits the
+			// world where a replay without a trace keeps it whole.
 			traced := ""
 			if opt.KeepTrace || opt.TracePath != "" {
-				traced = "; " + tracedApart
+				traced = "; a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups"
 			}
 			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups%s\n",
 				line, world, groups, float64(world)/float64(groups), traced)
@@ -267,7 +269,6 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if f.memprofile != "" {
 		runtime.MemProfileRate = heapSampleRate
 	}
-	traced := opt.KeepTrace || opt.TracePath != ""
 	res, err := replayInput(path, opt, showProgress, stderr)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
@@ -339,12 +340,6 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !f.quiet {
-		if f.grouped && traced && !manyNoted && !res.Partial && res.Header.WorldSize > largeWorld && int64(res.Groups)*16 >= res.Header.WorldSize {
-			// Fewer groups than the note during the replay asks for, but
-			// as few ranks a group: the trace may be what split them.
-			fmt.Fprintf(stderr, "fastsim replay: note: the replay ended with %d groups for %d workers (%.1f ranks a group on average); %s\n",
-				res.Groups, res.Header.WorldSize, float64(res.Header.WorldSize)/float64(res.Groups), tracedApart)
-		}
 		printUnknownOps(stderr, cm)
 		printHostMismatch(stderr, cm, res.Header.GPUsPerHost)
 		// Commands after the last step line are a step of their own.
@@ -403,13 +398,6 @@ func cutShort(err error) bool {
 }
 
 // closed reports whether c is closed.
-// tracedApart says why a grouped replay that keeps a trace may end with
-// far more groups than one without: it applies every command alone, so a
-// run of per-group collectives (one Reduce per tensor- or data-parallel
-// group, as a training job sends them) splits the world, where a replay
-// without a trace applies the run as one collective and keeps it whole.
-const tracedApart = "a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups"
-
 // eitherClosed returns a channel closed once a or b is; the goroutine
 // that waits for them ends with the process, which ends with the command.
 func eitherClosed(a, b <-chan struct{}) <-chan struct{} {
