@@ -41,13 +41,4 @@ func TestManyGroupsNote(t *testing.T) {
 	if code, stdout, stderr := runCLI("replay", "--report-only", "--group-workers", "--quiet", path); code != exitOK || stdout != "" || stderr != "" {
 		t.Errorf("--quiet: exit %d, %q %q; want nothing", code, stdout, stderr)
 	}
-	// A replay that keeps a trace applies each command alone, which the
-	// note says, since that and not the history may be what cut the world.
-	traced := strings.TrimSuffix(want, "\n") + "; a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups\n"
-	for _, out := range [][]string{{"--trace", os.DevNull}, {"--report-only", "--html", os.DevNull}} {
-		args := append(append([]string{"replay", "--group-workers"}, out...), path)
-		if code, _, stderr := runCLI(args...); code != exitOK || stderr != traced {
-			t.Errorf("%v: exit %d, stderr %q, want %q", out, code, stderr, traced)
-		}
-	}
 }

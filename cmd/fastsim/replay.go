@@ -216,16 +216,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			if showProgress {
 				fmt.Fprint(stderr, "\r\033[K") // the progress line
 			}
-			// A replay that keeps its events applies every command alone,
-			// so a run of per-group collectives (one Reduce per tensor- or
-			// data-parallel group, as a training job sends them) splits the
-			// world where a replay without a trace keeps it whole.
-			traced := ""
-			if opt.KeepTrace || opt.TracePath != "" {
-				traced = "; a replay that keeps a trace (--trace, the default, --html, --memory-snapshot) applies each command alone, while --report-only applies a run of per-group collectives as one collective where that is exact and may keep far fewer groups"
-			}
-			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups%s\n",
-				line, world, groups, float64(world)/float64(groups), traced)
+			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups\n",
+				line, world, groups, float64(world)/float64(groups))
 		}
 	}
 	// Every destination is checked now, so an unwritable one fails before
