@@ -2,8 +2,11 @@ package replay
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -279,6 +282,58 @@ func TestHeldReducesKeepStagesWhole(t *testing.T) {
 	// CallFunction 10 µs, Reduce 100 µs.
 	if got, want := res.Final.ExecNs, int64(217_000); got != want {
 		t.Errorf("exec time %d ns, want %d", got, want)
+	}
+	// Traced, the runs are held too: the same stages, the same results,
+	// and each group's span of a run names the run's first command
+	// (commands counted from the header: the mesh is 1, the stream 2,
+	// stage 0's function 3, its runs 4-5 and 6-9; stage 1's 10, 11-12
+	// and 13-16).
+	path := filepath.Join(t.TempDir(), "mesh.trace.json")
+	var peaks strings.Builder
+	tres, err := Reader(bytes.NewReader(hist), "mesh.hist", Options{Grouped: true, TracePath: path, Inspect: func(e *sched.Engine, res *Result) error {
+		for r := int64(0); r < res.Header.WorldSize; r++ {
+			p, f := e.DeviceBytes(r)
+			fmt.Fprintf(&peaks, " %d:%d/%d", r, p, f)
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintf("%+v %v%s", tres.Final, tres.Steps, peaks.String()); got != g {
+		t.Errorf("traced grouped differs:\ntraced %s\nuntraced %s", got, g)
+	}
+	if tres.Groups != 2 {
+		t.Errorf("traced: %d groups, want 2", tres.Groups)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Pid  int64          `json:"pid"`
+			Name string         `json:"name"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatal(err)
+	}
+	firsts := map[float64]bool{4: true, 6: true, 11: true, 13: true}
+	runs := 0
+	for _, ev := range tr.TraceEvents {
+		if ev.Ph != "X" || ev.Pid == 1 || !strings.Contains(strings.ToLower(ev.Name), "reduce") {
+			continue
+		}
+		runs++
+		if c, _ := ev.Args["command"].(float64); !firsts[c] {
+			t.Errorf("a device's span %q names command %v, want the first of its run (4, 6, 11 or 13)", ev.Name, ev.Args["command"])
+		}
+	}
+	if runs != 4 {
+		t.Errorf("%d device spans of collectives, want 4 (two runs on each stage's group)", runs)
 	}
 }
 
