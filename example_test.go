@@ -257,3 +257,29 @@ func ExamplePredict() {
 	// within 10% of the published 13.75 s: true
 	// fits in 79 GiB: true
 }
+
+// ExampleSearch ranks the layouts of a small GPT on 8 A100s: each of the
+// mesh's tensor, pipeline and data-parallel sizes and microbatch counts,
+// with ZeRO 0 or 1, pruned by cheap bounds before any is simulated.
+func ExampleSearch() {
+	hw, err := fastsim.LoadHardware("a100-80gb")
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := fastsim.LoadModel("megatron-1.7b")
+	if err != nil {
+		log.Fatal(err)
+	}
+	m.Layers, m.Seq = 8, 256
+	space := fastsim.SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Prune: true}
+	rs, stats, err := fastsim.Search(context.Background(), space, hw, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	best := rs[0]
+	fmt.Println("every layout accounted for:", stats.PrunedMemory+stats.PrunedBound+stats.Simulated == stats.Enumerated)
+	fmt.Println("the best fits:", best.Fits, "and uses", best.PP*best.DP*best.TP, "GPUs")
+	// Output:
+	// every layout accounted for: true
+	// the best fits: true and uses 8 GPUs
+}

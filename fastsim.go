@@ -27,6 +27,7 @@ import (
 	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/synth"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -709,6 +710,81 @@ func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, erro
 		return Prediction{}, err
 	}
 	return predict.Run(ctx, j, hw)
+}
+
+// SearchSpace is a space of parallel layouts of one transformer on one
+// machine: the fields `fastsim search` fills from its flags (World, Batch,
+// Model, the lists of schedules, recomputations, sequence parallelism and
+// ZeRO stages to try, MaxTP, MaxMicro, Steps, Prune; see its --help).
+type SearchSpace = search.Space
+
+// SearchResult is one layout's outcome: its layout, step time, tokens per
+// second, peak memory, whether it fits, MFU and its bounds.
+type SearchResult = search.Result
+
+// SearchStats counts what a search did: layouts enumerated, pruned by
+// memory, pruned by the step-time bound, and simulated.
+type SearchStats = search.Stats
+
+// Search simulates the transformer layouts of space on hw's hardware
+// model with no controller cost (an SPMD job), as `fastsim search
+// --hardware NAME --controller none` does, jobs layouts at a time (< 1:
+// 1), and returns the results ranked: layouts that fit first, then by
+// step time (so by tokens per second), then by peak memory. With
+// space.Prune, layouts whose memory bound exceeds a GPU or whose
+// step-time bound exceeds the best step so far are not simulated, and
+// the results hold the layouts every pruned search simulates: the first
+// is the best of the space. space.Model is required (LoadModel gives
+// one), and so are World and Batch; fields left zero are filled as the
+// command line fills them: Layers, Hidden and Seq from the Model,
+// GPUsPerHost, MemoryBytes and PeakTFLOPS from hw, MaxTP the GPUs of a
+// host, Steps 2. An empty list (Schedules, Recomputes, SequenceParallels,
+// Zeros) searches the one value of its single field (Schedule, ...; 1f1b,
+// no recomputation, no sequence parallelism, ZeRO 0 when zero), where
+// the command line searches every value unless a flag pins it ("1f1b,
+// interleaved:2,interleaved:4", "none,selective,full", "false,true",
+// "0,1,2,3"). Canceling ctx ends the search with ctx's error.
+func Search(ctx context.Context, space SearchSpace, hw *Hardware, jobs int) ([]SearchResult, SearchStats, error) {
+	var stats SearchStats
+	switch {
+	case hw == nil:
+		return nil, stats, errors.New("fastsim: Search: no hardware (LoadHardware gives one)")
+	case ctx == nil:
+		return nil, stats, errors.New("fastsim: Search: nil context")
+	case space.Workload != "" && space.Workload != search.WorkloadTransformer:
+		return nil, stats, fmt.Errorf("%w: Search runs transformer spaces (Workload %q)", search.ErrSpace, space.Workload)
+	case space.Model.Layers == 0:
+		return nil, stats, fmt.Errorf("%w: no model (LoadModel gives one)", search.ErrSpace)
+	}
+	model, err := costs.NewWithHardware(costs.Config{}, hw)
+	if err != nil {
+		return nil, stats, err
+	}
+	s := space
+	s.Layers, s.Hidden, s.Seq = s.Model.Layers, s.Model.Hidden, s.Model.Seq
+	if s.GPUsPerHost == 0 {
+		s.GPUsPerHost = hw.Host.GPUsPerHost
+	}
+	if s.MemoryBytes == 0 {
+		s.MemoryBytes = int64(hw.GPU.HBMGB * 1e9)
+	}
+	if s.PeakTFLOPS == 0 {
+		s.PeakTFLOPS, _ = hw.GPU.PeakTFLOPS(s.Model.Dtype)
+	}
+	if s.MaxTP == 0 {
+		s.MaxTP = s.GPUsPerHost
+	}
+	if s.Steps == 0 {
+		s.Steps = 2
+	}
+	if err := s.Check(); err != nil {
+		return nil, stats, err
+	}
+	rs, _, err := search.Run(ctx, s, search.Options{Model: model, Controller: sched.ControllerNone, Jobs: max(jobs, 1), Stats: &stats})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return rs, stats, err
 }
 
 // Train describes the toy micro-benchmark: a mesh of PP pipeline stages,

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fastsim/fastsim"
+	"github.com/fastsim/fastsim/internal/search"
+)
+
+// TestSearchJSONEqualsAPI runs the search command in process with --json
+// and the API's Search on the same space and hardware: the same layouts,
+// ranked alike, with the same step times, peaks and fit.
+func TestSearchJSONEqualsAPI(t *testing.T) {
+	hw, err := fastsim.LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := fastsim.LoadModel("megatron-1.7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Layers, m.Seq = 8, 256
+	dir := t.TempDir()
+	mfile := filepath.Join(dir, "model.json")
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mfile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "s.json")
+	args := []string{"--model", mfile, "--hardware", "a100-80gb", "--controller", "none", "--world", "8", "--global-batch", "16",
+		"--zeros", "0,1", "--recomputes", "none,full", "--quiet", "--json", out}
+	var stdout, stderr bytes.Buffer
+	if code := searchCmd(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("search exit %d: %s", code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := search.ReadDoc(f, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _, err := fastsim.Search(context.Background(), fastsim.SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Recomputes: "none,full",
+		// The command line's defaults for the dimensions not pinned above.
+		Schedules: "1f1b,interleaved:2,interleaved:4", SequenceParallels: "false,true", Prune: true}, hw, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(doc.Results) || len(rs) == 0 {
+		t.Fatalf("API: %d results, --json: %d", len(rs), len(doc.Results))
+	}
+	for i, r := range rs {
+		c := doc.Results[i]
+		if r.Layout != c.Layout || r.StepTimeNs != c.StepTimeNs || r.PeakBytes != c.PeakBytes || r.Fits != c.Fits || r.MFU != c.MFU {
+			t.Errorf("result %d: API %v %d ns %d B fits %v MFU %v; --json %v %d ns %d B fits %v MFU %v",
+				i, r.Layout, r.StepTimeNs, r.PeakBytes, r.Fits, r.MFU, c.Layout, c.StepTimeNs, c.PeakBytes, c.Fits, c.MFU)
+		}
+	}
+}

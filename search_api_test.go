@@ -1,0 +1,80 @@
+package fastsim
+
+import (
+	"context"
+	"math"
+	"testing"
+)
+
+// TestSearchAgreesWithPredict: the API's search over a small space ranks
+// what Predict finds for each of its layouts (two code paths: the search
+// evaluates layouts itself), and the pruned search's best layout is the
+// best of every layout simulated.
+func TestSearchAgreesWithPredict(t *testing.T) {
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("megatron-1.7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Layers, m.Seq = 8, 256 // a small history, the preset's widths
+	space := SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Recomputes: "none,full", Prune: true}
+	rs, stats, err := Search(context.Background(), space, hw, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 || len(rs) > stats.Simulated || stats.Enumerated != stats.PrunedMemory+stats.PrunedBound+stats.Simulated {
+		t.Fatalf("%d results, stats %+v", len(rs), stats)
+	}
+	all := space
+	all.Prune = false
+	every, allStats, err := Search(context.Background(), all, hw, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allStats.Simulated != allStats.Enumerated || allStats.Enumerated != stats.Enumerated {
+		t.Fatalf("unpruned stats %+v, pruned %+v", allStats, stats)
+	}
+	if every[0].Layout != rs[0].Layout || every[0].StepTimeNs != rs[0].StepTimeNs {
+		t.Errorf("pruned best %v (%d ns), unpruned best %v (%d ns)", rs[0].Layout, rs[0].StepTimeNs, every[0].Layout, every[0].StepTimeNs)
+	}
+	for i, r := range rs {
+		if i > 0 && r.Fits && rs[i-1].Fits && r.StepTimeNs < rs[i-1].StepTimeNs {
+			t.Errorf("result %d (%v) is faster than the one ranked before it", i, r.Layout)
+		}
+		tf := Transformer{Model: m, TP: r.TP, PP: r.PP, DP: r.DP, MicroBatch: space.Batch / (r.DP * r.Micro), GlobalBatch: space.Batch,
+			Schedule: r.Schedule, Recompute: r.Recompute, SequenceParallel: r.SequenceParallel, Zero: r.Zero}
+		p, err := Predict(context.Background(), tf, hw)
+		if err != nil {
+			t.Fatalf("%v: %v", r.Layout, err)
+		}
+		if math.Abs(p.StepTimeS-r.StepTimeS) > 1e-9*r.StepTimeS || p.Fits != r.Fits {
+			t.Errorf("%v: search step %.9f s (fits %v), Predict %.9f s (fits %v)", r.Layout, r.StepTimeS, r.Fits, p.StepTimeS, p.Fits)
+		}
+	}
+	t.Logf("%d layouts: %d pruned by memory, %d by the bound, %d simulated; best %v, %.4f s", stats.Enumerated, stats.PrunedMemory, stats.PrunedBound, stats.Simulated, rs[0].Layout, rs[0].StepTimeS)
+}
+
+// TestSearchRefuses: what Search needs is named.
+func TestSearchRefuses(t *testing.T) {
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := LoadModel("megatron-1.7b")
+	for what, c := range map[string]struct {
+		s  SearchSpace
+		hw *Hardware
+	}{
+		"no hardware": {SearchSpace{Model: m, World: 8, Batch: 8}, nil},
+		"no model":    {SearchSpace{World: 8, Batch: 8}, hw},
+		"toy":         {SearchSpace{Workload: "toy", Model: m, World: 8, Batch: 8}, hw},
+		"no world":    {SearchSpace{Model: m, Batch: 8}, hw},
+	} {
+		if _, _, err := Search(context.Background(), c.s, c.hw, 1); err == nil {
+			t.Errorf("%s: no error", what)
+		}
+	}
+}
