@@ -144,5 +144,33 @@ func TestPredictJSONEqualsAPI(t *testing.T) {
 			sort.Strings(left)
 			t.Errorf("%s: --json keys not compared with Predict: %v", tc.model, left)
 		}
+		// The Prediction as JSON has --json's keys and values for every
+		// figure both hold (the layout's fields are --json's alone; the
+		// wall time is wall_ns there).
+		api, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var apiKeys, cliKeys map[string]json.RawMessage
+		if err := json.Unmarshal(api, &apiKeys); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &cliKeys); err != nil {
+			t.Fatal(err)
+		}
+		delete(apiKeys, "wall_ns")
+		for k, v := range apiKeys {
+			var cc bytes.Buffer
+			c, ok := cliKeys[k]
+			if ok {
+				ok = json.Compact(&cc, c) == nil && bytes.Equal(cc.Bytes(), v)
+			}
+			if !ok {
+				t.Errorf("%s: json.Marshal(Prediction) %q: %s, --json: %s", tc.model, k, v, c)
+			}
+		}
+		if len(apiKeys) < 20 {
+			t.Errorf("%s: json.Marshal(Prediction) has %d keys: %s", tc.model, len(apiKeys), api)
+		}
 	}
 }

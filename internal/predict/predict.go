@@ -31,21 +31,23 @@ const GiB = 1 << 30
 // ErrPredict reports a layout that cannot be predicted.
 var ErrPredict = errors.New("cannot predict")
 
-// Result is what one layout would measure.
+// Result is what one layout would measure. As JSON (its field tags) it
+// has the keys and values `fastsim predict --json` writes for the
+// figures both hold, but for the wall time (wall_ns here).
 type Result struct {
-	World        int64
-	StepTimeS    float64 // the last simulated step's time
-	TokensPerS   float64 // global batch x sequence / step time
-	ModelFLOPs   float64 // per iteration, counted from the model's shape (ModelFLOPs)
-	TFLOPsPerGPU float64 // ModelFLOPs / step time / GPUs, in 10^12 FLOP/s
-	MFU          float64 // TFLOPsPerGPU over the GPU's dense peak for the model's dtype
+	World        int64   `json:"world"`
+	StepTimeS    float64 `json:"step_time_s"`               // the last simulated step's time
+	TokensPerS   float64 `json:"tokens_per_s"`              // global batch x sequence / step time
+	ModelFLOPs   float64 `json:"model_flops_per_iteration"` // per iteration, counted from the model's shape (ModelFLOPs)
+	TFLOPsPerGPU float64 `json:"tflops_per_gpu"`            // ModelFLOPs / step time / GPUs, in 10^12 FLOP/s
+	MFU          float64 `json:"mfu"`                       // TFLOPsPerGPU over the GPU's dense peak for the model's dtype
 	// NarayananTFLOPsPerGPU is the same step counted as Narayanan et al.
 	// count the teraFLOP/s of their Tables 1 and 2 (NarayananFLOPs: one
 	// recomputed forward of every layer included, whatever the layout
 	// recomputes), to compare with those tables.
-	NarayananTFLOPsPerGPU float64
-	PeakGiB               float64 // the worst device's peak memory
-	PeakDevice            int64   // that device's rank
+	NarayananTFLOPsPerGPU float64 `json:"narayanan_tflops_per_gpu"`
+	PeakGiB               float64 `json:"peak_memory_gib"` // the worst device's peak memory
+	PeakDevice            int64   `json:"peak_device"`     // that device's rank
 	// ModelStateGiB is what the worst device holds at the end of the
 	// history, when every transient tensor is freed: parameters, fp32
 	// main gradients and optimizer state (18 bytes a parameter, sharded
@@ -53,8 +55,8 @@ type Result struct {
 	// count with the activations: 14 bytes, 16 with data parallelism
 	// overlapped with the backward, PyTorch DDP's 16-bit bucket). ActivationGiB is the rest of its
 	// peak: activations and the temporaries alive with them.
-	ModelStateGiB float64
-	ActivationGiB float64
+	ModelStateGiB float64 `json:"model_state_gib"`
+	ActivationGiB float64 `json:"activation_gib"`
 	// LayerStateGiB is the part of ModelStateGiB that belongs to the
 	// device's transformer layers: the model state times the layers'
 	// share of the device's parameters (workload.StageParams; the state
@@ -62,26 +64,26 @@ type Result struct {
 	// It leaves out the embeddings and the output layer, as Korthikanti
 	// et al.'s accounting of 18 bytes over 12·L·h²/(t·p) parameters does
 	// (internal/validation/FORMULAS.md, section 2).
-	LayerStateGiB float64
+	LayerStateGiB float64 `json:"layer_state_gib"`
 	// StoredActivationGiB is what the worst device's transformer layers
 	// keep at once for their backward passes (workload.Stats): the
 	// activations as Korthikanti et al. 2022 count them (Eq. 1-6 summed
 	// over the stage's layers and microbatches in flight), a part of
 	// ActivationGiB, which also holds the output layer's logits and the
 	// temporaries alive at the peak.
-	StoredActivationGiB float64
-	HBMGiB              float64 // the GPU's memory
-	Fits                bool    // PeakGiB <= HBMGiB
-	Groups              int     // groups the grouped replay simulated
-	Commands            int64
+	StoredActivationGiB float64 `json:"stored_activation_gib"`
+	HBMGiB              float64 `json:"hbm_gib"`          // the GPU's memory
+	Fits                bool    `json:"fits"`             // PeakGiB <= HBMGiB
+	Groups              int     `json:"groups_simulated"` // groups the grouped replay simulated
+	Commands            int64   `json:"commands"`
 	// PassSteps counts the layer passes the replay applied as one step
 	// each (internal/sched's pass.go), not command by command.
-	PassSteps  int64
-	Wall       time.Duration // how long the prediction took
-	UnknownOps int64         // calls the hardware model priced by its default
+	PassSteps  int64         `json:"layer_passes_as_steps"`
+	Wall       time.Duration `json:"wall_ns"`          // how long the prediction took (as JSON in ns; --json writes wall_s)
+	UnknownOps int64         `json:"unknown_op_calls"` // calls the hardware model priced by its default
 	// Mechanisms are the flags of the mechanisms the job ran with
 	// (MechanismsOf): [] for none.
-	Mechanisms []string
+	Mechanisms []string `json:"mechanisms"`
 }
 
 // Run predicts job j on hardware spec (job.Steps, default 2: the step time
