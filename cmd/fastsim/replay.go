@@ -38,7 +38,8 @@ error, so the output reads back whole. Two outputs on "-" are refused.
 
 Exit status: 0 ok; 1 a failure not caused by the input (I/O, an internal
 error); 2 bad input (one line FILE:LINE: what is wrong) or usage; 3 the
-replay outgrew --max-memory; 130 interrupted by Ctrl-C (after a partial
+replay outgrew --max-memory (after a partial report, unless the world was
+refused before it began); 130 interrupted by Ctrl-C (after a partial
 report).
 
 Flags:
@@ -73,7 +74,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.traceSteps, "trace-steps", "", "trace only the commands of steps `A:B` (counted from 0, both included; A, A: and :B work too);\nthe report still covers the whole history")
 	fs.StringVar(&f.traceMode, "trace-mode", "everything", "what to simulate and trace, `MODE` one of: everything (controller and streams),\nstream-only (streams; the controller clock stays 0), controller-only")
 	fs.BoolVar(&f.reportOnly, "report-only", false, "compute the report only; write no trace")
-	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings,\nand partial when interrupted")
+	fs.StringVar(&f.summary, "summary-json", "", "also write the report as JSON to `PATH`: exec_time_s, peak_memory_mb,\npeak_device (the rank), steps [[exec_s, peak_mb], ...], commands, world_size, warnings,\nand partial when interrupted or stopped by --max-memory")
 	fs.BoolVar(&f.strict, "strict", false, "treat message types the format does not know as errors instead of warnings")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a Go CPU profile of the replay (with --decode-only, of the decoding) to `PATH`")
 	fs.StringVar(&f.memprofile, "memprofile", "", "write a Go heap profile, taken at the end of the replay, to `PATH`")
@@ -81,11 +82,11 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.jobs, "jobs", 1, "replay on up to `N` goroutines, capped at the "+strconv.Itoa(runtime.GOMAXPROCS(0))+" cores Go uses here (GOMAXPROCS);\nresults do not depend on it. With 2 or more, one goroutine decodes the history while\nthe engine runs, and the engine runs the groups (workers, ungrouped) a command touches\non the other N-1 (with --hardware, or a --costs FILE that prices ops by their arguments or is\na Monarch timing file, the decoding stays on the engine's goroutine: such models read the\ncommands' raw text). It gains only while those cores are otherwise idle: beside other\nwork it gets no more CPU than --jobs 1 and can be slower. bench/RESULTS.md (\"Two cores\")\nsays what it gains")
 	mf := registerPricingFlags(fs)
 	f.extra.register(fs)
-	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept); needs --summary-json")
-	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C), still write the trace, --html and --memory-snapshot of what was replayed\n(not with --decode-only, nor with --report-only unless --html or --memory-snapshot is given)")
+	fs.BoolVar(&f.overwriteSummary, "overwrite-summary", false, "when interrupted or stopped by --max-memory, write the partial summary (marked \"partial\": true) even over a file\nholding a complete one (by default a complete summary is kept); needs --summary-json")
+	fs.BoolVar(&f.partial, "partial-trace", false, "when interrupted (Ctrl-C) or stopped by --max-memory, still write the trace, --html and --memory-snapshot of what was replayed\n(not with --decode-only, nor with --report-only unless --html or --memory-snapshot is given)")
 	fs.BoolVar(&f.decodeOnly, "decode-only", false, "only decompress and decode every record (no simulation), then print\nthe records read and the wall time; no output but --cpuprofile is written")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing on success (errors still go to stderr)")
-	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it ends with exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
+	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget `SIZE` (512M, 8G, ...; 0 or off: none): Go's soft memory limit is\nset to it, a world whose ranks cannot fit is refused up front, and a replay that\noutgrows it stops there as Ctrl-C stops it (the report and --summary-json cover what was\nreplayed, marked partial; the trace only with --partial-trace), then the error, exit status 3 (default "+strconv.Itoa(int(memlimit.DefaultShare*100))+"% of the machine's memory, here "+memlimit.Format(memlimit.Default())+")")
 	positional, code := parseArgs(fs, stdout, replayUsage, args, 1, "exactly one HISTORY file")
 	if code >= 0 {
 		return code
@@ -274,6 +275,13 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if headerErr != nil {
 		return outputErr(stderr, headerErr)
 	}
+	// A replay that outgrew --max-memory is reported as an interrupted
+	// one is, up to where it stopped; its error line comes after the
+	// report and sets the exit status.
+	var limitErr error
+	if res != nil && errors.Is(err, memlimit.ErrLimit) {
+		limitErr, err = splitLimit(err)
+	}
 	// An output that failed after the replay succeeded (the trace, the
 	// snapshot, the HTML page) is reported after the report, which is
 	// still whole: a full disk must not throw away a long replay's result.
@@ -309,10 +317,14 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if res.Partial {
+		why := "interrupted"
+		if limitErr != nil {
+			why = "the replay outgrew --max-memory"
+		}
 		if res.LastLine > 0 {
-			fmt.Fprintf(stdout, "PARTIAL: interrupted after line %d; the report covers the commands replayed until then\n", res.LastLine)
+			fmt.Fprintf(stdout, "PARTIAL: %s after line %d; the report covers the commands replayed until then\n", why, res.LastLine)
 		} else {
-			fmt.Fprintln(stdout, "PARTIAL: interrupted after the header, before any command; the report covers none")
+			fmt.Fprintf(stdout, "PARTIAL: %s after the header, before any command; the report covers none\n", why)
 		}
 		if !f.partial {
 			opt.TracePath = "" // none written
@@ -339,13 +351,36 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim replay: --trace-steps %s: the history has steps 0 to %d; the trace holds none of its commands\n", f.traceSteps, len(res.Steps))
 		}
 	}
+	code = exitOK
 	if outErr != nil {
-		return outputErr(stderr, outErr)
+		code = outputErr(stderr, outErr)
 	}
-	if res.Partial {
+	if limitErr != nil {
+		return max(code, runErr(stderr, limitErr))
+	}
+	if code == exitOK && res.Partial {
 		return exitInterrupted
 	}
-	return exitOK
+	return code
+}
+
+// splitLimit parts the error of a replay that outgrew its memory budget
+// into the *replay.LimitError and the outputs' errors joined to it (nil
+// when none failed).
+func splitLimit(err error) (limit, outputs error) {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err, nil
+	}
+	var rest []error
+	for _, e := range j.Unwrap() {
+		if limit == nil && errors.Is(e, memlimit.ErrLimit) {
+			limit = e
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	return limit, errors.Join(rest...)
 }
 
 // outputErr prints the failure of an output written after a replay that

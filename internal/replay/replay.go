@@ -105,7 +105,10 @@ type Result struct {
 var ErrUnknownType = errors.New("unknown message type")
 
 // File replays the history at path. As with Sim.End, a replay whose
-// output (trace, Inspect) failed returns its result with the error.
+// output (trace, Inspect) failed returns its result with the error. A
+// replay that outgrew Options.Memory returns the result of the records
+// replayed until then, marked Partial, with its *LimitError (joined with
+// an output's error, if one failed): its outputs are those of a stop.
 func File(path string, opt Options) (*Result, error) {
 	r, err := history.Open(path)
 	if err != nil {
@@ -117,7 +120,8 @@ func File(path string, opt Options) (*Result, error) {
 
 // Reader replays a history read from src; name labels errors. As with
 // Sim.End, a replay whose output (trace, Inspect) failed returns its
-// result with the error.
+// result with the error, and one that outgrew Options.Memory its partial
+// result with the *LimitError (File).
 func Reader(src io.Reader, name string, opt Options) (*Result, error) {
 	r, err := history.NewReader(src, name)
 	if err != nil {
@@ -135,7 +139,18 @@ func run(r *history.Reader, name string, opt Options) (*Result, error) {
 	}
 	defer s.Close()
 	if err := s.Run(r); err != nil {
-		return nil, err
+		var le *LimitError
+		if !errors.As(err, &le) {
+			return nil, err
+		}
+		// What was replayed before the budget passed is reported as
+		// after a stop: a long replay's progress is not thrown away.
+		s.res.Partial = true
+		res, outErr := s.End()
+		if outErr != nil {
+			return res, errors.Join(err, outErr)
+		}
+		return res, err
 	}
 	return s.End()
 }

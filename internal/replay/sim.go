@@ -62,7 +62,8 @@ type Options struct {
 	MaxWorld int64
 	// Memory, when set, is the memory budget: a world whose ranks cannot
 	// fit is refused before the replay starts, and a replay whose memory
-	// passes the budget ends with a *LimitError.
+	// passes the budget ends with a *LimitError (File and Reader also
+	// return what was replayed until then, as after a Stop).
 	Memory *memlimit.Watcher
 	// Stop, when closed, ends the simulation early, even inside one
 	// record: the result covers the commands replayed so far and is
