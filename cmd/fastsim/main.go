@@ -95,7 +95,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	switch args[0] {
 	case "synth", "convert", "search", "predict", "ops":
 		cmd := "fastsim " + args[0]
-		if args[0] == "search" && len(args) > 1 && args[1] == "merge" {
+		if args[0] == "search" {
+			if len(args) == 1 || args[1] != "merge" {
+				break // a search reports the layouts simulated when interrupted
+			}
 			cmd += " merge"
 		}
 		defer removeTempsOnSignal(cmd, stderr)()

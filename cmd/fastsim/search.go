@@ -88,6 +88,11 @@ its own report).
 An output given as "-" (one at most) goes to standard output, and the
 report then goes to standard error.
 
+Ctrl-C stops the search: the layouts simulated so far are ranked and
+written (the table, --json, --csv) after a line saying PARTIAL, the --json
+says "partial": true (search merge refuses it), and the exit status is 130;
+a second Ctrl-C exits at once.
+
 Flags:
 `
 
@@ -348,6 +353,12 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	if isTerminal(os.Stderr) && !out.quiet {
 		opt.Progress = progress(stderr, time.Now())
 	}
+	// The first Ctrl-C stops the search and reports the layouts simulated
+	// until then, marked partial; a second one, or SIGTERM, removes the
+	// outputs' temporary files and exits.
+	stop, release := handleSignals()
+	defer release()
+	opt.Stop = stop
 	rs, layouts, err := search.Run(context.Background(), s, opt)
 	if opt.Progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
@@ -359,7 +370,7 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitError
 	}
-	if layouts == 0 {
+	if layouts == 0 && !stats.Stopped {
 		heads := fmt.Sprintf(" (%d heads)", s.Model.Heads)
 		if s.Workload == search.WorkloadToy {
 			heads = ""
@@ -374,12 +385,21 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	d := search.NewDoc(s, costsID, shard, layouts, rs)
 	d.PrunedMemory = stats.PrunedMemory
 	d.CostsFrom = costsFrom(out.costsPath, out.hardware)
+	d.Partial = stats.Stopped
 	ran := fmt.Sprintf("search: %d layouts simulated in %.1f s", stats.Simulated, time.Since(began).Seconds())
 	if s.Prune {
 		ran += fmt.Sprintf(" (bounds %.1f s)", stats.BoundsSeconds)
 		if extra := stats.Simulated - len(rs); extra > 0 {
 			ran += fmt.Sprintf("; %d of them before the best step that rules them out was found", extra)
 		}
+	}
+	if d.Partial {
+		// Said even with --quiet: the outputs are not the search's result.
+		fmt.Fprintf(stdout, "PARTIAL: search interrupted (Ctrl-C) after %d of %d layouts were simulated; the table, --json (\"partial\": true, which search merge refuses) and --csv hold those only\n", len(rs), stats.Enumerated)
+		if status := emit(d, out, stdout, stderr, "search", ran); status != exitOK {
+			return status
+		}
+		return exitInterrupted
 	}
 	status := emit(d, out, stdout, stderr, "search", ran)
 	if status == exitOK && !out.quiet && len(rs) == 0 && stats.PrunedMemory > 0 {

@@ -68,7 +68,7 @@ func secondInterrupt(first, now time.Time) bool { return now.Sub(first) >= sameI
 // removeTempsOnSignal makes SIGINT and SIGTERM remove the temporary files of
 // the outputs being written before the process exits (130 or 143), for the
 // commands that have nothing to report when interrupted (synth, convert,
-// search, predict, ops); it says so in one line on stderr, naming command
+// search merge, predict, ops); it says so in one line on stderr, naming command
 // cmd ("fastsim synth"). release undoes it.
 func removeTempsOnSignal(cmd string, stderr io.Writer) (release func()) {
 	sig := make(chan os.Signal, 1)

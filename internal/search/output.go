@@ -46,6 +46,10 @@ type Doc struct {
 	// checks it.
 	PrunedTimeBound int      `json:"pruned_by_time_bound,omitempty"`
 	Results         []Result `json:"results"` // ranked
+	// Partial marks the result of a search stopped early (Stats.Stopped):
+	// Results are every layout simulated until then, not the shard's
+	// result, and ReadDoc refuses it, so no merge takes it for one.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // ShardLayouts is the number of layouts in d's shard: those whose index
@@ -62,9 +66,10 @@ func (d *Doc) ShardLayouts() int {
 
 // TimeBoundPruned is the number of the shard's layouts whose step-time
 // bound exceeds the best step of a layout that fits: with pruning, every
-// layout of the shard neither pruned by memory nor a result; 0 without.
+// layout of the shard neither pruned by memory nor a result; 0 without,
+// and in a partial result, whose other layouts were not simulated.
 func (d *Doc) TimeBoundPruned() int {
-	if !d.Space.Prune {
+	if !d.Space.Prune || d.Partial {
 		return 0
 	}
 	return d.ShardLayouts() - d.PrunedMemory - len(d.Results)
@@ -77,6 +82,14 @@ func (d *Doc) CountsLine() string {
 	of := fmt.Sprintf("%d layouts enumerated", d.Layouts)
 	if d.Shard.N > 1 {
 		of = fmt.Sprintf("shard %d/%d: %d of %d layouts enumerated", d.Shard.K, d.Shard.N, d.ShardLayouts(), d.Layouts)
+	}
+	if d.Partial {
+		pruned := ""
+		if d.Space.Prune {
+			pruned = fmt.Sprintf(", %d pruned by memory", d.PrunedMemory)
+		}
+		return fmt.Sprintf("search: %s%s; PARTIAL: interrupted after %d of the %d layouts were simulated, which the table ranks (the others were not simulated)",
+			of, pruned, len(d.Results), d.ShardLayouts())
 	}
 	if !d.Space.Prune {
 		why := "--no-prune"
@@ -217,6 +230,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	if d.Fastsim != "search" || d.Version != 1 {
 		return nil, at(jsonpos.Key(data, "fastsim"), "not a fastsim search result (version 1)")
 	}
+	if d.Partial {
+		return nil, at(jsonpos.Key(data, "partial"), "a partial result: the search was interrupted after %d of the shard's %d layouts were simulated; search the shard again", len(d.Results), d.ShardLayouts())
+	}
 	if err := d.Shard.Check(); err != nil {
 		return nil, at(jsonpos.Key(data, "shard"), "%v", err)
 	}
@@ -340,7 +356,7 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 	if len(rs) < len(d.Results) {
 		more = fmt.Sprintf("; %d shown", len(rs))
 	}
-	if d.Space.Prune {
+	if d.Space.Prune && !d.Partial {
 		_, err := fmt.Fprintf(w, "%d layouts: %d cannot fit by their memory bound; %d with a step-time bound at most the best step simulated, %d fit in %.1f GB%s\n",
 			d.Layouts, d.PrunedMemory, len(d.Results), fitting, float64(d.Space.MemoryBytes)/1e9, more)
 		return err
@@ -375,6 +391,8 @@ func Merge(docs []*Doc) (*Doc, error) {
 			return nil, fmt.Errorf("%w: shards count %d and %d layouts", ErrMerge, first.Layouts, d.Layouts)
 		case seen[d.Shard.K]:
 			return nil, fmt.Errorf("%w: shard %d/%d given twice", ErrMerge, d.Shard.K, n)
+		case d.Partial:
+			return nil, fmt.Errorf("%w: shard %d/%d is a partial result (its search was interrupted)", ErrMerge, d.Shard.K, n)
 		}
 		seen[d.Shard.K] = true
 		if d.Shard.K == 0 {

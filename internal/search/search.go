@@ -466,6 +466,10 @@ type Options struct {
 	Progress func(done, total int)
 	// Stats, when set, receives what the run did.
 	Stats *Stats
+	// Stop, when closed, ends the run early (a Ctrl-C): no layout starts
+	// after it, those being simulated are given up, and Run returns the
+	// layouts simulated until then, ranked, with Stats.Stopped set.
+	Stop <-chan struct{}
 }
 
 // Stats counts what a run did with the layouts of its shard. With
@@ -483,6 +487,11 @@ type Stats struct {
 	// was): what the space needs at least, when nothing fits.
 	LeastMemoryBytes int64
 	LeastMemory      Layout
+	// Stopped says that Options.Stop ended the run before it simulated
+	// every layout it would have: the results are the layouts simulated
+	// until then (Simulated of Enumerated), all of them, not the search's
+	// result. A stop that comes once they are all done changes nothing.
+	Stopped bool
 }
 
 // Run evaluates the layouts of s in opt.Shard, opt.Jobs at a time, and
@@ -531,10 +540,34 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	if opt.Stats != nil {
 		defer func() { *opt.Stats = st }()
 	}
+	stopped := func() bool {
+		select {
+		case <-opt.Stop:
+			return true
+		default:
+			return false
+		}
+	}
+	if opt.Stop != nil {
+		stopCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-opt.Stop:
+				cancel()
+			case <-stopCtx.Done():
+			}
+		}()
+		ctx = stopCtx
+	}
 	var bounds []Bound
 	if s.Prune {
 		began := time.Now()
 		bounds, err = Bounds(ctx, s, all, idx, opt.Model, opt.Jobs)
+		if err != nil && stopped() && errors.Is(err, context.Canceled) {
+			st.Stopped = true
+			return []Result{}, len(all), nil
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -574,13 +607,27 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	g.SetLimit(max(opt.Jobs, 1))
 	var done atomic.Int64
 	var mu sync.Mutex
+	// cut records that the stop left out a layout the run would have
+	// simulated: a stop that comes once every layout is done (or during
+	// the bounds, which may all finish) leaves the result whole.
+	var cut atomic.Bool
 	for j, i := range idx {
 		if s.Prune && bounds[j].TimeNs > best.Load() {
 			// Every layout after this one has a bound at least as high.
 			break
 		}
+		if stopped() {
+			cut.Store(true)
+			break
+		}
 		g.Go(func() (err error) {
 			defer sched.RecoverInternal(&err)
+			if stopped() {
+				// Read here as well as through ctx, whose cancel comes
+				// a moment later: no layout starts after the stop.
+				cut.Store(true)
+				return nil
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -588,6 +635,10 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 				return nil
 			}
 			r, err := Evaluate(ctx, s, all[i], opt.Model, opt.Controller)
+			if err != nil && stopped() && errors.Is(err, context.Canceled) {
+				cut.Store(true) // given up for the stop
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
@@ -620,16 +671,19 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 	if err := g.Wait(); err != nil {
 		return nil, 0, err
 	}
+	st.Stopped = cut.Load()
 	kept := out[:0]
 	for j := range out {
 		if evaluated[j] {
 			st.Simulated++
 			kept = append(kept, out[j])
-		} else {
+		} else if !st.Stopped {
 			st.PrunedBound++
 		}
 	}
-	if s.Prune {
+	if s.Prune && !st.Stopped {
+		// Stopped, every layout simulated is kept: the best step that
+		// would rule some out may not be the space's.
 		kept = Settled(kept)
 	}
 	Rank(kept)
