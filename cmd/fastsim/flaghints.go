@@ -1,6 +1,13 @@
 package main
 
-import "strings"
+import (
+	"flag"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
 
 // mechanismHint is search's answer to a mechanism flag of predict and synth.
 const mechanismHint = "search trains every layout with none of the mechanism flags, as PyTorch would (fastsim predict takes them, for one layout)"
@@ -47,4 +54,61 @@ func flagHint(cmd string, err error) string {
 		return ": " + h
 	}
 	return ""
+}
+
+// badValue matches the flag package's error for a value its flag cannot
+// parse: the value quoted, the flag's name and the parser's word
+// ("parse error", "value out of range").
+var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:\s]+): (.*)$`)
+
+// valueError rewrites the flag package's error for a bad value of a flag
+// of fs, which names neither the flag as it is written (--jobs) nor what
+// was wanted ("invalid value "x" for flag -jobs: parse error"), as
+// `--jobs "x": want an integer`; other errors are returned as they are.
+func valueError(fs *flag.FlagSet, err error) string {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	value, name, why := m[1], m[2], m[3]
+	f := fs.Lookup(name)
+	if f == nil {
+		return err.Error()
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return err.Error()
+	}
+	outOfRange := why == "value out of range"
+	want := ""
+	switch g.Get().(type) {
+	case bool:
+		want = "true or false"
+	case int, int64:
+		want = "an integer"
+		if outOfRange {
+			want = fmt.Sprintf("an integer from %d to %d", math.MinInt64, math.MaxInt64)
+			if _, isInt := g.Get().(int); isInt {
+				want = fmt.Sprintf("an integer from %d to %d", math.MinInt, math.MaxInt)
+			}
+		}
+	case uint, uint64:
+		want = "an integer of 0 or more"
+		if outOfRange {
+			want = fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64))
+			if _, isUint := g.Get().(uint); isUint {
+				want = fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint))
+			}
+		}
+	case float64:
+		want = "a number, such as 80, 0.5 or 1e9"
+		if outOfRange {
+			want = fmt.Sprintf("a number of magnitude at most %.4g", math.MaxFloat64)
+		}
+	case time.Duration:
+		want = "a duration, such as 300ms, 90s or 1.5h"
+	default:
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %s: want %s", name, value, want)
 }

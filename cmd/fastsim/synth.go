@@ -227,12 +227,19 @@ func parseArgs(fs *flag.FlagSet, stdout io.Writer, usage string, args []string, 
 	return positional, -1
 }
 
+// parsing, when set, is given each command's flags before they are parsed:
+// a test reads every command's flags there, whatever their types.
+var parsing func(fs *flag.FlagSet)
+
 // parseInterleaved parses flags that may come before or after positional
 // arguments. It returns the positional arguments, and an exit code >= 0 when
 // the command should stop (help or a bad flag). A bad flag is reported in
 // one line naming the flag on fs's output; the usage is printed, to stdout,
 // only when asked for.
 func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]string, int) {
+	if parsing != nil {
+		parsing(fs)
+	}
 	out := fs.Output()
 	fs.SetOutput(io.Discard) // flag would print the whole usage after its error
 	defer fs.SetOutput(out)
@@ -245,7 +252,7 @@ func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]stri
 				return nil, exitOK
 			}
 			fs.SetOutput(out)
-			fmt.Fprintf(out, "fastsim %s: %v%s (see fastsim %s --help)\n", fs.Name(), err, flagHint(fs.Name(), err), fs.Name())
+			fmt.Fprintf(out, "fastsim %s: %s%s (see fastsim %s --help)\n", fs.Name(), valueError(fs, err), flagHint(fs.Name(), err), fs.Name())
 			return nil, exitInput
 		}
 		if fs.NArg() == 0 {
