@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -64,5 +65,31 @@ func TestSearchInterrupt(t *testing.T) {
 	code, _, stderr := runCLI("search", "merge", js)
 	if code != exitInput || !strings.Contains(stderr, js+":") || !strings.Contains(stderr, "a partial result") {
 		t.Errorf("merge: exit %d, %q; want %d and the partial result named", code, stderr, exitInput)
+	}
+}
+
+// TestMergeNotSearch: search merge of a file that is another of
+// fastsim's outputs (a replay's --summary-json, a predict --json, a
+// history) says it is not a search's --json, in one line with exit
+// status 2, not which of its fields a search document lacks.
+func TestMergeNotSearch(t *testing.T) {
+	dir := t.TempDir()
+	summary, pred := filepath.Join(dir, "s.json"), filepath.Join(dir, "p.json")
+	if code, _, stderr := runCLI("replay", "--report-only", "--quiet", "--summary-json", summary, example); code != exitOK {
+		t.Fatalf("replay: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("predict", "--world", "8", "--tp", "2", "--pp", "1", "--layers", "4", "--hidden", "512", "--hardware", "a100-80gb", "--json", pred); code != exitOK {
+		t.Fatalf("predict: exit %d, %q", code, stderr)
+	}
+	for _, c := range []struct{ file, why string }{
+		{summary, `it has no "fastsim" field`},
+		{pred, `it has no "fastsim" field`},
+		{example, `its "fastsim" field is "history"`},
+	} {
+		code, stdout, stderr := runCLI("search", "merge", c.file)
+		want := fmt.Sprintf("fastsim search merge: %s:1: shards do not merge: not a fastsim search --json document (%s)\n", c.file, c.why)
+		if code != exitInput || stdout != "" || stderr != want {
+			t.Errorf("merge %s: exit %d, %q; want %d, %q", c.file, code, stderr, exitInput, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -215,6 +216,9 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 	at := func(line int, format string, args ...any) error {
 		return fmt.Errorf("%s:%d: %w: %s", name, line, ErrMerge, fmt.Sprintf(format, args...))
 	}
+	if err := searchDoc(data); err != nil {
+		return nil, at(jsonpos.Key(data, "fastsim"), "%v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var d Doc
@@ -364,6 +368,47 @@ func (d *Doc) WriteTable(w io.Writer, top int) error {
 	_, err := fmt.Fprintf(w, "%d of %d layouts evaluated, %d fit in %.1f GB%s\n",
 		len(d.Results), d.Layouts, fitting, float64(d.Space.MemoryBytes)/1e9, more)
 	return err
+}
+
+// searchDoc returns an error when data starts with a JSON object whose
+// "fastsim" field is not "search" (another of fastsim's documents, such as
+// a history or a predict --json) or that has none (a replay's summary):
+// said first, that is the answer, where a field the search document does
+// not have would be named instead. Anything else is left to ReadDoc's own
+// checks.
+func searchDoc(data []byte) error {
+	var head map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(data)).Decode(&head) != nil || head == nil {
+		return nil
+	}
+	// Matched as encoding/json matches a struct field, ignoring case; a
+	// key given in two cases is left to the checks after.
+	var v json.RawMessage
+	n := 0
+	for k, kv := range head {
+		if strings.EqualFold(k, "fastsim") {
+			v, n = kv, n+1
+		}
+	}
+	switch {
+	case n == 0:
+		return errors.New(`not a fastsim search --json document (it has no "fastsim" field)`)
+	case n > 1:
+		return nil
+	}
+	if string(v) == `"search"` {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		b.Reset()
+		b.Write(v)
+	}
+	shown := b.String()
+	if len(shown) > 40 {
+		shown = shown[:37] + "..."
+	}
+	return fmt.Errorf(`not a fastsim search --json document (its "fastsim" field is %s)`, shown)
 }
 
 // Merge combines the documents of shards 0..N-1 of one search into the

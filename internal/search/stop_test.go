@@ -98,3 +98,23 @@ func TestPartialDocRefused(t *testing.T) {
 		t.Errorf("Merge: %v; want a partial result refused", err)
 	}
 }
+
+// TestReadDocNotSearch: a JSON document that is not a search's (another
+// "fastsim" document, or one with no "fastsim" field) is refused as such,
+// before a field of its own is named as unknown; a search document with a
+// field it does not have still has the field named.
+func TestReadDocNotSearch(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{`{"exec_time_s":0.5,"peak_memory_mb":1,"commands":2}`, `p.json:1: shards do not merge: not a fastsim search --json document (it has no "fastsim" field)`},
+		{"{\"fastsim\":\"history\",\"version\":1,\"world_size\":4}\n{\"ts\":0}\n", `p.json:1: shards do not merge: not a fastsim search --json document (its "fastsim" field is "history")`},
+		{"{\"name\":\"gpt\",\n\"fastsim\":\"predict\"}", `p.json:2: shards do not merge: not a fastsim search --json document (its "fastsim" field is "predict")`},
+		{`{"fastsim": [1, 2]}`, `p.json:1: shards do not merge: not a fastsim search --json document (its "fastsim" field is [1,2])`},
+		{`{"fastsim":"search","version":1,"name":"x"}`, `p.json:1: shards do not merge: unknown field "name"`},
+		{`{"FastSim":"search","version":1,"name":"x"}`, `p.json:1: shards do not merge: unknown field "name"`},
+	} {
+		_, err := ReadDoc(strings.NewReader(c.doc), "p.json")
+		if !errors.Is(err, ErrMerge) || err.Error() != c.want {
+			t.Errorf("%s: %v; want %q", c.doc, err, c.want)
+		}
+	}
+}
