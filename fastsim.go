@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/hardware"
@@ -562,9 +564,10 @@ type Transformer struct {
 	SequenceParallel        bool
 	Zero                    int
 	FlashAttention          bool
-	// StageCollectives sends each collective to a whole stage at once,
-	// so that even a traced grouped replay simulates a stage once, at the
-	// price of collectives that join the whole stage (see synth --help).
+	// StageCollectives sends each collective to a whole stage at once, at
+	// the price of collectives that join the whole stage (see synth
+	// --help). A grouped replay simulates a stage once either way, traced
+	// or not, so it is rarely needed.
 	StageCollectives bool
 	Steps            int
 	GPUsPerHost      int   // 0: 8 (Predict: the hardware's)
@@ -735,10 +738,12 @@ type SearchStats = search.Stats
 // step-time bound exceeds the best step so far are not simulated, and
 // the results hold the layouts every pruned search simulates: the first
 // is the best of the space. space.Model is required (LoadModel gives
-// one), and so are World and Batch; fields left zero are filled as the
-// command line fills them: Layers, Hidden and Seq from the Model,
-// GPUsPerHost, MemoryBytes and PeakTFLOPS from hw, MaxTP the GPUs of a
-// host, Steps 2. An empty list (Schedules, Recomputes, SequenceParallels,
+// one), and so are World and Batch; Layers, Hidden and Seq are the
+// Model's (whatever the space says), and fields left zero are filled as
+// the command line fills them: GPUsPerHost, MemoryBytes and PeakTFLOPS
+// from hw, MaxTP the GPUs of a host, Steps 2. A value given twice in a
+// list is refused, as the command line refuses it, and so is a space
+// with no layout (ErrSpace, naming the sizes that allow none). An empty list (Schedules, Recomputes, SequenceParallels,
 // Zeros) searches the one value of its single field (Schedule, ...; 1f1b,
 // no recomputation, no sequence parallelism, ZeRO 0 when zero), where
 // the command line searches every value unless a flag pins it ("1f1b,
@@ -755,6 +760,17 @@ func Search(ctx context.Context, space SearchSpace, hw *Hardware, jobs int) ([]S
 		return nil, stats, fmt.Errorf("%w: Search runs transformer spaces (Workload %q)", search.ErrSpace, space.Workload)
 	case space.Model.Layers == 0:
 		return nil, stats, fmt.Errorf("%w: no model (LoadModel gives one)", search.ErrSpace)
+	case space.PeakTFLOPS < 0 || math.IsNaN(space.PeakTFLOPS) || math.IsInf(space.PeakTFLOPS, 0):
+		return nil, stats, fmt.Errorf("%w: PeakTFLOPS %g (want a positive peak, or 0 for the hardware's)", search.ErrSpace, space.PeakTFLOPS)
+	}
+	for _, l := range []struct{ name, v string }{{"Schedules", space.Schedules}, {"Recomputes", space.Recomputes}, {"SequenceParallels", space.SequenceParallels}, {"Zeros", space.Zeros}} {
+		seen := map[string]bool{}
+		for _, x := range strings.Split(l.v, ",") {
+			if x = strings.TrimSpace(x); x != "" && seen[x] {
+				return nil, stats, fmt.Errorf("%w: %s %q: %q given twice", search.ErrSpace, l.name, l.v, x)
+			}
+			seen[x] = true
+		}
 	}
 	model, err := costs.NewWithHardware(costs.Config{}, hw)
 	if err != nil {
@@ -780,9 +796,12 @@ func Search(ctx context.Context, space SearchSpace, hw *Hardware, jobs int) ([]S
 	if err := s.Check(); err != nil {
 		return nil, stats, err
 	}
-	rs, _, err := search.Run(ctx, s, search.Options{Model: model, Controller: sched.ControllerNone, Jobs: max(jobs, 1), Stats: &stats})
+	rs, layouts, err := search.Run(ctx, s, search.Options{Model: model, Controller: sched.ControllerNone, Jobs: max(jobs, 1), Stats: &stats})
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
+	}
+	if err == nil && layouts == 0 {
+		err = fmt.Errorf("%w: no layout of %d GPUs trains %d layers of hidden %d (%d heads) on a batch of %d within these lists and MaxTP %d", search.ErrSpace, s.World, s.Layers, s.Hidden, s.Model.Heads, s.Batch, s.MaxTP)
 	}
 	return rs, stats, err
 }

@@ -68,13 +68,21 @@ func TestSearchRefuses(t *testing.T) {
 		s  SearchSpace
 		hw *Hardware
 	}{
-		"no hardware": {SearchSpace{Model: m, World: 8, Batch: 8}, nil},
-		"no model":    {SearchSpace{World: 8, Batch: 8}, hw},
-		"toy":         {SearchSpace{Workload: "toy", Model: m, World: 8, Batch: 8}, hw},
-		"no world":    {SearchSpace{Model: m, Batch: 8}, hw},
+		"no hardware":  {SearchSpace{Model: m, World: 8, Batch: 8}, nil},
+		"no model":     {SearchSpace{World: 8, Batch: 8}, hw},
+		"toy":          {SearchSpace{Workload: "toy", Model: m, World: 8, Batch: 8}, hw},
+		"no world":     {SearchSpace{Model: m, Batch: 8}, hw},
+		"a zero twice": {SearchSpace{Model: m, World: 8, Batch: 8, Zeros: "1,1"}, hw},
+		"a bad peak":   {SearchSpace{Model: m, World: 8, Batch: 8, PeakTFLOPS: -5}, hw},
+		// Sequence parallelism needs tp > 1, and MaxTP 1 allows tp 1
+		// only: no layout.
+		"no layout": {SearchSpace{Model: m, World: 8, Batch: 8, MaxTP: 1, SequenceParallels: "true"}, hw},
 	} {
-		if _, _, err := Search(context.Background(), c.s, c.hw, 1); err == nil {
+		_, _, err := Search(context.Background(), c.s, c.hw, 1)
+		if err == nil {
 			t.Errorf("%s: no error", what)
+			continue
 		}
+		t.Logf("%s: %v", what, err)
 	}
 }

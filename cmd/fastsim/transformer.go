@@ -52,7 +52,7 @@ func (f *tfFlags) register(fs *flag.FlagSet, batch bool) {
 	fs.StringVar(&f.recompute, "recompute", "none", "transformer: activation recomputation `R`: none, selective (the attention core) or full (whole layers)")
 	fs.BoolVar(&f.sp, "sequence-parallel", false, "transformer: sequence parallelism (norms and dropouts split over tp; reduce-scatter and all-gather)")
 	fs.IntVar(&f.zero, "zero", 0, "transformer: ZeRO stage `N`: 0 (replicated), 1 (optimizer state sharded over dp), 2 (and gradients), 3 (and parameters: FSDP)")
-	fs.BoolVar(&f.stageColl, "stage-collectives", false, "transformer: send each collective as one command to its whole stage, not one per\ntensor- or data-parallel group (the format gives a Reduce one peer set); collectives then\njoin the whole stage. A grouped replay keeps each stage one group either way, except\na traced one, which applies the per-group commands one by one")
+	fs.BoolVar(&f.stageColl, "stage-collectives", false, "transformer: send each collective as one command to its whole stage, not one per\ntensor- or data-parallel group (the format gives a Reduce one peer set); collectives then\njoin the whole stage. A grouped replay keeps each stage one group either way, traced\nor not, so it is rarely needed")
 	fs.BoolVar(&f.flash, "flash-attention", false, "transformer: attention as _scaled_dot_product_flash_attention instead of the explicit QK^T, softmax, dropout, AV path")
 }
 

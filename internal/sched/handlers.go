@@ -160,6 +160,7 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	// on the lowest rank that fails, grouped or not.
 	n := len(senders)
 	tasks := slices.Grow(e.pairs[:0], 2*n)[:2*n]
+	e.tasked = true // Options.FixedStreams
 	e.inputs = append(e.inputs[:0], m.Tensor)
 	for _, i := range e.byRank(senders) {
 		t, err := e.addTask(senders[i], stream, send, runtime, e.inputs, nil, -1)
@@ -243,6 +244,7 @@ func (e *Engine) borrowCreate(gi groups.GroupID, m *gen.BorrowCreate) error {
 
 // BorrowFirstUse makes the destination stream wait for the lent tensor.
 func (e *Engine) BorrowFirstUse(m *gen.BorrowFirstUse) error {
+	e.tasked = true // it queues the loan's event (Options.FixedStreams)
 	return e.eachBorrow(m.BorrowIdx, m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := &g.borrows[b]
 		if br.state != borrowCreated {
@@ -298,6 +300,7 @@ func (e *Engine) eachBorrow(idx int32, id int64, fn func(gi groups.GroupID, g *g
 // BorrowDrop makes the source stream wait for the last use, then returns the
 // lent tensor.
 func (e *Engine) BorrowDrop(m *gen.BorrowDrop) error {
+	e.tasked = true // it queues the return's event (Options.FixedStreams)
 	return e.eachBorrow(m.BorrowIdx, m.Borrow, func(gi groups.GroupID, g *group, b gen.BorrowRow) error {
 		br := g.borrows[b]
 		if br.state != borrowLastUsed {

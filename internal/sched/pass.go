@@ -947,6 +947,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		g.evMaxNs = max(g.evMaxNs, fx.evOff+base)
 	}
 	g.tasksMade += fx.tasks
+	e.tasked = true // a pass follows tasks already; said for Options.FixedStreams
 	if fx.tasks > 0 {
 		g.active = true
 	}

@@ -82,7 +82,6 @@ func (e *Engine) addTask(gi groups.GroupID, stream values.Stream, name gen.NameI
 		return -1, e.noStream(gi, stream)
 	}
 	st := &g.streams[s]
-	e.tasked = true
 	if e.tsNs > math.MaxInt64-runtimeNs {
 		// Checked against the record's ts, not the start, so that every
 		// trace mode (stream-only keeps the controller clock at 0) finds it.
@@ -260,6 +259,7 @@ func (e *Engine) runChunk(k int) {
 // addTasks queues the same task on every group of gs (tasks, when not nil,
 // receives each group's task) and marks the groups ready.
 func (e *Engine) addTasks(gs []groups.GroupID, stream values.Stream, name gen.NameID, runtimeNs int64, ins, outs []values.Tensor, coll gen.CollID, tasks []gen.TaskID) error {
+	e.tasked = true // here, not in addTask, which may run on helper goroutines
 	if e.opt.Jobs <= 1 || len(gs) < minParallel {
 		// Serial, as each would run it, with the arguments passed
 		// straight on: storing them in e.batch for apply to read back

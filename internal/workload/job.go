@@ -183,10 +183,10 @@ type Job struct {
 	// The format gives a Reduce command one peer set, so the exact form
 	// (the default) addresses every group apart, as a run of commands at
 	// one time that a grouped replay applies together, keeping a stage
-	// one group, unless it keeps a trace; this form keeps a stage one
-	// group in a traced replay too, at the price of collectives that join
-	// the whole stage (their dims still name the mesh dimension they
-	// reduce over, for a cost model that prices by it).
+	// one group, traced or not; this form does so with one command a
+	// collective, at the price of collectives that join the whole stage
+	// (their dims still name the mesh dimension they reduce over, for a
+	// cost model that prices by it).
 	StageCollectives bool
 	Steps            int
 	GPUsPerHost      int
