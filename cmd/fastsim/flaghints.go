@@ -66,6 +66,18 @@ var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*
 // was wanted ("invalid value "x" for flag -jobs: parse error"), as
 // `--jobs "x": want an integer`; other errors are returned as they are.
 func valueError(fs *flag.FlagSet, err error) string {
+	// A flag given last with no value ("flag needs an argument: -tp").
+	if name, ok := strings.CutPrefix(err.Error(), "flag needs an argument: -"); ok {
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				if want := wantOf(g, false); want != "" {
+					return fmt.Sprintf("--%s needs a value: want %s", name, want)
+				}
+			}
+			return fmt.Sprintf("--%s needs a value", name)
+		}
+		return err.Error()
+	}
 	m := badValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err.Error()
@@ -79,7 +91,16 @@ func valueError(fs *flag.FlagSet, err error) string {
 	if !ok {
 		return err.Error()
 	}
-	outOfRange := why == "value out of range"
+	want := wantOf(g, why == "value out of range")
+	if want == "" {
+		return err.Error()
+	}
+	return fmt.Sprintf("--%s %s: want %s", name, value, want)
+}
+
+// wantOf says what a flag of g's type takes ("" for a string or a type of
+// its own), and for a value out of range, the range.
+func wantOf(g flag.Getter, outOfRange bool) string {
 	want := ""
 	switch g.Get().(type) {
 	case bool:
@@ -107,8 +128,6 @@ func valueError(fs *flag.FlagSet, err error) string {
 		}
 	case time.Duration:
 		want = "a duration, such as 300ms, 90s or 1.5h"
-	default:
-		return err.Error()
 	}
-	return fmt.Sprintf("--%s %s: want %s", name, value, want)
+	return want
 }

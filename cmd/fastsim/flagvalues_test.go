@@ -67,11 +67,17 @@ func TestNumericFlagValues(t *testing.T) {
 					t.Errorf("%s --%s %q (%s): exit %d, stdout %q, stderr %q; want %d and %q", name, f.Name, c.value, typ, code, stdout, stderr, exitInput, want)
 				}
 			}
+			// The flag given last, with no value.
+			code, stdout, stderr := runCLI(append(append([]string(nil), cmd...), "--"+f.Name)...)
+			want := fmt.Sprintf("fastsim %s: --%s needs a value: %s (see fastsim %s --help)\n", name, f.Name, wants[typ], name)
+			if code != exitInput || stdout != "" || stderr != want {
+				t.Errorf("%s --%s with no value (%s): exit %d, stdout %q, stderr %q; want %d and %q", name, f.Name, typ, code, stdout, stderr, exitInput, want)
+			}
 			if typ == "float64" || typ == "duration" {
 				continue
 			}
 			// 2^64 fits no integer flag.
-			code, _, stderr := runCLI(append(append([]string(nil), cmd...), "--"+f.Name, "18446744073709551616")...)
+			code, _, stderr = runCLI(append(append([]string(nil), cmd...), "--"+f.Name, "18446744073709551616")...)
 			if code != exitInput || !strings.Contains(stderr, fmt.Sprintf("--%s \"18446744073709551616\": want an integer from ", f.Name)) {
 				t.Errorf("%s --%s 2^64 (%s): exit %d, %q; want the range said", name, f.Name, typ, code, stderr)
 			}
