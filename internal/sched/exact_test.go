@@ -391,6 +391,19 @@ func (g *xgen) group() {
 
 // send copies a tensor within a block or to another block of the same
 // size (blocks are disjoint, so no rank sends to itself).
+// sendable picks a tensor that stream s holds on the blocks of ma to
+// send to those of mb, or nil when s is not on both or holds none there.
+func (g *xgen) sendable(s int, ma, mb uint8) *xtensor {
+	if g.streams[s-1]&(ma|mb) != ma|mb {
+		return nil
+	}
+	ins := g.avail(s, ma, false)
+	if len(ins) == 0 {
+		return nil
+	}
+	return ins[g.r.IntN(len(ins))]
+}
+
 func (g *xgen) send() {
 	s := 1 + g.r.IntN(len(g.streams))
 	a, b := g.r.IntN(len(g.blocks)), g.r.IntN(len(g.blocks))
@@ -398,14 +411,10 @@ func (g *xgen) send() {
 		return
 	}
 	ma, mb := uint8(1)<<a, uint8(1)<<b
-	if g.streams[s-1]&(ma|mb) != ma|mb {
+	t := g.sendable(s, ma, mb)
+	if t == nil {
 		return
 	}
-	ins := g.avail(s, ma, false)
-	if len(ins) == 0 {
-		return
-	}
-	t := ins[g.r.IntN(len(ins))]
 	out := g.fresh(s, mb, nil)
 	g.emit(ma|mb, fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":%s,"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
 		tjson(out), tjson(t), block(a), block(b), s, s))

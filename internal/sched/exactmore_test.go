@@ -131,14 +131,10 @@ func (g *xmore) copyOrSend() {
 	s := 1 + g.r.IntN(len(g.streams))
 	a, b := g.r.IntN(len(g.blocks)), g.r.IntN(len(g.blocks))
 	ma, mb := uint8(1)<<a, uint8(1)<<b
-	if g.streams[s-1]&(ma|mb) != ma|mb {
+	t := g.sendable(s, ma, mb)
+	if t == nil {
 		return
 	}
-	ins := g.avail(s, ma, false)
-	if len(ins) == 0 {
-		return
-	}
-	t := ins[g.r.IntN(len(ins))]
 	if a == b || g.r.IntN(3) == 0 {
 		out := g.fresh(s, ma, nil)
 		g.emit(ma, fmt.Sprintf(`{"type":"SendTensor","result":%s,"tensor":%s,"from_ranks":%s,"to_ranks":%s,"from_stream":{"ref":%d},"to_stream":{"ref":%d}}`,
