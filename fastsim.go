@@ -718,7 +718,9 @@ func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, erro
 // SearchSpace is a space of parallel layouts of one transformer on one
 // machine: the fields `fastsim search` fills from its flags (World, Batch,
 // Model, the lists of schedules, recomputations, sequence parallelism and
-// ZeRO stages to try, MaxTP, MaxMicro, Steps, Prune; see its --help).
+// ZeRO stages to try, MaxTP, MaxMicro, Steps, Prune, and the mechanisms
+// every layout trains with, Job's fields of the same names, GradReduce
+// spelled "after-backward" or "overlap"; see its --help).
 type SearchSpace = search.Space
 
 // SearchResult is one layout's outcome: its layout, step time, tokens per

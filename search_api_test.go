@@ -11,16 +11,26 @@ import (
 // evaluates layouts itself), and the pruned search's best layout is the
 // best of every layout simulated.
 func TestSearchAgreesWithPredict(t *testing.T) {
-	hw, err := LoadHardware("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
 	m, err := LoadModel("megatron-1.7b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Layers, m.Seq = 8, 256 // a small history, the preset's widths
-	space := SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Recomputes: "none,full", Prune: true}
+	searchAgreesWithPredict(t, m, SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Recomputes: "none,full", Prune: true})
+	// Megatron-LM's mechanisms of 2022 (bf16) and 2021 (fp16), which
+	// Predict takes as fields of the same names.
+	searchAgreesWithPredict(t, m, SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0", Recomputes: "none,full", Prune: true,
+		GradReduce: "after-backward", FuseGradAccumulation: true, BlockingP2P: true, FP32CrossEntropy: true})
+	searchAgreesWithPredict(t, m, SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0", Recomputes: "full", Prune: true,
+		HalfGradReduce: true, FP16Grads: true, ApexLayerNorm: true, NoScatterGather: true})
+}
+
+func searchAgreesWithPredict(t *testing.T, m Model, space SearchSpace) {
+	t.Helper()
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rs, stats, err := Search(context.Background(), space, hw, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +56,9 @@ func TestSearchAgreesWithPredict(t *testing.T) {
 		}
 		tf := Transformer{Model: m, TP: r.TP, PP: r.PP, DP: r.DP, MicroBatch: space.Batch / (r.DP * r.Micro), GlobalBatch: space.Batch,
 			Schedule: r.Schedule, Recompute: r.Recompute, SequenceParallel: r.SequenceParallel, Zero: r.Zero}
+		// The space's mechanisms, as Predict's fields of the same names.
+		tf.GradReduce, tf.HalfGradReduce, tf.FuseGradAccumulation, tf.BlockingP2P = space.GradReduce, space.HalfGradReduce, space.FuseGradAccumulation, space.BlockingP2P
+		tf.FP32CrossEntropy, tf.ApexLayerNorm, tf.FP16Grads, tf.NoScatterGather = space.FP32CrossEntropy, space.ApexLayerNorm, space.FP16Grads, space.NoScatterGather
 		p, err := Predict(context.Background(), tf, hw)
 		if err != nil {
 			t.Fatalf("%v: %v", r.Layout, err)
@@ -74,6 +87,9 @@ func TestSearchRefuses(t *testing.T) {
 		"no world":     {SearchSpace{Model: m, Batch: 8}, hw},
 		"a zero twice": {SearchSpace{Model: m, World: 8, Batch: 8, Zeros: "1,1"}, hw},
 		"a bad peak":   {SearchSpace{Model: m, World: 8, Batch: 8, PeakTFLOPS: -5}, hw},
+		// Megatron-LM's local DDP had no ZeRO.
+		"local DDP with ZeRO": {SearchSpace{Model: m, World: 8, Batch: 8, Zeros: "0,1", GradReduce: "after-backward"}, hw},
+		"a bad reduction":     {SearchSpace{Model: m, World: 8, Batch: 8, GradReduce: "never"}, hw},
 		// Sequence parallelism needs tp > 1, and MaxTP 1 allows tp 1
 		// only: no layout.
 		"no layout": {SearchSpace{Model: m, World: 8, Batch: 8, MaxTP: 1, SequenceParallels: "true"}, hw},

@@ -9,9 +9,6 @@ import (
 	"time"
 )
 
-// mechanismHint is search's answer to a mechanism flag of predict and synth.
-const mechanismHint = "search trains every layout with none of the mechanism flags, as PyTorch would (fastsim predict takes them, for one layout)"
-
 // flagHints says, per command, what to give instead of a flag it does not
 // define but a sibling command does: a user who learnt synth's --dp, or
 // predict's --tp, is told where that choice lives here.
@@ -27,19 +24,11 @@ var flagHints = map[string]map[string]string{
 		"max-tp":        "predict answers for one layout (--tp, --pp); fastsim search ranks them",
 	},
 	"search": {
-		"tp":                     "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
-		"pp":                     "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
-		"dp":                     "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
-		"micro-batch":            "search tries every microbatch size (--max-micro bounds the microbatches)",
-		"ffn":                    "a GPT of --hidden has an MLP of 4 x hidden; a --model FILE gives its own ffn",
-		"grad-reduce":            mechanismHint,
-		"half-grad-reduce":       mechanismHint,
-		"fuse-grad-accumulation": mechanismHint,
-		"blocking-p2p":           mechanismHint,
-		"fp32-cross-entropy":     mechanismHint,
-		"apex-layer-norm":        mechanismHint,
-		"fp16-grads":             mechanismHint,
-		"no-scatter-gather":      mechanismHint,
+		"tp":          "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
+		"pp":          "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
+		"dp":          "search tries every tp, pp and dp of --world (--max-tp bounds tp); fastsim predict answers for one layout",
+		"micro-batch": "search tries every microbatch size (--max-micro bounds the microbatches)",
+		"ffn":         "a GPT of --hidden has an MLP of 4 x hidden; a --model FILE gives its own ffn",
 	},
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/search"
 	"github.com/fastsim/fastsim/internal/workload"
@@ -73,6 +74,15 @@ a layout was simulated before the best step that rules it out was found,
 which depends on --jobs and the shard, so it is not part of the result.
 --workload toy searches the toy micro-benchmark (one weight per layer)
 instead, unpruned.
+
+The mechanism flags of fastsim predict (--grad-reduce, --half-grad-reduce,
+--fuse-grad-accumulation, --blocking-p2p, --fp32-cross-entropy,
+--apex-layer-norm, --fp16-grads, --no-scatter-gather, --flash-attention)
+set how every layout trains, as Megatron-LM's implementation of a step;
+each layout's step and peak are then predict's with the same flags. A line
+after the costs line names them, and --json records them in its space.
+--grad-reduce after-backward and --fp16-grads train without ZeRO: give
+--zero 0 with them. Without any, every layout trains as PyTorch would.
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of
@@ -330,6 +340,28 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "fastsim search: --stage-collectives: search prices collectives per group; not offered here")
 			return exitInput
 		}
+		if msg := tf.mechanismConflict(); msg != "" {
+			fmt.Fprintf(stderr, "fastsim search: %s\n", msg)
+			return exitInput
+		}
+		if tf.gradReduce == "after-backward" || tf.fp16Grads {
+			// Both are of Megatron-LM's data parallelism without ZeRO: a
+			// space that holds ZeRO stages is refused, not searched
+			// with those layouts silently left out.
+			flag := "--fp16-grads"
+			if tf.gradReduce == "after-backward" {
+				flag = "--grad-reduce after-backward"
+			}
+			if s.Zero != 0 || (s.Zeros != "" && s.Zeros != "0") {
+				fmt.Fprintf(stderr, "fastsim search: %s: Megatron-LM ran it without ZeRO; search with --zero 0\n", flag)
+				return exitInput
+			}
+		}
+		if tf.gradReduce != "overlap" {
+			s.GradReduce = tf.gradReduce // the default stays unwritten, as before the field
+		}
+		s.HalfGradReduce, s.FuseGradAccumulation, s.BlockingP2P, s.NoScatterGather = tf.halfGrad, tf.fuseGrad, tf.blockingP2P, tf.noSG
+		s.FP32CrossEntropy, s.ApexLayerNorm, s.FP16Grads = tf.fp32CE, tf.apexLN, tf.fp16Grads
 	}
 	if err := s.Check(); err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
@@ -488,6 +520,11 @@ func emit(d *search.Doc, out searchOut, stdout, stderr io.Writer, cmd, ran strin
 			fmt.Fprintln(stdout, ran)
 		}
 		fmt.Fprintln(stdout, costsLine(d.Costs, d.CostsFrom))
+		var j workload.Job
+		d.Space.SetMechanisms(&j)
+		if m := predict.MechanismsOf(&j); len(m) > 0 {
+			fmt.Fprintf(stdout, "mechanisms: %s (every layout trains with them)\n", strings.Join(m, " "))
+		}
 		if err := d.WriteTable(stdout, out.top); err != nil {
 			fmt.Fprintf(stderr, "fastsim %s: %v\n", cmd, err)
 			return exitError

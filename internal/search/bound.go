@@ -235,11 +235,13 @@ func (b *bounder) stateBytes(k stateKey) (int64, error) {
 func (b *bounder) probeJob(tp, dp, mb, m, L, zero int, rec workload.Recompute, sp bool) workload.Job {
 	model := b.s.Model
 	model.Layers = L
-	return workload.Job{
+	j := workload.Job{
 		Model: model, TP: tp, PP: 1, DP: dp, MicroBatch: mb, GlobalBatch: mb * m * dp,
 		Schedule: workload.OneFOneB, Chunks: 1, Recompute: rec, SequenceParallel: sp,
-		Zero: zero, FlashAttention: b.s.FlashAttention, Steps: 2, GPUsPerHost: b.s.GPUsPerHost, CommandNs: -1,
+		Zero: zero, Steps: 2, GPUsPerHost: b.s.GPUsPerHost, CommandNs: -1,
 	}
+	b.s.SetMechanisms(&j)
+	return j
 }
 
 // tpDims is how the workload names the mesh dimension of a

@@ -67,6 +67,18 @@ type Space struct {
 	SequenceParallel bool   `json:"sequence_parallel,omitempty"`
 	Zero             int    `json:"zero,omitempty"`
 	FlashAttention   bool   `json:"flash_attention,omitempty"`
+	// The mechanisms every layout trains with: which implementation of a
+	// step Megatron-LM or PyTorch takes, each workload.Job's field of the
+	// same name and fastsim predict's flag (predict.Mechanisms).
+	// GradReduce is "overlap" (or empty) or "after-backward".
+	GradReduce           string `json:"grad_reduce,omitempty"`
+	HalfGradReduce       bool   `json:"half_grad_reduce,omitempty"`
+	FuseGradAccumulation bool   `json:"fuse_grad_accumulation,omitempty"`
+	BlockingP2P          bool   `json:"blocking_p2p,omitempty"`
+	FP32CrossEntropy     bool   `json:"fp32_cross_entropy,omitempty"`
+	ApexLayerNorm        bool   `json:"apex_layer_norm,omitempty"`
+	FP16Grads            bool   `json:"fp16_grads,omitempty"`
+	NoScatterGather      bool   `json:"no_scatter_gather,omitempty"`
 
 	Layers      int   `json:"layers"`        // blocks, split evenly over the stages
 	Hidden      int   `json:"hidden"`        // hidden size, split over tp
@@ -135,6 +147,9 @@ func (s *Space) Check() error {
 		if err := t.Check(); err != nil {
 			return fmt.Errorf("%w: %v", ErrSpace, err)
 		}
+		if s.mechanisms() || s.FlashAttention {
+			return fmt.Errorf("%w: the training mechanisms (flash attention, gradient reduction, fused accumulation, blocking sends, fp32 loss, apex layer norm, 16-bit gradients, no scatter/gather) are the transformer workload's", ErrSpace)
+		}
 	} else {
 		if s.Workload != "" && s.Workload != WorkloadTransformer {
 			return fmt.Errorf("%w: workload %q (want %s or %s)", ErrSpace, s.Workload, WorkloadTransformer, WorkloadToy)
@@ -151,7 +166,11 @@ func (s *Space) Check() error {
 		if s.Zero < 0 || s.Zero > 3 {
 			return fmt.Errorf("%w: zero stage %d (want 0..3)", ErrSpace, s.Zero)
 		}
-		if _, err := s.dims(); err != nil {
+		trains, err := s.dims()
+		if err != nil {
+			return err
+		}
+		if err := s.checkMechanisms(trains); err != nil {
 			return err
 		}
 	}
@@ -316,13 +335,65 @@ func (s *Space) Job(l Layout) workload.Job {
 	if l.DP > 0 && l.Micro > 0 {
 		mb = s.Batch / (l.DP * l.Micro)
 	}
-	return workload.Job{
+	j := workload.Job{
 		Model: s.Model, TP: l.TP, PP: l.PP, DP: l.DP,
 		MicroBatch: mb, GlobalBatch: s.Batch,
 		Schedule: sched, Chunks: chunks, Recompute: rec,
-		SequenceParallel: sp, Zero: z, FlashAttention: s.FlashAttention,
+		SequenceParallel: sp, Zero: z,
 		Steps: s.Steps, GPUsPerHost: s.GPUsPerHost,
 	}
+	s.SetMechanisms(&j)
+	return j
+}
+
+// SetMechanisms gives job j the space's mechanisms: every layout's job,
+// and the probes its bounds come from, which must run the same kernels
+// (fused gradient accumulation and apex's layer norm change a layer's
+// own work).
+func (s *Space) SetMechanisms(j *workload.Job) {
+	j.FlashAttention = s.FlashAttention
+	if s.GradReduce == gradAfterBackward {
+		j.GradReduce = workload.GradAfterBackward
+	}
+	j.HalfGradReduce, j.FuseGradAccumulation, j.BlockingP2P = s.HalfGradReduce, s.FuseGradAccumulation, s.BlockingP2P
+	j.FP32CrossEntropy, j.ApexLayerNorm, j.FP16Grads, j.NoScatterGather = s.FP32CrossEntropy, s.ApexLayerNorm, s.FP16Grads, s.NoScatterGather
+}
+
+// The values of Space.GradReduce besides empty.
+const (
+	gradOverlap       = "overlap"
+	gradAfterBackward = "after-backward"
+)
+
+// mechanisms reports whether s sets any mechanism but flash attention.
+func (s *Space) mechanisms() bool {
+	return s.GradReduce != "" || s.HalfGradReduce || s.FuseGradAccumulation || s.BlockingP2P ||
+		s.FP32CrossEntropy || s.ApexLayerNorm || s.FP16Grads || s.NoScatterGather
+}
+
+// checkMechanisms refuses mechanisms that cannot train every way the
+// space searches (trains): rather than leave out, unsaid, the layouts of
+// a ZeRO stage they exclude, the space is refused and says which to pin.
+func (s *Space) checkMechanisms(trains []Training) error {
+	zero := false
+	for _, tr := range trains {
+		if tr.Zero > 0 || (tr == Training{} && s.Zero > 0) {
+			zero = true
+		}
+	}
+	switch {
+	case s.GradReduce != "" && s.GradReduce != gradOverlap && s.GradReduce != gradAfterBackward:
+		return fmt.Errorf("%w: gradient reduction %q (want %s or %s)", ErrSpace, s.GradReduce, gradOverlap, gradAfterBackward)
+	case s.GradReduce == gradAfterBackward && zero:
+		return fmt.Errorf("%w: the gradient reduction after the backward pass is Megatron-LM's local DDP, without ZeRO: search ZeRO 0 only", ErrSpace)
+	case s.FP16Grads && zero:
+		return fmt.Errorf("%w: 16-bit gradients (Megatron-LM's fp16 optimizer of 2021) need ZeRO 0: search ZeRO 0 only", ErrSpace)
+	case s.FP16Grads && s.FuseGradAccumulation:
+		return fmt.Errorf("%w: 16-bit gradients and fused gradient accumulation (into fp32 main gradients) exclude each other", ErrSpace)
+	case s.FP16Grads && !s.HalfGradReduce:
+		return fmt.Errorf("%w: 16-bit gradients are reduced in 16 bits: give the half-precision gradient reduction with them", ErrSpace)
+	}
+	return nil
 }
 
 // check reports whether layout l is one s can train.
