@@ -79,18 +79,18 @@ type Partition struct {
 	classOf  []int64  // grouped: per group, the first class met (anySplit); -1 between calls
 	pass     uint32
 
-	// The last slices Resolve answered and its answers, each valid in its
-	// epoch: programs send runs of commands to the same few rank sets (a
-	// pipeline stage, its neighbour, both), which this finds with a
-	// comparison, before a key is built and hashed.
-	memos    [resolveMemos]resolveMemo
-	memoNext int // the entry the next new answer replaces
+	// Resolve's answers by the slices asked, each valid in its epoch, at
+	// the place a hash of the slices picks: programs send runs of
+	// commands to the same rank sets (every pipeline stage, its
+	// neighbours, both), which this finds with one comparison, before a
+	// canonical key is spelled and looked up.
+	memos [resolveMemos]resolveMemo
 }
 
-// resolveMemos is how many of Resolve's answers are kept for a
-// comparison: a pipelined program's commands alternate between a stage,
-// the next and both together, in each direction.
-const resolveMemos = 8
+// resolveMemos is how many of Resolve's answers are kept (a power of
+// two): a pipeline of 64 stages sends to each stage, each pair of
+// neighbours and each tensor-parallel group of them, both ways.
+const resolveMemos = 512
 
 // resolveMemo is one answer of Resolve: slices ss (their sizes and
 // strides in dims) resolve to groups out in epoch epoch.
@@ -176,12 +176,11 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
-	for i := range p.memos {
-		if m := &p.memos[i]; m.ok && m.epoch == p.epoch && sameSlices(m.ss, slices_) {
-			// The memo itself, not a copy: it too holds until the next
-			// call. (Full, so that a caller's append cannot write into it.)
-			return m.out[:len(m.out):len(m.out)], nil
-		}
+	m := &p.memos[hashSlices(slices_)&(resolveMemos-1)]
+	if m.ok && m.epoch == p.epoch && sameSlices(m.ss, slices_) {
+		// The memo itself, not a copy: it too holds until the next call.
+		// (Full, so that a caller's append cannot write into it.)
+		return m.out[:len(m.out):len(m.out)], nil
 	}
 	p.key = append(p.key[:0], 'R')
 	for i := range slices_ {
@@ -189,7 +188,7 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	}
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
-		p.memo(slices_, p.out)
+		m.set(slices_, p.out, p.epoch)
 		return p.out, nil
 	}
 	p.recv.Clear()
@@ -203,15 +202,29 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 		return nil, err
 	}
 	p.remember(out, nil)
-	p.memo(slices_, out)
+	m.set(slices_, out, p.epoch)
 	return out, nil
 }
 
-// memo keeps Resolve's answer out for slices ss, in the current epoch,
-// in place of the oldest kept.
-func (p *Partition) memo(ss []values.Slice, out []GroupID) {
-	m := &p.memos[p.memoNext]
-	p.memoNext = (p.memoNext + 1) % resolveMemos
+// hashSlices mixes the fields of ss into a memo's place.
+func hashSlices(ss []values.Slice) uint64 {
+	h := uint64(len(ss))
+	mix := func(v int64) { h = (h ^ uint64(v)) * 0x9e3779b97f4a7c15 }
+	for i := range ss {
+		mix(ss[i].Offset)
+		for _, v := range ss[i].Sizes {
+			mix(v)
+		}
+		for _, v := range ss[i].Strides {
+			mix(v)
+		}
+	}
+	return h ^ h>>29
+}
+
+// set keeps Resolve's answer out for slices ss in epoch epoch, in place
+// of what m held.
+func (m *resolveMemo) set(ss []values.Slice, out []GroupID, epoch uint64) {
 	n := 0
 	for i := range ss {
 		n += len(ss[i].Sizes) + len(ss[i].Strides)
@@ -226,7 +239,7 @@ func (p *Partition) memo(ss []values.Slice, out []GroupID) {
 		m.ss = append(m.ss, values.Slice{Offset: ss[i].Offset, Sizes: m.dims[at:mid:mid], Strides: m.dims[mid:len(m.dims):len(m.dims)]})
 	}
 	m.out = append(m.out[:0], out...)
-	m.epoch, m.ok = p.epoch, true
+	m.epoch, m.ok = epoch, true
 }
 
 // sameSlices reports whether a and b are the same slices, field by field.
