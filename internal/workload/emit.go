@@ -41,6 +41,7 @@ func dtypeBytes(d string) int64 {
 // (Idx = ID), both kept in step.
 type emitter struct {
 	w      Sink
+	sigTab sigTable // sig's table, kept between passes
 	rec    history.Record
 	ts     int64
 	cmdNs  int64
