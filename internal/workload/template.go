@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/fastsim/fastsim/gen"
@@ -627,6 +628,16 @@ func (p *replayer) tensor(t *tplTensor) values.Tensor {
 	return values.Tensor{ID: id, Idx: idx(id), Storage: p.id(t.st), NBytes: t.nbytes, Dtype: t.dtype, Shape: t.shape, CPU: t.cpu}
 }
 
+// tensorInto is tensor written into *d.
+func (p *replayer) tensorInto(d *values.Tensor, t *tplTensor) {
+	if t.isInput {
+		*d = p.ins[t.input]
+		return
+	}
+	id := p.id(t.id)
+	*d = values.Tensor{ID: id, Idx: idx(id), Storage: p.id(t.st), NBytes: t.nbytes, Dtype: t.dtype, Shape: t.shape, CPU: t.cpu}
+}
+
 // fill writes tensors ts into dst: their prototypes, with the ids filled in.
 func (p *replayer) fill(dst []values.Tensor, proto []values.Tensor, ts []tplTensor) []values.Tensor {
 	dst = append(dst[:0], proto...)
@@ -718,9 +729,11 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	if len(t.delRefs) > 0 {
 		e.delRanks = ctx.slices[t.delRanks]
 	}
-	outs = outs[:0]
+	// Written in place: a tensor is 88 bytes, and a pass gives some
+	// forty, each copied twice through a return value before.
+	outs = slices.Grow(outs[:0], len(t.outs))[:len(t.outs)]
 	for i := range t.outs {
-		outs = append(outs, p.tensor(&t.outs[i]))
+		p.tensorInto(&outs[i], &t.outs[i])
 	}
 	outsB = outsB[:0]
 	for _, c := range t.outsB {
