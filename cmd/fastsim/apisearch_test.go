@@ -34,22 +34,8 @@ func TestSearchJSONEqualsAPI(t *testing.T) {
 	if err := os.WriteFile(mfile, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "s.json")
-	args := []string{"--model", mfile, "--hardware", "a100-80gb", "--controller", "none", "--world", "8", "--global-batch", "16",
-		"--zeros", "0,1", "--recomputes", "none,full", "--quiet", "--json", out}
-	var stdout, stderr bytes.Buffer
-	if code := searchCmd(args, &stdout, &stderr); code != exitOK {
-		t.Fatalf("search exit %d: %s", code, stderr.String())
-	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := search.ReadDoc(f, out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := searchDoc(t, "--model", mfile, "--hardware", "a100-80gb", "--controller", "none", "--world", "8", "--global-batch", "16",
+		"--zeros", "0,1", "--recomputes", "none,full")
 	rs, _, err := fastsim.Search(context.Background(), fastsim.SearchSpace{Model: m, World: 8, Batch: 16, Zeros: "0,1", Recomputes: "none,full",
 		// The command line's defaults for the dimensions not pinned above.
 		Schedules: "1f1b,interleaved:2,interleaved:4", SequenceParallels: "false,true", Prune: true}, hw, 1)
@@ -66,4 +52,26 @@ func TestSearchJSONEqualsAPI(t *testing.T) {
 				i, r.Layout, r.StepTimeNs, r.PeakBytes, r.Fits, r.MFU, c.Layout, c.StepTimeNs, c.PeakBytes, c.Fits, c.MFU)
 		}
 	}
+}
+
+// searchDoc runs the search command in process with args, --quiet and
+// --json, and reads the JSON back.
+func searchDoc(t *testing.T, args ...string) *search.Doc {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "s.json")
+	args = append(append([]string{}, args...), "--quiet", "--json", out)
+	var stdout, stderr bytes.Buffer
+	if code := searchCmd(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("search %q: exit %d: %s", args, code, stderr.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := search.ReadDoc(f, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

@@ -29,23 +29,8 @@ func TestSearchMechanismsEqualPredict(t *testing.T) {
 	common := []string{"--model", mfile, "--hardware", "a100-80gb", "--recompute", "full"}
 	searchOf := func(extra ...string) *search.Doc {
 		t.Helper()
-		out := filepath.Join(dir, "s.json")
-		args := append(append(append([]string{}, common...), "--controller", "none", "--world", "8", "--global-batch", "8", "--zero", "0",
-			"--schedule", "1f1b", "--no-prune", "--quiet", "--json", out), extra...)
-		var stdout, stderr bytes.Buffer
-		if code := searchCmd(args, &stdout, &stderr); code != exitOK {
-			t.Fatalf("search %q: exit %d: %s", args, code, stderr.String())
-		}
-		f, err := os.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		doc, err := search.ReadDoc(f, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return doc
+		return searchDoc(t, append(append(append([]string{}, common...), "--controller", "none", "--world", "8", "--global-batch", "8", "--zero", "0",
+			"--schedule", "1f1b", "--no-prune"), extra...)...)
 	}
 	doc := searchOf(mech...)
 	sp := doc.Space
