@@ -80,7 +80,7 @@ type saved struct {
 	h1, act                   values.Tensor // fc1 output and the activation (fc2 input)
 	gate, up, sg              values.Tensor // gated MLP: views of h1 and silu(gate)
 	core                      bool          // the attention core's tensors are held
-	kept                      int64         // bytes(), as the forward left it (runAction)
+	kept                      int64         // bytes(), as the forward left it (layerForward)
 }
 
 // bytes is the memory the layer keeps for its backward: its saved

@@ -130,6 +130,7 @@ type template struct {
 	outs     []tplTensor // the pass's results (layer output, saved tensors)
 	outsB    []bcode     // the borrows among its results
 	core     bool        // saved.core of a forward
+	kept     int64       // saved.kept of a forward: its replays save the same tensors
 	id       int32       // names it to a PassSink (1, 2, ...; 0: not kept)
 	maxDts   int64       // the latest ts of its commands minus ts before
 }
@@ -902,7 +903,9 @@ func (g *generator) setGathered(st *stage, ts []values.Tensor, borrows []int64) 
 // layerForward is forward, replayed from a recording where one fits.
 func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
 	if !g.templatesOn() {
-		return g.forward(st, w, x, keep)
+		y, sv := g.forward(st, w, x, keep)
+		sv.kept = sv.bytes()
+		return y, sv
 	}
 	// w.small holds the QKV bias the pass views (qkvBias).
 	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard, w.small)
@@ -919,13 +922,17 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 		return gatheredOut(st, out)
 	})
 	if sv != nil { // generated
+		sv.kept = sv.bytes()
 		if t != nil {
-			t.core = sv.core
+			t.core, t.kept = sv.core, sv.kept
 		}
 		return outs[0], sv
 	}
+	// A replay's saved tensors have the recording's sizes, and share
+	// storages as its did (the inputs' signature matched), so they
+	// keep the same bytes.
 	sv = g.newSaved()
-	sv.core = t.core
+	sv.core, sv.kept = t.core, t.kept
 	for i, f := range sv.fields() {
 		*f = outs[1+i]
 	}

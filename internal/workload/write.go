@@ -511,8 +511,7 @@ func (g *generator) runAction(st *stage, a action) {
 		}
 		sv := g.savedList(len(layers))
 		for i, w := range layers {
-			x, sv[i] = g.layerForward(st, w, x, g.j.Recompute != RecomputeFull)
-			sv[i].kept = sv[i].bytes()
+			x, sv[i] = g.layerForward(st, w, x, g.j.Recompute != RecomputeFull) // with its kept bytes
 			st.stored += sv[i].kept
 		}
 		st.storedMax = max(st.storedMax, st.stored)
