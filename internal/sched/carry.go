@@ -394,21 +394,27 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 	if len(e.pass.units) == e.pass.head {
 		return e.inputIndexes(fx, p)
 	}
-	idx, sidx := e.pass.idx[:0], e.pass.sidx[:0]
+	nIns := len(p.Ins)
+	idx, sidx := slices.Grow(e.pass.idx[:0], nIns)[:nIns], slices.Grow(e.pass.sidx[:0], nIns)[:nIns]
 	cs := e.pass.consume
 	ok := true
+	last := 0 // the use the last carried input was of: the next is mostly of it too
 	for k := range p.Ins {
 		i, si := int32(-1), int32(-1)
 		if id := p.Ins[k].ID; id != 0 {
 			// A carried id is not in the registry: the units are asked
 			// first, which saves the registry a miss.
 			if ui, m := e.carriedOf(id); ui >= 0 {
-				j := 0
-				for j < len(cs) && (cs[j].unit != int32(ui) || cs[j].class != m) {
-					j++
-				}
-				if j == len(cs) {
-					cs = append(cs, carryUse{unit: int32(ui), class: m})
+				j := last
+				if j >= len(cs) || cs[j].unit != int32(ui) || cs[j].class != m {
+					j = 0
+					for j < len(cs) && (cs[j].unit != int32(ui) || cs[j].class != m) {
+						j++
+					}
+					if j == len(cs) {
+						cs = append(cs, carryUse{unit: int32(ui), class: m})
+					}
+					last = j
 				}
 				// The carried input's use, coded below idxCarried.
 				i, si = idxCarried, int32(-1-j)
@@ -418,7 +424,7 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 				ok = false
 			}
 		}
-		idx, sidx = append(idx, i), append(sidx, si)
+		idx[k], sidx[k] = i, si
 	}
 	e.pass.idx, e.pass.sidx = idx, sidx
 	if !ok || len(cs) == 0 {
