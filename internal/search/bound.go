@@ -141,9 +141,16 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 		inflight = min(2*(p-1)+(v-1)*p+1, m*v)
 	}
 	act := keptBytes(&j)
+	fill := ell * (L / (p * v)) * (p - 1)
+	if j.FP16Grads && m == 1 {
+		// With 16-bit gradients ℓ holds a later microbatch's gradient
+		// addition, which the only microbatch's backward does not run:
+		// the drain is not bounded by ℓ, so it is left out.
+		fill = 0
+	}
 	return Bound{
 		MemoryBytes: L/p*state + inflight*(L/(p*v))*act,
-		TimeNs:      ell*(L/p)*m + ell*(L/(p*v))*(p-1) + opt*(L/p),
+		TimeNs:      ell*(L/p)*m + fill + opt*(L/p),
 	}, nil
 }
 

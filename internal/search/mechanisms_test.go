@@ -112,3 +112,17 @@ func TestSpaceRefusesMechanisms(t *testing.T) {
 func toySpace() Space {
 	return Space{Workload: WorkloadToy, Layers: 2, Hidden: 64, Seq: 8, Batch: 4, World: 4, GPUsPerHost: 4, MemoryBytes: 80e9, Steps: 1}
 }
+
+// TestBoundsBelowReplayFP16Wide: 16-bit gradients on a wide, gated model
+// with short sequences, where a layer's gradient addition outweighs the
+// rest and one microbatch's backward runs none.
+func TestBoundsBelowReplayFP16Wide(t *testing.T) {
+	m, err := workload.LoadModel("llama2-70b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Layers, m.Seq = 8, 8
+	s := Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 1, World: 8, GPUsPerHost: 8, MemoryBytes: 1e15, Steps: 2, MaxTP: 2,
+		Schedules: "1f1b", Recomputes: "none", Zeros: "0", FP16Grads: true, HalfGradReduce: true}
+	boundsBelowEveryReplay(t, s, a100(t), sched.ControllerNone)
+}
