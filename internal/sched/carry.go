@@ -93,6 +93,11 @@ type carryUnit struct {
 	idBase int64 // its ids are idBase .. idEnd-1
 	idEnd  int64
 	mask   uint64 // its classes still carried
+	// The classes of it the pass being applied has a use of, valid when
+	// useGen is passState.useGen: a new class is appended without a scan
+	// of the uses.
+	useGen  int64
+	useMask uint64
 }
 
 // carryInfoOf computes fx's carry information for run p (its recording).
@@ -220,13 +225,12 @@ func (e *Engine) carriedOf(id int64) (int, uint64) {
 // unitOf returns the index in e.pass.units of the unit whose ids hold id
 // and that carries something, or -1.
 func (e *Engine) unitOf(id int64) int {
-	h := e.pass.head
-	us := e.pass.units[h:]
-	if len(us) == 0 || id < us[0].idBase || id >= us[len(us)-1].idEnd {
+	if id < e.pass.unitLo || id >= e.pass.unitHi {
 		return -1
 	}
 	// A pass's inputs are mostly of one unit: the last one found first.
-	if l := e.pass.lastUnit; l >= h && l < len(e.pass.units) {
+	h, n := e.pass.head, len(e.pass.units)
+	if l := e.pass.lastUnit; l >= h && l < n {
 		if u := &e.pass.units[l]; id >= u.idBase && id < u.idEnd {
 			if u.mask == 0 {
 				return -1
@@ -234,16 +238,17 @@ func (e *Engine) unitOf(id int64) int {
 			return l
 		}
 	}
-	lo, hi := 0, len(us)
+	bs := e.pass.unitBase[h:n]
+	lo, hi := 0, len(bs)
 	for hi-lo > 1 {
 		m := (lo + hi) / 2
-		if us[m].idBase <= id {
+		if bs[m] <= id {
 			lo = m
 		} else {
 			hi = m
 		}
 	}
-	u := &us[lo]
+	u := &e.pass.units[h+lo]
 	if id < u.idBase || id >= u.idEnd || u.mask == 0 {
 		return -1
 	}
@@ -374,13 +379,16 @@ func (e *Engine) trimUnits() {
 		ps.head++
 	}
 	if ps.head == len(ps.units) {
-		ps.units, ps.head = ps.units[:0], 0
+		ps.units, ps.unitBase, ps.head = ps.units[:0], ps.unitBase[:0], 0
+		ps.unitLo, ps.unitHi = 0, 0
 		return
 	}
+	ps.unitLo = ps.unitBase[ps.head]
 	if ps.head >= 1024 && ps.head >= len(ps.units)/2 {
 		n := copy(ps.units, ps.units[ps.head:])
 		clear(ps.units[n:])
-		ps.units, ps.head = ps.units[:n], 0
+		copy(ps.unitBase, ps.unitBase[ps.head:])
+		ps.units, ps.unitBase, ps.head = ps.units[:n], ps.unitBase[:n], 0
 	}
 }
 
@@ -399,6 +407,8 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 	cs := e.pass.consume
 	ok := true
 	last := 0 // the use the last carried input was of: the next is mostly of it too
+	e.pass.useGen++
+	gen := e.pass.useGen
 	for k := range p.Ins {
 		i, si := int32(-1), int32(-1)
 		if id := p.Ins[k].ID; id != 0 {
@@ -407,12 +417,23 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 			if ui, m := e.carriedOf(id); ui >= 0 {
 				j := last
 				if j >= len(cs) || cs[j].unit != int32(ui) || cs[j].class != m {
-					j = 0
-					for j < len(cs) && (cs[j].unit != int32(ui) || cs[j].class != m) {
-						j++
+					u := &e.pass.units[ui]
+					if u.useGen != gen {
+						u.useGen, u.useMask = gen, 0
 					}
-					if j == len(cs) {
+					switch {
+					case u.useMask&m == 0:
+						u.useMask |= m
+						j = len(cs)
 						cs = append(cs, carryUse{unit: int32(ui), class: m})
+					case j+1 < len(cs) && cs[j+1].unit == int32(ui) && cs[j+1].class == m:
+						// A pass's inputs meet its classes in order, mostly.
+						j++
+					default:
+						j = 0
+						for cs[j].unit != int32(ui) || cs[j].class != m {
+							j++
+						}
 					}
 					last = j
 				}
@@ -442,13 +463,14 @@ func (e *Engine) passInputs(fx *passEffect, p *Pass, base int64) bool {
 			cs[j].bad = true
 		}
 		cs[j].n++
+		cs[j].in = k
 	}
 	n := 0
 	redo := false
 	for _, c := range cs {
 		u := &e.pass.units[c.unit]
 		cl := &u.fx.carry.classes[bits.TrailingZeros64(c.class)]
-		if c.bad || int(c.n) != len(cl.tensors) || idx[e.firstCarriedStorage(fx, p, u, c.class)] != idxCarried {
+		if c.bad || int(c.n) != len(cl.tensors) || idx[e.classStorageIn(fx, p, u, c)] != idxCarried {
 			e.defineCarried(u, c.class)
 			redo = true
 			continue
@@ -479,7 +501,19 @@ type carryUse struct {
 	unit  int32
 	class uint64 // its bit
 	n     int32  // its tensors given, found as the unit leaves them
+	in    int32  // the last input counted in n
 	bad   bool   // one of them is not
+}
+
+// classStorageIn is firstCarriedStorage for use c. An input counted in
+// c.n and found as its unit leaves it has the class's storage
+// (consumable checks), and every input of one storage codes it by the
+// same first input (storIn): that one input answers without a scan.
+func (e *Engine) classStorageIn(fx *passEffect, p *Pass, u *carryUnit, c carryUse) int {
+	if c.n == 0 || c.bad {
+		return e.firstCarriedStorage(fx, p, u, c.class)
+	}
+	return int(fx.carry.storIn[c.in])
 }
 
 // firstCarriedStorage is the input that codes the storage of class c of
