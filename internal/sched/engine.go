@@ -176,8 +176,8 @@ type Engine struct {
 	outs      []values.Tensor
 	pairs     []gen.TaskID // tasks of one SendTensor
 	order     []int32      // positions of one SendTensor's side, by lowest rank
-	memPos    []int        // per stream: where mergeMemory stopped
-	memHeap   []memHead    // mergeMemory's heap of streams
+	memPos    []int        // per stream: where mergePeak stopped
+	memHeap   []memHead    // mergePeak's heap of streams
 	batch     batchArgs    // arguments of the batch each is running
 	pool      pool         // helpers for parallel sections
 	secOp     batchOp      // the parallel section being run

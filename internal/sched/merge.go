@@ -18,19 +18,28 @@ import (
 // into finalBase and finalPeak too, and dropped unless a trace is kept,
 // which writes them all.
 
-// mergeMemory walks a group's unsettled memory events before limitNs,
-// merged across its streams in time order (ties: the earlier-created stream
-// first; within a stream, the smaller delta first), and calls fn with each
-// event's time and the running total, which starts at the total of the
-// settled events. It leaves in e.memPos where it stopped in each stream.
-func (e *Engine) mergeMemory(g *group, limitNs int64, fn func(ns, running int64)) {
-	e.memPos, e.memHeap, _ = g.merge(fromSettled, limitNs, e.memPos, e.memHeap, fn)
+// mergePeak walks a group's unsettled memory events before limitNs (from
+// where from says), merged across its streams in time order (ties: the
+// earlier-created stream first; within a stream, the smaller delta
+// first), and returns the running total after them, which starts at the
+// total of the settled events, and its peak over them (math.MinInt64 when
+// there are none). It leaves in e.memPos where it stopped in each stream.
+// Its callers want only those two of each event, so no function is
+// called an event.
+func (e *Engine) mergePeak(g *group, from int, limitNs int64) memSum {
+	var sum memSum
+	e.memPos, e.memHeap, sum, _ = g.merge(from, limitNs, e.memPos, e.memHeap, nil)
+	return sum
 }
+
+// memSum is what a merge leaves: the running total after its events and
+// the largest it reached on them (math.MinInt64 after none).
+type memSum struct{ running, peak int64 }
 
 // mergeAll walks every memory event of a group kept for the trace, from
 // the start.
 func (e *Engine) mergeAll(g *group, fn func(ns, running int64)) {
-	e.memPos, e.memHeap, _ = g.merge(fromKept, math.MaxInt64, e.memPos, e.memHeap, fn)
+	e.memPos, e.memHeap, _, _ = g.merge(fromKept, math.MaxInt64, e.memPos, e.memHeap, fn)
 }
 
 // Where a merge starts: each stream's first event kept (with a running
@@ -42,11 +51,14 @@ const (
 	fromSettled
 )
 
-// merge is mergeMemory with its buffers passed in (groups check overflow
+// merge is mergePeak with its buffers passed in (groups check overflow
 // while running in parallel) and where it starts given by from. It stops
 // early, reporting true, when the running total would overflow int64.
-func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn func(ns, running int64)) ([]int, []memHead, bool) {
+// fn, if not nil, is called with each event; the sum is of the events
+// merged either way.
+func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn func(ns, running int64)) ([]int, []memHead, memSum, bool) {
 	pos, heap = pos[:0], heap[:0]
+	peak := int64(math.MinInt64)
 	running := g.memBase
 	switch from {
 	case fromKept:
@@ -66,26 +78,27 @@ func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn fun
 		}
 		pos = append(pos, p)
 		if p < st.mem.Len() {
-			if ns := st.mem.at(p).ns; ns < limitNs {
-				heap = heapPush(heap, memHead{ns, int32(s)})
+			if ev := st.mem.at(p); ev.ns < limitNs {
+				heap = heapPush(heap, memHead{ev.ns, ev.delta, int32(s)})
 			}
 		}
 	}
 	for len(heap) > 0 {
 		s := heap[0].s
 		st := &g.streams[s]
-		ev := *st.mem.at(pos[s])
+		ev := memEvent{heap[0].ns, heap[0].delta}
 		if ev.delta > 0 && running > math.MaxInt64-ev.delta {
-			return pos, heap, true
+			return pos, heap, memSum{running, peak}, true
 		}
 		running += ev.delta
+		peak = max(peak, running)
 		pos[s]++
-		next := int64(math.MaxInt64)
+		next := memEvent{ns: math.MaxInt64}
 		if pos[s] < st.mem.Len() {
-			next = st.mem.at(pos[s]).ns
+			next = *st.mem.at(pos[s])
 		}
-		if next < limitNs {
-			heap[0].ns = next
+		if next.ns < limitNs {
+			heap[0].ns, heap[0].delta = next.ns, next.delta
 		} else {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
@@ -95,15 +108,16 @@ func (g *group) merge(from int, limitNs int64, pos []int, heap []memHead, fn fun
 			fn(ev.ns, running)
 		}
 	}
-	return pos, heap, false
+	return pos, heap, memSum{running, peak}, false
 }
 
-// memHead is a stream in the merge's heap, with the time of its next
-// event: the heap compares times it holds, not times looked up through
-// the stream's events.
+// memHead is a stream in the merge's heap, with its next event: the heap
+// compares times it holds, not times looked up through the stream's
+// events, and each event is read from its stream once.
 type memHead struct {
-	ns int64
-	s  int32
+	ns    int64
+	delta int64
+	s     int32
 }
 
 // less orders streams by their next event's time, then by creation.
@@ -193,10 +207,8 @@ func (e *Engine) settleMemory(g *group) {
 	for s := range g.streams {
 		once = once && g.streams[s].base == g.streams[s].final
 	}
-	e.mergeMemory(g, limit, func(_, running int64) {
-		g.memPeak = max(g.memPeak, running)
-		g.memBase = running
-	})
+	sum := e.mergePeak(g, fromSettled, limit)
+	g.memPeak, g.memBase = max(g.memPeak, sum.peak), sum.running
 	// allocBytes is the sum of the unsettled allocations: subtract the
 	// ones just settled, which costs what was settled. Recounting the
 	// unsettled ones instead would cost, at every settlement, every event
@@ -241,10 +253,8 @@ func (e *Engine) settleMemory(g *group) {
 		// new base, which the final walk would reach too.
 		g.finalBase, g.finalPeak = g.memBase, g.memPeak
 	} else {
-		e.memPos, e.memHeap, _ = g.merge(fromFinal, final, e.memPos, e.memHeap, func(_, running int64) {
-			g.finalPeak = max(g.finalPeak, running)
-			g.finalBase = running
-		})
+		sum := e.mergePeak(g, fromFinal, final)
+		g.finalPeak, g.finalBase = max(g.finalPeak, sum.peak), sum.running
 	}
 	for s, q := range e.memPos {
 		st := &g.streams[s]
@@ -346,7 +356,7 @@ func (e *Engine) checkAlloc(g *group, s gen.StreamID, bytes int64) error {
 		return nil
 	}
 	// The event is already appended: merge with it.
-	if _, _, over := g.merge(fromSettled, math.MaxInt64, nil, nil, nil); over {
+	if _, _, _, over := g.merge(fromSettled, math.MaxInt64, nil, nil, nil); over {
 		return e.memOverflow(g, s, bytes)
 	}
 	return nil

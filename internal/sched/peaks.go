@@ -34,11 +34,8 @@ func (e *Engine) DeviceBytes(r int64) (peakBytes, finalBytes int64) {
 	if !g.active {
 		return 0, 0
 	}
-	peakBytes, finalBytes = g.memPeak, g.memBase
-	e.mergeMemory(g, math.MaxInt64, func(_, running int64) {
-		peakBytes, finalBytes = max(peakBytes, running), running
-	})
-	return peakBytes, finalBytes
+	sum := e.mergePeak(g, fromSettled, math.MaxInt64)
+	return max(g.memPeak, sum.peak), sum.running
 }
 
 // byLowestRank lists the groups in order of their lowest rank: the order
@@ -58,7 +55,5 @@ func (e *Engine) groupPeakBytes(g *group) int64 {
 	if !g.active {
 		return 0
 	}
-	peak := g.memPeak
-	e.mergeMemory(g, math.MaxInt64, func(_, running int64) { peak = max(peak, running) })
-	return peak
+	return max(g.memPeak, e.mergePeak(g, fromSettled, math.MaxInt64).peak)
 }
