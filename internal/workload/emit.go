@@ -112,8 +112,8 @@ func (e *emitter) typed(ts ...values.Tensor) {
 
 func (e *emitter) seenBefore(id int64) bool {
 	w, b := id>>6, uint64(1)<<(id&63)
-	for int64(len(e.seen)) <= w {
-		e.seen = append(e.seen, 0)
+	if w >= int64(len(e.seen)) {
+		e.seen = append(e.seen, make([]uint64, w+1-int64(len(e.seen)))...)
 	}
 	old := e.seen[w]&b != 0
 	e.seen[w] |= b

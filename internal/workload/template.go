@@ -3,6 +3,7 @@ package workload
 import (
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/sched"
@@ -277,15 +278,20 @@ func sigPairs(dst []int32, ts []values.Tensor) []int32 {
 
 // sameFields reports whether a and b agree in everything but their ids.
 func sameFields(a, b *values.Tensor) bool {
-	if a.NBytes != b.NBytes || a.Dtype != b.Dtype || a.CPU != b.CPU || len(a.Shape) != len(b.Shape) || (a.ID == 0) != (b.ID == 0) {
-		return false
-	}
-	for i := range a.Shape {
-		if a.Shape[i] != b.Shape[i] {
-			return false
-		}
-	}
-	return true
+	return a.NBytes == b.NBytes && a.CPU == b.CPU && (a.ID == 0) == (b.ID == 0) &&
+		sameString(a.Dtype, b.Dtype) && sameShape(a.Shape, b.Shape)
+}
+
+// sameString compares interned strings (dtypes) by their bytes' address
+// first.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// sameShape compares shapes; a replayed result shares its recording's
+// shape slice, so the address answers first.
+func sameShape(a, b []int64) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b))
 }
 
 // templatesOn reports whether layer passes may be recorded and replayed.
@@ -303,7 +309,10 @@ func (t *template) matches(e *emitter, ins []values.Tensor, insB []int64, scratc
 		return false
 	}
 	for k := range ins {
-		if !sameFields(&ins[k], &t.ins[k]) {
+		// sameFields, written out: too big to be inlined, and this is
+		// the hot loop it is for.
+		a, b := &ins[k], &t.ins[k]
+		if a.NBytes != b.NBytes || a.CPU != b.CPU || (a.ID == 0) != (b.ID == 0) || !sameString(a.Dtype, b.Dtype) || !sameShape(a.Shape, b.Shape) {
 			return false
 		}
 		if ins[k].ID != 0 && e.isSeen(ins[k].ID) != t.seenIn[k] {
