@@ -120,6 +120,23 @@ func (e *emitter) seenBefore(id int64) bool {
 	return old
 }
 
+// markSeen notes ids lo..hi-1 as mentioned, a word at a time: a
+// replayed pass marks its made ids in runs.
+func (e *emitter) markSeen(lo, hi int64) {
+	if hi <= lo {
+		return
+	}
+	if w := (hi - 1) >> 6; w >= int64(len(e.seen)) {
+		e.seen = append(e.seen, make([]uint64, w+1-int64(len(e.seen)))...)
+	}
+	for lo < hi {
+		w := lo >> 6
+		end := min(hi, (w+1)<<6)
+		e.seen[w] |= ^uint64(0) >> (64 - (end - lo)) << (lo & 63)
+		lo = end
+	}
+}
+
 // tlist is a list of tensors (an ATen Tensor[] argument).
 type tlist []values.Tensor
 

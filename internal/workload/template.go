@@ -123,7 +123,7 @@ type template struct {
 	seenOut  []int           // inputs mentioned by its end
 	made     int64           // ids made
 	madeB    int64           // borrow ids made
-	madeSeen []int64         // ids made (as codes) mentioned by its end
+	madeSeen [][2]int64      // runs [lo, hi) of ids made (as codes) mentioned by its end
 	dts      int64           // ts at the end minus ts before
 	recs     []tplRec
 	delRefs  []code      // deletions pending at the end
@@ -548,8 +548,14 @@ func (e *emitter) stopRecording(r *recording, outs []values.Tensor, outsB []int6
 		t.maxDts = max(t.maxDts, t.recs[i].dts)
 	}
 	for id := r.next0; id < e.next; id++ {
-		if e.isSeen(id) {
-			t.madeSeen = append(t.madeSeen, id-r.next0)
+		if !e.isSeen(id) {
+			continue
+		}
+		c := id - r.next0
+		if n := len(t.madeSeen); n > 0 && t.madeSeen[n-1][1] == c {
+			t.madeSeen[n-1][1]++
+		} else {
+			t.madeSeen = append(t.madeSeen, [2]int64{c, c + 1})
 		}
 	}
 	for k := range t.ins {
@@ -727,8 +733,8 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	e.ts = ts0 + t.dts
 	e.next += t.made
 	e.borrow += t.madeB
-	for _, c := range t.madeSeen {
-		e.seenBefore(p.base + c)
+	for _, r := range t.madeSeen {
+		e.markSeen(p.base+r[0], p.base+r[1])
 	}
 	for _, k := range t.seenOut {
 		e.seenBefore(ins[k].ID)

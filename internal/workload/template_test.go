@@ -129,3 +129,25 @@ func TestSigTableEqualsPairs(t *testing.T) {
 		}
 	}
 }
+
+// markSeen over a run marks exactly the ids seenBefore would mark one at
+// a time, across word boundaries and on a table that has to grow.
+func TestMarkSeenMatchesSeenBefore(t *testing.T) {
+	runs := [][2]int64{{0, 0}, {0, 1}, {3, 64}, {63, 65}, {64, 128}, {100, 300}, {5, 6}, {700, 701}, {1000, 1130}}
+	for _, r := range runs {
+		var a, b emitter
+		a.seen = make([]uint64, 1)
+		b.seen = make([]uint64, 1)
+		a.markSeen(r[0], r[1])
+		for id := r[0]; id < r[1]; id++ {
+			b.seenBefore(id)
+		}
+		for id := int64(0); id < 1200; id++ {
+			w := id >> 6
+			in := func(e *emitter) bool { return w < int64(len(e.seen)) && e.seen[w]&(1<<(id&63)) != 0 }
+			if in(&a) != in(&b) {
+				t.Fatalf("run %v: id %d marked %v by markSeen, %v one at a time", r, id, in(&a), in(&b))
+			}
+		}
+	}
+}
