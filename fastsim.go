@@ -719,7 +719,7 @@ func Predict(ctx context.Context, t Transformer, hw *Hardware) (Prediction, erro
 // machine: the fields `fastsim search` fills from its flags (World, Batch,
 // Model, the lists of schedules, recomputations, sequence parallelism and
 // ZeRO stages to try, MaxTP, MaxMicro, Steps, Prune, and the mechanisms
-// every layout trains with, Job's fields of the same names, GradReduce
+// every layout trains with, Transformer's fields of the same names, GradReduce
 // spelled "after-backward" or "overlap"; see its --help).
 type SearchSpace = search.Space
 

@@ -82,7 +82,9 @@ set how every layout trains, as Megatron-LM's implementation of a step;
 each layout's step and peak are then predict's with the same flags. A line
 after the costs line names them, and --json records them in its space.
 --grad-reduce after-backward and --fp16-grads train without ZeRO: give
---zero 0 with them. Without any, every layout trains as PyTorch would.
+--zero 0 with them. Without any, every layout trains with predict's
+defaults: fp32 main gradients in a zeroed buffer, reduced as PyTorch DDP
+does, each bucket during the backward (--grad-reduce overlap).
 
 Step time is the simulated time of the last of --steps training steps (with
 2 or more, a steady-state step without setup); peak memory is the highest of
@@ -111,9 +113,10 @@ const mergeUsage = `Usage: fastsim search merge [flags] SHARD.json...
 Combines the --json results of shards 0..N-1 of one search (same space, same
 cost model) and prints the ranked table, with the unsharded search's first
 line (the layouts enumerated, pruned by memory, pruned by the step-time
-bound and written) and costs line (shard 0's names of the cost model); --json
-and --csv write the merged result, byte for byte what the unsharded search
-writes. It prints no count of layouts simulated, nor a time: those are each
+bound and written), costs line (shard 0's names of the cost model) and, when
+the space sets any, mechanisms line (the predict flags every layout trains
+with); --json and --csv write the merged result, byte for byte what the
+unsharded search writes. It prints no count of layouts simulated, nor a time: those are each
 shard's own (its report's second line), and depend on its best step and
 --jobs.
 
@@ -352,8 +355,12 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 			if tf.gradReduce == "after-backward" {
 				flag = "--grad-reduce after-backward"
 			}
-			if s.Zero != 0 || (s.Zeros != "" && s.Zeros != "0") {
-				fmt.Fprintf(stderr, "fastsim search: %s: Megatron-LM ran it without ZeRO; search with --zero 0\n", flag)
+			if s.Zero != 0 || !onlyStageZero(s.Zeros) {
+				stages := s.Zeros
+				if stages == "" {
+					stages = strconv.Itoa(s.Zero)
+				}
+				fmt.Fprintf(stderr, "fastsim search: %s: Megatron-LM ran it without ZeRO, and the space holds ZeRO stages %s (--zero, --zeros); search with --zero 0\n", flag, stages)
 				return exitInput
 			}
 		}
@@ -663,4 +670,15 @@ func gpus(n int64) string {
 		return "1 GPU"
 	}
 	return fmt.Sprintf("%d GPUs", n)
+}
+
+// onlyStageZero reports whether a --zeros list names no ZeRO stage but 0
+// (an empty list names none); its entries are checked by the search.
+func onlyStageZero(zeros string) bool {
+	for _, z := range strings.Split(zeros, ",") {
+		if z = strings.TrimSpace(z); z != "" && z != "0" {
+			return false
+		}
+	}
+	return true
 }

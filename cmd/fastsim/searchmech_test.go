@@ -91,8 +91,8 @@ func TestSearchMechanismFlagsRefused(t *testing.T) {
 		{[]string{"--grad-reduce", "later"}, `fastsim search: --grad-reduce "later": want overlap or after-backward`},
 		{[]string{"--fp16-grads", "--zero", "0"}, "fastsim search: --fp16-grads: its 16-bit gradients are reduced in 16 bits; give --half-grad-reduce with it"},
 		{[]string{"--fp16-grads", "--half-grad-reduce", "--fuse-grad-accumulation", "--zero", "0"}, "drop --fuse-grad-accumulation"},
-		{[]string{"--fp16-grads", "--half-grad-reduce"}, "fastsim search: --fp16-grads: Megatron-LM ran it without ZeRO; search with --zero 0"},
-		{[]string{"--grad-reduce", "after-backward", "--zeros", "0,1"}, "fastsim search: --grad-reduce after-backward: Megatron-LM ran it without ZeRO; search with --zero 0"},
+		{[]string{"--fp16-grads", "--half-grad-reduce"}, "fastsim search: --fp16-grads: Megatron-LM ran it without ZeRO, and the space holds ZeRO stages 0,1,2,3 (--zero, --zeros); search with --zero 0"},
+		{[]string{"--grad-reduce", "after-backward", "--zeros", "0,1"}, "fastsim search: --grad-reduce after-backward: Megatron-LM ran it without ZeRO, and the space holds ZeRO stages 0,1 (--zero, --zeros); search with --zero 0"},
 		{[]string{"--grad-reduce", "after-backward", "--zero", "2"}, "search with --zero 0"},
 		{[]string{"--workload", "toy", "--blocking-p2p"}, "--blocking-p2p: only the transformer workload reads it"},
 	} {
@@ -103,6 +103,15 @@ func TestSearchMechanismFlagsRefused(t *testing.T) {
 		}
 		if code := searchCmd(args, &stdout, &stderr); code != exitInput || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("search %q: exit %d, %q; want exit %d and one line with %q", args, code, stderr.String(), exitInput, c.want)
+		}
+	}
+}
+
+// onlyStageZero reads a --zeros list as the search does, spaces and all.
+func TestOnlyStageZero(t *testing.T) {
+	for zeros, want := range map[string]bool{"": true, "0": true, " 0": true, "0 ": true, "1": false, "0,1": false, " 0, 2": false, "3,0": false} {
+		if got := onlyStageZero(zeros); got != want {
+			t.Errorf("onlyStageZero(%q) = %v, want %v", zeros, got, want)
 		}
 	}
 }

@@ -26,8 +26,9 @@ import (
 //
 //   - Memory: the model state of a layer (the storages a layer's
 //     parameter group allocates at setup and keeps to the end: bf16
-//     parameters, fp32 main gradients, master weights and Adam moments,
-//     sharded as the ZeRO stage says) times the layers of a stage, plus
+//     parameters, fp32 main gradients (unless FP16Grads keeps 16-bit ones
+//     within the step), master weights and Adam moments, sharded as the
+//     ZeRO stage says) times the layers of a stage, plus
 //     what stage 0 must hold at the end of its warm-up: what every layer
 //     keeps for its backward (keptBytes) for every microbatch-chunk then
 //     in flight, min(p, m) microbatches under 1F1B,

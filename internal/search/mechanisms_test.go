@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fastsim/fastsim/internal/predict"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -125,4 +126,23 @@ func TestBoundsBelowReplayFP16Wide(t *testing.T) {
 	s := Space{Model: m, Layers: m.Layers, Hidden: m.Hidden, Seq: m.Seq, Batch: 1, World: 8, GPUsPerHost: 8, MemoryBytes: 1e15, Steps: 2, MaxTP: 2,
 		Schedules: "1f1b", Recomputes: "none", Zeros: "0", FP16Grads: true, HalfGradReduce: true}
 	boundsBelowEveryReplay(t, s, a100(t), sched.ControllerNone)
+}
+
+// TestSpaceCoversMechanisms: every mechanism predict names has a Space
+// field that sets it, so a search can train every way predict can, but
+// per-group collective pricing, which search refuses (it prices
+// collectives per group).
+func TestSpaceCoversMechanisms(t *testing.T) {
+	s := Space{GradReduce: gradAfterBackward, FlashAttention: true, HalfGradReduce: true, FuseGradAccumulation: true,
+		BlockingP2P: true, FP32CrossEntropy: true, ApexLayerNorm: true, FP16Grads: true, NoScatterGather: true}
+	var j workload.Job
+	s.SetMechanisms(&j)
+	for _, m := range predict.Mechanisms {
+		if m.Flag == "--stage-collectives" {
+			continue
+		}
+		if !m.On(&j) {
+			t.Errorf("mechanism %s: no Space field sets it", m.Flag)
+		}
+	}
 }

@@ -118,7 +118,17 @@ func NewDoc(s Space, costs string, sh Shard, layouts int, rs []Result) *Doc {
 	if rs == nil {
 		rs = []Result{}
 	}
-	return &Doc{Fastsim: "search", Version: 1, Space: s, Costs: costs, Shard: sh, Layouts: layouts, Results: rs}
+	return &Doc{Fastsim: "search", Version: 1, Space: s.canonical(), Costs: costs, Shard: sh, Layouts: layouts, Results: rs}
+}
+
+// canonical is s with each setting spelled one way: the default gradient
+// reduction, "overlap", as empty, so that shards given it either way
+// merge.
+func (s Space) canonical() Space {
+	if s.GradReduce == gradOverlap {
+		s.GradReduce = ""
+	}
+	return s
 }
 
 // record is a transformer's Result as WriteJSON writes it: every field,
@@ -426,7 +436,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 	costsFrom := ""
 	for _, d := range docs {
 		switch {
-		case d.Space != first.Space:
+		case d.Space.canonical() != first.Space.canonical():
 			return nil, fmt.Errorf("%w: shard %d/%d searched another space (%s)", ErrMerge, d.Shard.K, d.Shard.N, fieldDiff("", reflect.ValueOf(d.Space), reflect.ValueOf(first.Space)))
 		case d.Costs != first.Costs:
 			return nil, fmt.Errorf("%w: shard %d/%d used another cost model (%s, not %s)", ErrMerge, d.Shard.K, d.Shard.N, d.Costs, first.Costs)

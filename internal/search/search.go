@@ -716,6 +716,12 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			r.Index = i
 			if s.Prune {
 				r.MemoryBoundBytes, r.TimeBoundNs = bounds[j].MemoryBytes, bounds[j].TimeNs
+				if r.StepTimeNs < r.TimeBoundNs || r.PeakBytes < r.MemoryBoundBytes {
+					// Pruning trusts the bounds: one above its own layout's
+					// simulation could have pruned a better layout, so the
+					// ranking is not returned.
+					return fmt.Errorf("%w: layout pp=%d dp=%d tp=%d micro=%d simulated a step of %d ns and a peak of %d bytes, under its lower bounds (%d ns, %d bytes)", sched.ErrInternal, all[i].PP, all[i].DP, all[i].TP, all[i].Micro, r.StepTimeNs, r.PeakBytes, r.TimeBoundNs, r.MemoryBoundBytes)
+				}
 				if r.Fits {
 					for old := best.Load(); r.StepTimeNs < old && !best.CompareAndSwap(old, r.StepTimeNs); old = best.Load() {
 					}

@@ -201,6 +201,13 @@ func TestMergeErrors(t *testing.T) {
 	if _, err := Merge([]*Doc{a, b}); err != nil {
 		t.Fatalf("good shards: %v", err)
 	}
+	// The default gradient reduction spelled out, as a document written
+	// by hand or another program may have it, is the same space.
+	spelled := NewDoc(s, "x", Shard{K: 1, N: 2}, n, half(1))
+	spelled.Space.GradReduce = gradOverlap
+	if _, err := Merge([]*Doc{a, spelled}); err != nil {
+		t.Errorf("shards with the gradient reduction empty and %q: %v", gradOverlap, err)
+	}
 	other := s
 	other.Batch = 8
 	edited := half(1)
