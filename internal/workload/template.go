@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -119,7 +120,7 @@ type template struct {
 	ins      []values.Tensor // the inputs as recorded
 	insB     []int64         // the input borrows as recorded
 	insSig   []int32         // which inputs share ids and storages (sig)
-	seenIn   []bool          // inputs mentioned before the pass
+	keys     []inKey         // what a replay's inputs must match, compactly
 	seenOut  []int           // inputs mentioned by its end
 	made     int64           // ids made
 	madeB    int64           // borrow ids made
@@ -303,19 +304,72 @@ func (g *generator) templatesOn() bool {
 	return !g.noTemplates && !g.tplBusy
 }
 
+// inKey is what matches compares of a recorded input, in 32 bytes
+// rather than a whole values.Tensor: a pass reads its template's keys once
+// per replay, and a 1T model's templates, one pass of every stage after
+// another, do not stay in the cache between two replays of one.
+type inKey struct {
+	nbytes int64
+	dtype  *byte  // the dtype string's bytes (unsafe.StringData)
+	shape  *int64 // the shape's first element (nil: no elements)
+	rank   int32  // the shape's length
+	dlen   uint8  // the dtype's length
+	flags  uint8  // keyCPU, keyID, keySeen
+}
+
+const (
+	keyCPU  = 1 << iota // the input is on the CPU
+	keyID               // it has an id
+	keySeen             // its id was mentioned before the pass
+)
+
+// keyOf is input in's key; false if the key cannot hold it (a dtype name
+// longer than 255 bytes), when the pass is never replayed.
+func keyOf(in *values.Tensor, seen bool) (inKey, bool) {
+	k := inKey{nbytes: in.NBytes, dtype: unsafe.StringData(in.Dtype), rank: int32(len(in.Shape)), dlen: uint8(len(in.Dtype))}
+	if len(in.Shape) > 0 {
+		k.shape = &in.Shape[0]
+	}
+	if in.CPU {
+		k.flags |= keyCPU
+	}
+	if in.ID != 0 {
+		k.flags |= keyID
+		if seen {
+			k.flags |= keySeen
+		}
+	}
+	return k, len(in.Dtype) <= math.MaxUint8 && len(in.Shape) <= math.MaxInt32
+}
+
 // matches reports whether the recording can be replayed with inputs ins.
 func (t *template) matches(e *emitter, ins []values.Tensor, insB []int64, scratch *[]int32) bool {
-	if t.never || len(ins) != len(t.ins) || len(insB) != len(t.insB) || e.sameTs {
+	if t.never || len(ins) != len(t.keys) || len(insB) != len(t.insB) || e.sameTs {
 		return false
 	}
+	keys := t.keys[:len(ins)]
 	for k := range ins {
-		// sameFields, written out: too big to be inlined, and this is
-		// the hot loop it is for.
-		a, b := &ins[k], &t.ins[k]
-		if a.NBytes != b.NBytes || a.CPU != b.CPU || (a.ID == 0) != (b.ID == 0) || !sameString(a.Dtype, b.Dtype) || !sameShape(a.Shape, b.Shape) {
+		// The fields sameFields compares, against the key: the recorded
+		// tensor itself (t.ins) is read only for a dtype or shape equal
+		// in value but not in address.
+		a, b := &ins[k], &keys[k]
+		f := uint8(0)
+		if a.CPU {
+			f |= keyCPU
+		}
+		if a.ID != 0 {
+			f |= keyID
+			if e.isSeen(a.ID) {
+				f |= keySeen
+			}
+		}
+		if a.NBytes != b.nbytes || f != b.flags || len(a.Dtype) != int(b.dlen) || len(a.Shape) != int(b.rank) {
 			return false
 		}
-		if ins[k].ID != 0 && e.isSeen(ins[k].ID) != t.seenIn[k] {
+		if unsafe.StringData(a.Dtype) != b.dtype && a.Dtype != t.ins[k].Dtype {
+			return false
+		}
+		if len(a.Shape) > 0 && &a.Shape[0] != b.shape && !slices.Equal(a.Shape, t.ins[k].Shape) {
 			return false
 		}
 	}
@@ -340,8 +394,13 @@ func (e *emitter) startRecording(ctx passCtx, ins []values.Tensor, insB []int64)
 	e.flushDel()
 	t := &template{ins: append([]values.Tensor(nil), ins...), insB: append([]int64(nil), insB...)}
 	t.insSig = sig(&e.sigTab, nil, ins)
+	t.keys = make([]inKey, len(ins))
 	for k := range ins {
-		t.seenIn = append(t.seenIn, ins[k].ID != 0 && e.isSeen(ins[k].ID))
+		key, ok := keyOf(&t.ins[k], ins[k].ID != 0 && e.isSeen(ins[k].ID))
+		t.keys[k] = key
+		if !ok {
+			t.never = true
+		}
 	}
 	if e.sameTs || len(e.extra) > 0 {
 		t.never = true
