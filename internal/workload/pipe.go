@@ -417,7 +417,7 @@ func emitPiped(j Job, sink Sink) (Stats, int64, error) {
 		// stack dump.
 		defer sched.RecoverInternal(&err)
 		var s Stats
-		s, _, err = emitStats(j, w, true)
+		s, _, err = emitStats(j, w, emitOpts{templates: true})
 		w.send() // what was written before an error was written serially too
 		st = s
 		return err

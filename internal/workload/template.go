@@ -974,10 +974,26 @@ func (g *generator) setGathered(st *stage, ts []values.Tensor, borrows []int64) 
 	}
 }
 
+// passEnd writes the deletions a layer pass leaves pending (the last
+// temporaries it frees) as its own last record, inside its recording, so
+// that a pass applied as one step applies them too instead of leaving a
+// DeleteRefs to be replayed alone after it (about one a pass). It is
+// called at the same place with recordings on or off, so the history is
+// the same either way. Pending deletions go out before the next message
+// anyway, so the records are those written without passEnd unless what
+// follows a pass deletes first; TestPassEndChangesNoRecord checks that
+// nothing does.
+func (g *generator) passEnd() {
+	if !g.noPassEnd {
+		g.e.flushDel()
+	}
+}
+
 // layerForward is forward, replayed from a recording where one fits.
 func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
 	if !g.templatesOn() {
 		y, sv := g.forward(st, w, x, keep)
+		g.passEnd()
 		sv.kept = sv.bytes()
 		return y, sv
 	}
@@ -989,6 +1005,7 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	outs, _, t := g.pass(st, tplKey{fwd: true, keep: keep}, ins, insB, func() ([]values.Tensor, []int64) {
 		var y values.Tensor
 		y, sv = g.forward(st, w, x, keep)
+		g.passEnd()
 		out := []values.Tensor{y}
 		for _, f := range sv.fields() {
 			out = append(out, *f)
@@ -1016,7 +1033,9 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 // layerBackward is backward, replayed from a recording where one fits.
 func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
 	if !g.templatesOn() || w.bucket.ID != 0 {
-		return g.backward(st, w, dy, sv)
+		dx := g.backward(st, w, dy, sv)
+		g.passEnd()
+		return dx
 	}
 	ins := append(g.tplIns[:0], dy)
 	for _, f := range sv.fields() {
@@ -1029,6 +1048,7 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	fresh := g.j.FP16Grads && w.has == 0
 	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh}, ins, insB, func() ([]values.Tensor, []int64) {
 		dx := g.backward(st, w, dy, sv)
+		g.passEnd()
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)
 		for len(out) < 2+nb { // no bucket: its views' places
 			out = append(out, values.Tensor{})

@@ -59,6 +59,33 @@ func (d *dumpSink) Write(rec *history.Record, _ *values.Registry) error {
 	return nil
 }
 
+// TestPassEndChangesNoRecord: writing a layer pass's last deletions at
+// its end (passEnd) writes the records written without it, record for
+// record: nothing that follows a pass deletes before its first message,
+// so no DeleteRefs is split in two. (With a controller that costs each
+// command, a split would move every later task.)
+func TestPassEndChangesNoRecord(t *testing.T) {
+	for _, j := range FeatureLayouts() {
+		name := fmt.Sprintf("tp%d pp%d dp%d %v zero%d recompute%d", j.TP, j.PP, j.DP, j.Schedule, j.Zero, j.Recompute)
+		var before, after dumpSink
+		if _, _, err := emitStats(j, &before, emitOpts{templates: true, noPassEnd: true}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, _, err := emitStats(j, &after, emitOpts{templates: true}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(before.recs) != len(after.recs) {
+			t.Errorf("%s: %d records without passEnd, %d with it", name, len(before.recs), len(after.recs))
+		}
+		for i := range min(len(before.recs), len(after.recs)) {
+			if before.recs[i] != after.recs[i] {
+				t.Errorf("%s: record %d differs:\nwithout passEnd %s\nwith it         %s", name, i, before.recs[i], after.recs[i])
+				break
+			}
+		}
+	}
+}
+
 // TestTemplatesWriteTheSameRecords: a history written with recorded layer
 // passes replayed is the history written by generating every pass, record
 // for record, field for field.
@@ -73,11 +100,11 @@ func TestTemplatesWriteTheSameRecords(t *testing.T) {
 	for _, j := range all {
 		name := fmt.Sprintf("tp%d pp%d dp%d %v zero%d recompute%d", j.TP, j.PP, j.DP, j.Schedule, j.Zero, j.Recompute)
 		var plain, tpl dumpSink
-		st0, _, err := emitStats(j, &plain, false)
+		st0, _, err := emitStats(j, &plain, emitOpts{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		st1, replayed, err := emitStats(j, &tpl, true)
+		st1, replayed, err := emitStats(j, &tpl, emitOpts{templates: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

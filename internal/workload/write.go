@@ -102,6 +102,7 @@ type generator struct {
 
 	// Recorded layer passes (template.go).
 	noTemplates bool // generate every layer pass anew
+	noPassEnd   bool // passEnd does nothing (a test's switch)
 	tplBusy     bool // a pass is being recorded
 	tpls        map[tplKey][]*template
 	tplSeen     map[tplKey]bool // keys whose first pass was generated
@@ -174,20 +175,25 @@ type Stats struct {
 
 // EmitStats is Emit, and reports the history's Stats.
 func EmitStats(j Job, sink Sink) (Stats, error) {
-	st, _, err := emitStats(j, sink, true)
+	st, _, err := emitStats(j, sink, emitOpts{templates: true})
 	return st, err
 }
 
-// emitStats is EmitStats, replaying recorded layer passes (template.go)
-// when templates is true; it also returns how many passes it replayed.
-func emitStats(j Job, sink Sink, templates bool) (Stats, int, error) {
+// emitOpts are emitStats' switches: templates replays recorded layer
+// passes (template.go); noPassEnd leaves a pass's last deletions pending,
+// as before passEnd, for the test that passEnd changes no record.
+type emitOpts struct{ templates, noPassEnd bool }
+
+// emitStats is EmitStats with the switches of o; it also returns how many
+// passes it replayed.
+func emitStats(j Job, sink Sink, o emitOpts) (Stats, int, error) {
 	if err := j.Check(); err != nil {
 		return Stats{}, 0, err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
 	}
-	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro(), noTemplates: !templates}
+	g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro(), noTemplates: !o.templates, noPassEnd: o.noPassEnd}
 	g.e = emitter{w: sink, next: 1, cmdNs: j.CommandNs}
 	if j.CommandNs == 0 {
 		g.e.cmdNs = 20_000
