@@ -74,14 +74,21 @@ func TestPassEndChangesNoRecord(t *testing.T) {
 		if _, _, err := emitStats(j, &after, emitOpts{templates: true}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(before.recs) != len(after.recs) {
-			t.Errorf("%s: %d records without passEnd, %d with it", name, len(before.recs), len(after.recs))
-		}
-		for i := range min(len(before.recs), len(after.recs)) {
-			if before.recs[i] != after.recs[i] {
-				t.Errorf("%s: record %d differs:\nwithout passEnd %s\nwith it         %s", name, i, before.recs[i], after.recs[i])
-				break
-			}
+		sameRecords(t, name, "without passEnd", "with it", before.recs, after.recs)
+	}
+}
+
+// sameRecords reports the first difference between the records a and b
+// (written the ways named aWay and bWay) of layout name.
+func sameRecords(t *testing.T, name, aWay, bWay string, a, b []string) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Errorf("%s: %d records %s, %d %s", name, len(a), aWay, len(b), bWay)
+	}
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			t.Errorf("%s: record %d differs:\n%s: %s\n%s: %s", name, i, aWay, a[i], bWay, b[i])
+			return
 		}
 	}
 }
@@ -108,15 +115,7 @@ func TestTemplatesWriteTheSameRecords(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(plain.recs) != len(tpl.recs) {
-			t.Errorf("%s: %d records generated, %d with recordings", name, len(plain.recs), len(tpl.recs))
-		}
-		for i := range min(len(plain.recs), len(tpl.recs)) {
-			if plain.recs[i] != tpl.recs[i] {
-				t.Errorf("%s: record %d differs:\ngenerated %s\nrecorded  %s", name, i, plain.recs[i], tpl.recs[i])
-				break
-			}
-		}
+		sameRecords(t, name, "generated", "with recordings", plain.recs, tpl.recs)
 		if fmt.Sprint(st0) != fmt.Sprint(st1) {
 			t.Errorf("%s: stats %v generated, %v with recordings", name, st0, st1)
 		}
