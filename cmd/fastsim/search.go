@@ -116,9 +116,9 @@ line (the layouts enumerated, pruned by memory, pruned by the step-time
 bound and written), costs line (shard 0's names of the cost model) and, when
 the space sets any, mechanisms line (the predict flags every layout trains
 with); --json and --csv write the merged result, byte for byte what the
-unsharded search writes. It prints no count of layouts simulated, nor a time: those are each
-shard's own (its report's second line), and depend on its best step and
---jobs.
+unsharded search writes. It prints no count of layouts simulated, nor a
+time: those are each shard's own (its report's second line), and depend
+on its best step and --jobs.
 
 Flags:
 `
