@@ -25,6 +25,10 @@ type colls struct {
 	gen.CollTable
 	Members    []Member
 	liveMember int
+	// spare is the array Members had before the last compaction, reused
+	// by the next one: a compaction every few thousand collectives
+	// otherwise allocates (and faults in) a fresh array each time.
+	spare []Member
 }
 
 // Alloc opens a new, empty collective.
@@ -102,7 +106,10 @@ func (c *colls) maybeCompact() {
 	if len(c.Members) < 1024 || len(c.Members) < 2*c.liveMember {
 		return
 	}
-	fresh := make([]Member, 0, 2*c.liveMember+64)
+	fresh := c.spare[:0]
+	if want := 2*c.liveMember + 64; cap(fresh) < want {
+		fresh = make([]Member, 0, want)
+	}
 	for r := range c.Pending {
 		if c.MemberN[r] == 0 {
 			continue
@@ -111,5 +118,5 @@ func (c *colls) maybeCompact() {
 		fresh = append(fresh, c.Members[c.MemberOff[r]:c.MemberOff[r]+c.MemberN[r]]...)
 		c.MemberOff[r] = off
 	}
-	c.Members = fresh
+	c.spare, c.Members = c.Members, fresh
 }
