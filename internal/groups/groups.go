@@ -85,6 +85,9 @@ type Partition struct {
 	// neighbours, both), which this finds with one comparison, before a
 	// canonical key is spelled and looked up.
 	memos [resolveMemos]resolveMemo
+	// Pairs' answers the same way: a pipeline's sends repeat between the
+	// same neighbours; out holds the senders, then the receivers.
+	pairMemos [resolveMemos]resolveMemo
 }
 
 // resolveMemos is how many of Resolve's answers are kept (a power of

@@ -285,3 +285,118 @@ func TestResolveKeptAnswersAlike(t *testing.T) {
 		t.Fatalf("splits %v, without kept answers %v", rk.splits, rf.splits)
 	}
 }
+
+// TestPairsKeptAnswersAlike draws a fixed random sequence of sends and
+// resolves over a few rank sets, on two partitions of one world, one of
+// which forgets its kept answers (both Resolve's and Pairs') before every
+// call: both must give the same pairs and groups at every call, and
+// KnownPairs may answer only for a send made before in the same epoch,
+// with what Pairs gave then. Some resolves split groups, so a kept pair of an
+// earlier epoch must not be given.
+func TestPairsKeptAnswersAlike(t *testing.T) {
+	sends := [][2]values.Slice{
+		{sl(0, []int64{8}, []int64{1}), sl(8, []int64{8}, []int64{1})},
+		{sl(8, []int64{8}, []int64{1}), sl(0, []int64{8}, []int64{1})},
+		{sl(8, []int64{8}, []int64{1}), sl(16, []int64{8}, []int64{1})},
+		{sl(16, []int64{8}, []int64{1}), sl(24, []int64{8}, []int64{1})},
+		{sl(0, []int64{4}, []int64{2}), sl(16, []int64{4}, []int64{1})},
+		{sl(7, []int64{8}, []int64{-1}), sl(24, []int64{8}, []int64{1})},
+	}
+	resolves := [][]values.Slice{
+		{sl(0, []int64{4}, []int64{1})},
+		{sl(12, []int64{2}, []int64{1})},
+		{sl(0, []int64{32}, []int64{1})},
+		{sl(20, []int64{4}, []int64{2})},
+	}
+	kept, _ := New(32, true)
+	fresh, _ := New(32, true)
+	var rk, rf recorder
+	type answer struct {
+		epoch uint64
+		a, b  []GroupID
+	}
+	last := map[int]answer{} // by send: kept's last answer and its epoch
+	seed := uint64(7)
+	hits := 0
+	for i := range 5000 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		fresh.memos = [resolveMemos]resolveMemo{}
+		fresh.pairMemos = [resolveMemos]resolveMemo{}
+		if (seed>>40)%4 == 0 {
+			s := resolves[(seed>>33)%uint64(len(resolves))]
+			a, err := kept.Resolve(s, rk.split)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a = slices.Clone(a)
+			if b, err := fresh.Resolve(s, rf.split); err != nil || !slices.Equal(a, b) {
+				t.Fatalf("call %d, resolve %v: kept answers give %v, none %v (%v)", i, s, a, b, err)
+			}
+			continue
+		}
+		k := int((seed >> 33) % uint64(len(sends)))
+		s := sends[k]
+		ka, kb, known := kept.KnownPairs(&s[0], &s[1])
+		prev, sent := last[k]
+		// Unknown is always allowed (another send may have taken its
+		// place); known only for a send made in this epoch.
+		if known && (!sent || prev.epoch != kept.Epoch()) {
+			t.Fatalf("call %d, send %d: known, but not sent since the last split (sent before: %v)", i, k, sent)
+		}
+		if known {
+			hits++
+			if !slices.Equal(ka, prev.a) || !slices.Equal(kb, prev.b) {
+				t.Fatalf("call %d, send %d: KnownPairs %v %v, Pairs gave %v %v", i, k, ka, kb, prev.a, prev.b)
+			}
+		}
+		a, b, err := kept.Pairs(&s[0], &s[1], rk.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[k] = answer{kept.Epoch(), slices.Clone(a), slices.Clone(b)}
+		fa, fb, err := fresh.Pairs(&s[0], &s[1], rf.split)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a, fa) || !slices.Equal(b, fb) {
+			t.Fatalf("call %d, send %d: kept answers give %v %v, none %v %v", i, k, a, b, fa, fb)
+		}
+		for _, g := range append(slices.Clone(a), b...) {
+			if ranksOf(kept, g) != ranksOf(fresh, g) {
+				t.Fatalf("call %d: group %d holds %s, without kept answers %s", i, g, ranksOf(kept, g), ranksOf(fresh, g))
+			}
+		}
+	}
+	if hits == 0 || len(rk.splits) == 0 || !slices.Equal(rk.splits, rf.splits) {
+		t.Fatalf("%d known pairs; splits %v, without kept answers %v", hits, rk.splits, rf.splits)
+	}
+}
+
+// TestKnownPairsOnlyAfterChecks: a send refused (a rank twice, or sides of
+// different lengths) is never kept, so KnownPairs cannot let a caller skip
+// the checks that refused it.
+func TestKnownPairsOnlyAfterChecks(t *testing.T) {
+	p, _ := New(16, true)
+	var rec recorder
+	for _, s := range [][2]values.Slice{
+		{sl(0, []int64{2, 2}, []int64{0, 1}), sl(8, []int64{4}, []int64{1})}, // rank 0 twice
+		{sl(0, []int64{4}, []int64{1}), sl(8, []int64{3}, []int64{1})},       // 4 ranks to 3
+	} {
+		for range 2 {
+			if _, _, err := p.Pairs(&s[0], &s[1], rec.split); err == nil {
+				t.Fatalf("%v: not refused", s)
+			}
+			if _, _, ok := p.KnownPairs(&s[0], &s[1]); ok {
+				t.Fatalf("%v: refused, yet known", s)
+			}
+		}
+	}
+	ungrouped, _ := New(16, false)
+	a, b := sl(0, []int64{4}, []int64{1}), sl(8, []int64{4}, []int64{1})
+	if _, _, err := ungrouped.Pairs(&a, &b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := ungrouped.KnownPairs(&a, &b); ok {
+		t.Fatal("ungrouped: known pairs (only grouped partitions keep them)")
+	}
+}

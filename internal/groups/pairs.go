@@ -39,6 +39,9 @@ func (p *Partition) CheckDistinct(s *values.Slice) error {
 // receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
 // Neither side may name a rank twice.
 func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receivers []GroupID, err error) {
+	if a, b, ok := p.KnownPairs(from, to); ok {
+		return a, b, nil
+	}
 	for _, s := range []*values.Slice{from, to} {
 		if err := p.CheckDistinct(s); err != nil {
 			return nil, nil, err
@@ -66,6 +69,7 @@ func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receive
 	if e, ok := p.cache[string(p.key)]; ok && e.epoch == p.epoch {
 		p.out = append(p.out[:0], e.a...)
 		p.outB = append(p.outB[:0], e.b...)
+		p.memoPairs(from, to)
 		return p.out, p.outB, nil
 	}
 	// Each side's groups must lie wholly inside it.
@@ -100,7 +104,36 @@ func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receive
 		}
 	}
 	p.remember(p.out, p.outB)
+	p.memoPairs(from, to)
 	return p.out, p.outB, nil
+}
+
+// KnownPairs is Pairs' answer for from and to when an earlier call in
+// this epoch kept it, found with one comparison at the place a hash of the
+// two slices picks. Both sides were then checked distinct and of one
+// length (the answer is kept only after those checks), so a caller that
+// gets ok may skip its own. The answer is valid until the next call, and
+// is not to be written.
+func (p *Partition) KnownPairs(from, to *values.Slice) (senders, receivers []GroupID, ok bool) {
+	if !p.grouped {
+		return nil, nil, false
+	}
+	pair := [2]values.Slice{*from, *to}
+	m := &p.pairMemos[hashSlices(pair[:])&(resolveMemos-1)]
+	if !m.ok || m.epoch != p.epoch || !sameSlices(m.ss, pair[:]) {
+		return nil, nil, false
+	}
+	n := len(m.out) / 2
+	return m.out[:n:n], m.out[n:len(m.out):len(m.out)], true
+}
+
+// memoPairs keeps Pairs' answer (p.out, p.outB, one length) for from and
+// to in this epoch.
+func (p *Partition) memoPairs(from, to *values.Slice) {
+	pair := [2]values.Slice{*from, *to}
+	m := &p.pairMemos[hashSlices(pair[:])&(resolveMemos-1)]
+	m.set(pair[:], p.out, p.epoch)
+	m.out = append(m.out, p.outB...)
 }
 
 // refinePairs splits the groups of the ranks of a send (position i sends

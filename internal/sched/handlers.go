@@ -111,6 +111,13 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 	if m.FromStream.Ref != m.ToStream.Ref {
 		return fmt.Errorf("%w: SendTensor from stream %d to stream %d (both must be the same)", ErrStreams, m.FromStream.Ref, m.ToStream.Ref)
 	}
+	stream := m.FromStream
+	send := e.kindName(gen.MsgSendTensor)
+	// A pipeline sends between the same neighbours again and again: a send
+	// between ranks paired before in this epoch was checked then.
+	if senders, receivers, ok := e.part.KnownPairs(&m.FromRanks, &m.ToRanks); ok {
+		return e.sendPairs(m, senders, receivers, stream, send)
+	}
 	// A point-to-point send pairs distinct ranks: checked on both sides,
 	// before either path, so grouped and ungrouped refuse alike.
 	for _, side := range [2]struct {
@@ -124,8 +131,6 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 			return fmt.Errorf("%w: %s: %v", values.ErrRank, side.name, err)
 		}
 	}
-	stream := m.FromStream
-	send := e.kindName(gen.MsgSendTensor)
 	if m.FromRanks.Equal(&m.ToRanks) {
 		gs, err := e.part.Resolve([]values.Slice{m.FromRanks}, e.splitF)
 		if err != nil {
@@ -145,6 +150,12 @@ func (e *Engine) SendTensor(m *gen.SendTensor) error {
 		}
 		return fmt.Errorf("%w: %v", values.ErrRank, err)
 	}
+	return e.sendPairs(m, senders, receivers, stream, send)
+}
+
+// sendPairs queues the send and receive tasks of SendTensor m between the
+// groups paired by position in senders and receivers.
+func (e *Engine) sendPairs(m *gen.SendTensor, senders, receivers []groups.GroupID, stream values.Stream, send gen.NameID) error {
 	e.touch(senders)
 	e.touch(receivers)
 	if e.recvName == 0 {
