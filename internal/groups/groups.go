@@ -182,7 +182,7 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	if !p.grouped {
 		return p.resolveRanks(slices_)
 	}
-	m := &p.memos[hashSlices(slices_)&(resolveMemos-1)]
+	m := &p.memos[HashSlices(slices_)&(resolveMemos-1)]
 	if m.ok && m.epoch == p.epoch && sameSlices(m.ss, slices_) {
 		// The memo itself, not a copy: it too holds until the next call.
 		// (Full, so that a caller's append cannot write into it.)
@@ -212,8 +212,8 @@ func (p *Partition) Resolve(slices_ []values.Slice, split Split) ([]GroupID, err
 	return out, nil
 }
 
-// hashSlices mixes the fields of ss into a memo's place.
-func hashSlices(ss []values.Slice) uint64 {
+// HashSlices mixes the fields of ss into a memo's place (its low bits).
+func HashSlices(ss []values.Slice) uint64 {
 	h := uint64(len(ss))
 	mix := func(v int64) { h = (h ^ uint64(v)) * 0x9e3779b97f4a7c15 }
 	for i := range ss {

@@ -119,7 +119,7 @@ func (p *Partition) KnownPairs(from, to *values.Slice) (senders, receivers []Gro
 		return nil, nil, false
 	}
 	pair := [2]values.Slice{*from, *to}
-	m := &p.pairMemos[hashSlices(pair[:])&(resolveMemos-1)]
+	m := &p.pairMemos[HashSlices(pair[:])&(resolveMemos-1)]
 	if !m.ok || m.epoch != p.epoch || !sameSlices(m.ss, pair[:]) {
 		return nil, nil, false
 	}
@@ -131,7 +131,7 @@ func (p *Partition) KnownPairs(from, to *values.Slice) (senders, receivers []Gro
 // to in this epoch.
 func (p *Partition) memoPairs(from, to *values.Slice) {
 	pair := [2]values.Slice{*from, *to}
-	m := &p.pairMemos[hashSlices(pair[:])&(resolveMemos-1)]
+	m := &p.pairMemos[HashSlices(pair[:])&(resolveMemos-1)]
 	m.set(pair[:], p.out, p.epoch)
 	m.out = append(m.out, p.outB...)
 }

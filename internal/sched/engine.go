@@ -190,10 +190,10 @@ type Engine struct {
 	ctrlCmd   []int64
 	ctrlMaxNs int64
 
-	placeKey   []byte              // scratch for placement's cache key
-	placeRanks *roaring.Bitmap     // scratch for placement's ranks
-	placeCache map[string][2]int64 // slices -> hosts, most ranks on a host
-	placeLast  lastPlacement       // placement's last slices and answer
+	placeKey   []byte                    // scratch for placement's cache key
+	placeRanks *roaring.Bitmap           // scratch for placement's ranks
+	placeCache map[string][2]int64       // slices -> hosts, most ranks on a host
+	placeMemo  [placeMemos]lastPlacement // placement's answers, at a hashed place
 
 	subs  []*gen.Msg // CommandGroup's scratch sub-command, by nesting depth
 	depth int

@@ -653,18 +653,24 @@ func (e *Engine) comm(gs []groups.GroupID, ss []values.Slice, one *values.Slice,
 // ranks on one host. Training loops repeat a few rank sets, so results
 // are cached by the slices' values.
 func (e *Engine) placement(ss []values.Slice) (hosts, maxPerHost int64) {
-	// Collectives come in runs over the same slices: the last answer is
-	// checked first, field by field, before a key is spelled and hashed.
-	if l := &e.placeLast; l.ok && l.same(ss) {
+	// Training loops repeat a few rank sets (a pipeline's receives
+	// alternate between its stages): the answer kept at the place a hash
+	// of the slices picks is checked first, field by field, before a key
+	// is spelled and looked up.
+	l := &e.placeMemo[groups.HashSlices(ss)&(placeMemos-1)]
+	if l.ok && l.same(ss) {
 		return l.out[0], l.out[1]
 	}
 	hosts, maxPerHost = e.placementOf(ss)
-	e.placeLast.set(ss, [2]int64{hosts, maxPerHost})
+	l.set(ss, [2]int64{hosts, maxPerHost})
 	return hosts, maxPerHost
 }
 
-// lastPlacement is placement's last answer and owned copies of the slices
-// it was for.
+// placeMemos is how many of placement's answers are kept (a power of two).
+const placeMemos = 256
+
+// lastPlacement is one of placement's answers and owned copies of the
+// slices it was for.
 type lastPlacement struct {
 	ss   []values.Slice
 	dims []int64
