@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
@@ -374,12 +375,19 @@ func (t *template) matches(e *emitter, ins []values.Tensor, insB []int64, scratc
 		}
 	}
 	*scratch = sig(&e.sigTab, *scratch, ins)
-	for i, v := range *scratch {
-		if v != t.insSig[i] {
-			return false
-		}
+	return sameSig(*scratch, t.insSig)
+}
+
+// sameSig compares two signatures as bytes: one vectorized comparison
+// (a backward pass's is some 80 numbers), not a loop over them.
+func sameSig(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return true
+	if len(a) == 0 {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 }
 
 // isSeen reports whether tensor id has been mentioned.

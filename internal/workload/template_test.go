@@ -177,3 +177,38 @@ func TestMarkSeenMatchesSeenBefore(t *testing.T) {
 		}
 	}
 }
+
+// A recording replays only with inputs that share ids and storages as its
+// own did: inputs equal field by field but for how they alias one another
+// do not match, whichever way the aliasing changes, and the recorded
+// inputs with fresh ids (the same pattern) do.
+func TestMatchesComparesAliasing(t *testing.T) {
+	shape := []int64{4, 8}
+	tensor := func(id, storage int64) values.Tensor {
+		return values.Tensor{ID: id, Storage: storage, NBytes: 64, Dtype: "bfloat16", Shape: shape}
+	}
+	var e emitter
+	e.seen = make([]uint64, 1)
+	// Recorded: x, a view of x, and y on its own storage.
+	rec := []values.Tensor{tensor(10, 10), tensor(11, 10), tensor(12, 12)}
+	r := e.startRecording(passCtx{}, rec, nil)
+	e.recd = nil
+	var scratch []int32
+	for _, c := range []struct {
+		name string
+		ins  []values.Tensor
+		want bool
+	}{
+		{"the same pattern, fresh ids", []values.Tensor{tensor(20, 20), tensor(21, 20), tensor(22, 22)}, true},
+		{"the view on a storage of its own", []values.Tensor{tensor(20, 20), tensor(21, 21), tensor(22, 22)}, false},
+		{"the third a view of the first too", []values.Tensor{tensor(20, 20), tensor(21, 20), tensor(22, 20)}, false},
+		{"the first tensor twice", []values.Tensor{tensor(20, 20), tensor(20, 20), tensor(22, 22)}, false},
+	} {
+		if got := r.t.matches(&e, c.ins, nil, &scratch); got != c.want {
+			t.Errorf("%s: matches %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !sameSig([]int32{1, 2}, []int32{1, 2}) || sameSig([]int32{1, 2}, []int32{1, 3}) || sameSig([]int32{1}, []int32{1, 0}) || !sameSig(nil, []int32{}) {
+		t.Error("sameSig")
+	}
+}
