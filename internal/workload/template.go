@@ -220,7 +220,11 @@ func sig(tab *sigTable, dst []int32, ts []values.Tensor) []int32 {
 			id.fid = int32(k)
 		}
 		first := id.fid
-		so := at(ts[k].Storage)
+		// Most tensors are their storage's base: one probe finds both.
+		so := id
+		if ts[k].Storage != ts[k].ID {
+			so = at(ts[k].Storage)
+		}
 		if so.fst < 0 {
 			so.fst = int32(k)
 		}
