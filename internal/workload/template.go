@@ -150,6 +150,9 @@ type tplKey struct {
 	// fresh: a backward whose layer holds no gradient yet this step
 	// (Job.FP16Grads: its GEMMs write param.grad instead of adding to it).
 	fresh bool
+	// gather: the pass begins with the all-gather of its input, a
+	// received shard (stage.gather).
+	gather bool
 }
 
 // mainRef codes the compute stream of the stage in a recording's streams
@@ -1004,19 +1007,24 @@ func (g *generator) passEnd() {
 // layerForward is forward, replayed from a recording where one fits.
 func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
 	if !g.templatesOn() {
-		y, sv := g.forward(st, w, x, keep)
+		y, sv := g.forward(st, w, g.takeGather(st, x), keep)
 		g.passEnd()
 		sv.kept = sv.bytes()
 		return y, sv
 	}
+	// x is the received shard when the pass begins with its all-gather.
+	gather := st.gather.on
+	pend := st.gather
+	st.gather = pendingGather{}
 	// w.small holds the QKV bias the pass views (qkvBias).
 	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard, w.small)
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	var sv *saved
-	outs, _, t := g.pass(st, tplKey{fwd: true, keep: keep}, ins, insB, func() ([]values.Tensor, []int64) {
+	outs, _, t := g.pass(st, tplKey{fwd: true, keep: keep, gather: gather}, ins, insB, func() ([]values.Tensor, []int64) {
 		var y values.Tensor
-		y, sv = g.forward(st, w, x, keep)
+		st.gather = pend
+		y, sv = g.forward(st, w, g.takeGather(st, x), keep)
 		g.passEnd()
 		out := []values.Tensor{y}
 		for _, f := range sv.fields() {
@@ -1045,10 +1053,14 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 // layerBackward is backward, replayed from a recording where one fits.
 func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
 	if !g.templatesOn() || w.bucket.ID != 0 {
-		dx := g.backward(st, w, dy, sv)
+		dx := g.backward(st, w, g.takeGather(st, dy), sv)
 		g.passEnd()
 		return dx
 	}
+	// dy is the received shard when the pass begins with its all-gather.
+	gather := st.gather.on
+	pend := st.gather
+	st.gather = pendingGather{}
 	ins := append(g.tplIns[:0], dy)
 	for _, f := range sv.fields() {
 		ins = append(ins, *f)
@@ -1058,8 +1070,9 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	g.tplIns, g.tplInsB = ins, insB
 	nb := len(w.shapes)
 	fresh := g.j.FP16Grads && w.has == 0
-	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh}, ins, insB, func() ([]values.Tensor, []int64) {
-		dx := g.backward(st, w, dy, sv)
+	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh, gather: gather}, ins, insB, func() ([]values.Tensor, []int64) {
+		st.gather = pend
+		dx := g.backward(st, w, g.takeGather(st, dy), sv)
 		g.passEnd()
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)
 		for len(out) < 2+nb { // no bucket: its views' places

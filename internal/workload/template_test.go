@@ -10,6 +10,7 @@ import (
 
 	"github.com/fastsim/fastsim/gen"
 	"github.com/fastsim/fastsim/internal/history"
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/values"
 )
 
@@ -210,5 +211,59 @@ func TestMatchesComparesAliasing(t *testing.T) {
 	}
 	if !sameSig([]int32{1, 2}, []int32{1, 2}) || sameSig([]int32{1, 2}, []int32{1, 3}) || sameSig([]int32{1}, []int32{1, 0}) || !sameSig(nil, []int32{}) {
 		t.Error("sameSig")
+	}
+}
+
+// gatherSink counts the tensor-parallel all-gathers (Reduce "stack" over
+// tp) written inside and outside the layer passes a PassSink is told of;
+// it applies none, so every record comes.
+type gatherSink struct {
+	open            bool
+	inside, outside int
+}
+
+func (s *gatherSink) Write(rec *history.Record, _ *values.Registry) error {
+	if m := &rec.Msg; m.Kind == gen.MsgReduce && m.Reduce.Reduction == "stack" && slices.Equal(m.Reduce.Dims, []string{"tp"}) {
+		if s.open {
+			s.inside++
+		} else {
+			s.outside++
+		}
+	}
+	return nil
+}
+
+func (s *gatherSink) BeginPass(*sched.Pass) bool { s.open = true; return false }
+func (s *gatherSink) EndPass()                   { s.open = false }
+
+// With scatter/gather, a received shard's all-gather is the first thing
+// the layer pass after the receive writes, so that a replayed pass
+// applies it with the layer: outside the passes there are only those of
+// the passes generated or recorded before a recording is replayed (a few
+// per stage and pass kind), whatever the microbatches.
+func TestReceivedGatherInsidePasses(t *testing.T) {
+	m := Model{Name: "tiny-gpt", Layers: 8, Hidden: 128, Heads: 4, Vocab: 300, Seq: 32, Bias: true, Dtype: "bfloat16"}
+	first := -1
+	for _, mbs := range []int{16, 64} {
+		j := Job{Model: m, TP: 2, PP: 4, DP: 1, MicroBatch: 1, GlobalBatch: mbs, Schedule: OneFOneB, Steps: 2}
+		var s gatherSink
+		if _, _, err := emitStats(j, &s, emitOpts{templates: true}); err != nil {
+			t.Fatal(err)
+		}
+		// 3 stage boundaries, both directions, every microbatch, 2 steps.
+		if want := 3 * 2 * mbs * 2; s.inside+s.outside != want {
+			t.Fatalf("%d microbatches: %d all-gathers, want one a transfer, %d", mbs, s.inside+s.outside, want)
+		}
+		t.Logf("%d microbatches: %d inside, %d outside", mbs, s.inside, s.outside)
+		// Per receiving stage and direction: the pass generated, the one
+		// recorded, and one for each other kind of pass that may come
+		// first (a backward's first with fresh gradients).
+		if bound := 3 * 2 * 3; s.outside > bound {
+			t.Errorf("%d microbatches: %d of %d all-gathers outside the layer passes, want at most %d", mbs, s.outside, s.inside+s.outside, bound)
+		}
+		if first >= 0 && s.outside != first {
+			t.Errorf("%d all-gathers outside the passes with %d microbatches, %d with 16: they grow with the microbatches", s.outside, mbs, first)
+		}
+		first = s.outside
 	}
 }

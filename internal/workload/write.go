@@ -58,6 +58,20 @@ type stage struct {
 	// ZeRO 3: matrices gathered and in use, and the last ones used.
 	inUse          []*gathered
 	pendingRelease *gathered
+
+	// gather is a received shard whose tensor-parallel all-gather is
+	// still to be written (scatter-gather): the first layer pass after
+	// the receive writes it as its first records, so that a replayed
+	// pass applies it with the layer (receive, takeGather).
+	gather pendingGather
+}
+
+// pendingGather is a received shard (got, 1/t of the tensor) that is
+// all-gathered into a tensor of shape when taken.
+type pendingGather struct {
+	got   values.Tensor
+	shape []int64
+	on    bool
 }
 
 // outSend is a send whose loan is not given back yet.
@@ -514,6 +528,9 @@ func (g *generator) runAction(st *stage, a action) {
 			x = g.embedForward(st, a.mb)
 		} else {
 			x = g.receive(st, &g.inAct[vs][a.mb])
+			if len(layers) == 0 {
+				x = g.takeGather(st, x)
+			}
 		}
 		sv := g.savedList(len(layers))
 		for i, w := range layers {
@@ -539,6 +556,9 @@ func (g *generator) runAction(st *stage, a action) {
 		dy = g.headBackward(st, a.mb)
 	} else {
 		dy = g.receive(st, &g.inGrad[vs][a.mb])
+		if len(layers) == 0 {
+			dy = g.takeGather(st, dy)
+		}
 	}
 	sv := g.saved[vs][a.mb]
 	for i := len(layers) - 1; i >= 0; i-- {
@@ -626,6 +646,19 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 // sequence parallelism, whose activations are already split, and when t
 // does not divide the tensor (megatron/p2p_communication.py, _communicate,
 // at commits 6985e58 of 2021 and 2755bcb of 2022).
+// takeGather writes the all-gather of st's pending received shard, if
+// any, and returns the whole tensor; else x.
+func (g *generator) takeGather(st *stage, x values.Tensor) values.Tensor {
+	if !st.gather.on {
+		return x
+	}
+	p := st.gather
+	st.gather = pendingGather{}
+	r := g.tpAllGather(st, p.got, p.shape...)
+	g.free(st, p.got)
+	return r
+}
+
 func (g *generator) scatterGather(n int64) bool {
 	return g.d.t > 1 && !g.j.SequenceParallel && !g.j.NoScatterGather && n%g.d.t == 0
 }
@@ -647,8 +680,11 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 		got := g.e.tensor(msg.lent.Dtype, n/g.d.t)
 		g.e.sendTensor(from.all, st.all, st.main, got, part)
 		g.e.del(from.all, part)
-		r = g.tpAllGather(st, got, msg.lent.Shape...)
-		g.free(st, got)
+		// The all-gather is written by the first layer pass that
+		// follows (takeGather), after the sender's records below: they
+		// are the other stage's, and touch nothing of this one.
+		r = got
+		st.gather = pendingGather{got: got, shape: msg.lent.Shape, on: true}
 	} else {
 		r = g.e.tensor(bf16, msg.lent.Shape...)
 		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
