@@ -528,6 +528,8 @@ func (g *generator) runAction(st *stage, a action) {
 			x = g.embedForward(st, a.mb)
 		} else {
 			x = g.receive(st, &g.inAct[vs][a.mb])
+			// Job.Check gives every chunk a layer to take the gather;
+			// should one have none, it is written here.
 			if len(layers) == 0 {
 				x = g.takeGather(st, x)
 			}
