@@ -42,6 +42,7 @@ func dtypeBytes(d string) int64 {
 type emitter struct {
 	w      Sink
 	sigTab sigTable // sig's table, kept between passes
+	shapes shapeTable
 	rec    history.Record
 	ts     int64
 	cmdNs  int64
@@ -74,7 +75,48 @@ func (e *emitter) tensor(dtype string, shape ...int64) values.Tensor {
 	for _, d := range shape {
 		n *= d
 	}
-	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: shape}
+	return values.Tensor{ID: id, Idx: idx(id), Storage: id, NBytes: n, Dtype: dtype, Shape: e.shapes.of(shape)}
+}
+
+// shapeTable holds one slice for each shape the emitter's tensors have
+// (a job has a few hundred), so that tensors of one shape share it: a
+// recording's inputs are then mostly compared with a pass's by the
+// address of their shapes (template.matches), the weights of every layer
+// alike, not element by element. Shapes are never written.
+var emptyShape = []int64{}
+
+type shapeTable struct {
+	slots [1024][]int64
+}
+
+// of returns the table's slice equal to dims (a copy of dims the first
+// time; nil for nil, and an empty slice for an empty one: a scalar).
+// dims itself is never kept, so a caller's variadic arguments stay on
+// its stack.
+func (t *shapeTable) of(dims []int64) []int64 {
+	if len(dims) == 0 {
+		if dims == nil {
+			return nil
+		}
+		return emptyShape
+	}
+	h := uint64(len(dims))
+	for _, d := range dims {
+		h = (h ^ uint64(d)) * 0x9e3779b97f4a7c15
+	}
+	s := h >> 54 // 10 bits: the table's length
+	for range 8 {
+		sl := t.slots[s]
+		if sl == nil {
+			t.slots[s] = slices.Clone(dims)
+			return t.slots[s]
+		}
+		if slices.Equal(sl, dims) {
+			return sl
+		}
+		s = (s + 1) & (uint64(len(t.slots)) - 1)
+	}
+	return slices.Clone(dims) // a crowded neighbourhood: not shared
 }
 
 // cpuTensor makes a new CPU tensor.
@@ -87,7 +129,7 @@ func (e *emitter) cpuTensor(dtype string, shape ...int64) values.Tensor {
 // alias makes a new tensor of src's storage (a view, an in-place result,
 // a borrowed or reduced-in-place tensor) with the given shape.
 func (e *emitter) alias(src values.Tensor, dtype string, shape ...int64) values.Tensor {
-	t := values.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: shape, CPU: src.CPU}
+	t := values.Tensor{ID: e.next, Idx: idx(e.next), Storage: src.Storage, NBytes: src.NBytes, Dtype: dtype, Shape: e.shapes.of(shape), CPU: src.CPU}
 	e.next++
 	return t
 }

@@ -267,3 +267,40 @@ func TestReceivedGatherInsidePasses(t *testing.T) {
 		first = s.outside
 	}
 }
+
+// The emitter's shapes: one slice for equal dims, whoever asks; other
+// dims their own; a scalar's nil or empty shape as given; and dims in a
+// crowded neighbourhood still equal, if not shared.
+func TestShapeTable(t *testing.T) {
+	var tab shapeTable
+	a := tab.of([]int64{2048, 1, 25600})
+	b := tab.of([]int64{2048, 1, 25600})
+	if &a[0] != &b[0] || !slices.Equal(a, []int64{2048, 1, 25600}) {
+		t.Fatalf("equal dims: %v at %p, %v at %p", a, &a[0], b, &b[0])
+	}
+	c := tab.of([]int64{2048, 25600})
+	if !slices.Equal(c, []int64{2048, 25600}) || &c[0] == &a[0] {
+		t.Fatalf("other dims: %v", c)
+	}
+	dims := []int64{7, 9}
+	d := tab.of(dims)
+	dims[0] = 8 // the caller's slice is not the table's
+	if !slices.Equal(d, []int64{7, 9}) {
+		t.Fatalf("the table kept the caller's slice: %v", d)
+	}
+	if s := tab.of(nil); s != nil {
+		t.Fatalf("scalar: %v", s)
+	}
+	if s := tab.of([]int64{}); s == nil || len(s) != 0 {
+		t.Fatalf("empty: %#v", s)
+	}
+	// Fill the table; every answer stays equal to what was asked.
+	for i := range int64(3000) {
+		if s := tab.of([]int64{i, 3}); !slices.Equal(s, []int64{i, 3}) {
+			t.Fatalf("dims %d,3: %v", i, s)
+		}
+	}
+	if s := tab.of([]int64{2048, 1, 25600}); &s[0] != &a[0] {
+		t.Fatal("a shape kept before the table filled is no longer shared")
+	}
+}
