@@ -38,10 +38,11 @@ func (p *Partition) CheckDistinct(s *values.Slice) error {
 // ranks all receive from one sending group; then pair i is (senders[i],
 // receivers[i]). Ungrouped, pair i is simply the i-th rank of each side.
 // Neither side may name a rank twice.
+//
+// It keeps its answer for KnownPairs, which a caller asks first (the
+// engine's SendTensor): Pairs itself does not, so a send it is asked
+// about is looked up once.
 func (p *Partition) Pairs(from, to *values.Slice, split Split) (senders, receivers []GroupID, err error) {
-	if a, b, ok := p.KnownPairs(from, to); ok {
-		return a, b, nil
-	}
 	for _, s := range []*values.Slice{from, to} {
 		if err := p.CheckDistinct(s); err != nil {
 			return nil, nil, err

@@ -1012,10 +1012,10 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 		sv.kept = sv.bytes()
 		return y, sv
 	}
-	// x is the received shard when the pass begins with its all-gather.
-	gather := st.gather.on
-	pend := st.gather
-	st.gather = pendingGather{}
+	// x is the received shard when the pass begins with its all-gather:
+	// generated, the pass takes it (takeGather); replayed, it is done.
+	gather := st.gather.pending()
+	defer st.gather.clear()
 	// w.small holds the QKV bias the pass views (qkvBias).
 	ins := append(append(append(g.tplIns[:0], x), w.w...), w.pshard, w.small)
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
@@ -1023,7 +1023,6 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	var sv *saved
 	outs, _, t := g.pass(st, tplKey{fwd: true, keep: keep, gather: gather}, ins, insB, func() ([]values.Tensor, []int64) {
 		var y values.Tensor
-		st.gather = pend
 		y, sv = g.forward(st, w, g.takeGather(st, x), keep)
 		g.passEnd()
 		out := []values.Tensor{y}
@@ -1057,10 +1056,10 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 		g.passEnd()
 		return dx
 	}
-	// dy is the received shard when the pass begins with its all-gather.
-	gather := st.gather.on
-	pend := st.gather
-	st.gather = pendingGather{}
+	// dy is the received shard when the pass begins with its all-gather,
+	// as in layerForward.
+	gather := st.gather.pending()
+	defer st.gather.clear()
 	ins := append(g.tplIns[:0], dy)
 	for _, f := range sv.fields() {
 		ins = append(ins, *f)
@@ -1071,7 +1070,6 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	nb := len(w.shapes)
 	fresh := g.j.FP16Grads && w.has == 0
 	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh, gather: gather}, ins, insB, func() ([]values.Tensor, []int64) {
-		st.gather = pend
 		dx := g.backward(st, w, g.takeGather(st, dy), sv)
 		g.passEnd()
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)

@@ -67,12 +67,14 @@ type stage struct {
 }
 
 // pendingGather is a received shard (got, 1/t of the tensor) that is
-// all-gathered into a tensor of shape when taken.
+// all-gathered into a tensor of shape when taken; none when got is zero.
 type pendingGather struct {
 	got   values.Tensor
 	shape []int64
-	on    bool
 }
+
+func (p *pendingGather) pending() bool { return p.got.ID != 0 }
+func (p *pendingGather) clear()        { *p = pendingGather{} }
 
 // outSend is a send whose loan is not given back yet.
 type outSend struct {
@@ -651,11 +653,11 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 // takeGather writes the all-gather of st's pending received shard, if
 // any, and returns the whole tensor; else x.
 func (g *generator) takeGather(st *stage, x values.Tensor) values.Tensor {
-	if !st.gather.on {
+	if !st.gather.pending() {
 		return x
 	}
 	p := st.gather
-	st.gather = pendingGather{}
+	st.gather.clear()
 	r := g.tpAllGather(st, p.got, p.shape...)
 	g.free(st, p.got)
 	return r
@@ -686,7 +688,7 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 		// follows (takeGather), after the sender's records below: they
 		// are the other stage's, and touch nothing of this one.
 		r = got
-		st.gather = pendingGather{got: got, shape: msg.lent.Shape, on: true}
+		st.gather = pendingGather{got: got, shape: msg.lent.Shape}
 	} else {
 		r = g.e.tensor(bf16, msg.lent.Shape...)
 		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
