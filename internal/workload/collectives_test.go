@@ -235,3 +235,66 @@ func TestBlockingP2P(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferDeletesInOneRecord: a pipeline transfer's sender deletes
+// what the transfer held (its tensor, the loan's view of it and, with
+// scatter/gather, the part it sent) in one DeleteRefs, after the loan's
+// last use: each of them shares the loaned storage, which the loan holds
+// until it is given back, so deleting them together frees nothing sooner
+// or later. With and without scatter/gather, blocking or not.
+func TestTransferDeletesInOneRecord(t *testing.T) {
+	for _, noSG := range []bool{false, true} {
+		for _, blocking := range []bool{false, true} {
+			j := workload.Job{Model: tiny, TP: 2, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1,
+				NoScatterGather: noSG, BlockingP2P: blocking}
+			type transfer struct {
+				ids      [3]int64 // tensor, loaned view, part sent
+				lastUse  int      // record of the loan's last use
+				deletion int      // record deleting the loaned view
+			}
+			byBorrow := map[int64]*transfer{}
+			byLent := map[int64]*transfer{}
+			var ts []*transfer
+			deletedAt := map[int64]int{}
+			i := 0
+			eachRecord(t, j, true, func(rec *history.Record) {
+				i++
+				switch m := &rec.Msg; m.Kind {
+				case gen.MsgBorrowCreate:
+					tr := &transfer{ids: [3]int64{m.BorrowCreate.Tensor.ID, m.BorrowCreate.Result.ID}}
+					byBorrow[m.BorrowCreate.Borrow] = tr
+					byLent[m.BorrowCreate.Result.Storage] = tr
+				case gen.MsgSendTensor:
+					if tr := byLent[m.SendTensor.Tensor.Storage]; tr != nil {
+						tr.ids[2] = m.SendTensor.Tensor.ID
+						ts = append(ts, tr)
+					}
+				case gen.MsgBorrowLastUse:
+					if tr := byBorrow[m.BorrowLastUse.Borrow]; tr != nil {
+						tr.lastUse = i
+					}
+				case gen.MsgDeleteRefs:
+					for _, id := range m.DeleteRefs.Refs {
+						deletedAt[id] = i
+					}
+				}
+			})
+			if len(ts) == 0 {
+				t.Fatalf("scatter/gather off %v, blocking %v: no transfers", noSG, blocking)
+			}
+			for _, tr := range ts {
+				at := deletedAt[tr.ids[1]]
+				if at == 0 || at < tr.lastUse {
+					t.Fatalf("scatter/gather off %v, blocking %v: loaned view %d deleted at record %d, its loan last used at %d",
+						noSG, blocking, tr.ids[1], at, tr.lastUse)
+				}
+				for _, id := range tr.ids {
+					if deletedAt[id] != at {
+						t.Fatalf("scatter/gather off %v, blocking %v: transfer %v: tensor %d deleted at record %d, the loaned view at %d",
+							noSG, blocking, tr.ids, id, deletedAt[id], at)
+					}
+				}
+			}
+		}
+	}
+}

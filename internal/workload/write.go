@@ -87,6 +87,7 @@ type outSend struct {
 type message struct {
 	from *stage
 	out  *outSend
+	sent values.Tensor // the sender's tensor, deleted with the loaned one
 	lent values.Tensor
 	ok   bool
 }
@@ -633,10 +634,13 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	st.out[dir] = keep
 	n := g.stages[g.neighbour(st.idx, dir)]
 	id, lent := g.e.borrowCreate(st.all, x, st.main, n.main)
-	g.e.del(st.all, x)
 	o := &outSend{borrow: id}
 	st.out[dir] = append(st.out[dir], o)
-	*to = message{from: st, out: o, lent: lent, ok: true}
+	// x is deleted by the receive, with the loaned tensor: it shares
+	// the loan's storage, which the loan holds until it is given back,
+	// after the receive, so deleting x then instead of now frees nothing
+	// sooner or later, and the transfer writes one DeleteRefs fewer.
+	*to = message{from: st, out: o, sent: x, lent: lent, ok: true}
 }
 
 // scatterGather reports whether a pipeline transfer of n elements takes
@@ -683,18 +687,24 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 		g.e.call(from.all, st.main, opView, []any{msg.lent, []int64{n / g.d.t}}, []any{part})
 		got := g.e.tensor(msg.lent.Dtype, n/g.d.t)
 		g.e.sendTensor(from.all, st.all, st.main, got, part)
-		g.e.del(from.all, part)
 		// The all-gather is written by the first layer pass that
 		// follows (takeGather), after the sender's records below: they
 		// are the other stage's, and touch nothing of this one.
 		r = got
 		st.gather = pendingGather{got: got, shape: msg.lent.Shape}
+		// The part is deleted with the loaned tensor, in one DeleteRefs
+		// after the loan's last use: it shares the loaned tensor's
+		// storage and has no use after the send, so deleting it a
+		// record later frees nothing sooner or later, and each
+		// transfer writes one DeleteRefs fewer.
+		g.e.borrowLastUse(from.all, msg.out.borrow)
+		g.e.del(from.all, msg.sent, part, msg.lent)
 	} else {
 		r = g.e.tensor(bf16, msg.lent.Shape...)
 		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
+		g.e.borrowLastUse(from.all, msg.out.borrow)
+		g.e.del(from.all, msg.sent, msg.lent)
 	}
-	g.e.borrowLastUse(from.all, msg.out.borrow)
-	g.e.del(from.all, msg.lent)
 	msg.out.consumed = true
 	if g.j.BlockingP2P {
 		// The sender's compute stream waits for the transfer here,
