@@ -553,18 +553,21 @@ func (e *Engine) consumable(fx *passEffect, p *Pass, u *carryUnit, k int32, base
 	}
 	// The rest depends on the two effects only: worked out once for each
 	// (the producer vouches that a pass's inputs come in the same order).
-	if m := &bi.memo[k]; m.fx == F && m.t == ti {
+	// The unit's effect is named by its carry information, which the
+	// effects of other groups alike share with it (shareBody).
+	if m := &bi.memo[k]; m.ci == ci && m.t == ti {
 		return m.ok
 	}
 	ok := sameCarried(fx, k, F, ti, cl, ms, ss)
-	bi.memo[k] = carryMemo{fx: F, t: ti, ok: ok}
+	bi.memo[k] = carryMemo{ci: ci, t: ti, ok: ok}
 	return ok
 }
 
 // carryMemo is what consumable last worked out for an input: whether
-// tensor t of the unit effect fx is found by it as recorded.
+// tensor t of the unit effect whose carry information is ci is found by
+// it as recorded.
 type carryMemo struct {
-	fx *passEffect
+	ci *carryInfo
 	t  int32
 	ok bool
 }

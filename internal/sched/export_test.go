@@ -26,3 +26,18 @@ func SetSettle(on bool) { settleOff = !on }
 // SetBatch turns holding runs of Reduces to apply them together on (the
 // default) or off.
 func SetBatch(on bool) { batchOff = !on }
+
+// SetShare turns sharing the slices of alike effects recorded on
+// different groups on (the default) or off (shareBody).
+func SetShare(on bool) { shareOff = !on }
+
+// EffectBodies returns how many effects the engine keeps and how many
+// distinct bodies they have: every effect is given carry information of
+// its own when recorded, which only sharing gives to another.
+func (e *Engine) EffectBodies() (effects, bodies int) {
+	seen := map[*carryInfo]bool{}
+	for _, fx := range e.pass.effects {
+		seen[fx.carry] = true
+	}
+	return len(e.pass.effects), len(seen)
+}

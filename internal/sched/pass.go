@@ -3,6 +3,7 @@ package sched
 import (
 	"cmp"
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/fastsim/fastsim/gen"
@@ -101,7 +102,10 @@ type Pass struct {
 type passState struct {
 	effects  map[PassKey]*passEffect
 	declined map[PassKey]bool // recordings that cannot be applied as a step
-	rec      *passRec         // the pass being recorded
+	// bodies are, by recording, the effects whose slices others share
+	// (shareBody).
+	bodies   map[int32][]*passEffect
+	rec      *passRec // the pass being recorded
 	applied  int64
 	recorded int64
 	settles  int64   // settlements of the memory events so far
@@ -480,8 +484,56 @@ func (e *Engine) EndPass() {
 	if e.pass.effects == nil {
 		e.pass.effects = make(map[PassKey]*passEffect)
 	}
-	e.pass.effects[r.key] = fx
+	e.pass.effects[r.key] = e.shareBody(r.key, fx)
 	e.pass.recorded++
+}
+
+// shareBody returns fx, or an effect whose every slice is that of an
+// effect recorded on another group and alike but for the group: the
+// stages of a pipeline run the same layer passes, and one copy of what
+// those passes do stays in the caches where one a stage did not
+// (bench/RESULTS.md, "One effect for every stage"). Nothing changes an
+// effect's slices once it is recorded but its hints (the rows its inputs
+// were found at on its group, kept per group) and its carry
+// information's memo, whose answers depend on the effects' contents
+// alone (consumable), so sharing changes no result.
+func (e *Engine) shareBody(key PassKey, fx *passEffect) *passEffect {
+	if shareOff {
+		return fx
+	}
+	for _, b := range e.pass.bodies[key.Tpl] {
+		if sameBody(b, fx) {
+			s := *b
+			s.g, s.hints = fx.g, nil
+			return &s
+		}
+	}
+	if e.pass.bodies == nil {
+		e.pass.bodies = make(map[int32][]*passEffect)
+	}
+	e.pass.bodies[key.Tpl] = append(e.pass.bodies[key.Tpl], fx)
+	return fx
+}
+
+// shareOff, when set (by a test), keeps every effect's slices its own.
+var shareOff bool
+
+// sameBody reports whether effects a and b are alike but for their
+// group, their hints and their carry information's memo. Recordings are
+// few (a few per stage), so reflection's cost does not matter here, and
+// a field added to the effect is compared without being named.
+func sameBody(a, b *passEffect) bool {
+	x, y := *a, *b
+	x.g, y.g, x.hints, y.hints, x.carry, y.carry = 0, 0, nil, nil, nil, nil
+	if !reflect.DeepEqual(x, y) || (a.carry == nil) != (b.carry == nil) {
+		return false
+	}
+	if a.carry == nil {
+		return true
+	}
+	c, d := *a.carry, *b.carry
+	c.memo, d.memo = nil, nil
+	return reflect.DeepEqual(c, d)
 }
 
 // noteEvent is called by finish, while a pass is recorded, with the end

@@ -1,0 +1,70 @@
+package sched_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fastsim/fastsim/internal/replay"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/workload"
+)
+
+// TestSharedEffectsChangeNothing: replaying the feature layouts with
+// passes applied as steps gives the same results, every device's peak and
+// final memory included, whether the effects recorded alike on different
+// pipeline stages share their slices or each keeps its own; and with
+// several stages they do share (fewer bodies than effects).
+func TestSharedEffectsChangeNothing(t *testing.T) {
+	type outcome struct {
+		res, devices      string
+		effects, bodies   int
+		applied, recorded int64
+	}
+	run := func(j workload.Job, share bool) outcome {
+		sched.SetShare(share)
+		defer sched.SetShare(true)
+		j.CommandNs = -1
+		h, err := workload.HeaderOf(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o outcome
+		res, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
+			replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
+				o.effects, o.bodies = eng.EffectBodies()
+				o.applied, o.recorded = eng.PassSteps()
+				eng.DevicePeaks(func(low, ranks, peak int64) {
+					_, final := eng.DeviceBytes(low)
+					o.devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)
+				})
+				return nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := *res
+		r.Wall = 0
+		o.res = fmt.Sprintf("%+v", r)
+		return o
+	}
+	shared, applied := 0, int64(0)
+	for i, j := range workload.FeatureLayouts() {
+		on, off := run(j, true), run(j, false)
+		if on.res != off.res || on.devices != off.devices || on.applied != off.applied {
+			t.Errorf("layout %d: results differ:\nshared %s %s (%d passes as steps)\nown %s %s (%d)", i, on.res, on.devices, on.applied, off.res, off.devices, off.applied)
+		}
+		applied += on.applied
+		if off.bodies != off.effects {
+			t.Errorf("layout %d: sharing off, yet %d effects have %d bodies", i, off.effects, off.bodies)
+		}
+		if j.PP > 1 && on.bodies < on.effects {
+			shared++
+		}
+	}
+	if applied == 0 {
+		t.Error("no pass applied as a step")
+	}
+	if shared == 0 {
+		t.Error("no layout of several stages shared an effect's slices")
+	}
+}
