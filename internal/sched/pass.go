@@ -102,9 +102,8 @@ type Pass struct {
 type passState struct {
 	effects  map[PassKey]*passEffect
 	declined map[PassKey]bool // recordings that cannot be applied as a step
-	// bodies are, by recording, the effects whose slices others share
-	// (shareBody).
-	bodies   map[int32][]*passEffect
+	// bodies are, by recording, the effects' bodies (shareBody).
+	bodies   map[int32][]*effectBody
 	rec      *passRec // the pass being recorded
 	applied  int64
 	recorded int64
@@ -214,13 +213,21 @@ type streamEffect struct {
 	lastStream gen.StreamID
 }
 
-// passEffect is a recorded pass's effect on its group.
+// passEffect is a recorded pass's effect on its group: what is the
+// group's own, and a body that the effects recorded alike on other groups
+// share (shareBody), so that the stages of a pipeline read one copy.
 type passEffect struct {
 	// hints holds, by input, the rows its id resolved to in the last
 	// runs applied, the most recent first (-1: none): knownRow checks
 	// them before it finds the id.
-	hints    [][inputHints]int32
-	g        groups.GroupID
+	hints [][inputHints]int32
+	g     groups.GroupID
+	*effectBody
+}
+
+// effectBody is what a recorded pass does, relative to its start and its
+// inputs: nothing in it names its group.
+type effectBody struct {
 	size     int64
 	ref      gen.StreamID // the stream whose now at the start is the base
 	minRel   int64        // the earliest start of an involved stream, relative to the base
@@ -488,43 +495,39 @@ func (e *Engine) EndPass() {
 	e.pass.recorded++
 }
 
-// shareBody returns fx, or an effect whose every slice is that of an
-// effect recorded on another group and alike but for the group: the
-// stages of a pipeline run the same layer passes, and one copy of what
-// those passes do stays in the caches where one a stage did not
-// (bench/RESULTS.md, "One effect for every stage"). Nothing changes an
-// effect's slices once it is recorded but its hints (the rows its inputs
-// were found at on its group, kept per group) and its carry
-// information's memo, whose answers depend on the effects' contents
-// alone (consumable), so sharing changes no result.
+// shareBody returns fx, or fx with the body of an effect recorded on
+// another group and alike: the stages of a pipeline run the same layer
+// passes, and one copy of what those passes do stays in the caches where
+// one a stage did not (bench/RESULTS.md, "One effect for every stage").
+// Nothing changes a body once it is recorded but its carry information's
+// memo, whose answers depend on the bodies alone (consumable), so sharing
+// changes no result.
 func (e *Engine) shareBody(key PassKey, fx *passEffect) *passEffect {
 	if shareOff {
 		return fx
 	}
 	for _, b := range e.pass.bodies[key.Tpl] {
-		if sameBody(b, fx) {
-			s := *b
-			s.g, s.hints = fx.g, nil
-			return &s
+		if sameBody(b, fx.effectBody) {
+			return &passEffect{g: fx.g, effectBody: b}
 		}
 	}
 	if e.pass.bodies == nil {
-		e.pass.bodies = make(map[int32][]*passEffect)
+		e.pass.bodies = make(map[int32][]*effectBody)
 	}
-	e.pass.bodies[key.Tpl] = append(e.pass.bodies[key.Tpl], fx)
+	e.pass.bodies[key.Tpl] = append(e.pass.bodies[key.Tpl], fx.effectBody)
 	return fx
 }
 
-// shareOff, when set (by a test), keeps every effect's slices its own.
+// shareOff, when set (by a test), keeps every effect's body its own.
 var shareOff bool
 
-// sameBody reports whether effects a and b are alike but for their
-// group, their hints and their carry information's memo. Recordings are
-// few (a few per stage), so reflection's cost does not matter here, and
-// a field added to the effect is compared without being named.
-func sameBody(a, b *passEffect) bool {
+// sameBody reports whether bodies a and b are alike but for their carry
+// information's memo. Recordings are few (a few per stage), so
+// reflection's cost does not matter here, and a field added to a body is
+// compared without being named.
+func sameBody(a, b *effectBody) bool {
 	x, y := *a, *b
-	x.g, y.g, x.hints, y.hints, x.carry, y.carry = 0, 0, nil, nil, nil, nil
+	x.carry, y.carry = nil, nil
 	if !reflect.DeepEqual(x, y) || (a.carry == nil) != (b.carry == nil) {
 		return false
 	}
@@ -556,7 +559,7 @@ func (e *Engine) effectOf(r *passRec) *passEffect {
 		return nil
 	}
 	p := &r.p
-	fx := &passEffect{g: r.g, size: r.size, cmds: e.cmdID - r.cmd0, tasks: g.tasksMade - r.tasks0, maxRt: r.maxRt, nIns: len(p.Ins)}
+	fx := &passEffect{g: r.g, effectBody: &effectBody{size: r.size, cmds: e.cmdID - r.cmd0, tasks: g.tasksMade - r.tasks0, maxRt: r.maxRt, nIns: len(p.Ins)}}
 	// The streams involved: those whose state changed, or that hold a
 	// row of an input before or after.
 	involved := make([]bool, len(g.streams))
