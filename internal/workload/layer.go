@@ -70,7 +70,34 @@ const lnEps = 1e-5
 // microbatch). Korthikanti et al. 2022, §4.1, list the same tensors:
 // the norms' inputs, the projection inputs, Q, K and V, the softmax output,
 // its dropout mask and output, the GELU input and the dropout masks.
+//
+// A generated forward's tensors are held whole (savedTensors). A
+// replayed one's are compact: each made tensor's id and storage, and the
+// recording whose results they are, which holds every other field of
+// them, shared by all its replays; only the results that are the pass's
+// inputs are held whole. The backward reads them tens of microbatches
+// later, from memory gone cold: about 9 cache lines where 25 tensors are
+// 35 (bench/RESULTS.md, "Saved sets kept compact").
 type saved struct {
+	*savedTensors       // nil while compact
+	core          bool  // the attention core's tensors are held
+	kept          int64 // bytes(), as the forward left it (layerForward)
+
+	from *template                     // compact: the recording; outs[1+i] is field i
+	ids  [nSaved][2]int64              // compact: a made field's id and storage
+	in   [maxSavedInputs]values.Tensor // compact: the fields that are inputs, in order
+}
+
+// nSaved is how many tensors a saved set has (savedTensors' fields);
+// maxSavedInputs how many of them a compact set holds whole: the layer's
+// input x, the only one in every layout; a set with more is held whole.
+const (
+	nSaved         = 25
+	maxSavedInputs = 1
+)
+
+// savedTensors are a saved set's tensors, held whole.
+type savedTensors struct {
 	x, mu1, rs1, ln1          values.Tensor
 	qkv, q, k, v              values.Tensor
 	p, pd, amask              values.Tensor // explicit attention
@@ -79,8 +106,6 @@ type saved struct {
 	m1, x2, mu2, rs2, ln2, m2 values.Tensor
 	h1, act                   values.Tensor // fc1 output and the activation (fc2 input)
 	gate, up, sg              values.Tensor // gated MLP: views of h1 and silu(gate)
-	core                      bool          // the attention core's tensors are held
-	kept                      int64         // bytes(), as the forward left it (layerForward)
 }
 
 // bytes is the memory the layer keeps for its backward: its saved
@@ -341,7 +366,7 @@ func (g *generator) biasGrad(st *stage, dy values.Tensor) {
 // (full recomputation).
 func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (values.Tensor, *saved) {
 	d := &g.d
-	sv := &saved{x: x, core: true}
+	sv := &saved{savedTensors: &savedTensors{x: x}, core: true}
 	sv.ln1, sv.mu1, sv.rs1 = g.layerNorm(st, x)
 	in, extra := g.gatherSeq(st, sv.ln1)
 	W := g.weights(st, w, false)
@@ -416,7 +441,7 @@ func (g *generator) forward(st *stage, w *layerW, x values.Tensor, keep bool) (v
 	}
 	if !keep {
 		g.dropSaved(st, sv, false)
-		sv = &saved{x: x}
+		sv = &saved{savedTensors: &savedTensors{x: x}}
 	}
 	return y, sv
 }

@@ -907,10 +907,69 @@ func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 // own.
 const maxTemplates = 8
 
-// fields lists a layer's saved tensors in a fixed order.
-func (sv *saved) fields() [25]*values.Tensor {
+// fields lists a layer's saved tensors in a fixed order (held whole).
+func (sv *saved) fields() [nSaved]*values.Tensor {
 	return [...]*values.Tensor{&sv.x, &sv.mu1, &sv.rs1, &sv.ln1, &sv.qkv, &sv.q, &sv.k, &sv.v, &sv.p, &sv.pd, &sv.amask,
 		&sv.o, &sv.lse, &sv.ctx, &sv.m1, &sv.x2, &sv.mu2, &sv.rs2, &sv.ln2, &sv.m2, &sv.h1, &sv.act, &sv.gate, &sv.up, &sv.sg}
+}
+
+// compact keeps outs[1:], the saved tensors a replay of recording t
+// returned, as ids (saved); false, and nothing kept, if more of them are
+// the pass's inputs than a compact set holds.
+func (sv *saved) compact(t *template, outs []values.Tensor) bool {
+	n := 0
+	for i := range nSaved {
+		o, r := &t.outs[1+i], &outs[1+i]
+		if o.isInput {
+			if n == maxSavedInputs {
+				return false
+			}
+			sv.in[n] = *r
+			n++
+			continue
+		}
+		sv.ids[i] = [2]int64{r.ID, r.Storage}
+	}
+	sv.from = t
+	return true
+}
+
+// appendTensors appends sv's tensors, in fields' order, to dst: a
+// compact set's as the replay that returned them wrote them
+// (replayer.tensorInto).
+func (sv *saved) appendTensors(dst []values.Tensor) []values.Tensor {
+	if sv.savedTensors != nil {
+		for _, f := range sv.fields() {
+			dst = append(dst, *f)
+		}
+		return dst
+	}
+	n := 0
+	for i := range nSaved {
+		o := &sv.from.outs[1+i]
+		if o.isInput {
+			dst = append(dst, sv.in[n])
+			n++
+			continue
+		}
+		id := sv.ids[i][0]
+		dst = append(dst, values.Tensor{ID: id, Idx: idx(id), Storage: sv.ids[i][1], NBytes: o.nbytes, Dtype: o.dtype, Shape: o.shape, CPU: o.cpu})
+	}
+	return dst
+}
+
+// expand holds a compact set's tensors whole, for a backward generated.
+func (sv *saved) expand() {
+	if sv.savedTensors != nil {
+		return
+	}
+	var buf [nSaved]values.Tensor
+	ts := sv.appendTensors(buf[:0])
+	sv.savedTensors = &savedTensors{}
+	for i, f := range sv.fields() {
+		*f = ts[i]
+	}
+	sv.from = nil
 }
 
 // pass writes one recorded or recordable layer pass: gen writes it anew
@@ -1043,8 +1102,13 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 	// keep the same bytes.
 	sv = g.newSaved()
 	sv.core, sv.kept = t.core, t.kept
-	for i, f := range sv.fields() {
-		*f = outs[1+i]
+	if sv.compact(t, outs) {
+		g.compacted++
+	} else {
+		sv.savedTensors = &savedTensors{}
+		for i, f := range sv.fields() {
+			*f = outs[1+i]
+		}
 	}
 	return outs[0], sv
 }
@@ -1052,6 +1116,7 @@ func (g *generator) layerForward(st *stage, w *layerW, x values.Tensor, keep boo
 // layerBackward is backward, replayed from a recording where one fits.
 func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *saved) values.Tensor {
 	if !g.templatesOn() || w.bucket.ID != 0 {
+		sv.expand()
 		dx := g.backward(st, w, g.takeGather(st, dy), sv)
 		g.passEnd()
 		return dx
@@ -1060,16 +1125,14 @@ func (g *generator) layerBackward(st *stage, w *layerW, dy values.Tensor, sv *sa
 	// as in layerForward.
 	gather := st.gather.pending()
 	defer st.gather.clear()
-	ins := append(g.tplIns[:0], dy)
-	for _, f := range sv.fields() {
-		ins = append(ins, *f)
-	}
+	ins := sv.appendTensors(append(g.tplIns[:0], dy))
 	ins = append(append(append(append(ins, w.wt...), w.w...), w.gv...), w.grad, w.pshard, w.small)
 	ins, insB := gatheredIn(st, ins, g.tplInsB[:0])
 	g.tplIns, g.tplInsB = ins, insB
 	nb := len(w.shapes)
 	fresh := g.j.FP16Grads && w.has == 0
 	outs, _, _ := g.pass(st, tplKey{keep: sv.core, fresh: fresh, gather: gather}, ins, insB, func() ([]values.Tensor, []int64) {
+		sv.expand()
 		dx := g.backward(st, w, g.takeGather(st, dy), sv)
 		g.passEnd()
 		out := append([]values.Tensor{dx, w.bucket}, w.bv...)

@@ -129,6 +129,7 @@ type generator struct {
 	tplOutsB    []int64
 	tplSig      []int32
 	tplReplays  int
+	compacted   int // saved sets kept compact (saved.compact)
 	tplN        int // recordings kept
 }
 
@@ -203,9 +204,9 @@ type emitOpts struct{ templates, noPassEnd bool }
 
 // emitStats is EmitStats with the switches of o; it also returns how many
 // passes it replayed.
-func emitStats(j Job, sink Sink, o emitOpts) (Stats, int, error) {
+func emitStats(j Job, sink Sink, o emitOpts) (Stats, emitCounts, error) {
 	if err := j.Check(); err != nil {
-		return Stats{}, 0, err
+		return Stats{}, emitCounts{}, err
 	}
 	if j.GPUsPerHost < 1 {
 		j.GPUsPerHost = 8
@@ -218,11 +219,11 @@ func emitStats(j Job, sink Sink, o emitOpts) (Stats, int, error) {
 	g.setup()
 	for step := 0; step < j.Steps; step++ {
 		if err := g.runStep(); err != nil {
-			return Stats{}, 0, err
+			return Stats{}, emitCounts{}, err
 		}
 		g.e.step(int64(step))
 		if g.e.callErr != nil {
-			return Stats{}, 0, g.e.callErr
+			return Stats{}, emitCounts{}, g.e.callErr
 		}
 	}
 	g.e.flushDel()
@@ -230,8 +231,12 @@ func emitStats(j Job, sink Sink, o emitOpts) (Stats, int, error) {
 	for _, s := range g.stages {
 		st.StoredActivations = append(st.StoredActivations, s.storedMax)
 	}
-	return st, g.tplReplays, g.e.callErr
+	return st, emitCounts{replayed: g.tplReplays, compacted: g.compacted}, g.e.callErr
 }
+
+// emitCounts are what emitStats counts for tests: the layer passes
+// replayed from recordings, and the saved sets kept compact.
+type emitCounts struct{ replayed, compacted int }
 
 // commEverywhere, set by a test, makes "comm" on every stage, used or not.
 var commEverywhere bool
