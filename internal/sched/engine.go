@@ -451,8 +451,14 @@ func (e *Engine) catchUp() {
 func (e *Engine) bound(t *values.Tensor) { e.reserveRows(int(t.Idx) + 1) }
 
 // settleEvery is how many commands pass between two settlements of the
-// memory events.
-const settleEvery = 4096
+// memory events. A settlement reads every group's streams, cold by then
+// when the groups are many and each command touches one: at 4,096 the
+// 1T-parameter prediction's 64 groups missed the second-level cache
+// about 3.5 million times in settlements, and 7.5% fewer times in all at
+// 16,384, where the events a group holds between two settlements (a few
+// hundred) still fit in the caches (bench/RESULTS.md, "One effect for
+// every stage").
+const settleEvery = 16384
 
 // Step closes an iteration: it records and returns the report so far.
 func (e *Engine) Step() Report {
