@@ -21,8 +21,9 @@ type passCount struct {
 // passState is the Sim's part of applying passes as steps.
 type passState struct {
 	counts map[sched.PassKey]*passCount
-	cur    *passCount // the records of the pass being fed, counted
-	open   bool       // the engine was told of the pass being fed
+	alike  map[int32][]*passCount // by recording, the distinct counts
+	cur    *passCount             // the records of the pass being fed, counted
+	open   bool                   // the engine was told of the pass being fed
 	key    sched.PassKey
 	rec0   int64
 	kinds0 [gen.MsgUnknown + 1]int64
@@ -74,6 +75,17 @@ func (s *Sim) EndPass() {
 	}
 	if s.pass.counts == nil {
 		s.pass.counts = make(map[sched.PassKey]*passCount)
+		s.pass.alike = make(map[int32][]*passCount)
 	}
+	// A recording's passes count alike on every stage: one copy of their
+	// counts serves them all and stays in the caches.
+	tpl := s.pass.key.Tpl
+	for _, o := range s.pass.alike[tpl] {
+		if *o == *c {
+			s.pass.counts[s.pass.key] = o
+			return
+		}
+	}
+	s.pass.alike[tpl] = append(s.pass.alike[tpl], c)
 	s.pass.counts[s.pass.key] = c
 }
