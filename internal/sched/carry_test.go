@@ -23,30 +23,13 @@ func TestCarryChangesNothing(t *testing.T) {
 	run := func(j workload.Job, carry bool) outcome {
 		sched.SetCarry(carry)
 		defer sched.SetCarry(true)
-		j.CommandNs = -1
-		h, err := workload.HeaderOf(j)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var o outcome
-		res, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
-			replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
-				o.consumed, o.release, o.define = eng.PassUnits()
-				if counted, held := eng.CarriedTensors(); counted != held {
-					t.Errorf("%d tensors carried, %d held against the registry's limit", counted, held)
-				}
-				eng.DevicePeaks(func(low, ranks, peak int64) {
-					_, final := eng.DeviceBytes(low)
-					o.devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)
-				})
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := *res
-		r.Wall = 0
-		o.res = fmt.Sprintf("%+v", r)
+		o.res, o.devices = replayFeature(t, j, func(eng *sched.Engine) {
+			o.consumed, o.release, o.define = eng.PassUnits()
+			if counted, held := eng.CarriedTensors(); counted != held {
+				t.Errorf("%d tensors carried, %d held against the registry's limit", counted, held)
+			}
+		})
 		return o
 	}
 	consumed := int64(0)
@@ -63,4 +46,32 @@ func TestCarryChangesNothing(t *testing.T) {
 	if consumed == 0 {
 		t.Error("no pass consumed carried tensors")
 	}
+}
+
+// replayFeature replays job j grouped, passes applied as steps, without
+// a controller cost, calls inspect with the engine at the end, and
+// returns the result (less its wall time) and every device's peak and
+// final memory, as text.
+func replayFeature(t *testing.T, j workload.Job, inspect func(*sched.Engine)) (res, devices string) {
+	t.Helper()
+	j.CommandNs = -1
+	h, err := workload.HeaderOf(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
+		replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
+			inspect(eng)
+			eng.DevicePeaks(func(low, ranks, peak int64) {
+				_, final := eng.DeviceBytes(low)
+				devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)
+			})
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := *r
+	out.Wall = 0
+	return fmt.Sprintf("%+v", out), devices
 }

@@ -1,10 +1,8 @@
 package sched_test
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/fastsim/fastsim/internal/replay"
 	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/workload"
 )
@@ -12,39 +10,22 @@ import (
 // TestSharedEffectsChangeNothing: replaying the feature layouts with
 // passes applied as steps gives the same results, every device's peak and
 // final memory included, whether the effects recorded alike on different
-// pipeline stages share their slices or each keeps its own; and with
-// several stages they do share (fewer bodies than effects).
+// pipeline stages share one body or each keeps its own; and with several
+// stages they do share (fewer bodies than effects).
 func TestSharedEffectsChangeNothing(t *testing.T) {
 	type outcome struct {
-		res, devices      string
-		effects, bodies   int
-		applied, recorded int64
+		res, devices    string
+		effects, bodies int
+		applied         int64
 	}
 	run := func(j workload.Job, share bool) outcome {
 		sched.SetShare(share)
 		defer sched.SetShare(true)
-		j.CommandNs = -1
-		h, err := workload.HeaderOf(j)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var o outcome
-		res, err := replay.Typed(h, "job", func(s *replay.Sim) error { return workload.Emit(j, s) },
-			replay.Options{Grouped: true, Controller: sched.ControllerNone, Inspect: func(eng *sched.Engine, _ *replay.Result) error {
-				o.effects, o.bodies = eng.EffectBodies()
-				o.applied, o.recorded = eng.PassSteps()
-				eng.DevicePeaks(func(low, ranks, peak int64) {
-					_, final := eng.DeviceBytes(low)
-					o.devices += fmt.Sprintf("device %d (%d ranks): peak %d, final %d; ", low, ranks, peak, final)
-				})
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := *res
-		r.Wall = 0
-		o.res = fmt.Sprintf("%+v", r)
+		o.res, o.devices = replayFeature(t, j, func(eng *sched.Engine) {
+			o.effects, o.bodies = eng.EffectBodies()
+			o.applied, _ = eng.PassSteps()
+		})
 		return o
 	}
 	shared, applied := 0, int64(0)
