@@ -248,9 +248,8 @@ func TestTransferDeletesInOneRecord(t *testing.T) {
 			j := workload.Job{Model: tiny, TP: 2, PP: 4, DP: 1, MicroBatch: 2, GlobalBatch: 8, Schedule: workload.OneFOneB, Steps: 1,
 				NoScatterGather: noSG, BlockingP2P: blocking}
 			type transfer struct {
-				ids      [3]int64 // tensor, loaned view, part sent
-				lastUse  int      // record of the loan's last use
-				deletion int      // record deleting the loaned view
+				ids     [3]int64 // tensor, loaned view, part sent
+				lastUse int      // record of the loan's last use
 			}
 			byBorrow := map[int64]*transfer{}
 			byLent := map[int64]*transfer{}
