@@ -77,7 +77,7 @@ const lnEps = 1e-5
 // them, shared by all its replays; only the results that are the pass's
 // inputs are held whole. The backward reads them tens of microbatches
 // later, from memory gone cold: about 9 cache lines where 25 tensors are
-// 35 (bench/RESULTS.md, "Saved sets kept compact").
+// 35 (bench/RESULTS.md, "One effect for every stage").
 type saved struct {
 	*savedTensors       // nil while compact
 	core          bool  // the attention core's tensors are held

@@ -202,8 +202,8 @@ func EmitStats(j Job, sink Sink) (Stats, error) {
 // as before passEnd, for the test that passEnd changes no record.
 type emitOpts struct{ templates, noPassEnd bool }
 
-// emitStats is EmitStats with the switches of o; it also returns how many
-// passes it replayed.
+// emitStats is EmitStats with the switches of o; it also returns what it
+// counted for tests (emitCounts).
 func emitStats(j Job, sink Sink, o emitOpts) (Stats, emitCounts, error) {
 	if err := j.Check(); err != nil {
 		return Stats{}, emitCounts{}, err
@@ -641,10 +641,7 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	id, lent := g.e.borrowCreate(st.all, x, st.main, n.main)
 	o := &outSend{borrow: id}
 	st.out[dir] = append(st.out[dir], o)
-	// x is deleted by the receive, with the loaned tensor: it shares
-	// the loan's storage, which the loan holds until it is given back,
-	// after the receive, so deleting x then instead of now frees nothing
-	// sooner or later, and the transfer writes one DeleteRefs fewer.
+	// x is deleted by the receive, with the loaned tensor (receive).
 	*to = message{from: st, out: o, sent: x, lent: lent, ok: true}
 }
 
@@ -684,11 +681,11 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 	// stream then runs each wait right before its own transfer, never a
 	// later output's wait ahead of an earlier transfer.
 	g.e.borrowFirstUse(from.all, msg.out.borrow)
-	var r values.Tensor
+	var r, part values.Tensor // part: with scatter/gather, the 1/t sent
 	if n := numel(msg.lent.Shape); g.scatterGather(n) {
 		// Each shard sends its 1/t of the flattened tensor (a view: no
 		// copy) and the receiving shards all-gather the whole.
-		part := g.e.alias(msg.lent, msg.lent.Dtype, n/g.d.t)
+		part = g.e.alias(msg.lent, msg.lent.Dtype, n/g.d.t)
 		g.e.call(from.all, st.main, opView, []any{msg.lent, []int64{n / g.d.t}}, []any{part})
 		got := g.e.tensor(msg.lent.Dtype, n/g.d.t)
 		g.e.sendTensor(from.all, st.all, st.main, got, part)
@@ -697,19 +694,17 @@ func (g *generator) receive(st *stage, msg *message) values.Tensor {
 		// are the other stage's, and touch nothing of this one.
 		r = got
 		st.gather = pendingGather{got: got, shape: msg.lent.Shape}
-		// The part is deleted with the loaned tensor, in one DeleteRefs
-		// after the loan's last use: it shares the loaned tensor's
-		// storage and has no use after the send, so deleting it a
-		// record later frees nothing sooner or later, and each
-		// transfer writes one DeleteRefs fewer.
-		g.e.borrowLastUse(from.all, msg.out.borrow)
-		g.e.del(from.all, msg.sent, part, msg.lent)
 	} else {
 		r = g.e.tensor(bf16, msg.lent.Shape...)
 		g.e.sendTensor(from.all, st.all, st.main, r, msg.lent)
-		g.e.borrowLastUse(from.all, msg.out.borrow)
-		g.e.del(from.all, msg.sent, msg.lent)
 	}
+	g.e.borrowLastUse(from.all, msg.out.borrow)
+	// What the transfer held (the sender's tensor, the loan's view, the
+	// part sent) is deleted in one DeleteRefs after the loan's last use:
+	// all share the loaned storage, which the loan holds until it is
+	// given back, so this frees nothing sooner or later than deleting
+	// each after its own last use would, in three DeleteRefs.
+	g.free(from, msg.sent, part, msg.lent)
 	msg.out.consumed = true
 	if g.j.BlockingP2P {
 		// The sender's compute stream waits for the transfer here,
