@@ -27,7 +27,7 @@ func SetSettle(on bool) { settleOff = !on }
 // default) or off.
 func SetBatch(on bool) { batchOff = !on }
 
-// SetShare turns sharing the slices of alike effects recorded on
+// SetShare turns sharing the body of alike effects recorded on
 // different groups on (the default) or off (shareBody).
 func SetShare(on bool) { shareOff = !on }
 
