@@ -385,11 +385,33 @@ func (e *Engine) trimUnits() {
 	}
 	ps.unitLo = ps.unitBase[ps.head]
 	if ps.head >= 1024 && ps.head >= len(ps.units)/2 {
-		n := copy(ps.units, ps.units[ps.head:])
-		clear(ps.units[n:])
-		copy(ps.unitBase, ps.unitBase[ps.head:])
-		ps.units, ps.unitBase, ps.head = ps.units[:n], ps.unitBase[:n], 0
+		e.compactUnits()
 	}
+}
+
+// compactUnits moves units[head:] to the front. No unit may be held by
+// index (e.pass.consume empty).
+func (e *Engine) compactUnits() {
+	ps := &e.pass
+	n := copy(ps.units, ps.units[ps.head:])
+	clear(ps.units[n:])
+	copy(ps.unitBase, ps.unitBase[ps.head:])
+	ps.units, ps.unitBase, ps.head = ps.units[:n], ps.unitBase[:n], 0
+}
+
+// addUnit appends unit u. A full list whose front holds a quarter or
+// more spent units is compacted instead of grown: the oldest unit left
+// (a first stage's forward, carried to its backward) keeps the front
+// from being trimmed, and a list grown by a quarter each time it fills
+// allocated and copied some 25 MB in the 1T-parameter prediction
+// (bench/RESULTS.md, "Fewer copies of growing lists").
+func (e *Engine) addUnit(u carryUnit) {
+	ps := &e.pass
+	if len(ps.units) == cap(ps.units) && ps.head >= len(ps.units)/4 && len(ps.consume) == 0 {
+		e.compactUnits()
+	}
+	ps.units = append(ps.units, u)
+	ps.unitBase = append(ps.unitBase, u.idBase)
 }
 
 // passInputs fills e.pass.idx and sidx with the dense indexes of p's

@@ -1090,8 +1090,7 @@ func (e *Engine) applyEffect(fx *passEffect, p *Pass, gi groups.GroupID, base in
 		if len(e.pass.units) == e.pass.head {
 			e.pass.unitLo = p.Base
 		}
-		e.pass.units = append(e.pass.units, carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
-		e.pass.unitBase = append(e.pass.unitBase, p.Base)
+		e.addUnit(carryUnit{fx: fx, g: gi, base: base, idBase: p.Base, idEnd: p.Base + p.Made, mask: 1<<len(fx.carry.classes) - 1})
 		e.pass.unitHi = p.Base + p.Made
 		e.reg.HoldOutside(fx.carry.nTensors)
 	}

@@ -155,7 +155,10 @@ func (e *emitter) typed(ts ...values.Tensor) {
 func (e *emitter) seenBefore(id int64) bool {
 	w, b := id>>6, uint64(1)<<(id&63)
 	if w >= int64(len(e.seen)) {
-		e.seen = append(e.seen, make([]uint64, w+1-int64(len(e.seen)))...)
+		// At least doubled: ids only count up, so the bitmap grows all
+		// run long, and append's growth by a quarter copied it some
+		// twenty times.
+		e.seen = append(e.seen, make([]uint64, max(w+1, 2*int64(len(e.seen)))-int64(len(e.seen)))...)
 	}
 	old := e.seen[w]&b != 0
 	e.seen[w] |= b
@@ -169,7 +172,7 @@ func (e *emitter) markSeen(lo, hi int64) {
 		return
 	}
 	if w := (hi - 1) >> 6; w >= int64(len(e.seen)) {
-		e.seen = append(e.seen, make([]uint64, w+1-int64(len(e.seen)))...)
+		e.seen = append(e.seen, make([]uint64, max(w+1, 2*int64(len(e.seen)))-int64(len(e.seen)))...)
 	}
 	for lo < hi {
 		w := lo >> 6

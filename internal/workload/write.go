@@ -89,7 +89,54 @@ type message struct {
 	out  *outSend
 	sent values.Tensor // the sender's tensor, deleted with the loaned one
 	lent values.Tensor
+	mb   int // its microbatch
 	ok   bool
+}
+
+// mailbox holds the messages in flight to one virtual stage in one
+// direction, by microbatch. A stage has a few in flight at a time (at
+// most its share of the pipeline's depth), not one per microbatch of the
+// step: a slot per microbatch, 200 bytes each, came to 13 MB for the
+// 1T-parameter prediction's 64 stages and 512 microbatches, a slot
+// written once and read once a step, each a cache miss and the whole a
+// few thousand page faults. A slot is mb modulo the box's size, grown
+// when a microbatch finds its slot taken by another in flight.
+type mailbox struct {
+	slots []message
+}
+
+// at returns microbatch mb's message, nil if none is in flight.
+func (b *mailbox) at(mb int) *message {
+	if len(b.slots) == 0 {
+		return nil
+	}
+	if m := &b.slots[mb&(len(b.slots)-1)]; m.ok && m.mb == mb {
+		return m
+	}
+	return nil
+}
+
+// put returns the slot for microbatch mb's message, to be filled.
+func (b *mailbox) put(mb int) *message {
+	for {
+		if len(b.slots) > 0 {
+			if m := &b.slots[mb&(len(b.slots)-1)]; !m.ok {
+				return m
+			}
+		}
+		b.grow()
+	}
+}
+
+// grow doubles the box, moving the messages in flight to their slots.
+func (b *mailbox) grow() {
+	old := b.slots
+	b.slots = make([]message, max(4, 2*len(old)))
+	for i := range old {
+		if m := &old[i]; m.ok {
+			b.slots[m.mb&(len(b.slots)-1)] = *m
+		}
+	}
 }
 
 type headSaved struct {
@@ -113,9 +160,9 @@ type generator struct {
 	svLists [][]*saved
 	ids     []values.Tensor // embedding inputs, per microbatch
 	head    []headSaved
-	inAct   [][]message
-	inGrad  [][]message
-	tied    bool // the word embedding is on the first and the last stage
+	inAct   []mailbox // activations to each virtual stage
+	inGrad  []mailbox // gradients to each virtual stage
+	tied    bool      // the word embedding is on the first and the last stage
 
 	// Recorded layer passes (template.go).
 	noTemplates bool // generate every layer pass anew
@@ -368,12 +415,10 @@ func (g *generator) setup() {
 	}
 	vs := j.PP * g.v
 	g.saved = make([][][]*saved, vs)
-	g.inAct = make([][]message, vs)
-	g.inGrad = make([][]message, vs)
+	g.inAct = make([]mailbox, vs)
+	g.inGrad = make([]mailbox, vs)
 	for i := range g.saved {
 		g.saved[i] = make([][]*saved, g.m)
-		g.inAct[i] = make([]message, g.m)
-		g.inGrad[i] = make([]message, g.m)
 	}
 	g.ids = make([]values.Tensor, g.m)
 	g.head = make([]headSaved, g.m)
@@ -514,9 +559,9 @@ func (g *generator) vstage(st *stage, chunk int) int { return chunk*g.j.PP + st.
 func (g *generator) ready(st *stage, a action) bool {
 	vs, last := g.vstage(st, a.chunk), g.j.PP*g.v-1
 	if a.fwd {
-		return vs == 0 || g.inAct[vs][a.mb].ok
+		return vs == 0 || g.inAct[vs].at(a.mb) != nil
 	}
-	return vs == last || g.inGrad[vs][a.mb].ok
+	return vs == last || g.inGrad[vs].at(a.mb) != nil
 }
 
 func (g *generator) run(st *stage, a action) {
@@ -535,7 +580,7 @@ func (g *generator) runAction(st *stage, a action) {
 		if vs == 0 {
 			x = g.embedForward(st, a.mb)
 		} else {
-			x = g.receive(st, &g.inAct[vs][a.mb])
+			x = g.receive(st, g.inAct[vs].at(a.mb))
 			// Job.Check gives every chunk a layer to take the gather;
 			// should one have none, it is written here.
 			if len(layers) == 0 {
@@ -552,7 +597,7 @@ func (g *generator) runAction(st *stage, a action) {
 		if vs == last {
 			g.headForward(st, a.mb, x)
 		} else {
-			g.send(st, 0, x, &g.inAct[vs+1][a.mb])
+			g.send(st, 0, x, g.inAct[vs+1].put(a.mb), a.mb)
 		}
 		return
 	}
@@ -565,7 +610,7 @@ func (g *generator) runAction(st *stage, a action) {
 		}
 		dy = g.headBackward(st, a.mb)
 	} else {
-		dy = g.receive(st, &g.inGrad[vs][a.mb])
+		dy = g.receive(st, g.inGrad[vs].at(a.mb))
 		if len(layers) == 0 {
 			dy = g.takeGather(st, dy)
 		}
@@ -586,7 +631,7 @@ func (g *generator) runAction(st *stage, a action) {
 		}
 		g.embedBackward(st, a.mb, dy)
 	} else {
-		g.send(st, 1, dy, &g.inGrad[vs-1][a.mb])
+		g.send(st, 1, dy, g.inGrad[vs-1].put(a.mb), a.mb)
 	}
 }
 
@@ -625,7 +670,7 @@ func (g *generator) freeSaved(l []*saved) {
 // earlier sends the receiver has taken are given back first: everything
 // the receiver did before taking them was written earlier, so waiting for
 // them cannot wait for this stage's later work.
-func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
+func (g *generator) send(st *stage, dir int, x values.Tensor, to *message, mb int) {
 	keep := st.out[dir][:0]
 	for _, o := range st.out[dir] {
 		if o.consumed {
@@ -642,7 +687,7 @@ func (g *generator) send(st *stage, dir int, x values.Tensor, to *message) {
 	o := &outSend{borrow: id}
 	st.out[dir] = append(st.out[dir], o)
 	// x is deleted by the receive, with the loaned tensor (receive).
-	*to = message{from: st, out: o, sent: x, lent: lent, ok: true}
+	*to = message{from: st, out: o, sent: x, lent: lent, mb: mb, ok: true}
 }
 
 // scatterGather reports whether a pipeline transfer of n elements takes
