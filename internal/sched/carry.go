@@ -389,26 +389,48 @@ func (e *Engine) trimUnits() {
 	}
 }
 
-// compactUnits moves units[head:] to the front. No unit may be held by
-// index (e.pass.consume empty).
+// compactUnits moves the units of units[head:] that still carry
+// something to the front, in order (unitBase stays sorted). No unit may
+// be held by index (e.pass.consume empty); lastUnit is checked against
+// the id it is asked about, so a stale one only misses.
 func (e *Engine) compactUnits() {
 	ps := &e.pass
-	n := copy(ps.units, ps.units[ps.head:])
+	n := 0
+	for i := ps.head; i < len(ps.units); i++ {
+		if ps.units[i].mask != 0 {
+			ps.units[n], ps.unitBase[n] = ps.units[i], ps.unitBase[i]
+			n++
+		}
+	}
 	clear(ps.units[n:])
-	copy(ps.unitBase, ps.unitBase[ps.head:])
 	ps.units, ps.unitBase, ps.head = ps.units[:n], ps.unitBase[:n], 0
+	if n > 0 {
+		ps.unitLo = ps.unitBase[0]
+	}
 }
 
-// addUnit appends unit u. A full list whose front holds a quarter or
-// more spent units is compacted instead of grown: the oldest unit left
-// (a first stage's forward, carried to its backward) keeps the front
-// from being trimmed, and a list grown by a quarter each time it fills
-// allocated and copied some 25 MB in the 1T-parameter prediction
-// (bench/RESULTS.md, "Fewer copies of growing lists").
+// addUnit appends unit u. A full list is compacted instead of grown
+// when at most half its units still carry something: the oldest unit
+// (a first stage's forward, carried to its backward) keeps the front from
+// being trimmed while the units behind it are spent, and the list grew
+// to some 18,000 units, 1.2 MB, in the 1T-parameter prediction, grown by
+// a quarter at a time (bench/RESULTS.md, "Fewer slots, copies and page
+// faults").
 func (e *Engine) addUnit(u carryUnit) {
 	ps := &e.pass
-	if len(ps.units) == cap(ps.units) && ps.head >= len(ps.units)/4 && len(ps.consume) == 0 {
-		e.compactUnits()
+	if len(ps.units) == cap(ps.units) && len(ps.consume) == 0 {
+		live := 0
+		for i := ps.head; i < len(ps.units); i++ {
+			if ps.units[i].mask != 0 {
+				live++
+			}
+		}
+		if live <= len(ps.units)/2 {
+			e.compactUnits()
+		} else {
+			ps.units = slices.Grow(ps.units, len(ps.units))
+			ps.unitBase = slices.Grow(ps.unitBase, len(ps.unitBase))
+		}
 	}
 	ps.units = append(ps.units, u)
 	ps.unitBase = append(ps.unitBase, u.idBase)
