@@ -8,14 +8,20 @@ import (
 // TestIDIndexAgainstMap drives an idIndex the way a history does (ids
 // counted up, most dying young, a few living long, some negative or far
 // away, ids reused after removal) and checks every lookup against a map.
+// Indexes are handed out as a pool does (a removed id's index is reused,
+// and the column of ids by index keeps a removed id until then), so that a
+// slide finds the ids it leaves behind both from the column and from the
+// window's entries.
 func TestIDIndexAgainstMap(t *testing.T) {
 	for seed := uint64(0); seed < 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var x idIndex
 		want := map[int64]int32{}
 		var live []int64
+		var byIdx []int64 // the id last given each index
+		var freeIdx []int32
+		var gone []int64 // the last ids removed
 		next := int64(rng.IntN(100))
-		idx := int32(0)
 		for op := 0; op < 100000; op++ {
 			var id int64
 			switch k := rng.IntN(100); {
@@ -28,6 +34,11 @@ func TestIDIndexAgainstMap(t *testing.T) {
 				id = next + int64(rng.IntN(1<<30)) // far beyond
 			case k < 66 && len(live) > 0:
 				id = live[rng.IntN(len(live))] // an existing one: a find
+			case k < 68 && len(gone) > 0:
+				// A removed id defined again (a find, then an insert
+				// when it is not live again already): its old index
+				// may still name it in the column.
+				id = gone[rng.IntN(len(gone))]
 			default:
 				// Remove a live id: mostly young ones, sometimes an old one.
 				if len(live) == 0 {
@@ -39,6 +50,8 @@ func TestIDIndexAgainstMap(t *testing.T) {
 				}
 				id = live[j]
 				x.remove(id, want[id])
+				freeIdx = append(freeIdx, want[id])
+				gone = append(gone[max(0, len(gone)-63):], id)
 				delete(want, id)
 				live[j] = live[len(live)-1]
 				live = live[:len(live)-1]
@@ -50,8 +63,22 @@ func TestIDIndexAgainstMap(t *testing.T) {
 				t.Fatalf("seed %d op %d: find(%d) = %d %v, want %d %v", seed, op, id, got, ok, w, wok)
 			}
 			if !ok {
-				idx++
-				x.insert(id, idx, len(want)+1)
+				var idx int32
+				if k := len(freeIdx); k > 0 && rng.IntN(4) != 0 {
+					// Any free index, older or younger than one a
+					// removed id's column entry still names.
+					f := rng.IntN(k)
+					idx = freeIdx[f]
+					freeIdx[f] = freeIdx[k-1]
+					freeIdx = freeIdx[:k-1]
+				} else {
+					// Some freed indexes stay free for long: their
+					// column entries name ids that are gone.
+					idx = int32(len(byIdx))
+					byIdx = append(byIdx, 0)
+				}
+				x.insert(id, idx, byIdx)
+				byIdx[idx] = id
 				want[id] = idx
 				live = append(live, id)
 			}
@@ -63,9 +90,38 @@ func TestIDIndexAgainstMap(t *testing.T) {
 		}
 		// The window stays near the live ids: its length is bounded by
 		// them, not by how many ids were ever seen.
-		if len(x.dense) > 4*(2*len(want)+4096) {
+		if len(x.dense) > 4*(2*len(byIdx)+4096) {
 			t.Fatalf("seed %d: window of %d for %d live ids", seed, len(x.dense), len(want))
 		}
+	}
+}
+
+// TestIDIndexSlideSkipsStaleColumn: an id removed and defined again with
+// another index is still named by its old index in the column of ids
+// (until that index is reused); the slide that leaves it behind must move
+// it with its live index, whichever comes first in the column.
+func TestIDIndexSlideSkipsStaleColumn(t *testing.T) {
+	var x idIndex
+	ids := []int64{5, 10}
+	x.insert(5, 0, ids[:0])
+	x.insert(10, 1, ids[:1])
+	x.remove(10, 1) // index 1 is free; the column still says 10
+	x.remove(5, 0)
+	x.insert(10, 0, ids) // 10 again, at index 0
+	ids[0] = 10
+	// An id far enough ahead to slide the window past 10; the column (2
+	// ids) is shorter than what the window leaves, so the slide reads it.
+	far := int64(10 + 2*len(ids) + 4096 + 100)
+	x.insert(far, 1, ids)
+	ids[1] = far
+	if x.lo <= 10 {
+		t.Fatalf("the window starts at %d: it did not slide past 10", x.lo)
+	}
+	if got, ok := x.find(10); !ok || got != 0 {
+		t.Fatalf("find(10) = %d %v after the slide, want 0", got, ok)
+	}
+	if got, ok := x.find(far); !ok || got != 1 {
+		t.Fatalf("find(%d) = %d %v, want 1", far, got, ok)
 	}
 }
 

@@ -40,11 +40,11 @@ type Registry struct {
 	curLine int64
 	m       Mention // the scratch mention (Mention)
 
-	stor     pool    // storage ids, held by the tensor rows naming them
-	bor      pool    // borrow ids
-	streams  idIndex // stream refs
-	nStreams int32
-	names    map[string]int32 // names (function paths) -> dense index
+	stor      pool             // storage ids, held by the tensor rows naming them
+	bor       pool             // borrow ids
+	streams   idIndex          // stream refs
+	streamRef []int64          // by stream index: its ref
+	names     map[string]int32 // names (function paths) -> dense index
 	// nameCache holds recent names by length (NameIdx).
 	nameCache [64]nameEntry
 
@@ -101,7 +101,7 @@ func (r *Registry) Reset() {
 	r.stor.reset()
 	r.bor.reset()
 	r.streams.reset()
-	r.nStreams = 0
+	r.streamRef = r.streamRef[:0]
 	clear(r.names)
 	r.nameCache = [len(r.nameCache)]nameEntry{}
 	r.storIdx = r.storIdx[:0]
@@ -397,4 +397,4 @@ func (r *Registry) find(id int64) (int32, bool) {
 }
 
 // insert records that tensor id has dense index i.
-func (r *Registry) insert(id int64, i int32) { r.ids.insert(id, i, len(r.id)) }
+func (r *Registry) insert(id int64, i int32) { r.ids.insert(id, i, r.id) }
