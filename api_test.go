@@ -748,3 +748,34 @@ func TestErrorLinesCountFromTheHeader(t *testing.T) {
 		t.Errorf("Replay: %v, want history:2", err)
 	}
 }
+
+// TestLoadersRefuseEndlessFiles: the files the API loads by name (cost
+// models, hardware specs, models) are read up to a bound, so a device that
+// never ends is refused at once with the file and the bound named; they
+// were read with os.ReadFile, which read /dev/zero until memory ran out.
+// A bad costs file is named with its line, as the CLI names it.
+func TestLoadersRefuseEndlessFiles(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/dev/zero")
+	}
+	for _, c := range []struct {
+		name string
+		load func(string) error
+		want string
+	}{
+		{"LoadCosts", func(p string) error { _, err := LoadCosts(p); return err }, "/dev/zero: bad costs file: more than 67108864 bytes, the most a costs file may hold"},
+		{"LoadHardware", func(p string) error { _, err := LoadHardware(p); return err }, "/dev/zero: bad hardware spec: more than 1048576 bytes, the most a hardware spec may hold"},
+		{"LoadModel", func(p string) error { _, err := LoadModel(p); return err }, "/dev/zero: bad model: more than 1048576 bytes, the most a model description may hold"},
+	} {
+		if err := c.load("/dev/zero"); err == nil || err.Error() != c.want {
+			t.Errorf("%s(/dev/zero) = %v, want %q", c.name, err, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "costs.json")
+	if err := os.WriteFile(path, []byte("{\n  \"fixd\": {}\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCosts(path); err == nil || !strings.HasPrefix(err.Error(), path+":2: bad costs file: ") {
+		t.Errorf("LoadCosts of a bad file: %v, want it to start %q", err, path+":2: bad costs file: ")
+	}
+}

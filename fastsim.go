@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -177,17 +176,7 @@ type Costs = costs.Model
 func ParseCosts(data []byte) (*Costs, error) { return costs.Parse(data) }
 
 // LoadCosts reads a cost model from a JSON file.
-func LoadCosts(path string) (*Costs, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	c, err := ParseCosts(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
-}
+func LoadCosts(path string) (*Costs, error) { return costs.Load(path) }
 
 // Report is the simulation's state at some point.
 type Report struct {

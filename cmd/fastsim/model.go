@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -46,7 +45,7 @@ func (f pricingFlags) build() (m *costs.Model, id string, ctl sched.Controller, 
 		}
 	case "":
 	default:
-		data, err := os.ReadFile(*f.costs)
+		data, err := costs.ReadFile(*f.costs)
 		if err != nil {
 			return nil, "", 0, fmt.Errorf("--costs: %w", err)
 		}
@@ -71,7 +70,7 @@ func (f pricingFlags) build() (m *costs.Model, id string, ctl sched.Controller, 
 		}
 		data, _ := hardware.PresetJSON(*f.hardware)
 		if data == nil {
-			data, _ = os.ReadFile(*f.hardware)
+			data, _ = hardware.ReadFile(*f.hardware)
 		}
 		sum := sha256.Sum256(data)
 		id = strings.TrimPrefix(id+"+hardware:sha256:"+hex.EncodeToString(sum[:]), "+")
@@ -155,7 +154,7 @@ func hardwareCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "fastsim hardware: %v\n", oneLine(err))
 			return exitInput
 		}
-		data, err := os.ReadFile(name)
+		data, err := hardware.ReadFile(name)
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim hardware: %v\n", err)
 			return exitInput

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 
 	"github.com/fastsim/fastsim/internal/costs"
 	"github.com/fastsim/fastsim/internal/jsonpos"
@@ -21,7 +20,7 @@ import (
 // hardware model's warnings), an id naming the pricing, and the controller.
 func (f pricingFlags) pricing() (sched.CostModel, *costs.Model, string, sched.Controller, error) {
 	if *f.costs != "" && *f.costs != "reference" {
-		data, err := os.ReadFile(*f.costs)
+		data, err := costs.ReadFile(*f.costs)
 		if err != nil {
 			return nil, nil, "", 0, fmt.Errorf("--costs: %w", err)
 		}

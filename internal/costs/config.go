@@ -3,14 +3,15 @@ package costs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/jsonpos"
+	"github.com/fastsim/fastsim/internal/smallfile"
 )
 
 // Config is the JSON document of a --costs file. Every field is optional;
@@ -124,7 +125,7 @@ const (
 // JSON text is a *jsonpos.Error naming its line.
 func Parse(data []byte) (*Model, error) {
 	if len(data) > MaxConfigBytes {
-		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrConfig, len(data), MaxConfigBytes)
+		return nil, fmt.Errorf("%w: more than %d bytes, the most a costs file may hold", ErrConfig, MaxConfigBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -145,16 +146,21 @@ func Parse(data []byte) (*Model, error) {
 	return build(c), nil
 }
 
+// ReadFile returns the text of the costs file at path, refusing one of
+// more than MaxConfigBytes; errors name the file.
+func ReadFile(path string) ([]byte, error) {
+	data, err := smallfile.Read(path, MaxConfigBytes, "a costs file")
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrConfig, err)
+	}
+	return data, err
+}
+
 // Load reads the costs file at path; errors name the file.
 func Load(path string) (*Model, error) {
-	f, err := os.Open(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	m, err := Parse(data)
 	if err != nil {

@@ -316,3 +316,20 @@ func TestExampleFile(t *testing.T) {
 		t.Errorf("examples/costs.json: %+v", m)
 	}
 }
+
+// TestLoadTooLarge: a file past the size limit is refused naming the
+// limit, not a size it does not have (it is read only up to the limit).
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 2*MaxConfigBytes); err != nil { // sparse: nothing written
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	want := fmt.Sprintf("%s: bad costs file: more than %d bytes, the most a costs file may hold", path, MaxConfigBytes)
+	if !errors.Is(err, ErrConfig) || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/jsonpos"
+	"github.com/fastsim/fastsim/internal/smallfile"
 )
 
 // ErrSpec reports a hardware spec that cannot be used.
@@ -442,7 +443,7 @@ func keyLine(data []byte, path []string) int {
 // the JSON text is a *jsonpos.Error naming its line.
 func decode(data []byte) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
-		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrSpec, len(data), MaxSpecBytes)
+		return nil, fmt.Errorf("%w: more than %d bytes, the most a hardware spec may hold", ErrSpec, MaxSpecBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -498,23 +499,28 @@ func Preset(name string) (*Spec, error) {
 	return s, nil
 }
 
+// ReadFile returns the text of the spec file at path, refusing one of
+// more than MaxSpecBytes; errors name the file.
+func ReadFile(path string) ([]byte, error) {
+	data, err := smallfile.Read(path, MaxSpecBytes, "a hardware spec")
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrSpec, err)
+	}
+	return data, err
+}
+
 // Load returns the preset called nameOrPath, else reads the spec file at
 // that path; errors name the file.
 func Load(nameOrPath string) (*Spec, error) {
 	if _, ok := PresetJSON(nameOrPath); ok {
 		return Preset(nameOrPath)
 	}
-	f, err := os.Open(nameOrPath)
+	data, err := ReadFile(nameOrPath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(nameOrPath, "/.") {
 			return nil, fmt.Errorf("%w: %q is neither a preset (%s) nor a file", ErrSpec, nameOrPath, strings.Join(Presets(), ", "))
 		}
 		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", nameOrPath, err)
 	}
 	s, err := Parse(data)
 	if err != nil {

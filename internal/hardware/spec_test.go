@@ -312,3 +312,20 @@ func TestCheckErrorLines(t *testing.T) {
 		t.Errorf("Check: %v", err)
 	}
 }
+
+// TestLoadTooLarge: a file past the size limit is refused naming the
+// limit, not a size it does not have (it is read only up to the limit).
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 3*MaxSpecBytes); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	want := fmt.Sprintf("%s: bad hardware spec: more than %d bytes, the most a hardware spec may hold", path, MaxSpecBytes)
+	if !errors.Is(err, ErrSpec) || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}

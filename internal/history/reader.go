@@ -156,6 +156,7 @@ type Reader struct {
 	// unterminated: the last line read ended at the end of the input,
 	// with no newline after it, as the last line of a copy cut short does.
 	unterminated bool
+	inHeader     bool // line 1 is being read (readLine refuses a long line that cannot be a header)
 	line         int64
 	sc           jsonl.Scanner
 	reg          *values.Registry
@@ -234,7 +235,7 @@ func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
 // Reset makes r read a new history from src, keeping its buffers, and reads
 // the header. Tensors of the previous history must not be used after it.
 func (r *Reader) Reset(src io.Reader, name string) error {
-	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr = name, 0, 0, false, nil, Header{}
+	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr, r.inHeader = name, 0, 0, false, nil, Header{}, false
 	r.lastRanks.text = r.lastRanks.text[:0] // checked against another world
 	r.reg.Reset()
 	r.in = counter{r: src}
@@ -476,6 +477,18 @@ func wrap(sentinel error, format string, args ...any) error {
 func (r *Reader) readLine() ([]byte, error) {
 	line, err := r.lines.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
+		// A header is a short JSON object. Text that does not begin with
+		// one and fills the buffer without a line end (/dev/zero, a
+		// binary file given by mistake) is refused here, not after
+		// reading a line up to the limit (256 MiB: seconds, and a
+		// gigabyte of memory).
+		if t := bytes.TrimLeft(line, " \t\r"); r.inHeader && len(t) > 0 && t[0] != '{' {
+			b := fmt.Sprintf("byte 0x%02x", t[0])
+			if t[0] > ' ' && t[0] < 0x7f {
+				b = fmt.Sprintf("%q", t[0])
+			}
+			return nil, wrap(ErrHeader, "no header: the line begins with %s at column %d, not with a JSON object, and its first %d bytes hold no line end", b, len(line)-len(t)+1, len(line))
+		}
 		r.long = append(r.long[:0], line...)
 		for err == bufio.ErrBufferFull {
 			line, err = r.lines.ReadSlice('\n')
@@ -526,7 +539,9 @@ func (r *Reader) nextLine() ([]byte, error) {
 }
 
 func (r *Reader) readHeader() error {
+	r.inHeader = true
 	line, err := r.nextLine()
+	r.inHeader = false
 	if err == io.EOF {
 		return r.fail(0, wrap(ErrHeader, "no header: the file is empty"))
 	}

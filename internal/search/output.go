@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -216,8 +217,21 @@ const maxDocBytes = 1 << 30
 // ReadDoc reads a document written by WriteJSON; name labels errors,
 // which start "name:LINE: " at the line they are about.
 func ReadDoc(r io.Reader, name string) (*Doc, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxDocBytes+1))
-	if err != nil {
+	// A document is a JSON object that says it is one: what begins
+	// otherwise (a binary file or /dev/zero given by mistake), or whose
+	// first object is whole in the first bytes and another (a history's
+	// header), is refused from those bytes, with the error they give,
+	// instead of after reading up to the limit (a gigabyte, some seconds,
+	// and the memory for it).
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, err := br.Peek(64 << 10)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var data []byte
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] != '{' || searchDoc(head) != nil {
+		data = head
+	} else if data, err = io.ReadAll(io.LimitReader(br, maxDocBytes+1)); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(data) > maxDocBytes {

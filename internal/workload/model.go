@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/fastsim/fastsim/internal/jsonpos"
+	"github.com/fastsim/fastsim/internal/smallfile"
 )
 
 // ErrModel reports a model description that is not a transformer.
@@ -103,6 +104,10 @@ func Preset(name string) (Model, bool) {
 	return Model{}, false
 }
 
+// MaxModelBytes is the largest model description LoadModel reads (a
+// model is a few hundred bytes).
+const MaxModelBytes = 1 << 20
+
 // LoadModel returns the preset called nameOrFile, or else reads the JSON
 // model description in that file (the fields of Model; unknown fields are
 // errors). Errors name the file and what is wrong.
@@ -110,7 +115,10 @@ func LoadModel(nameOrFile string) (Model, error) {
 	if m, ok := Preset(nameOrFile); ok {
 		return m, nil
 	}
-	data, err := os.ReadFile(nameOrFile)
+	data, err := smallfile.Read(nameOrFile, MaxModelBytes, "a model description")
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return Model{}, fmt.Errorf("%s: %w: %w", nameOrFile, ErrModel, err)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !strings.ContainsAny(nameOrFile, "./") {
 			return Model{}, fmt.Errorf("%w: %q is neither a preset (%s) nor a file", ErrModel, nameOrFile, strings.Join(PresetNames(), ", "))
