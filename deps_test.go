@@ -20,6 +20,7 @@ func TestImportDirections(t *testing.T) {
 		{"internal/soa", []string{"gen", "internal/"}, "generic tables know nothing of messages or the engine"},
 		{"internal/values", []string{"gen", "internal/"}, "the values of a history sit below both codecs, the messages and the engine"},
 		{"internal/jsonpos", []string{"gen", "internal/"}, "finding an error's line in a JSON text needs nothing of the module"},
+		{"internal/smallfile", []string{"gen", "internal/"}, "reading a small file whole, bounded, needs nothing of the module"},
 		{"internal/batchring", []string{"gen", "internal/"}, "a ring of batches between two goroutines knows nothing of what they hold"},
 		{"internal/jsonl", []string{"gen", "internal/binform", "internal/history", "internal/sched", "internal/groups"}, "the JSON-lines codec knows only the values it reads and writes"},
 		{"internal/binform", []string{"gen", "internal/history", "internal/sched", "internal/groups"}, "the binary codec knows only the values it reads and writes (and trees' JSON text)"},
