@@ -156,7 +156,7 @@ type Reader struct {
 	// unterminated: the last line read ended at the end of the input,
 	// with no newline after it, as the last line of a copy cut short does.
 	unterminated bool
-	inHeader     bool // line 1 is being read (readLine refuses a long line that cannot be a header)
+	inHeader     bool // the header is being read (readLine names its errors so)
 	line         int64
 	sc           jsonl.Scanner
 	reg          *values.Registry
@@ -477,17 +477,21 @@ func wrap(sentinel error, format string, args ...any) error {
 func (r *Reader) readLine() ([]byte, error) {
 	line, err := r.lines.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		// A header is a short JSON object. Text that does not begin with
-		// one and fills the buffer without a line end (/dev/zero, a
-		// binary file given by mistake) is refused here, not after
-		// reading a line up to the limit (256 MiB: seconds, and a
-		// gigabyte of memory).
-		if t := bytes.TrimLeft(line, " \t\r"); r.inHeader && len(t) > 0 && t[0] != '{' {
+		// Every line is a JSON object. Text that does not begin with one
+		// and fills the buffer (64 KiB or more) without a line end
+		// (/dev/zero, a binary file given by mistake) is refused here,
+		// not after reading a line up to the limit (256 MiB: seconds,
+		// and a gigabyte of memory).
+		if t := bytes.TrimLeft(line, " \t\r"); len(t) > 0 && t[0] != '{' {
 			b := fmt.Sprintf("byte 0x%02x", t[0])
 			if t[0] > ' ' && t[0] < 0x7f {
 				b = fmt.Sprintf("%q", t[0])
 			}
-			return nil, wrap(ErrHeader, "no header: the line begins with %s at column %d, not with a JSON object, and its first %d bytes hold no line end", b, len(line)-len(t)+1, len(line))
+			const long = "begins with %s at column %d, not with a JSON object, and runs on past 64 KiB without a line end"
+			if r.inHeader {
+				return nil, wrap(ErrHeader, "no header: the line "+long, b, len(line)-len(t)+1)
+			}
+			return nil, wrap(ErrRecord, "the record "+long, b, len(line)-len(t)+1)
 		}
 		r.long = append(r.long[:0], line...)
 		for err == bufio.ErrBufferFull {

@@ -31,16 +31,17 @@ func (c *counted) Read(p []byte) (int, error) {
 }
 
 // TestHeaderRefusedFromFirstBytes: text that does not begin with a JSON
-// object and has no line end in the reader's first buffer (/dev/zero, a
+// object and has no line end in the reader's first buffer, as line 1 or a
+// later line, (/dev/zero, a
 // binary file given by mistake) is refused from that buffer, plain or in
 // zstd, however the source hands out its bytes; it was read as one line up
 // to the 256 MiB limit first (ten seconds and a gigabyte).
 func TestHeaderRefusedFromFirstBytes(t *testing.T) {
 	for _, c := range []struct{ prefix, want string }{
-		{"", "z.hist:1: no header: the line begins with byte 0x00 at column 1, not with a JSON object, and its first 131136 bytes hold no line end"},
-		{"  \tabc", "z.hist:1: no header: the line begins with 'a' at column 4, not with a JSON object, and its first 131136 bytes hold no line end"},
+		{"", "z.hist:1: no header: the line begins with byte 0x00 at column 1, not with a JSON object, and runs on past 64 KiB without a line end"},
+		{"  \tabc", "z.hist:1: no header: the line begins with 'a' at column 4, not with a JSON object, and runs on past 64 KiB without a line end"},
 		// Blank lines first: the line is counted.
-		{"\n\n\x01", "z.hist:3: no header: the line begins with byte 0x01 at column 1, not with a JSON object, and its first 131136 bytes hold no line end"},
+		{"\n\n\x01", "z.hist:3: no header: the line begins with byte 0x01 at column 1, not with a JSON object, and runs on past 64 KiB without a line end"},
 	} {
 		src := &counted{prefix: c.prefix}
 		_, err := NewReader(src, "z.hist")
@@ -56,13 +57,38 @@ func TestHeaderRefusedFromFirstBytes(t *testing.T) {
 	w, _ := zstd.NewWriter(&z)
 	w.Write(make([]byte, 1<<20))
 	w.Close()
-	if _, err := NewReader(&z, "z.hist.zst"); !errors.Is(err, ErrHeader) || err.Error() != "z.hist.zst:1: no header: the line begins with byte 0x00 at column 1, not with a JSON object, and its first 65536 bytes hold no line end" {
+	if _, err := NewReader(&z, "z.hist.zst"); !errors.Is(err, ErrHeader) || err.Error() != "z.hist.zst:1: no header: the line begins with byte 0x00 at column 1, not with a JSON object, and runs on past 64 KiB without a line end" {
 		t.Errorf("zstd: got %v", err)
 	}
 	// A line end within the first bytes leaves the line to the usual
-	// checks, which name the first NUL byte.
-	if _, err := NewReader(&counted{prefix: "x\n"}, "z.hist"); !errors.Is(err, ErrHeader) || strings.Contains(err.Error(), "has no end") {
+	// checks.
+	if _, err := NewReader(&counted{prefix: "x\n"}, "z.hist"); !errors.Is(err, ErrHeader) || strings.Contains(err.Error(), "without a line end") {
 		t.Errorf("a short line 1: got %v", err)
+	}
+	// A record line alike, after a header: refused from the first
+	// buffer, plain or in zstd, as a record.
+	for _, zst := range []bool{false, true} {
+		var src io.Reader = &counted{prefix: hdr + "  ["}
+		if zst {
+			var z bytes.Buffer
+			w, _ := zstd.NewWriter(&z)
+			w.Write([]byte(hdr + "  ["))
+			w.Write(make([]byte, 1<<20))
+			w.Close()
+			src = &z
+		}
+		rd, err := NewReader(src, "z.hist")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec Record
+		err = rd.Next(&rec)
+		if want := "z.hist:2: the record begins with '[' at column 3, not with a JSON object, and runs on past 64 KiB without a line end"; !errors.Is(err, ErrRecord) || err.Error() != want {
+			t.Errorf("zstd %v: got %v, want %q", zst, err, want)
+		}
+		if c, ok := src.(*counted); ok && c.read > 2*rawBufBytes {
+			t.Errorf("read %d bytes before refusing the record", c.read)
+		}
 	}
 }
 
