@@ -750,10 +750,11 @@ func TestErrorLinesCountFromTheHeader(t *testing.T) {
 }
 
 // TestLoadersRefuseEndlessFiles: the files the API loads by name (cost
-// models, hardware specs, models) are read up to a bound, so a device that
-// never ends is refused at once with the file and the bound named; they
-// were read with os.ReadFile, which read /dev/zero until memory ran out.
-// A bad costs file is named with its line, as the CLI names it.
+// models, hardware specs, models) are read no further than their first
+// bytes when those cannot begin a JSON object, so a device that never
+// ends is refused at once, with the file and the line named; they were
+// read with os.ReadFile, which read /dev/zero until memory ran out. A bad
+// costs file is named with its line, as the CLI names it.
 func TestLoadersRefuseEndlessFiles(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/dev/zero")
@@ -763,13 +764,25 @@ func TestLoadersRefuseEndlessFiles(t *testing.T) {
 		load func(string) error
 		want string
 	}{
-		{"LoadCosts", func(p string) error { _, err := LoadCosts(p); return err }, "/dev/zero: bad costs file: more than 67108864 bytes, the most a costs file may hold"},
-		{"LoadHardware", func(p string) error { _, err := LoadHardware(p); return err }, "/dev/zero: bad hardware spec: more than 1048576 bytes, the most a hardware spec may hold"},
-		{"LoadModel", func(p string) error { _, err := LoadModel(p); return err }, "/dev/zero: bad model: more than 1048576 bytes, the most a model description may hold"},
+		{"LoadCosts", func(p string) error { _, err := LoadCosts(p); return err }, `/dev/zero:1: bad costs file: invalid character '\x00' looking for beginning of value`},
+		{"LoadHardware", func(p string) error { _, err := LoadHardware(p); return err }, `/dev/zero:1: bad hardware spec: invalid character '\x00' looking for beginning of value`},
+		{"LoadModel", func(p string) error { _, err := LoadModel(p); return err }, `/dev/zero:1: bad model: invalid character '\x00' looking for beginning of value`},
 	} {
 		if err := c.load("/dev/zero"); err == nil || err.Error() != c.want {
 			t.Errorf("%s(/dev/zero) = %v, want %q", c.name, err, c.want)
 		}
+	}
+	// A file that begins an object but passes the bound is refused at
+	// the bound.
+	big := filepath.Join(t.TempDir(), "model.json")
+	if err := os.WriteFile(big, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 2<<20); err != nil { // "{" and zero bytes
+		t.Fatal(err)
+	}
+	if _, err := LoadModel(big); err == nil || err.Error() != big+": bad model: more than 1048576 bytes, the most a model description may hold" {
+		t.Errorf("LoadModel of 2 MiB: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "costs.json")
 	if err := os.WriteFile(path, []byte("{\n  \"fixd\": {}\n}\n"), 0o644); err != nil {

@@ -321,10 +321,10 @@ func TestExampleFile(t *testing.T) {
 // limit, not a size it does not have (it is read only up to the limit).
 func TestLoadTooLarge(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.json")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(path, 2*MaxConfigBytes); err != nil { // sparse: nothing written
+	if err := os.Truncate(path, 2*MaxConfigBytes); err != nil { // sparse: "{" and zero bytes
 		t.Fatal(err)
 	}
 	_, err := Load(path)

@@ -314,10 +314,11 @@ func TestCheckErrorLines(t *testing.T) {
 }
 
 // TestLoadTooLarge: a file past the size limit is refused naming the
-// limit, not a size it does not have (it is read only up to the limit).
+// limit, not a size it does not have (it is read only up to the limit);
+// one that cannot be a JSON object is refused from its first bytes.
 func TestLoadTooLarge(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.json")
-	if err := os.WriteFile(path, nil, 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("{"), 0o644); err != nil { // then zero bytes
 		t.Fatal(err)
 	}
 	if err := os.Truncate(path, 3*MaxSpecBytes); err != nil {
@@ -325,6 +326,17 @@ func TestLoadTooLarge(t *testing.T) {
 	}
 	_, err := Load(path)
 	want := fmt.Sprintf("%s: bad hardware spec: more than %d bytes, the most a hardware spec may hold", path, MaxSpecBytes)
+	if !errors.Is(err, ErrSpec) || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	if err := os.WriteFile(path, []byte("\n\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 3*MaxSpecBytes); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path)
+	want = fmt.Sprintf("%s:2: bad hardware spec: invalid character '\\x00' looking for beginning of value", path)
 	if !errors.Is(err, ErrSpec) || err.Error() != want {
 		t.Errorf("got %v, want %q", err, want)
 	}
