@@ -245,7 +245,7 @@ func New(h Header, opt Options) (*Sim, error) {
 	return s, nil
 }
 
-// Replay simulates the whole history read from src (plain or zstd) and
+// Replay simulates the whole history read from src (plain, zstd or S2) and
 // returns the finished simulation; the world comes from the history's
 // header. Options.TracePath, when set, is written at the end as by
 // `fastsim replay --trace`. It releases every goroutine it started before

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Binary form against JSON lines, outside CI: how much less CPU the binary
-# history form (.fhist.zst in zstd and .fhist uncompressed, written by this
-# tree's convert) takes to decode than JSON lines (.hist.zst), on the
+# history form (.fhist.zst in zstd, .fhist.s2 in S2 framing and .fhist
+# uncompressed, written by this tree's convert) takes to decode than JSON
+# lines (.hist.zst), on the
 # world-65,536 training job of bench/scale.sh (pp 8, dp 1024, tp 8, 32
 # layers), 10M commands by default.
 #
@@ -45,7 +46,10 @@ sized_history "$size"
 j=$work/$name.hist.zst
 f=$work/$name.fhist.zst
 x=$work/$name.fhist
+s=$work/$name.fhist.s2
 [ -f "$x" ] || zstd -q -d -f "$f" -o "$x" # the same stream, uncompressed (.fhist)
+# ... and in S2 framing, by this tree's convert (rewritten with the rest)
+if [ ! -f "$s" ] || [ "$s" -ot "$f" ]; then "$now" convert --quiet "$f" "$s"; fi
 
 # cpu FILE ARGS...: one run's CPU seconds (user + system).
 cpu() {
@@ -56,16 +60,17 @@ median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/(b>0?b:1e-9)}'; }
 
 # forms ARGS...: RUNS runs of each form with ARGS, taking turns; prints the
-# medians of JSON lines, the binary form in zstd and uncompressed.
-# Then the medians of each round's JSON / .fhist.zst and JSON / .fhist.
+# medians of JSON lines, the binary form in zstd, uncompressed and in S2.
+# Then the medians of each round's JSON / .fhist.zst, JSON / .fhist and
+# JSON / .fhist.s2.
 forms() {
-	local js=() bs=() xs=() rb=() rx=() a b c
+	local js=() bs=() xs=() ss=() rb=() rx=() rs=() a b c d
 	for _ in $(seq "$runs"); do
-		a=$(cpu "$j" "$@") b=$(cpu "$f" "$@") c=$(cpu "$x" "$@")
-		js+=("$a") bs+=("$b") xs+=("$c")
-		rb+=("$(ratio "$a" "$b")") rx+=("$(ratio "$a" "$c")")
+		a=$(cpu "$j" "$@") b=$(cpu "$f" "$@") c=$(cpu "$x" "$@") d=$(cpu "$s" "$@")
+		js+=("$a") bs+=("$b") xs+=("$c") ss+=("$d")
+		rb+=("$(ratio "$a" "$b")") rx+=("$(ratio "$a" "$c")") rs+=("$(ratio "$a" "$d")")
 	done
-	echo "$(median "${js[@]}") $(median "${bs[@]}") $(median "${xs[@]}") $(median "${rb[@]}") $(median "${rx[@]}")"
+	echo "$(median "${js[@]}") $(median "${bs[@]}") $(median "${xs[@]}") $(median "${ss[@]}") $(median "${rb[@]}") $(median "${rx[@]}") $(median "${rs[@]}")"
 }
 
 # decodeShare FILE: CPU seconds a grouped replay of FILE spends decoding,
@@ -82,29 +87,30 @@ decodeShare() {
 }
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-read -r jd bd xd rbd rxd < <(forms --decode-only)
+read -r jd bd xd sd rbd rxd rsd < <(forms --decode-only)
 grouped=0
 [[ " $parts " == *" grouped "* ]] && grouped=1
 if ((grouped)); then
-	read -r jr br xr _ _ < <(forms --report-only --group-workers)
+	read -r jr br xr sr _ _ _ < <(forms --report-only --group-workers)
 	read -r jds jnext jtot < <(decodeShare "$j")
 	read -r bds bnext btot < <(decodeShare "$f")
 	read -r xds xnext xtot < <(decodeShare "$x")
+	read -r sds snext stot < <(decodeShare "$s")
 fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 minus() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a-b}'; }
 
-echo "History $name: $(du -k "$j" | cut -f1) KiB as JSON lines (zstd), binary $(du -k "$f" | cut -f1) KiB in zstd, $(du -k "$x" | cut -f1) KiB uncompressed."
+echo "History $name: $(du -kL "$j" | cut -f1) KiB as JSON lines (zstd), binary $(du -kL "$f" | cut -f1) KiB in zstd, $(du -kL "$s" | cut -f1) KiB in S2, $(du -kL "$x" | cut -f1) KiB uncompressed."
 echo "CPU seconds (user + system), medians of $runs runs, forms taking turns; load average $load0 before, $load1 after."
 echo
-echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) | JSON / .fhist.zst | JSON / .fhist |"
-echo "|---|---|---|---|---|---|"
-echo "| decode only (process) | $jd | $bd | $xd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x |"
-echo "| decode only, median of the rounds' own ratios | | | | ${rbd}x | ${rxd}x |"
+echo "| $name | JSON lines (.hist.zst) | binary (.fhist.zst) | binary (.fhist) | binary (.fhist.s2) | JSON / .fhist.zst | JSON / .fhist | JSON / .fhist.s2 |"
+echo "|---|---|---|---|---|---|---|---|"
+echo "| decode only (process) | $jd | $bd | $xd | $sd | $(ratio "$jd" "$bd")x | $(ratio "$jd" "$xd")x | $(ratio "$jd" "$sd")x |"
+echo "| decode only, median of the rounds' own ratios | | | | | ${rbd}x | ${rxd}x | ${rsd}x |"
 if ((grouped)); then
-	echo "| grouped replay (process) | $jr | $br | $xr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x |"
-	echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x |"
-	echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | | |"
+	echo "| grouped replay (process) | $jr | $br | $xr | $sr | $(ratio "$jr" "$br")x | $(ratio "$jr" "$xr")x | $(ratio "$jr" "$sr")x |"
+	echo "| decoding inside the grouped replay (profile: reader + zstd) | $jds of $jtot | $bds of $btot | $xds of $xtot | $sds of $stot | $(ratio "$jds" "$bds")x | $(ratio "$jds" "$xds")x | $(ratio "$jds" "$sds")x |"
+	echo "| the rest of the grouped replay (profile) | $(minus "$jtot" "$jds") | $(minus "$btot" "$bds") | $(minus "$xtot" "$xds") | $(minus "$stot" "$sds") | | | |"
 fi
 echo
 

@@ -17,10 +17,13 @@ import (
 const convertUsage = `Usage: fastsim convert IN OUT
 
 Converts the history IN to OUT without loss. IN's form is detected by its
-magic bytes (JSON lines, plain or zstd, or the binary form); OUT's form is
+magic bytes (JSON lines, plain, zstd or S2, or the binary form); OUT's form is
 chosen by its name:
 
   NAME.fhist.zst               the binary form, zstd-compressed
+  NAME.fhist.s2                the binary form in S2 framing: about twice
+                               the bytes of zstd, decompressed about three
+                               times as fast
   NAME.fhist                   the binary form, uncompressed (about 5x the
                                bytes; read without decompressing)
   NAME.hist.zst                JSON lines in a zstd frame
@@ -48,7 +51,7 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 		form, ok = history.FormJSON, true // text a terminal or a pipe can read
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .hist or .hist.zst, or - (standard output)\n", out)
+		fmt.Fprintf(stderr, "fastsim convert: %s: want a name ending in .fhist, .fhist.zst, .fhist.s2, .hist or .hist.zst, or - (standard output)\n", out)
 		return exitInput
 	}
 	if !checkDests("fastsim convert", stderr, []string{in}, dest{"OUT", out}) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -57,13 +59,15 @@ func TestSynthFormByName(t *testing.T) {
 		"a.hist.zst":  "\x28\xb5\x2f\xfd",
 		"a.fhist.zst": "\x28\xb5\x2f\xfd",
 		"a.fhist":     "\xf5FHIST", // uncompressed
+		"a.fhist.s2":  "\xff\x06\x00\x00S2sTwO",
 	}
 	inner := map[string]string{ // after decompression
 		"a.hist.zst":  `{"fastsim":"history"`,
 		"a.fhist.zst": "\xf5FHIST",
+		"a.fhist.s2":  "\xf5FHIST",
 	}
 	var want string
-	for _, name := range []string{"a.hist", "a.hist.zst", "a.fhist.zst", "a.fhist"} {
+	for _, name := range []string{"a.hist", "a.hist.zst", "a.fhist.zst", "a.fhist", "a.fhist.s2"} {
 		path := filepath.Join(dir, name)
 		if code, _, stderr := runCLI("synth", "--random", "3", "--world", "4", "--commands", "200", path); code != exitOK {
 			t.Fatalf("%s: exit %d: %s", name, code, stderr)
@@ -73,9 +77,15 @@ func TestSynthFormByName(t *testing.T) {
 			t.Errorf("%s starts with %q", name, data[:min(8, len(data))])
 		}
 		if want, ok := inner[name]; ok {
-			dec, _ := zstd.NewReader(nil)
-			plain, err := dec.DecodeAll(data, nil)
-			dec.Close()
+			var plain []byte
+			var err error
+			if strings.HasSuffix(name, ".s2") {
+				plain, err = io.ReadAll(s2.NewReader(bytes.NewReader(data)))
+			} else {
+				dec, _ := zstd.NewReader(nil)
+				plain, err = dec.DecodeAll(data, nil)
+				dec.Close()
+			}
 			if err != nil || !strings.HasPrefix(string(plain), want) {
 				t.Errorf("%s decompressed starts with %q (%v), want %q", name, plain[:min(8, len(plain))], err, want)
 			}

@@ -30,7 +30,7 @@ recorded command history: how long a training step takes and how much memory
 each device peaks at, with a Chrome/Perfetto trace of the timeline.
 
 Usage:
-  fastsim replay [flags] HISTORY   replay a history (.hist, .hist.zst or binary .fhist, .fhist.zst)
+  fastsim replay [flags] HISTORY   replay a history (.hist, .hist.zst or binary .fhist, .fhist.zst, .fhist.s2)
   fastsim synth [flags] OUT        write a synthetic training history (or a random one)
   fastsim convert IN OUT           convert a history between forms (.hist, .hist.zst, binary .fhist)
   fastsim search [flags]           rank the parallel layouts of a training job (and 'search merge')

@@ -22,13 +22,14 @@ import (
 
 const replayUsage = `Usage: fastsim replay [flags] HISTORY
 
-Replays HISTORY (a command history: JSON lines, plain or zstd-compressed,
-or the binary form, detected by its magic bytes; "-" reads standard input)
+Replays HISTORY (a command history: JSON lines, plain or zstd- or
+S2-compressed, or the binary form, detected by its magic bytes; "-" reads
+standard input)
 and prints the simulated step time, the peak memory and on which device it
 happens.
 
 By default the trace goes to NAME.trace.json.gz in the current directory,
-where NAME is HISTORY's file name without .hist/.fhist/.zst. Perfetto
+where NAME is HISTORY's file name without .hist/.fhist/.zst/.s2. Perfetto
 (ui.perfetto.dev) and chrome://tracing open .json and .json.gz traces as
 they are; a .zst one is smaller but must be decompressed first (zstd -d).
 
@@ -455,7 +456,7 @@ func defaultTracePath(history string) string {
 		return "stdin.trace.json.gz"
 	}
 	base := filepath.Base(history)
-	for _, ext := range []string{".zst", ".hist", ".fhist", ".jsonl"} {
+	for _, ext := range []string{".zst", ".s2", ".hist", ".fhist", ".jsonl"} {
 		base = strings.TrimSuffix(base, ext)
 	}
 	return base + ".trace.json.gz"

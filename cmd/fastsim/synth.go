@@ -23,8 +23,9 @@ const synthUsage = `Usage: fastsim synth [flags] OUT
 Writes a synthetic command history to OUT ("-" for stdout), streamed: memory
 stays constant whatever its length. The form follows OUT's name, as for
 convert: NAME.hist plain JSON lines, NAME.hist.zst zstd-compressed JSON
-lines, NAME.fhist.zst the binary form in zstd, NAME.fhist the binary form
-uncompressed; any other name gets plain JSON lines.
+lines, NAME.fhist.zst the binary form in zstd, NAME.fhist.s2 the binary form
+in S2 framing, NAME.fhist the binary form uncompressed; any other name gets
+plain JSON lines.
 
 With --model NAME|FILE it is a transformer's training job, laid out as
 Megatron-LM lays it out on --tp tensor shards, --pp pipeline stages and --dp

@@ -71,6 +71,7 @@ func TestDefaultTracePath(t *testing.T) {
 		"runs/train.hist.zst": "train.trace.json.gz",
 		"train.hist":          "train.trace.json.gz",
 		"big.fhist.zst":       "big.trace.json.gz",
+		"big.fhist.s2":        "big.trace.json.gz",
 		"-":                   "stdin.trace.json.gz",
 	} {
 		if got := defaultTracePath(in); got != want {

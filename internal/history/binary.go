@@ -46,8 +46,8 @@ func (r *Reader) readErr(err error, what string) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return binErr(values.Errorf(binform.ErrTruncated, "the binary history is truncated: it ends inside %s", what))
 	}
-	if r.zstd {
-		return zstdErr(err)
+	if r.zstd || r.s2 {
+		return compErr(err, r.s2)
 	}
 	return wrap(ErrRead, "%v: %v", ErrRead, err)
 }
@@ -59,7 +59,7 @@ func (r *Reader) readUvarint(what string) (uint64, error) {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return 0, r.readErr(err, what)
 		}
-		if errors.Is(err, ErrZstd) || !isOverflow(err) {
+		if errors.Is(err, ErrZstd) || errors.Is(err, ErrS2) || !isOverflow(err) {
 			return 0, r.readErr(err, what)
 		}
 		return 0, binErr(values.Errorf(binform.ErrVarint, "bad varint in %s: %v", what, err))

@@ -144,6 +144,14 @@ func roundTrip(t *testing.T, name string, src []byte) {
 	if got := dumpAll(t, bare); got != want {
 		t.Fatalf("%s: uncompressed binary decodes differently:\n%s", name, firstDiff(want, got))
 	}
+	// And in S2 framing, the same stream again.
+	inS2 := convert(t, src, FormBinaryS2)
+	if !bytes.Equal(bare, unS2(t, inS2)) {
+		t.Fatalf("%s: the S2 binary form is not the uncompressed one's stream", name)
+	}
+	if got := dumpAll(t, inS2); got != want {
+		t.Fatalf("%s: S2 binary decodes differently:\n%s", name, firstDiff(want, got))
+	}
 	js := convert(t, bin1, FormJSON)
 	if got := dumpAll(t, js); got != want {
 		t.Fatalf("%s: JSON from binary decodes differently:\n%s", name, firstDiff(want, got))

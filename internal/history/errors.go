@@ -24,6 +24,8 @@ var (
 	ErrLineTooLong = errors.New("line too long")
 	// ErrZstd: the zstd frame is truncated or corrupt.
 	ErrZstd = errors.New("truncated or corrupt zstd frame")
+	// ErrS2: the S2 stream is truncated or corrupt.
+	ErrS2 = errors.New("truncated or corrupt S2 stream")
 	// ErrRead: reading the file failed.
 	ErrRead = errors.New("read error")
 )

@@ -1,7 +1,7 @@
 // Package history reads command histories (the JSON-lines interchange format
-// of docs/HISTORY.md), plain or zstd-compressed, or the binary form (.fhist, see
-// internal/binform), one record at a time; the form is detected by magic
-// bytes. It also writes histories in either form (Writer) and converts
+// of docs/HISTORY.md), plain or zstd- or S2-compressed, or the binary form
+// (.fhist, see internal/binform), one record at a time; the form is
+// detected by magic bytes. It also writes histories in either form (Writer) and converts
 // between them without loss (Convert).
 //
 // Reading is streamed: memory does not grow with the length of the file, and
@@ -24,6 +24,7 @@ import (
 	"github.com/fastsim/fastsim/internal/binform"
 	"github.com/fastsim/fastsim/internal/jsonl"
 	"github.com/fastsim/fastsim/internal/values"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -64,7 +65,7 @@ const (
 	zstdMaxMemoryBytes = 1 << 30
 )
 
-// A zstd stream that has expanded past bombMinBytes to more than bombRatio
+// A compressed stream that has expanded past bombMinBytes to more than bombRatio
 // times what was read of the file is refused as a decompression bomb.
 // Histories compress 10x to 100x. (Variables so a test can lower them.)
 var (
@@ -84,9 +85,9 @@ func (c *counter) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// errBomb is bombGuard's error: a zstd input fault (ErrZstd, as zstdErr
-// wraps it), but not a truncated or corrupt frame.
-var errBomb = errors.New("zstd stream expands like a decompression bomb")
+// errBomb is bombGuard's error: a fault of the compressed input (ErrZstd
+// or ErrS2, as compErr wraps it), but not a truncated or corrupt frame.
+var errBomb = errors.New("expands like a decompression bomb")
 
 // errZstdCut is bombGuard's error for a zstd stream that ends inside a
 // frame: the file was cut (a copy or download that did not finish), not
@@ -95,36 +96,86 @@ var errBomb = errors.New("zstd stream expands like a decompression bomb")
 // that the binary form does not take it for its own data ending early.
 var errZstdCut error = &msgError{msg: "the zstd-compressed stream is truncated", errs: []error{io.ErrUnexpectedEOF}}
 
-// zstdErr is err, met reading a zstd stream, as a reader's error.
-func zstdErr(err error) error {
-	if errors.Is(err, errBomb) || errors.Is(err, errZstdCut) {
-		return wrap(ErrZstd, "%v", err)
+// errS2Cut is errZstdCut's counterpart for an S2 stream that ends
+// inside a chunk.
+var errS2Cut error = &msgError{msg: "the S2-compressed stream is truncated", errs: []error{io.ErrUnexpectedEOF}}
+
+// isCut reports whether err is a compressed stream's cut (errZstdCut,
+// errS2Cut).
+func isCut(err error) bool { return errors.Is(err, errZstdCut) || errors.Is(err, errS2Cut) }
+
+// compErr is err, met reading a compressed stream (zstd, or S2 when s2),
+// as a reader's error.
+func compErr(err error, s2 bool) error {
+	kind := ErrZstd
+	if s2 {
+		kind = ErrS2
 	}
-	return wrap(ErrZstd, "%v: %v", ErrZstd, err)
+	if errors.Is(err, errBomb) || isCut(err) {
+		return wrap(kind, "%v", err)
+	}
+	return wrap(kind, "%v: %v", kind, err)
 }
 
-// bombGuard stops a zstd stream that expands far beyond its input.
+// bombGuard stops a compressed stream that expands far beyond its input,
+// and names a stream cut short.
 type bombGuard struct {
 	r   io.Reader
 	in  *counter
 	out int64
+	// s2src is the S2 decoder's source, when the stream is S2's: the
+	// decoder reports a stream that ends inside a chunk as corrupt, and
+	// the source having ended under it is what tells the cut apart.
+	s2src *eofSeen
 }
 
 func (g *bombGuard) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.out += int64(n)
-	if err == io.ErrUnexpectedEOF {
+	switch {
+	case err == nil || err == io.EOF:
+	case g.s2src != nil:
+		if err == s2.ErrCorrupt && g.s2src.eof {
+			// The decoder asked for bytes past the end of its input:
+			// io.ReadFull's short read, which it reports as ErrCorrupt.
+			// Chunks are given out whole, so the lines read so far are.
+			err = errS2Cut
+		}
+	case err == io.ErrUnexpectedEOF:
 		// The decoder gives out every block it completed before it
 		// reports the cut, so the lines read so far are whole.
 		err = errZstdCut
 	}
 	if g.out > bombMinBytes && g.out > bombRatio*max(g.in.n, 1) {
-		return n, fmt.Errorf("%w: %d bytes decompressed from %d, over %dx: refused", errBomb, g.out, g.in.n, bombRatio)
+		framing := "zstd"
+		if g.s2src != nil {
+			framing = "S2"
+		}
+		return n, fmt.Errorf("%s stream %w: %d bytes decompressed from %d, over %dx: refused", framing, errBomb, g.out, g.in.n, bombRatio)
+	}
+	return n, err
+}
+
+// eofSeen is a reader that notes when its source has ended.
+type eofSeen struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofSeen) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
 	}
 	return n, err
 }
 
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// s2Magic starts an S2 stream: its stream identifier chunk (type 0xff,
+// length 6, "S2sTwO"; the S2 framing of github.com/klauspost/compress/s2,
+// after the Snappy framing format's section 4.1).
+var s2Magic = []byte{0xff, 0x06, 0x00, 0x00, 'S', '2', 's', 'T', 'w', 'O'}
 
 // gzipMagic starts a gzip stream (RFC 1952, 2.3.1: ID1 31, ID2 139).
 var gzipMagic = []byte{0x1f, 0x8b}
@@ -149,8 +200,11 @@ type Reader struct {
 	dec1   *zstd.Decoder // synchronous (WithDecoderConcurrency(1))
 	dec2   *zstd.Decoder // decompressing ahead on goroutines of its own
 	peek   bytes.Reader  // the stream's first compressed bytes, for dec1 to probe
+	s2dec  *s2.Reader    // the S2 stream's decoder
+	s2src  eofSeen       // between raw and s2dec
 	closer io.Closer
 	zstd   bool
+	s2     bool // the stream is S2-compressed
 
 	long []byte // a line longer than the bufio buffer
 	// unterminated: the last line read ended at the end of the input,
@@ -176,7 +230,7 @@ type Reader struct {
 	rawHdr []byte    // the header line as written
 }
 
-// Open opens the history at path, plain or zstd (detected by magic bytes),
+// Open opens the history at path, plain, zstd or S2 (detected by magic bytes),
 // and reads its header.
 func Open(path string) (*Reader, error) {
 	f, err := os.Open(path)
@@ -192,7 +246,7 @@ func Open(path string) (*Reader, error) {
 	return r, nil
 }
 
-// NewReader reads a history from src, plain or zstd (detected by magic
+// NewReader reads a history from src, plain, zstd or S2 (detected by magic
 // bytes); name is used in errors. It reads and validates the header (the
 // first non-blank line).
 func NewReader(src io.Reader, name string) (*Reader, error) {
@@ -244,13 +298,18 @@ func (r *Reader) Reset(src io.Reader, name string) error {
 	} else {
 		r.raw.Reset(&r.in)
 	}
-	magic, _ := r.raw.Peek(len(zstdMagic))
-	r.zstd = bytes.Equal(magic, zstdMagic)
+	magic, _ := r.raw.Peek(len(s2Magic))
+	r.zstd = bytes.HasPrefix(magic, zstdMagic)
+	r.s2 = bytes.Equal(magic, s2Magic)
 	r.lines = r.raw
-	if r.zstd {
+	switch {
+	case r.zstd:
 		if err := r.startZstd(); err != nil {
 			return r.fail(0, fmt.Errorf("%w: %v", ErrZstd, err))
 		}
+		r.lines = r.zbuf
+	case r.s2:
+		r.startS2()
 		r.lines = r.zbuf
 	}
 	r.bin.on = false
@@ -332,6 +391,26 @@ func (r *Reader) startZstd() error {
 		r.zbuf.Reset(&r.guard)
 	}
 	return nil
+}
+
+// startS2 sets r.s2dec and r.zbuf to decompress r.raw, an S2 stream. The
+// decoder is synchronous: it decompresses on the goroutine that reads it,
+// as the binary form's zstd is (startZstd).
+func (r *Reader) startS2() {
+	r.s2src = eofSeen{r: r.raw}
+	if r.s2dec == nil {
+		// Chunks of up to S2's largest block (4 MiB), which is what
+		// ReaderMaxBlockSize allows for; the writer makes 1 MiB blocks.
+		r.s2dec = s2.NewReader(&r.s2src, s2.ReaderMaxBlockSize(4<<20))
+	} else {
+		r.s2dec.Reset(&r.s2src)
+	}
+	r.guard = bombGuard{r: r.s2dec, in: &r.in, s2src: &r.s2src}
+	if r.zbuf == nil {
+		r.zbuf = bufio.NewReaderSize(&r.guard, readBufBytes)
+	} else {
+		r.zbuf.Reset(&r.guard)
+	}
 }
 
 // zstdFirstBlockEnd is how many bytes of a zstd stream, of which start is
@@ -438,7 +517,11 @@ func (r *Reader) fail(line int64, err error) error {
 		// However the path was opened: no line of it was read.
 		line, err = 0, wrap(ErrRead, "a directory, not a history")
 	}
-	if errors.Is(err, errZstdCut) {
+	if isCut(err) {
+		kind, cut := ErrZstd, errZstdCut
+		if r.s2 {
+			kind, cut = ErrS2, errS2Cut
+		}
 		// The cut is in line, the first one not read whole; before the
 		// first there is no line to name (the stream ends inside its
 		// first block, say), so the error names the file alone.
@@ -447,12 +530,12 @@ func (r *Reader) fail(line int64, err error) error {
 			unit = "record" // the binary form's lines are its records
 		}
 		if line <= 1 {
-			line, err = 0, wrap(ErrZstd, "%v: it ends before the first complete %s", errZstdCut, unit)
+			line, err = 0, wrap(kind, "%v: it ends before the first complete %s", cut, unit)
 		} else {
-			err = wrap(ErrZstd, "%v: it ends after %s %d, the last complete one", errZstdCut, unit, line-1)
+			err = wrap(kind, "%v: it ends after %s %d, the last complete one", cut, unit, line-1)
 		}
 	}
-	if r.unterminated && line == r.line && line > 0 && !r.bin.on && !errors.Is(err, ErrRead) && !errors.Is(err, ErrZstd) {
+	if r.unterminated && line == r.line && line > 0 && !r.bin.on && !errors.Is(err, ErrRead) && !errors.Is(err, ErrZstd) && !errors.Is(err, ErrS2) {
 		// A JSON line that does not parse and ends the input without its
 		// newline is most likely where a copy was cut.
 		err = &msgError{msg: err.Error() + " (the history ends inside this line, with no newline after it: a copy cut short?)", errs: []error{err}}
@@ -504,8 +587,8 @@ func (r *Reader) readLine() ([]byte, error) {
 		line = r.long
 	}
 	if err != nil && err != io.EOF {
-		if r.zstd {
-			return nil, zstdErr(err)
+		if r.zstd || r.s2 {
+			return nil, compErr(err, r.s2)
 		}
 		return nil, wrap(ErrRead, "%v: %v", ErrRead, err)
 	}
