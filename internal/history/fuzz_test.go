@@ -22,7 +22,13 @@ func FuzzReader(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Add([]byte(hdr + `{"ts":1,"ranks":[{"offset":0,"sizes":[2,2],"strides":[2,1]}],"msg":{"type":"CommandGroup","commands":[{"type":"DeleteRefs","refs":[1]}]}}`))
+	group := []byte(hdr + `{"ts":1,"ranks":[{"offset":0,"sizes":[2,2],"strides":[2,1]}],"msg":{"type":"CommandGroup","commands":[{"type":"DeleteRefs","refs":[1]}]}}`)
+	f.Add(group)
+	// The same history in S2 framing, as JSON lines and in the binary
+	// form, so that mutations reach the S2 decoder and the cut and
+	// damage it reports.
+	f.Add(inS2(f, group, 4<<10))
+	f.Add(convert(f, group, FormBinaryS2))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data), "fuzz.hist")
 		if err != nil {
