@@ -21,9 +21,9 @@ magic bytes (JSON lines, plain, zstd or S2, or the binary form); OUT's form is
 chosen by its name:
 
   NAME.fhist.zst               the binary form, zstd-compressed
-  NAME.fhist.s2                the binary form in S2 framing: about twice
-                               the bytes of zstd, decompressed about three
-                               times as fast
+  NAME.fhist.s2                the binary form in S2 framing: about 1.8
+                               times the bytes of zstd, decompressed more
+                               than twice as fast
   NAME.fhist                   the binary form, uncompressed (about 5x the
                                bytes; read without decompressing)
   NAME.hist.zst                JSON lines in a zstd frame

@@ -108,6 +108,13 @@ func dumpAll(t testing.TB, src []byte) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	return dumpReader(t, r)
+}
+
+// dumpReader renders every record r has left, as dumpAll does, with
+// extras kept.
+func dumpReader(t testing.TB, r *Reader) string {
+	t.Helper()
 	r.KeepExtra = true
 	var b strings.Builder
 	fmt.Fprintf(&b, "%+v %s\n", r.Header(), r.RawHeader())

@@ -172,3 +172,57 @@ func TestS2DecompressionBomb(t *testing.T) {
 		t.Fatalf("error %v, want a refused decompression bomb", err)
 	}
 }
+
+// TestResetAcrossFramings: one Reader, Reset from one framing to the
+// next (S2, zstd, none; JSON lines and the binary form), reads each as a
+// fresh Reader does, and a cut S2 stream after a zstd one is still named
+// as S2's cut: nothing of one framing's decoder state carries over.
+func TestResetAcrossFramings(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeRandom(&b, 5, 6, 400); err != nil {
+		t.Fatal(err)
+	}
+	src := b.Bytes()
+	want := dumpAll(t, src)
+	forms := []struct {
+		name string
+		data []byte
+	}{
+		{"binary in S2", convert(t, src, FormBinaryS2)},
+		{"binary in zstd", convert(t, src, FormBinary)},
+		{"JSON lines in S2", inS2(t, src, 4<<10)},
+		{"JSON lines", src},
+		{"JSON lines in zstd", convert(t, src, FormJSONZstd)},
+		{"binary in S2, again", convert(t, src, FormBinaryS2)},
+		{"bare binary", convert(t, src, FormBinaryBare)},
+	}
+	r, err := NewReader(bytes.NewReader(forms[0].data), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i, f := range forms {
+		if i > 0 {
+			if err := r.Reset(bytes.NewReader(f.data), "in"); err != nil {
+				t.Fatalf("%s: %v", f.name, err)
+			}
+		}
+		if got := dumpReader(t, r); got != want {
+			t.Fatalf("%s after %d other framings decodes differently:\n%s", f.name, i, firstDiff(want, got))
+		}
+	}
+	cut := inS2(t, src, 4<<10)
+	if err := r.Reset(bytes.NewReader(convert(t, src, FormJSONZstd)), "in"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reset(bytes.NewReader(cut[:len(cut)/2]), "cut.s2"); err != nil {
+		t.Fatal(err)
+	}
+	var rec Record
+	for err == nil {
+		err = r.Next(&rec)
+	}
+	if !errors.Is(err, ErrS2) || !strings.Contains(err.Error(), "the S2-compressed stream is truncated: it ends after line") {
+		t.Errorf("a cut S2 stream read after a zstd one: %v", err)
+	}
+}
