@@ -13,7 +13,8 @@
 #                            against BEFORE (a commit; default b226dc5, where
 #                            the toy's layouts went to the engine as JSON
 #                            text), and replace the "Search speed" section
-#                            of bench/RESULTS.md; RUNS=N runs of each
+#                            of bench/RESULTS.md between its markers (its
+#                            dated ### sections stay); RUNS=N runs of each
 #                            (default 5)
 #
 # The rate: one search, `search --workload toy --world 1024 --layers 16
@@ -111,17 +112,9 @@ PY
 		echo
 		echo "Where the CPU goes after (\`--cpuprofile\` of the same search with 32 layers and batch 64, shares of the samples): $shares."
 	)
-	python3 - "$section" <<'PY'
-import re, sys
-section, path = sys.argv[1], "bench/RESULTS.md"
-text = open(path).read()
-pat = re.compile(r"^## Search speed.*?(?=^## |\Z)", re.S | re.M)
-if pat.search(text):
-    text = pat.sub(lambda m: section + "\n\n", text, count=1)
-else:
-    text = text.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(text)
-PY
+	# Between its markers only (bench/section.sh): the dated ### sections
+	# after the end marker stay.
+	echo "$section" | bench/section.sh bench/RESULTS.md search-speed
 }
 
 if [ "${1:-}" = rate ]; then
