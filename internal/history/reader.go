@@ -289,6 +289,13 @@ func NewBodyReader(src io.Reader, name string, h Header) (*Reader, error) {
 // Reset makes r read a new history from src, keeping its buffers, and reads
 // the header. Tensors of the previous history must not be used after it.
 func (r *Reader) Reset(src io.Reader, name string) error {
+	if r.dec != nil {
+		// JSON lines in zstd are decompressed ahead on the decoder's own
+		// goroutines (dec2), which read r.raw until they are stopped:
+		// stop them before r.raw is given the new source. Reset(nil)
+		// returns once they have stopped; the next Reset re-arms it.
+		r.dec.Reset(nil)
+	}
 	r.name, r.line, r.lastTs, r.hasTs, r.err, r.hdr, r.inHeader = name, 0, 0, false, nil, Header{}, false
 	r.lastRanks.text = r.lastRanks.text[:0] // checked against another world
 	r.reg.Reset()
