@@ -84,6 +84,15 @@ func TestBadInputs(t *testing.T) {
 		// Cut inside its one zstd block: no line of it decompresses.
 		"truncated-zstd.hist.zst:": {want: "the zstd-compressed stream is truncated: it ends before the first complete line"},
 		"corrupt-zstd.hist.zst:":   {want: "zstd"},
+		// The same for S2's framing: the binary form of
+		// examples/train_step.hist in one S2 block, cut at 3,000 of its
+		// 7,135 bytes (the block holds every record, so none is read
+		// whole), and whole with byte 3,000 flipped (the block's
+		// checksum fails; the reader was on line 1, the binary header).
+		"truncated-s2.fhist.s2:":    {want: "the S2-compressed stream is truncated: it ends before the first complete line"},
+		"corrupt-s2.fhist.s2:1:":    {want: "truncated or corrupt S2 stream: s2: corrupt input, crc mismatch"},
+		"step-negative.hist:3:":     {want: `field "step": negative step -1`},
+		"tensor-bad-device.hist:3:": {want: `field "device": want "cuda" or "cpu", got "tpu"`},
 		// A gzip stream, which is not one of the forms read, said so
 		// rather than as a NUL byte in line 1.
 		"gzip.hist.gz:1:":        {want: "the data is gzip-compressed"},
