@@ -98,9 +98,11 @@ var (
 //   - for Replay, TracePath (the trace file written at the end: .json,
 //     .json.gz or .zst) and PartialTrace (write it after a stop too).
 //
-// Model, EachCommand, Inspect and PerCommand take types of the module's
-// internal packages: they are for the command line and the module's own
-// drivers, and an embedding program leaves them unset.
+// Model, EachCommand and Inspect take types of the module's internal
+// packages, and PerCommand (a bool: apply a producer's recorded passes
+// record by record, with the same results) only concerns the module's own
+// drivers and tests: they are for the command line and those drivers, and
+// an embedding program leaves them unset.
 type Options = replay.Options
 
 // StepRange names the steps First to Last, both included, counted from 0
@@ -190,9 +192,9 @@ type Report struct {
 
 // DevicePeak is one device's (or group of identical ranks') memory peak.
 type DevicePeak struct {
-	LowestRank int64
-	Ranks      int64
-	PeakBytes  int64
+	LowestRank int64 // the device's rank, or the lowest of its group's
+	Ranks      int64 // how many ranks the entry stands for (1 ungrouped)
+	PeakBytes  int64 // the highest memory the device held, in bytes
 }
 
 // ExecSeconds is the simulated time in seconds.
@@ -558,7 +560,7 @@ type Transformer struct {
 	// --help). A grouped replay simulates a stage once either way, traced
 	// or not, so it is rarely needed.
 	StageCollectives bool
-	Steps            int
+	Steps            int   // training steps in the history; 0: 2 (Predict reads off the last)
 	GPUsPerHost      int   // 0: 8 (Predict: the hardware's)
 	CommandNs        int64 // controller time between commands; 0: 20 µs; negative: 0
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Engine speed against the reference simulator, outside CI. Two histories,
 # made by fastsim synth:
-#   (a) a world-64 random history of about 2.7k commands, replayed ungrouped;
-#   (b) a world-1,024 random history of about 8k commands that all address
-#       the whole mesh (--whole-mesh), replayed grouped (--group-workers).
+#   (a) a world-64 random history of about 2.7k commands (2,701 records;
+#       the report counts 3,071 commands, those inside command groups
+#       included), replayed ungrouped;
+#   (b) a world-1,024 random history of about 8k commands (8,011 records;
+#       9,107 commands) that all address the whole mesh (--whole-mesh),
+#       replayed grouped (--group-workers).
 # Each is replayed with --report-only, 5 times, by fastsim built from BEFORE
 # (a commit; default b226dc5, the engine with Go maps on its per-command
 # path) and from the work tree, in the JSON-lines form (.hist, as the
