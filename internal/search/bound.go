@@ -30,7 +30,7 @@ import (
 //     within the step), master weights and Adam moments, sharded as the
 //     ZeRO stage says) times the layers of a stage, plus
 //     what stage 0 must hold at the end of its warm-up: what every layer
-//     keeps for its backward (keptBytes) for every microbatch-chunk then
+//     keeps for its backward (workload.KeptBytes) for every microbatch-chunk then
 //     in flight, min(p, m) microbatches under 1F1B,
 //     min(2(p-1)+(v-1)p+1, mv) chunks interleaved, m under GPipe.
 //     Embedding, head, norms' statistics, pipeline buffers and transients
@@ -141,7 +141,7 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 	case workload.Interleaved:
 		inflight = min(2*(p-1)+(v-1)*p+1, m*v)
 	}
-	act := keptBytes(&j)
+	act := workload.KeptBytes(&j)
 	fill := ell * (L / (p * v)) * (p - 1)
 	if j.FP16Grads && m == 1 {
 		// With 16-bit gradients ℓ holds a later microbatch's gradient
@@ -153,34 +153,6 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 		MemoryBytes: L/p*state + inflight*(L/(p*v))*act,
 		TimeNs:      ell*(L/p)*m + fill + opt*(L/p),
 	}, nil
-}
-
-// keptBytes is what one layer keeps of one microbatch for its backward,
-// as Korthikanti et al. 2022 (Table 2) count it and the workload keeps it
-// (internal/workload's memory tests derive stage 0's peak from it): with
-// s tokens, b sequences, hidden h, a heads and t shards,
-// sbh(10 + 24/t) + 5as²b/t bytes, the attention scores' part only without
-// recomputation and flash attention; 34sbh/t + 5as²b/t with sequence
-// parallelism; 2sbh (2sbh/t with sequence parallelism), the layer's
-// input, with full recomputation. Divisions round down.
-func keptBytes(j *workload.Job) int64 {
-	m := &j.Model
-	s, b, h, a, t := int64(m.Seq), int64(j.MicroBatch), int64(m.Hidden), int64(m.Heads), int64(j.TP)
-	sbh := s * b * h
-	if j.Recompute == workload.RecomputeFull {
-		if j.SequenceParallel {
-			return 2 * sbh / t
-		}
-		return 2 * sbh
-	}
-	kept := 10*sbh + 24*sbh/t
-	if j.SequenceParallel {
-		kept = 34 * sbh / t
-	}
-	if j.Recompute == workload.RecomputeNone && !j.FlashAttention {
-		kept += 5 * a * s * s * b / t
-	}
-	return kept
 }
 
 // layerNs is ℓ and o for k, probed once.

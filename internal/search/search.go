@@ -720,7 +720,7 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 					// Pruning trusts the bounds: one above its own layout's
 					// simulation could have pruned a better layout, so the
 					// ranking is not returned.
-					return fmt.Errorf("%w: layout pp=%d dp=%d tp=%d micro=%d simulated a step of %d ns and a peak of %d bytes, under its lower bounds (%d ns, %d bytes)", sched.ErrInternal, all[i].PP, all[i].DP, all[i].TP, all[i].Micro, r.StepTimeNs, r.PeakBytes, r.TimeBoundNs, r.MemoryBoundBytes)
+					return fmt.Errorf("%w: layout %v simulated a step of %d ns and a peak of %d bytes, under its lower bounds (%d ns, %d bytes)", sched.ErrInternal, all[i], r.StepTimeNs, r.PeakBytes, r.TimeBoundNs, r.MemoryBoundBytes)
 				}
 				if r.Fits {
 					for old := best.Load(); r.StepTimeNs < old && !best.CompareAndSwap(old, r.StepTimeNs); old = best.Load() {

@@ -134,6 +134,51 @@ func (sv *saved) bytes() int64 {
 	return total
 }
 
+// KeptBytes is what one layer's forward keeps of one microbatch for its
+// backward on a rank of j: the storages saved.bytes() counts once the
+// forward has run, from j's dimensions alone (a search bounds a layout's
+// memory with it before emitting anything). For the GPT models without
+// sequence parallelism it is Korthikanti et al. 2022's Eq. 2, 10sbh +
+// 24sbh/t + 5as²b/t, plus the two norms' fp32 mean and reciprocal
+// deviation (16 bytes a token, which the paper leaves out); the same
+// tensors give the other shapes: a model without dropout keeps no masks
+// and no dropped copy of the scores, grouped-query attention a narrower
+// QKV buffer, a gated MLP two fc1 outputs and the SiLU's, flash attention
+// its output and log-sum-exp instead of the scores.
+func KeptBytes(j *Job) int64 {
+	d := dimsOf(j)
+	tok := d.sp * d.b // tokens of the sequence-parallel region on this rank
+	if j.Recompute == RecomputeFull {
+		return 2 * tok * d.h // the layer's input alone
+	}
+	// The input, both norms' outputs and the residual between them (bf16
+	// [sp, b, h]), and their statistics.
+	kept := 4*2*tok*d.h + 2*8*tok
+	kept += 2 * d.sb * d.qkvW // the QKV buffer (Q, K and V are views of it)
+	kept += 2 * d.sb * d.fc1W // fc1's output (gate and up are views of it)
+	kept += 2 * d.sb * d.f    // the activation, fc2's input
+	if j.Model.Gated {
+		kept += 2 * d.sb * d.f // SiLU(gate), before its product with up
+	}
+	if d.drop {
+		kept += 2 * tok * d.h // the two hidden dropout masks, a byte an element
+	}
+	bh := d.b * d.at
+	switch {
+	case d.flash:
+		kept += 2*bh*d.s*d.hd + 4*bh*d.s // the output (the context is a view of it) and log-sum-exp
+	default:
+		kept += 2 * d.sb * (d.h / d.t) // the context, copied to [s, b, h/t]
+		if j.Recompute != RecomputeSelective {
+			kept += 2 * bh * d.s * d.s // the softmax output
+			if d.drop {
+				kept += 3 * bh * d.s * d.s // its dropped copy and the mask
+			}
+		}
+	}
+	return kept
+}
+
 // dims are a job's tensor dimensions on one rank.
 type dims struct {
 	s, b, h, t, sp, sb int64

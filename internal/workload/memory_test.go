@@ -410,3 +410,46 @@ func TestApexLayerNorm(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptBytesIsWhatLayersKeep: KeptBytes, which a search's memory bound
+// is made of, is what a layer's forward keeps, for the models with and
+// without dropout, gated MLPs and grouped-query attention, explicit and
+// flash attention, each recomputation policy, with and without tensor
+// and sequence parallelism: stage 0 of a 1F1B job (p = 2, 4 microbatches)
+// holds its 2 layers' sets for 2 microbatches at its first backward, as
+// EmitStats counts the saved tensors. The GPT case is also Korthikanti et
+// al.'s Eq. 2 and 4 (storedPerLayer).
+func TestKeptBytesIsWhatLayersKeep(t *testing.T) {
+	llama := workload.Model{Name: "tiny-llama", Layers: 4, Hidden: 256, Heads: 4, KVHeads: 2, FFN: 320,
+		Vocab: 300, Seq: 64, Gated: true, Dtype: "bfloat16"}
+	gpt := tiny
+	for _, m := range []workload.Model{gpt, llama} {
+		for _, tp := range []int{1, 2} {
+			for _, sp := range []bool{false, true} {
+				for _, rec := range []workload.Recompute{workload.RecomputeNone, workload.RecomputeSelective, workload.RecomputeFull} {
+					for _, flash := range []bool{false, true} {
+						if sp && tp == 1 {
+							continue
+						}
+						j := workload.Job{Model: m, TP: tp, PP: 2, DP: 1, MicroBatch: 2, GlobalBatch: 8,
+							Schedule: workload.OneFOneB, Steps: 1, SequenceParallel: sp, Recompute: rec, FlashAttention: flash}
+						st, err := workload.EmitStats(j, discard{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						kept := workload.KeptBytes(&j)
+						if got, want := st.StoredActivations[0], 2*2*kept; got != want {
+							t.Errorf("%s tp %d sp %v recompute %d flash %v: stage 0 stores %d bytes, KeptBytes gives 2 x 2 x %d = %d",
+								m.Name, tp, sp, rec, flash, got, kept, want)
+						}
+						if m.Name == gpt.Name && !flash {
+							if _, layer := storedPerLayer(j); kept != layer {
+								t.Errorf("gpt tp %d sp %v recompute %d: KeptBytes %d, Korthikanti et al. %d", tp, sp, rec, kept, layer)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
