@@ -282,6 +282,16 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 				return nil, at(jsonpos.Key(data, "results", strconv.Itoa(i), f.key), "results[%d].%s is %d, want 0 or more", i, f.key, f.v)
 			}
 		}
+		// A replay never beats its layout's lower bounds (a search that
+		// saw one would have stopped with an internal error), and a merge
+		// prunes by them against the best step: a step under its own
+		// bound would prune the layouts that should win.
+		if r.StepTimeNs < r.TimeBoundNs {
+			return nil, at(jsonpos.Key(data, "results", strconv.Itoa(i), "step_time_ns"), "results[%d].step_time_ns is %d, under its time_bound_ns %d: no search writes that", i, r.StepTimeNs, r.TimeBoundNs)
+		}
+		if r.PeakBytes < r.MemoryBoundBytes {
+			return nil, at(jsonpos.Key(data, "results", strconv.Itoa(i), "peak_memory_bytes"), "results[%d].peak_memory_bytes is %d, under its memory_bound_bytes %d: no search writes that", i, r.PeakBytes, r.MemoryBoundBytes)
+		}
 	}
 	if want := d.TimeBoundPruned(); d.PrunedTimeBound != want {
 		// Left out (its value is 0) where it should not be: a search of
@@ -293,6 +303,12 @@ func ReadDoc(r io.Reader, name string) (*Doc, error) {
 		}
 		return nil, at(jsonpos.Key(data, "pruned_by_time_bound"), "%d layouts pruned by the step-time bound, but the shard's %d layouts less %d pruned by memory and %d results leave %d",
 			d.PrunedTimeBound, d.ShardLayouts(), d.PrunedMemory, len(d.Results), want)
+	}
+	// The space is checked as a search checks its own before it runs: a
+	// merge enumerates it and sizes its layouts' jobs, which an edited
+	// space (a model of no heads, say) would make fail anywhere.
+	if err := d.Space.Check(); err != nil {
+		return nil, at(jsonpos.Key(data, "space"), "the space: %v", err)
 	}
 	return &d, nil
 }
@@ -446,6 +462,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 	n := first.Shard.N
 	seen := make([]bool, n)
 	var all []Result
+	var from []Shard // by all: the shard that gave the result
 	pruned := 0
 	costsFrom := ""
 	for _, d := range docs {
@@ -474,6 +491,7 @@ func Merge(docs []*Doc) (*Doc, error) {
 			}
 			fill(&r, d.Space)
 			all = append(all, r)
+			from = append(from, d.Shard)
 		}
 	}
 	for k, ok := range seen {
@@ -492,13 +510,14 @@ func Merge(docs []*Doc) (*Doc, error) {
 		return nil, fmt.Errorf("%w: the shards count %d layouts, their space has %d", ErrMerge, first.Layouts, len(layouts))
 	}
 	got := make([]bool, first.Layouts)
-	for _, r := range all {
+	for i, r := range all {
+		sh := from[i]
 		if got[r.Index] {
-			return nil, fmt.Errorf("%w: layout %d appears twice", ErrMerge, r.Index)
+			return nil, fmt.Errorf("%w: shard %d/%d: layout %d appears twice", ErrMerge, sh.K, sh.N, r.Index)
 		}
 		got[r.Index] = true
 		if !first.Space.sameLayout(r.Layout, layouts[r.Index]) {
-			return nil, fmt.Errorf("%w: layout %d is %v, but the space's layout %d is %v", ErrMerge, r.Index, r.Layout, r.Index, layouts[r.Index])
+			return nil, fmt.Errorf("%w: shard %d/%d: layout %d is %v, but the space's layout %d is %v", ErrMerge, sh.K, sh.N, r.Index, r.Layout, r.Index, layouts[r.Index])
 		}
 	}
 	if first.Space.Prune {

@@ -2,11 +2,15 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/fastsim/fastsim/internal/sched"
 	"github.com/fastsim/fastsim/internal/workload"
 )
 
@@ -108,6 +112,58 @@ func TestReadDocLines(t *testing.T) {
 		want := "s.json:" + strconv.Itoa(c.line) + ": shards do not merge: "
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v; want it to start %q", c.text, err, want)
+		}
+	}
+}
+
+// TestReadDocRefusesImpossibleShards: a shard's file edited into what no
+// search writes is refused at its line, before a merge would enumerate
+// its space or prune by its figures: a model of no heads (which a merge
+// would have divided by), and a result whose step is under its own lower
+// bound (which would prune the layouts that beat it).
+func TestReadDocRefusesImpossibleShards(t *testing.T) {
+	s := prunedSpace()
+	s.Prune = true
+	rs, n, err := Run(context.Background(), s, Options{Model: a100(t), Controller: sched.ControllerNone, Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := NewDoc(s, "x", Shard{K: 0, N: 1}, n, rs).WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadDoc(bytes.NewReader(buf.Bytes()), "s.json"); err != nil {
+		t.Fatalf("the search's own document: %v", err)
+	}
+	edit := func(change func(doc map[string]any)) string {
+		var doc map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		change(doc)
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	lineOf := func(text, key string) int { return strings.Count(text[:strings.Index(text, key)], "\n") + 1 }
+	noHeads := edit(func(doc map[string]any) { doc["space"].(map[string]any)["model"].(map[string]any)["heads"] = 0 })
+	underBound := edit(func(doc map[string]any) {
+		r := doc["results"].([]any)[0].(map[string]any)
+		if r["time_bound_ns"].(float64) <= 0 {
+			t.Fatalf("result 0 has no time bound: %v", r)
+		}
+		r["step_time_ns"] = 0
+	})
+	for _, c := range []struct{ name, text, key, says string }{
+		{"no heads", noHeads, `"space"`, "the space: "},
+		{"under its bound", underBound, `"step_time_ns"`, "results[0].step_time_ns is 0, under its time_bound_ns"},
+	} {
+		_, err := ReadDoc(strings.NewReader(c.text), "s.json")
+		want := fmt.Sprintf("s.json:%d: shards do not merge: ", lineOf(c.text, c.key))
+		if !errors.Is(err, ErrMerge) || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v; want it to start %q and say %q", c.name, err, want, c.says)
 		}
 	}
 }
