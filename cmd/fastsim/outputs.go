@@ -74,6 +74,11 @@ func destsErr(inputs []string, ds []dest) error {
 			if in != "" && in != trace.Stdout && existingSameFile(in, d.path) {
 				return fmt.Errorf("%s: %s is an input of this command: writing there would destroy it (pick another path)", d.flag, d.path)
 			}
+			if in == trace.Stdout && stdinIs(d.path) {
+				// "-" as an input is standard input, which the shell may
+				// have opened on the very file the output names.
+				return fmt.Errorf("%s: %s is this command's standard input, which it reads as its input (\"-\"): writing there would destroy it (pick another path)", d.flag, d.path)
+			}
 		}
 		for _, e := range ds[:i] {
 			if e.path != "" && sameFile(e.path, d.path) {
@@ -143,15 +148,41 @@ func existingSameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
+// stdinIs reports whether path names the file this process's standard
+// input reads.
+func stdinIs(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	in, err := os.Stdin.Stat()
+	return err == nil && in.Mode().IsRegular() && os.SameFile(st, in)
+}
+
 // sameFile reports whether paths a and b name one file: the same file if
-// both exist, else the same absolute path.
+// both exist, else the same path once made absolute with the symbolic
+// links of its directory resolved (real/out.json and alias/out.json, alias
+// a link to real, are one file before either exists).
 func sameFile(a, b string) bool {
 	if existingSameFile(a, b) {
 		return true
 	}
-	absA, errA := filepath.Abs(a)
-	absB, errB := filepath.Abs(b)
-	return errA == nil && errB == nil && absA == absB
+	ra, errA := resolved(a)
+	rb, errB := resolved(b)
+	return errA == nil && errB == nil && ra == rb
+}
+
+// resolved is path made absolute, its directory's symbolic links
+// resolved where that directory exists.
+func resolved(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs)), nil
+	}
+	return abs, nil
 }
 
 // profileCPU starts a CPU profile to path for command cmd ("fastsim

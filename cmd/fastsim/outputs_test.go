@@ -362,6 +362,44 @@ func TestOutputOverInputRefused(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line naming %s", c.args, code, stdout, stderr, exitInput, c.flag)
 		}
 	}
+	// Two outputs through a symbolic link to their directory, before
+	// either exists, are one file.
+	real, alias := filepath.Join(dir, "real"), filepath.Join(dir, "alias")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", alias); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"replay", "--report-only", "--summary-json", filepath.Join(real, "o.json"), "--cpuprofile", filepath.Join(alias, "o.json"), hist}
+	if code, _, stderr := runCLI(args...); code != exitInput || !strings.Contains(stderr, "--cpuprofile: "+filepath.Join(alias, "o.json")+" is also the path of --summary-json") {
+		t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(real, "o.json")); err == nil {
+		t.Errorf("%s was written", filepath.Join(real, "o.json"))
+	}
+	// "-" reads standard input, which the shell may have opened on the
+	// file an output names.
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"--trace", []string{"replay", "--trace", hist, "-"}},
+		{"OUT", []string{"convert", "-", hist}},
+	} {
+		in, err := os.Open(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := child(c.args...)
+		var errb bytes.Buffer
+		cmd.Stdin, cmd.Stderr = in, &errb
+		err = cmd.Run()
+		in.Close()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInput || !strings.Contains(errb.String(), ": "+c.flag+": "+hist+" is this command's standard input") {
+			t.Errorf("%q < %s: %v, stderr %q", c.args, hist, err, errb.String())
+		}
+	}
 	for path, want := range map[string][]byte{hist: data, costs: []byte("{}\n"), model: modelJSON} {
 		if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s was changed (%v)", path, err)

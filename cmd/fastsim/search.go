@@ -118,7 +118,7 @@ the space sets any, mechanisms line (the predict flags every layout trains
 with); --json and --csv write the merged result, byte for byte what the
 unsharded search writes. It prints no count of layouts simulated, nor a
 time: those are each shard's own (its report's second line), and depend
-on its best step and --jobs.
+on its best step and --jobs. A SHARD.json of "-" is standard input (once).
 
 Flags:
 `
@@ -479,14 +479,25 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	stdout = reportTo(stdout, stderr, dest{"--json", out.json}, dest{"--csv", out.csv})
 	var docs []*search.Doc
+	stdin := 0
 	for _, p := range files {
-		f, err := os.Open(p)
-		if err != nil {
+		var f *os.File
+		var err error
+		name := p
+		if p == "-" { // standard input, as every command reads "-"
+			if stdin++; stdin > 1 {
+				fmt.Fprintln(stderr, `fastsim search merge: "-" (standard input) given twice`)
+				return exitInput
+			}
+			f, name = os.Stdin, "stdin"
+		} else if f, err = os.Open(p); err != nil {
 			fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
 			return exitInput
 		}
-		d, err := search.ReadDoc(f, p)
-		f.Close()
+		d, err := search.ReadDoc(f, name)
+		if f != os.Stdin {
+			f.Close()
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "fastsim search merge: %v\n", err)
 			return exitInput

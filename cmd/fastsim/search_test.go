@@ -129,7 +129,18 @@ func mergedEqualsWhole(t *testing.T, p func(string) string, base []string) {
 	if code := run(files, &out, &errb); code != exitOK {
 		t.Fatalf("merge: exit %d: %s", code, errb.String())
 	}
-	for _, pair := range [][2]string{{"whole.json", "merged.json"}, {"whole.csv", "merged.csv"}} {
+	// The last shard read from standard input ("-") merges the same.
+	last, err := os.Open(files[len(files)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer last.Close()
+	cmd := child(append([]string{"search", "merge", "--quiet", "--json", p("stdin-merged.json")}, append(files[7:len(files)-1], "-")...)...)
+	cmd.Stdin = last
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("merge with a shard on standard input: %v: %s", err, msg)
+	}
+	for _, pair := range [][2]string{{"whole.json", "merged.json"}, {"whole.csv", "merged.csv"}, {"whole.json", "stdin-merged.json"}} {
 		a, _ := os.ReadFile(p(pair[0]))
 		b, _ := os.ReadFile(p(pair[1]))
 		if len(a) == 0 || !bytes.Equal(a, b) {
