@@ -324,7 +324,13 @@ func (e *Engine) releaseStorage(g *group, row gen.TensorRow, ns int64, s gen.Str
 		return fmt.Errorf("%w: tensor %d frees storage %d on stream %q, but the storage was never allocated (a borrowed tensor created it)", ErrMemory, id, sid, e.streamName(g, s))
 	case alloc != s:
 		return fmt.Errorf("%w: tensor %d frees storage %d on stream %q, but it was allocated on stream %q", ErrMemory, id, sid, e.streamName(g, s), e.streamName(g, alloc))
-	case g.storages.AllocNs[sr] >= ns:
+	case g.storages.AllocNs[sr] == ns:
+		// Only a task that takes no time can let this happen, which a
+		// valid history meets under a cost model that prices its task at
+		// 0: the message says so, so that the history is not the only
+		// suspect.
+		return fmt.Errorf("%w: tensor %d frees storage %d at %d ns, not after its allocation at %d ns (the same instant: the task that made it took no time, as a view does, or as the cost model priced it)", ErrMemory, id, sid, ns, g.storages.AllocNs[sr])
+	case g.storages.AllocNs[sr] > ns:
 		return fmt.Errorf("%w: tensor %d frees storage %d at %d ns, not after its allocation at %d ns", ErrMemory, id, sid, ns, g.storages.AllocNs[sr])
 	}
 	st.usage -= bytes
