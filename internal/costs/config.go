@@ -208,10 +208,10 @@ func (c *Config) check() (path []string, err error) {
 	}
 	if m := c.Comm; m != nil {
 		switch {
-		case m.IntraHostGBps < 0:
-			return []string{"comm", "intra_host_gbps"}, fmt.Errorf("%w: comm bandwidths must be positive GB/s (0: the default)", ErrConfig)
-		case m.InterHostGBps < 0:
-			return []string{"comm", "inter_host_gbps"}, fmt.Errorf("%w: comm bandwidths must be positive GB/s (0: the default)", ErrConfig)
+		case !okGBps(m.IntraHostGBps):
+			return []string{"comm", "intra_host_gbps"}, fmt.Errorf("%w: comm.intra_host_gbps is %g, want 1e-06 to 1e+09 GB/s (0: the default)", ErrConfig, m.IntraHostGBps)
+		case !okGBps(m.InterHostGBps):
+			return []string{"comm", "inter_host_gbps"}, fmt.Errorf("%w: comm.inter_host_gbps is %g, want 1e-06 to 1e+09 GB/s (0: the default)", ErrConfig, m.InterHostGBps)
 		case m.IntraHostLatencyNs < 0 || m.IntraHostLatencyNs > MaxConfigRuntimeNs:
 			return []string{"comm", "intra_host_latency_ns"}, fmt.Errorf("%w: comm latencies must be 0..%d ns (0: the default)", ErrConfig, MaxConfigRuntimeNs)
 		case m.InterHostLatencyNs < 0 || m.InterHostLatencyNs > MaxConfigRuntimeNs:
@@ -222,3 +222,9 @@ func (c *Config) check() (path []string, err error) {
 	}
 	return nil, nil
 }
+
+// okGBps reports whether v is a bandwidth a costs file may give: 0 (the
+// default) or 1e-06 to 1e+09 GB/s, the range of a hardware spec's figures
+// (a bandwidth of 1e-300 would price every transfer at the cost models'
+// longest runtime, decades).
+func okGBps(v float64) bool { return v == 0 || v >= 1e-6 && v <= 1e9 }

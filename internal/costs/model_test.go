@@ -261,6 +261,8 @@ func TestParseErrors(t *testing.T) {
 		`{"runtimes_ns":{"a:b:c:d":5}}`,
 		`{"runtimes_ns":{"aten.mm":-5}}`,
 		`{"comm":{"intra_host_gbps":-1}}`,
+		`{"comm":{"intra_host_gbps":1e-300}}`,
+		`{"comm":{"inter_host_gbps":2e9}}`,
 		`{"comm":{"all_to_all_contention":0.5}}`,
 		`{} {}`,
 		`[`,

@@ -217,14 +217,21 @@ func (c Curve) At(x float64) float64 {
 	return y0 * math.Pow(x/x0, math.Log(y1/y0)/math.Log(x1/x0))
 }
 
+// MinEfficiency is the least efficiency a spec may give, the floor of its
+// other figures (1e-06): far below any measured (the presets' lowest
+// point, a copy of a few hundred bytes, is at about 0.0008 of the HBM
+// bandwidth), and far above the 1e-300 that would price every operation at
+// the cost models' longest runtime, decades, with nothing to say why.
+const MinEfficiency = 1e-6
+
 func (c Curve) check(name string) error {
 	if len(c) == 0 {
 		return atKey(name, fmt.Errorf("%w: %s has no points", ErrSpec, name))
 	}
 	for i, p := range c {
 		point := name + "." + strconv.Itoa(i)
-		if !(p[0] > 0) || !(p[1] > 0) || p[1] > 1 {
-			return atKey(point, fmt.Errorf("%w: %s point %d is [%g, %g]: want a size > 0 and an efficiency in (0, 1]", ErrSpec, name, i, p[0], p[1]))
+		if !(p[0] > 0) || !(p[1] >= MinEfficiency) || p[1] > 1 {
+			return atKey(point, fmt.Errorf("%w: %s point %d is [%g, %g]: want a size > 0 and an efficiency from %g to 1", ErrSpec, name, i, p[0], p[1], MinEfficiency))
 		}
 		if i > 0 && p[0] <= c[i-1][0] {
 			return atKey(point, fmt.Errorf("%w: %s sizes must increase (point %d)", ErrSpec, name, i))
@@ -283,8 +290,8 @@ func (s *Spec) Check() error {
 		return nil
 	}
 	frac := func(name string, v float64) error {
-		if !(v > 0) || v > 1 {
-			return atKey(name, fmt.Errorf("%w: %s is %g, want a fraction in (0, 1]", ErrSpec, name, v))
+		if !(v >= MinEfficiency) || v > 1 {
+			return atKey(name, fmt.Errorf("%w: %s is %g, want a fraction from %g to 1", ErrSpec, name, v, MinEfficiency))
 		}
 		return nil
 	}

@@ -280,10 +280,13 @@ func TestCheckErrorLines(t *testing.T) {
 		// efficiency on line 12.
 		{"0.5]", "1.5]", 11, "gpu.gemm_efficiency point 1 is [1e+09, 1.5]"},
 		{"[1e3, 0.01]", "[1e3, 0]", 14, "gpu.memory_efficiency point 0"},
+		// Below the floor: every copy would take decades.
+		{"[1e3, 0.01]", "[1e3, 1e-300]", 14, "gpu.memory_efficiency point 0 is [1000, 1e-300]: want a size > 0 and an efficiency from 1e-06 to 1"},
 		{`"launch_overhead_ns": 4000`, `"launch_overhead_ns": -1`, 15, "gpu.launch_overhead_ns is -1"},
 		{`"nvlink_efficiency": 0.8`, `"nvlink_efficiency": 1.8`, 20, "host.nvlink_efficiency is 1.8"},
 		{`"ll128": 1.25`, `"ll128": -1.25`, 21, "host.nvlink_step_latency_us.ll128 is -1.25"},
 		{`"nic_efficiency": 0.9`, `"nic_efficiency": 0`, 25, "network.nic_efficiency is 0"},
+		{`"nic_efficiency": 0.9`, `"nic_efficiency": 1e-9`, 25, "network.nic_efficiency is 1e-09, want a fraction from 1e-06 to 1"},
 		{`"simple": 14`, `"simple": 2e6`, 29, "network.step_latency_us.simple is 2e+06"},
 	} {
 		bad := strings.Replace(string(good), c.old, c.new, 1)
