@@ -490,3 +490,51 @@ func TestMaxMemoryRefusesWorld(t *testing.T) {
 		t.Fatalf("bad flag: exit %d, %q", code, stderr)
 	}
 }
+
+// TestControlCharactersEscaped: a function name holding an escape sequence
+// and a newline is printed with them escaped, in an error line, in the
+// hardware model's unknown-ops warning and in ops' table, so that what
+// fastsim prints of a history stays on its line and cannot drive the
+// terminal.
+func TestControlCharactersEscaped(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/bad/unknown-stream-in-group.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "g\x1b[31mRED\nX\u0085"
+	quoted, _ := json.Marshal(name)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.hist")
+	if err := os.WriteFile(bad, bytes.Replace(data, []byte(`"function":"g"`), []byte(`"function":`+string(quoted)), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.hist")
+	ex, err := os.ReadFile("../../examples/train_step.hist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := bytes.Replace(ex, []byte(`"function":"torch.ops.aten.randn.default"`), []byte(`"function":`+string(quoted)), 1)
+	if bytes.Equal(renamed, ex) {
+		t.Fatal("no randn call in the example to rename")
+	}
+	if err := os.WriteFile(good, renamed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An error line keeps its old way with a newline, a space (an error's
+	// own text may hold one); the rest is escaped.
+	for _, c := range []struct {
+		args  []string
+		code  int
+		shown string
+	}{
+		{[]string{"replay", "--report-only", bad}, exitInput, `(CallFunction g\x1b[31mRED X\u0085)`},
+		{[]string{"replay", "--report-only", "--hardware", "a100-80gb", good}, exitOK, `g\x1b[31mRED\nX\u0085`},
+		{[]string{"ops", "--top", "0", good}, exitOK, `g\x1b[31mRED\nX\u0085`},
+	} {
+		code, stdout, stderr := runCLI(c.args...)
+		all := stdout + stderr
+		if code != c.code || !strings.Contains(all, c.shown) || strings.ContainsAny(all, "\x1b\u0085") || strings.Contains(all, "RED\n") {
+			t.Errorf("%q: exit %d (want %d), output %q; want %s shown escaped and no raw escape or newline", c.args, code, c.code, all, c.shown)
+		}
+	}
+}

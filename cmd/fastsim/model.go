@@ -100,7 +100,7 @@ func printUnknownOps(w io.Writer, m *costs.Model) {
 		more = fmt.Sprintf(" and %d more", len(names)-shown)
 	}
 	fmt.Fprintf(w, "warning              %d calls to %d ops the hardware model does not know, priced as memory-bound on their tensors: %s%s\n",
-		n, len(names), strings.Join(list, ", "), more)
+		n, len(names), printable(strings.Join(list, ", ")), more)
 }
 
 // printHostMismatch warns when the history puts more ranks on a host than

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -127,7 +128,10 @@ func printCatalogue(w io.Writer, cat *monarch.Catalogue, top int) {
 			varies = " (varies; the largest)"
 		}
 		// Plain decimals: a total of 2.1e+08 us is 212285400 in a column.
-		fmt.Fprintf(tw, "%d\t%s\t%s\t  %s%s\n", e.Count, strconv.FormatFloat(e.PredictedUs, 'f', -1, 64), strconv.FormatFloat(float64(e.Count)*e.PredictedUs, 'f', -1, 64), e.TimingKey, varies)
+		// Runtimes are whole nanoseconds, so both figures are rounded to
+		// them: a float product prints 62.568000000000005.
+		us := func(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
+		fmt.Fprintf(tw, "%d\t%s\t%s\t  %s%s\n", e.Count, us(e.PredictedUs), us(float64(e.Count)*e.PredictedUs), printable(e.TimingKey), varies)
 	}
 	tw.Flush()
 }

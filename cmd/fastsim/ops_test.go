@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,52 @@ func TestProgressOfSynthOpsAndConvert(t *testing.T) {
 		if took > 1500*time.Millisecond && !drawn {
 			t.Errorf("%s: no progress in %v: %q", c.args[0], took, out)
 		}
+	}
+}
+
+// TestOpsTableWholeNanoseconds: the table's microseconds are whole
+// nanoseconds, at most three decimals (a float product of a count and a
+// runtime printed 62.568000000000005), and its totals are each count
+// times the runtime the --json catalogue gives.
+func TestOpsTableWholeNanoseconds(t *testing.T) {
+	js := filepath.Join(t.TempDir(), "ops.json")
+	code, stdout, stderr := runCLI("ops", "--hardware", "h100-sxm", "--top", "0", "--json", js, example)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var cat monarch.Catalogue
+	data, err := os.ReadFile(js)
+	if err != nil || json.Unmarshal(data, &cat) != nil {
+		t.Fatalf("catalogue: %v", err)
+	}
+	byKey := map[string]monarch.CommandType{}
+	for _, e := range cat.CommandTypes {
+		byKey[e.TimingKey] = e
+	}
+	rows := 0
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		e, ok := byKey[func() string {
+			if len(f) < 4 {
+				return ""
+			}
+			return f[3]
+		}()]
+		if !ok {
+			continue
+		}
+		rows++
+		for _, v := range f[1:3] {
+			if _, frac, _ := strings.Cut(v, "."); len(frac) > 3 {
+				t.Errorf("%q: %s has more than three decimals", line, v)
+			}
+		}
+		nsEach := int64(e.PredictedUs*1000 + 0.5)
+		if want := strconv.FormatFloat(float64(int64(e.Count)*nsEach)/1000, 'f', -1, 64); f[2] != want {
+			t.Errorf("%q: total %s, want %d x %d ns = %s us", line, f[2], e.Count, nsEach, want)
+		}
+	}
+	if rows != len(cat.CommandTypes) {
+		t.Errorf("%d rows matched of %d kinds:\n%s", rows, len(cat.CommandTypes), stdout)
 	}
 }

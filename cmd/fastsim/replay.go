@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/fastsim/fastsim/internal/history"
 	"github.com/fastsim/fastsim/internal/memlimit"
@@ -489,7 +490,34 @@ func runErr(stderr io.Writer, err error) int {
 }
 
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", " ")
+	return printable(strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+// printable is s with its control characters (a history's function name
+// may hold any: an escape sequence, a newline) written as Go escapes
+// ("\x1b", "\n"), so that what fastsim prints of it stays on its line and
+// cannot drive the terminal.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r) // '\x1b', '\n', '\u0085'
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func isTerminal(f *os.File) bool {
