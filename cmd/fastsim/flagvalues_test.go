@@ -100,3 +100,31 @@ func TestBoolFlagValue(t *testing.T) {
 		t.Errorf("exit %d, %q; want %d, %q", code, stderr, exitInput, want)
 	}
 }
+
+// TestEmptyPathFlagRefused: a flag whose value is a path or a name given
+// as "" (an unset shell variable) is refused in one line naming it, as an
+// empty argument is, where it would otherwise mean its default without a
+// word (--trace "" wrote no trace).
+func TestEmptyPathFlagRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"replay", "--trace", "", example},
+		{"replay", "--report-only", "--summary-json", "", example},
+		{"replay", "--report-only", "--hardware", "", example},
+		{"ops", "--json", "", example},
+		{"predict", "--model", "", "--world", "8"},
+		{"search", "--world", "8", "--layers", "4", "--csv", ""},
+		{"synth", "--steps", "1", "--model", "", "-"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		flag := ""
+		for i, a := range args {
+			if a == "" {
+				flag = args[i-1]
+			}
+		}
+		want := fmt.Sprintf("fastsim %s: %s \"\": an empty value where a path or name goes", args[0], flag)
+		if code != exitInput || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and one line starting %q", args, code, stdout, stderr, exitInput, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -257,6 +258,13 @@ func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]stri
 			return nil, exitInput
 		}
 		if fs.NArg() == 0 {
+			if name := emptyPathFlag(fs); name != "" {
+				// As an empty argument is refused below: --trace "" (an
+				// unset shell variable, say) would otherwise mean no
+				// trace, without a word.
+				fmt.Fprintf(out, "fastsim %s: --%s \"\": an empty value where a path or name goes (leave the flag out for its default; see fastsim %s --help)\n", fs.Name(), name, fs.Name())
+				return nil, exitInput
+			}
 			return positional, -1
 		}
 		if fs.Arg(0) == "" {
@@ -267,6 +275,22 @@ func parseInterleaved(fs *flag.FlagSet, stdout io.Writer, args []string) ([]stri
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// emptyPathFlag is the first flag given on the command line with an
+// empty value whose value is a path or a name (its placeholder in the
+// help: PATH, FILE, NAME|FILE, ...), or "".
+func emptyPathFlag(fs *flag.FlagSet) string {
+	name := ""
+	fs.Visit(func(f *flag.Flag) {
+		if name != "" || f.Value.String() != "" {
+			return
+		}
+		if ph, _ := flag.UnquoteUsage(f); strings.Contains(ph, "PATH") || strings.Contains(ph, "FILE") || strings.Contains(ph, "NAME") || strings.Contains(ph, "DIR") {
+			name = f.Name
+		}
+	})
+	return name
 }
 
 // flagSet reports whether the flag name was given on the command line.
