@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/golden"
+	"github.com/fastsim/fastsim/internal/sched"
+	"github.com/fastsim/fastsim/internal/synth"
 )
 
 // traceEvent is one event as a trace viewer reads it.
@@ -178,6 +181,33 @@ func TestTraceNesting(t *testing.T) {
 					t.Errorf("%d instant events, want the reference's %d zero-length controller events", instants, wantZero)
 				}
 			})
+		}
+	}
+}
+
+// TestTraceNestingAsDoubles: the events of a thread nest when a viewer
+// adds ts and dur as doubles, not only as decimals: in a random history
+// of 1,500 commands at world 16 (fastsim synth --random 1), events
+// written with the exact decimal duration ended, so added, after the next
+// one began (13976.074 + 2.415 is 13978.489000000001), and speedscope
+// closed the wrong frames.
+func TestTraceNestingAsDoubles(t *testing.T) {
+	var hist bytes.Buffer
+	if err := synth.Random(&hist, 1, 16, 1500); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "r1.hist")
+	if err := os.WriteFile(src, hist.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, grouped := range []bool{false, true} {
+		path := filepath.Join(dir, fmt.Sprintf("trace-%v.json", grouped))
+		if _, err := File(src, Options{TracePath: path, Grouped: grouped, Mode: sched.Everything}); err != nil {
+			t.Fatal(err)
+		}
+		if errs := nestingErrors(readTraceEvents(t, path)); len(errs) > 0 {
+			t.Errorf("grouped=%v: %d errors, the first: %s", grouped, len(errs), errs[0])
 		}
 	}
 }

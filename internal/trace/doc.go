@@ -5,7 +5,9 @@
 // reused buffer and handed to a bufio.Writer as soon as it is given, one event
 // per line inside {"traceEvents":[ ... ]}. Formatting an event allocates
 // nothing. Engine times are integer nanoseconds and are written as exact
-// decimal microseconds; byte counts are written as exact decimal megabytes
+// decimal microseconds (a complete event's dur as its end less its ts in
+// doubles where the exact decimal would end it later in a viewer:
+// AppendDuration); byte counts are written as exact decimal megabytes
 // (bytes / 1e6).
 //
 // File wraps a Writer around a temporary file next to the destination,

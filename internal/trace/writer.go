@@ -3,6 +3,7 @@ package trace
 import (
 	"bufio"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/fastsim/fastsim/internal/jsonl"
@@ -121,9 +122,35 @@ func (w *Writer) Complete(pid, tid int64, name string, startNs, endNs, command i
 	b = append(b, `,"cat":"compute","ph":"X","ts":`...)
 	b = AppendMicros(b, startNs)
 	b = append(b, `,"dur":`...)
-	b = AppendMicros(b, endNs-startNs)
+	b = AppendDuration(b, startNs, endNs)
 	w.buf = appendWhere(b, pid, tid, command)
 	w.end()
+}
+
+// AppendDuration appends the dur of a complete event from startNs to
+// endNs: (endNs - startNs) / 1000 as an exact decimal, as AppendMicros
+// writes it, unless a viewer that adds ts and dur in float64 (every
+// viewer: JSON numbers are doubles) would find the event ending after
+// endNs, past the start of the next event on its thread, and nest the two
+// wrongly (13976.074 + 2.415 is 13978.489000000001 in doubles). Then it is
+// end - ts computed in doubles, in its shortest decimal
+// (2.414999999999963): the event then ends, in the viewer, exactly where
+// it ends in the replay.
+func AppendDuration(b []byte, startNs, endNs int64) []byte {
+	// float64(n) / 1000 is the double nearest n / 1000, as a parser
+	// reading AppendMicros' decimal makes it, for |n| < 2^53.
+	ts, end := float64(startNs)/1000, float64(endNs)/1000
+	if ts+float64(endNs-startNs)/1000 <= end {
+		return AppendMicros(b, endNs-startNs)
+	}
+	// The difference is exact when end <= 2 ts (Sterbenz), and then ts +
+	// d is end itself; otherwise it is within a rounding of it, and a step
+	// or two down brings the sum back to end.
+	d := end - ts
+	for ts+d > end {
+		d = math.Nextafter(d, 0)
+	}
+	return strconv.AppendFloat(b, d, 'f', -1, 64)
 }
 
 // Instant writes a thread-scoped instant event ("ph":"i", "s":"t") on

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -308,4 +309,55 @@ func ExampleWriter() {
 	// {"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"Controller"}},
 	// {"name":"aten.mm","cat":"compute","ph":"X","ts":3,"dur":1.5,"pid":1,"tid":1,"args":{"command":2}}
 	// ]}
+}
+
+// TestDurationEndsWhereTheEventEnds: read back as doubles, as a viewer
+// reads JSON, ts + dur never passes the event's end (the next event's
+// start on its thread) and stays within a nanosecond of it; where the
+// exact decimal does not overshoot it is written as before. The pair from
+// a trace where it overshot, 13976.074 + 2.415 (13978.489000000001), and
+// a sweep of starts and lengths.
+func TestDurationEndsWhereTheEventEnds(t *testing.T) {
+	check := func(start, end int64) {
+		t.Helper()
+		dur := string(AppendDuration(nil, start, end))
+		d, err := strconv.ParseFloat(dur, 64)
+		if err != nil {
+			t.Fatalf("%d..%d: dur %q: %v", start, end, dur, err)
+		}
+		ts, _ := strconv.ParseFloat(string(AppendMicros(nil, start)), 64)
+		e, _ := strconv.ParseFloat(string(AppendMicros(nil, end)), 64)
+		if ts+d > e || e-(ts+d) > 1e-3 {
+			t.Fatalf("%d..%d: ts %v + dur %q = %v, end %v", start, end, ts, dur, ts+d, e)
+		}
+		if exact := string(AppendMicros(nil, end-start)); ts+mustFloat(t, exact) <= e && dur != exact {
+			t.Fatalf("%d..%d: dur %q, want the exact %q", start, end, dur, exact)
+		}
+	}
+	check(13976074, 13978489)
+	if got := string(AppendDuration(nil, 13976074, 13978489)); got == "2.415" {
+		t.Errorf("13976074..13978489 ns: dur %s, which overshoots", got)
+	}
+	overshot := 0
+	for start := int64(0); start < 3_000_000_000_000; start = start*7/4 + 12_345 {
+		for _, n := range []int64{1, 7, 999, 1000, 2415, 123_457, 9_876_543} {
+			check(start, start+n)
+			ts, e := float64(start)/1000, float64(start+n)/1000
+			if ts+float64(n)/1000 > e {
+				overshot++
+			}
+		}
+	}
+	if overshot == 0 {
+		t.Error("no case of the sweep overshoots with the exact decimal: it tests nothing")
+	}
+}
+
+func mustFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
