@@ -23,6 +23,22 @@ func (p *Partition) AppendRanks(dst []byte, g GroupID) []byte {
 	return appendDescription(dst, p.ranks[g])
 }
 
+// LowestRanks appends to dst the n lowest ranks of group g in increasing
+// order (all of them if it has fewer). It costs n, not the group's size.
+func (p *Partition) LowestRanks(dst []int64, g GroupID, n int) []int64 {
+	if !p.grouped {
+		if n > 0 {
+			dst = append(dst, int64(g))
+		}
+		return dst
+	}
+	it := p.ranks[g].Iterator()
+	for ; n > 0 && it.HasNext(); n-- {
+		dst = append(dst, int64(it.Next()))
+	}
+	return dst
+}
+
 // AppendRuns appends every run of group g's ranks, exactly, as
 // "lo-hi,lo-hi,..." (a single rank as "r"): for tools that expand a group
 // back to its ranks, such as the trace's process metadata. Its length

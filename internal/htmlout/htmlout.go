@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +53,8 @@ type operation struct {
 	Name          string
 	Tasks         int64
 	TotalS, MeanS float64
+	totalNs       int64   // the exact sum while it fits
+	over          float64 // the sum in seconds once it did not
 }
 
 type kind struct {
@@ -63,6 +67,8 @@ type page struct {
 	ExecS, PeakMB     float64
 	PeakDevice        int64
 	Commands, World   int64
+	Partial           bool  // the replay stopped before the end of its history
+	LastLine          int64 // the last line it replayed, when Partial
 	Groups            int
 	Warnings          int64
 	FirstWarning      string
@@ -83,6 +89,7 @@ func Write(w io.Writer, in Input) error {
 		Title: in.Title, Costs: in.Costs,
 		ExecS: res.Final.ExecSeconds(), PeakMB: res.Final.PeakMB(), PeakDevice: res.Final.PeakDevice,
 		Commands: res.Commands, World: res.Header.WorldSize, Groups: res.Groups,
+		Partial: res.Partial, LastLine: res.LastLine,
 		Warnings: res.Warnings, FirstWarning: res.FirstWarning,
 	}
 	prev := 0.0
@@ -148,14 +155,26 @@ func memoryDevices(eng *sched.Engine, devices []int64, peak int64) []int64 {
 	type dp struct{ rank, bytes int64 }
 	var others []dp
 	for _, d := range devices {
-		if d != peak { // both are lowest ranks of their devices
-			b, err := eng.DevicePeak(d)
-			if err == nil {
-				others = append(others, dp{d, b})
+		b, err := eng.DevicePeak(d)
+		if err != nil {
+			continue
+		}
+		// Grouped, a device stands for its group's ranks, which all
+		// peak alike: the choice is among ranks, as ungrouped, so that
+		// grouping changes no device shown. The lowest few of a group
+		// are all that can be chosen.
+		for _, r := range eng.DeviceLowestRanks(d, otherDevices+1) {
+			if r != peak {
+				others = append(others, dp{r, b})
 			}
 		}
 	}
-	slices.SortStableFunc(others, func(a, b dp) int { return cmp.Compare(b.bytes, a.bytes) })
+	slices.SortFunc(others, func(a, b dp) int {
+		if c := cmp.Compare(b.bytes, a.bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rank, b.rank)
+	})
 	out := []int64{peak}
 	for i := 0; i < len(others) && i < otherDevices; i++ {
 		out = append(out, others[i].rank)
@@ -240,11 +259,26 @@ func operations(eng *sched.Engine, devices []int64) []operation {
 				total[name] = o
 			}
 			o.Tasks += ranks
-			o.TotalS += float64(endNs-startNs) / 1e9 * float64(ranks)
+			// Whole nanoseconds, summed exactly, so that a grouped and an
+			// ungrouped replay (one addition of n ranks' time against n
+			// additions) give the same total; in float seconds they
+			// differed in the last bits, and with them the chart's axis.
+			if hi, lo := bits.Mul64(uint64(endNs-startNs), uint64(ranks)); o.over == 0 && hi == 0 && lo <= math.MaxInt64 && int64(lo) <= math.MaxInt64-o.totalNs {
+				o.totalNs += int64(lo)
+			} else {
+				if o.over == 0 {
+					o.over = float64(o.totalNs) / 1e9
+				}
+				o.over += float64(endNs-startNs) / 1e9 * float64(ranks)
+			}
 		})
 	}
 	out := make([]operation, 0, len(total))
 	for _, o := range total {
+		o.TotalS = float64(o.totalNs) / 1e9
+		if o.over != 0 {
+			o.TotalS = o.over
+		}
 		o.MeanS = o.TotalS / float64(o.Tasks)
 		out = append(out, *o)
 	}
@@ -304,7 +338,17 @@ func writePage(w io.Writer, pg *page) error {
 	b.WriteString(pageHead)
 	b.WriteString("<title>fastsim: " + esc(pg.Title) + "</title>\n")
 	b.WriteString(pageStyle)
-	b.WriteString("<h1>fastsim replay of " + esc(pg.Title) + "</h1>\n<h2>Summary</h2>\n<table>\n")
+	b.WriteString("<h1>fastsim replay of " + esc(pg.Title) + "</h1>\n")
+	if pg.Partial {
+		// As the report's PARTIAL line and the summary's "partial": true
+		// say: what follows is not the whole history's.
+		at := "after the header, before any command"
+		if pg.LastLine > 0 {
+			at = "after line " + i64(pg.LastLine)
+		}
+		b.WriteString(`<p class="note"><strong>PARTIAL:</strong> the replay stopped early (interrupted, or by --max-memory) ` + at + "; this page covers the commands replayed until then.</p>\n")
+	}
+	b.WriteString("<h2>Summary</h2>\n<table>\n")
 	b.WriteString(`<tr><th class="name">simulated time</th><td>` + f6(pg.ExecS) + " s</td></tr>\n")
 	if pg.PeakDevice >= 0 {
 		b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")

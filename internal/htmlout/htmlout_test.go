@@ -250,3 +250,62 @@ func TestPagePeakDeviceIsLowestRank(t *testing.T) {
 		}
 	}
 }
+
+// TestPageGroupedEqualsUngrouped: grouping changes nothing on the page but
+// the count of simulated workers: not the devices of the memory plot
+// (grouped, it took one rank a group, and showed ranks 8, 4, 12, 0 of the
+// example where ungrouped shows 8, 9, 10, 11, the ranks that peak highest),
+// nor the operations' totals (summed in float seconds, a group's n ranks at
+// once against n additions, they differed in the last bits, and the
+// chart's axis with them). The example history and the golden random ones.
+func TestPageGroupedEqualsUngrouped(t *testing.T) {
+	paths := []string{"../../examples/train_step.hist"}
+	golden, _ := filepath.Glob("../../testdata/golden/random_*.hist")
+	paths = append(paths, golden...)
+	if len(paths) < 3 {
+		t.Fatalf("histories: %v", paths)
+	}
+	workers := regexp.MustCompile(`\((\d+) simulated\)`)
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := workers.ReplaceAllString(pageOf(t, string(data), false), "")
+		g := workers.ReplaceAllString(pageOf(t, string(data), true), "")
+		if u != g {
+			ul, gl := strings.Split(u, "\n"), strings.Split(g, "\n")
+			for i := range min(len(ul), len(gl)) {
+				if ul[i] != gl[i] {
+					t.Errorf("%s: line %d differs:\nungrouped %s\ngrouped   %s", p, i+1, ul[i], gl[i])
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestPagePartial: a replay stopped before the end of its history says so
+// on its page, as its report and summary do; a whole one does not.
+func TestPagePartial(t *testing.T) {
+	stop := make(chan struct{})
+	close(stop)
+	var buf bytes.Buffer
+	res, err := replay.Reader(strings.NewReader(small), "h", replay.Options{
+		KeepTrace:    true,
+		Stop:         stop,
+		PartialTrace: true, // outputs are written after a stop only with it (--partial-trace)
+		Inspect: func(eng *sched.Engine, res *replay.Result) error {
+			return Write(&buf, Input{Title: "small.hist", Costs: "fixed", Res: res, Eng: eng})
+		},
+	})
+	if res == nil || !res.Partial {
+		t.Fatalf("the replay was not stopped (%v)", err)
+	}
+	if !strings.Contains(buf.String(), "<strong>PARTIAL:</strong> the replay stopped early") {
+		t.Errorf("a partial replay's page does not say so:\n%s", buf.String())
+	}
+	if strings.Contains(pageOf(t, small, false), "PARTIAL") {
+		t.Error("a whole replay's page says PARTIAL")
+	}
+}

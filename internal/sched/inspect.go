@@ -99,6 +99,14 @@ func (e *Engine) Devices() []int64 {
 	return out
 }
 
+// DeviceLowestRanks returns the n lowest ranks of the device of rank (of
+// its group, grouped; rank alone, ungrouped), in increasing order: the
+// ranks a grouped report names where an ungrouped one would name each.
+func (e *Engine) DeviceLowestRanks(rank int64, n int) []int64 {
+	e.catchUp()
+	return e.part.LowestRanks(nil, e.part.GroupOf(rank), n)
+}
+
 // DeviceRanks returns how many ranks the device of rank stands for: 1
 // ungrouped, its group's size grouped.
 func (e *Engine) DeviceRanks(rank int64) int64 {
