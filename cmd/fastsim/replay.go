@@ -535,14 +535,15 @@ func plural(n int64, noun string) string {
 
 func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 	// Reports are cumulative (docs/SEMANTICS.md): a step's own time is the
-	// difference between its report and the previous one.
-	fmt.Fprintf(w, "simulated time       %.6f s", res.Final.ExecSeconds())
+	// difference between its report and the previous one, taken in
+	// nanoseconds, and every time is rounded from them (sched.SecondsText).
+	fmt.Fprintf(w, "simulated time       %s s", sched.SecondsText(res.Final.ExecNs))
 	if n := len(res.Steps); n > 0 {
-		prev := 0.0
+		var prev int64
 		if n > 1 {
-			prev = res.Steps[n-2].ExecSeconds()
+			prev = res.Steps[n-2].ExecNs
 		}
-		fmt.Fprintf(w, " (%s; the last took %.6f s)", plural(int64(n), "step"), res.Steps[n-1].ExecSeconds()-prev)
+		fmt.Fprintf(w, " (%s; the last took %s s)", plural(int64(n), "step"), sched.SecondsText(res.Steps[n-1].ExecNs-prev))
 	}
 	fmt.Fprintln(w)
 	if res.Final.PeakDevice >= 0 {
@@ -551,16 +552,16 @@ func printSummary(w io.Writer, res *replay.Result, tracePath string) {
 		fmt.Fprintf(w, "peak memory          %.6f MB\n", res.Final.PeakMB())
 	}
 	const shown = 8
-	prev := 0.0
+	var prev int64
 	for i, st := range res.Steps {
 		if i == shown && len(res.Steps) > shown+1 {
 			fmt.Fprintf(w, "  ... %s more (--summary-json lists them all)\n", plural(int64(len(res.Steps)-shown-1), "step"))
-			i, prev, st = len(res.Steps)-1, res.Steps[len(res.Steps)-2].ExecSeconds(), res.Steps[len(res.Steps)-1]
-			fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
+			i, prev, st = len(res.Steps)-1, res.Steps[len(res.Steps)-2].ExecNs, res.Steps[len(res.Steps)-1]
+			fmt.Fprintf(w, "  step %-4d          %s s (ends at %s s), peak so far %.6f MB\n", i, sched.SecondsText(st.ExecNs-prev), sched.SecondsText(st.ExecNs), st.PeakMB())
 			break
 		}
-		fmt.Fprintf(w, "  step %-4d          %.6f s (ends at %.6f s), peak so far %.6f MB\n", i, st.ExecSeconds()-prev, st.ExecSeconds(), st.PeakMB())
-		prev = st.ExecSeconds()
+		fmt.Fprintf(w, "  step %-4d          %s s (ends at %s s), peak so far %.6f MB\n", i, sched.SecondsText(st.ExecNs-prev), sched.SecondsText(st.ExecNs), st.PeakMB())
+		prev = st.ExecNs
 	}
 	secs := res.Wall.Seconds()
 	rate := 0.0

@@ -47,6 +47,7 @@ type Input struct {
 type step struct {
 	Index                 int
 	Seconds, EndS, PeakMB float64
+	Ns, EndNs             int64 // what the table prints (sched.SecondsText)
 }
 
 type operation struct {
@@ -65,6 +66,7 @@ type kind struct {
 type page struct {
 	Title, Costs      string
 	ExecS, PeakMB     float64
+	ExecNs            int64
 	PeakDevice        int64
 	Commands, World   int64
 	Partial           bool  // the replay stopped before the end of its history
@@ -87,19 +89,19 @@ func Write(w io.Writer, in Input) error {
 	res, eng := in.Res, in.Eng
 	pg := page{
 		Title: in.Title, Costs: in.Costs,
-		ExecS: res.Final.ExecSeconds(), PeakMB: res.Final.PeakMB(), PeakDevice: res.Final.PeakDevice,
+		ExecS: res.Final.ExecSeconds(), ExecNs: res.Final.ExecNs, PeakMB: res.Final.PeakMB(), PeakDevice: res.Final.PeakDevice,
 		Commands: res.Commands, World: res.Header.WorldSize, Groups: res.Groups,
 		Partial: res.Partial, LastLine: res.LastLine,
 		Warnings: res.Warnings, FirstWarning: res.FirstWarning,
 	}
-	prev := 0.0
+	prev, prevNs := 0.0, int64(0)
 	for i, st := range res.Steps {
 		if i == maxSteps {
 			pg.StepsCut = len(res.Steps) - maxSteps
 			break
 		}
-		pg.Steps = append(pg.Steps, step{i, st.ExecSeconds() - prev, st.ExecSeconds(), st.PeakMB()})
-		prev = st.ExecSeconds()
+		pg.Steps = append(pg.Steps, step{i, st.ExecSeconds() - prev, st.ExecSeconds(), st.PeakMB(), st.ExecNs - prevNs, st.ExecNs})
+		prev, prevNs = st.ExecSeconds(), st.ExecNs
 	}
 
 	devices := eng.Devices()
@@ -349,7 +351,7 @@ func writePage(w io.Writer, pg *page) error {
 		b.WriteString(`<p class="note"><strong>PARTIAL:</strong> the replay stopped early (interrupted, or by --max-memory) ` + at + "; this page covers the commands replayed until then.</p>\n")
 	}
 	b.WriteString("<h2>Summary</h2>\n<table>\n")
-	b.WriteString(`<tr><th class="name">simulated time</th><td>` + f6(pg.ExecS) + " s</td></tr>\n")
+	b.WriteString(`<tr><th class="name">simulated time</th><td>` + sched.SecondsText(pg.ExecNs) + " s</td></tr>\n")
 	if pg.PeakDevice >= 0 {
 		b.WriteString(`<tr><th class="name">peak memory</th><td>` + f6(pg.PeakMB) + " MB on device " + i64(pg.PeakDevice) + "</td></tr>\n")
 	} else {
@@ -365,7 +367,7 @@ func writePage(w io.Writer, pg *page) error {
 	if len(pg.Steps) > 0 {
 		b.WriteString("<table>\n<tr><th>step</th><th>time (s)</th><th>ends at (s)</th><th>peak so far (MB)</th></tr>\n")
 		for _, st := range pg.Steps {
-			b.WriteString("<tr><td>" + strconv.Itoa(st.Index) + "</td><td>" + f6(st.Seconds) + "</td><td>" + f6(st.EndS) + "</td><td>" + f6(st.PeakMB) + "</td></tr>\n")
+			b.WriteString("<tr><td>" + strconv.Itoa(st.Index) + "</td><td>" + sched.SecondsText(st.Ns) + "</td><td>" + sched.SecondsText(st.EndNs) + "</td><td>" + f6(st.PeakMB) + "</td></tr>\n")
 		}
 		b.WriteString("</table>\n")
 		if pg.StepsCut != 0 {

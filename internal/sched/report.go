@@ -20,6 +20,24 @@ type Report struct {
 // (microseconds, then seconds) so the floats agree to the last digit.
 func (r Report) ExecSeconds() float64 { return float64(r.ExecNs) / 1000 / 1e6 }
 
+// SecondsText is ns in seconds to six decimals, rounded from the integer
+// nanoseconds, a half microsecond up: 12,302,500 ns is 0.012303 and
+// 4,312,500 ns 0.004313 (formatting the float seconds rounded the first
+// down and the second up, as their binary values fell). The reports
+// print their times with it.
+func SecondsText(ns int64) string {
+	neg := ns < 0
+	if neg {
+		ns = -ns
+	}
+	us := ns/1000 + (ns%1000+500)/1000
+	t := fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000)
+	if neg {
+		t = "-" + t
+	}
+	return t
+}
+
 // PeakMB is the peak memory in MB (bytes / 1e6).
 func (r Report) PeakMB() float64 { return float64(r.PeakBytes) / 1e6 }
 
