@@ -264,6 +264,48 @@ func (s *Space) dims() ([]Training, error) {
 		}
 		return strings.Split(v, ",")
 	}
+	// A value given twice, in any spelling ("0" and "00", "true" and
+	// "TRUE"), would search its layouts twice: refused, as the same
+	// spelling twice is.
+	once := func(name, v string, key func(string) (string, bool)) error {
+		seen := map[string]string{}
+		for _, x := range list(v, "") {
+			k, ok := key(x)
+			if !ok {
+				continue // refused below, with what is wrong with it
+			}
+			if first, dup := seen[k]; dup {
+				return fmt.Errorf("%w: %s %q: %q and %q are one value given twice", ErrSpace, name, v, first, x)
+			}
+			seen[k] = x
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name, v string
+		key     func(string) (string, bool)
+	}{
+		{"schedules", s.Schedules, func(x string) (string, bool) {
+			sc, v, err := workload.ParseSchedule(x)
+			return fmt.Sprint(sc, v), err == nil
+		}},
+		{"recomputes", s.Recomputes, func(x string) (string, bool) {
+			r, err := workload.ParseRecompute(x)
+			return fmt.Sprint(r), err == nil
+		}},
+		{"sequence parallels", s.SequenceParallels, func(x string) (string, bool) {
+			b, err := strconv.ParseBool(x)
+			return fmt.Sprint(b), err == nil
+		}},
+		{"zeros", s.Zeros, func(x string) (string, bool) {
+			z, err := strconv.Atoi(x)
+			return fmt.Sprint(z), err == nil
+		}},
+	} {
+		if err := once(c.name, c.v, c.key); err != nil {
+			return nil, err
+		}
+	}
 	var out []Training
 	for _, sc := range list(s.Schedules, s.schedule()) {
 		if _, _, err := workload.ParseSchedule(sc); err != nil {

@@ -2,7 +2,9 @@ package search
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fastsim/fastsim/internal/costs"
@@ -54,5 +56,30 @@ func TestRunTransformer(t *testing.T) {
 	s.Workload = "other"
 	if _, _, err := Run(context.Background(), s, Options{}); err == nil {
 		t.Error("an unknown workload searched")
+	}
+}
+
+// TestSpaceRefusesOneValueTwice: a list value given twice in another
+// spelling is refused as the same spelling twice is; each would search its
+// layouts twice.
+func TestSpaceRefusesOneValueTwice(t *testing.T) {
+	m := workload.Model{Name: "g", Layers: 4, Hidden: 128, Heads: 4, Vocab: 256, Seq: 64, Bias: true, Tied: true, Dtype: "bfloat16"}
+	base := Space{Model: m, Batch: 8, World: 4, GPUsPerHost: 4, MemoryBytes: 80e9, Steps: 2}
+	for _, edit := range []func(*Space){
+		func(s *Space) { s.Zeros = "0,00" },
+		func(s *Space) { s.SequenceParallels = "true,TRUE" },
+		func(s *Space) { s.Recomputes = "none,full,none" },
+		func(s *Space) { s.Schedules = "interleaved:2,1f1b,interleaved:02" },
+	} {
+		s := base
+		edit(&s)
+		if err := s.Check(); !errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), "one value given twice") {
+			t.Errorf("%+v: %v, want ErrSpace naming the value given twice", s, err)
+		}
+	}
+	ok := base
+	ok.Zeros, ok.SequenceParallels = "0,1", "false,true"
+	if err := ok.Check(); err != nil {
+		t.Errorf("distinct values: %v", err)
 	}
 }

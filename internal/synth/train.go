@@ -53,6 +53,8 @@ func (c *Train) Check() error {
 		return fmt.Errorf("%w: micro %d: want 1 or more microbatches", ErrTrain, c.Micro)
 	case c.Steps < 0:
 		return fmt.Errorf("%w: steps %d: want 0 or more", ErrTrain, c.Steps)
+	case c.GPUsPerHost < 0:
+		return fmt.Errorf("%w: gpus per host %d: want at least 1 (0: 8)", ErrTrain, c.GPUsPerHost)
 	}
 	for _, d := range []struct {
 		name       string

@@ -266,6 +266,8 @@ func (j *Job) Check() error {
 		return fmt.Errorf("%w: 16-bit gradients (Megatron-LM's fp16 optimizer of 2021) are reduced in 16 bits: give the half-precision gradient reduction with them", ErrJob)
 	case j.Steps < 0 || j.Steps > 1<<16:
 		return fmt.Errorf("%w: steps %d (want 0..65536)", ErrJob, j.Steps)
+	case j.GPUsPerHost < 0:
+		return fmt.Errorf("%w: gpus per host %d (want at least 1; 0: 8)", ErrJob, j.GPUsPerHost)
 	}
 	if err := j.checkCommandTimes(); err != nil {
 		return err
