@@ -796,7 +796,7 @@ func TestLoadersRefuseEndlessFiles(t *testing.T) {
 
 // TestStepReportsShareDevices: a step's report whose devices' peaks are
 // the previous step's shares its Devices slice, so that many steps of many
-// devices hold one list (1,000 steps at world 65,536 held 1.9 GB of
+// devices hold one list (1,000 steps at world 65,536 held 2.0 GB of
 // copies); a step that changes a peak gets its own, with the new values.
 func TestStepReportsShareDevices(t *testing.T) {
 	const world = 4096

@@ -413,7 +413,7 @@ func (s *Sim) report(r sched.Report) Report {
 // slice when no device's peak changed (peaks so far only grow, and a
 // training job's stop growing after its first steps), so that a history
 // of many steps and devices keeps one list of them, not one a step (1,000
-// steps of a world of 65,536 held 1.9 GB of copies).
+// steps of a world of 65,536 held 2.0 GB of copies).
 func (s *Sim) stepReport(r sched.Report) Report {
 	out := Report{ExecNs: r.ExecNs, PeakBytes: r.PeakBytes, PeakDevice: r.PeakDevice}
 	if n := len(s.steps); n > 0 {
