@@ -1,11 +1,10 @@
-module stepmem
+module github.com/fastsim/fastsim
 
-go 1.26.0
+go 1.26.8
 
 require (
 	github.com/RoaringBitmap/roaring/v2 v2.30.0
 	github.com/dave/jennifer v1.7.1
-	github.com/fastsim/fastsim v0.0.0
 	github.com/klauspost/compress v1.20.4
 	golang.org/x/sync v0.25.0
 )
@@ -15,5 +14,3 @@ require (
 	github.com/mschoch/smat v0.2.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )
-
-replace github.com/fastsim/fastsim => /work/main
