@@ -2,8 +2,10 @@ package fastsim
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // TestSearchAgreesWithPredict: the API's search over a small space ranks
@@ -100,5 +102,31 @@ func TestSearchRefuses(t *testing.T) {
 			continue
 		}
 		t.Logf("%s: %v", what, err)
+	}
+}
+
+// TestSearchDeadlineAtAMillionRanks: a search of 2^20 GPUs notices its
+// deadline inside the bounds' probes, which write millions of records a
+// layer there (one collective per data-parallel replica). It took 20 s
+// to return after a deadline of 100 ms on a 2-core machine; now well
+// under one. The bound of 5 s leaves room for a slow machine.
+func TestSearchDeadlineAtAMillionRanks(t *testing.T) {
+	hw, err := LoadHardware("a100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel("gpt3-175b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, _, err = Search(ctx, SearchSpace{Model: m, World: 1 << 20, Batch: 1 << 20, Prune: true}, hw, 1)
+	if took := time.Since(began); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second {
+		t.Errorf("Search with a deadline of 100 ms returned after %v: %v", took.Round(time.Millisecond), err)
+	}
+	if err != nil && err.Error() != context.DeadlineExceeded.Error() {
+		t.Errorf("Search past its deadline: %q, want the context's own error", err)
 	}
 }

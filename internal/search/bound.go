@@ -98,7 +98,7 @@ func Bounds(ctx context.Context, s Space, all []Layout, idx []int, model sched.C
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			bd, err := b.bound(all[i])
+			bd, err := b.bound(ctx, all[i])
 			if err != nil {
 				return fmt.Errorf("layout pp=%d dp=%d tp=%d micro=%d: bound: %w", all[i].PP, all[i].DP, all[i].TP, all[i].Micro, err)
 			}
@@ -110,7 +110,7 @@ func Bounds(ctx context.Context, s Space, all []Layout, idx []int, model sched.C
 }
 
 // bound is layout l's bounds.
-func (b *bounder) bound(l Layout) (Bound, error) {
+func (b *bounder) bound(ctx context.Context, l Layout) (Bound, error) {
 	j := b.s.Job(l)
 	L := int64(j.Model.Layers)
 	p, v, m := int64(j.PP), int64(j.VStages()/j.PP), int64(j.Micro())
@@ -118,7 +118,7 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 	if j.DP == 1 {
 		z = 0 // nothing to shard
 	}
-	lo, err := b.layerNs(timeKey{tp: j.TP, mb: j.MicroBatch, zero: z, rec: j.Recompute, sp: j.SequenceParallel})
+	lo, err := b.layerNs(ctx, timeKey{tp: j.TP, mb: j.MicroBatch, zero: z, rec: j.Recompute, sp: j.SequenceParallel})
 	if err != nil {
 		return Bound{}, err
 	}
@@ -128,7 +128,7 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 		// the probe's (dp 2) is no lower bound for a larger dp.
 		opt = 0
 	}
-	state, err := b.stateBytes(stateKey{tp: j.TP, dp: j.DP, zero: z})
+	state, err := b.stateBytes(ctx, stateKey{tp: j.TP, dp: j.DP, zero: z})
 	if err != nil {
 		return Bound{}, err
 	}
@@ -156,7 +156,7 @@ func (b *bounder) bound(l Layout) (Bound, error) {
 }
 
 // layerNs is ℓ and o for k, probed once.
-func (b *bounder) layerNs(k timeKey) ([2]int64, error) {
+func (b *bounder) layerNs(ctx context.Context, k timeKey) ([2]int64, error) {
 	b.mu.Lock()
 	v, ok := b.layer[k]
 	b.mu.Unlock()
@@ -171,7 +171,7 @@ func (b *bounder) layerNs(k timeKey) ([2]int64, error) {
 	for L := 1; L <= 2; L++ {
 		for m := 1; m <= 2; m++ {
 			j := b.probeJob(k.tp, dp, k.mb, m, L, k.zero, k.rec, k.sp)
-			pr := &probe{model: b.model, main: 2, stopAt: 2, gpusPerHost: int64(j.GPUsPerHost)}
+			pr := &probe{model: b.model, main: 2, stopAt: 2, gpusPerHost: int64(j.GPUsPerHost), ctx: ctx}
 			if err := workload.Emit(j, pr); err != nil && !errors.Is(err, errProbeDone) {
 				return [2]int64{}, err
 			}
@@ -187,7 +187,7 @@ func (b *bounder) layerNs(k timeKey) ([2]int64, error) {
 }
 
 // stateBytes is a layer's model state on one device for k, probed once.
-func (b *bounder) stateBytes(k stateKey) (int64, error) {
+func (b *bounder) stateBytes(ctx context.Context, k stateKey) (int64, error) {
 	b.mu.Lock()
 	v, ok := b.state[k]
 	b.mu.Unlock()
@@ -197,7 +197,7 @@ func (b *bounder) stateBytes(k stateKey) (int64, error) {
 	var c [2]int64
 	for L := 1; L <= 2; L++ {
 		j := b.probeJob(k.tp, k.dp, 1, 1, L, k.zero, workload.RecomputeNone, false)
-		pr := &probe{model: b.model, main: 2, stopAt: -1}
+		pr := &probe{model: b.model, main: 2, stopAt: -1, ctx: ctx}
 		if err := workload.Emit(j, pr); err != nil && !errors.Is(err, errProbeDone) {
 			return 0, err
 		}
@@ -251,10 +251,20 @@ type probe struct {
 	mainNs      int64
 	stateBytes  int64
 	pastSetup   bool
+	// ctx, when set, ends the probe once it is done: a probe of a layout
+	// at a world of a million ranks writes millions of records.
+	ctx context.Context
 }
 
 // Write takes one record.
 func (p *probe) Write(rec *history.Record, _ *values.Registry) error {
+	if p.ctx != nil {
+		select {
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		default:
+		}
+	}
 	if rec.IsStep {
 		p.steps++
 		if p.steps == p.stopAt {

@@ -681,6 +681,11 @@ func Run(ctx context.Context, s Space, opt Options) ([]Result, int, error) {
 			st.Stopped = true
 			return []Result{}, len(all), nil
 		}
+		if err != nil && ctx.Err() != nil {
+			// Canceled or past its deadline: the caller's error, not the
+			// probe's that noticed it.
+			return nil, 0, ctx.Err()
+		}
 		if err != nil {
 			return nil, 0, err
 		}

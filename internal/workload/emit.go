@@ -272,8 +272,14 @@ func (e *emitter) list(b []byte, vals []any) []byte {
 	return append(b, ']')
 }
 
-// write sends the message in e.rec.Msg to ranks.
+// write sends the message in e.rec.Msg to ranks. After the sink failed
+// (or was stopped) it sends nothing: the generator finishes its action
+// before it looks at callErr, and at a world of a million ranks one
+// action is millions of records.
 func (e *emitter) write(ranks ...values.Slice) {
+	if e.callErr != nil {
+		return
+	}
 	if e.cmdNs > 0 && !e.sameTs {
 		e.ts += e.cmdNs
 	}
@@ -432,6 +438,9 @@ func (e *emitter) reduce(ranks values.Slice, dims []string, stream int64, result
 // dimension is written once per group).
 func (e *emitter) reduceEach(groups []values.Slice, dims []string, stream int64, result, local values.Tensor, reduction string, scatter bool) {
 	for i := range groups {
+		if e.callErr != nil {
+			break // one collective per group: up to a million of them
+		}
 		e.reduce(groups[i], dims, stream, result, local, reduction, scatter)
 		e.sameTs = true
 	}

@@ -25,6 +25,8 @@ type passDumpSink struct {
 	calls  int
 	failAt int
 	open   bool // a pass it did not apply is being written
+	failed bool // a Write has returned errSinkFull
+	late   int  // records and passes given after that
 }
 
 var errSinkFull = errors.New("sink full")
@@ -36,6 +38,10 @@ func (d *passDumpSink) fail() bool {
 
 func (d *passDumpSink) Write(rec *history.Record, reg *values.Registry) error {
 	if d.fail() {
+		if d.failed {
+			d.late++
+		}
+		d.failed = true
 		return errSinkFull
 	}
 	return d.dumpSink.Write(rec, reg)
@@ -43,6 +49,9 @@ func (d *passDumpSink) Write(rec *history.Record, reg *values.Registry) error {
 
 func (d *passDumpSink) BeginPass(p *sched.Pass) bool {
 	if d.fail() {
+		if d.failed {
+			d.late++
+		}
 		return false
 	}
 	ids := make([]int64, len(p.Ins))
@@ -181,6 +190,13 @@ func TestPipedFailsAlike(t *testing.T) {
 			t.Errorf("failing at call %d: inline %v, piped %v", at, err0, err1)
 		}
 		sameCalls(t, fmt.Sprintf("failing at call %d", at), inline.recs, piped.recs)
+		// Written inline, the sink is given no record and no pass after
+		// a Write failed (only the end of a pass it had begun; BeginPass
+		// and EndPass cannot fail): at a world of a million ranks the
+		// rest of a stage action is millions of records.
+		if inline.late != 0 {
+			t.Errorf("failing at call %d: the inline sink was given %d records and passes after it", at, inline.late)
+		}
 		// In a step (after the setup, which writes the parameters and
 		// the optimizer's state at once) the generator stops within a
 		// stage action of the failure (a layer's forward or backward on

@@ -164,6 +164,48 @@ type passCtx struct {
 	slices []values.Slice
 	main   int64
 	stage  int32 // the stage's index, which names its ranks to a PassSink
+	// off, dp and tp, when tp > 0, say that slices are laid out as setup
+	// lays out a stage's: all, then dp tensor-parallel groups, then tp
+	// data-parallel ones (placeGrid).
+	off, dp, tp int64
+}
+
+// place is the index of the first of c.slices equal to x, or -1.
+func (c *passCtx) place(x *values.Slice) int32 {
+	if c.tp > 0 {
+		return c.placeGrid(x)
+	}
+	for k := range c.slices {
+		if c.slices[k].Equal(x) {
+			return int32(k)
+		}
+	}
+	return -1
+}
+
+// placeGrid is place for a stage's slices, found from x's offset instead
+// of by a scan: a pass writes a collective per group, so at a world of a
+// million ranks a scan per record made recording a pass quadratic. The
+// tensor-parallel group r starts at off+r·tp, the data-parallel group sh
+// at off+sh; a slice equal to one of them has its offset, so the only
+// candidates are all, the one tensor-parallel group and the one
+// data-parallel group at x's offset, tried in the order of a scan.
+func (c *passCtx) placeGrid(x *values.Slice) int32 {
+	if c.slices[0].Equal(x) {
+		return 0
+	}
+	d := x.Offset - c.off
+	if d >= 0 && d%c.tp == 0 && d/c.tp < c.dp {
+		if k := 1 + d/c.tp; c.slices[k].Equal(x) {
+			return int32(k)
+		}
+	}
+	if d >= 0 && d < c.tp {
+		if k := 1 + c.dp + d; c.slices[k].Equal(x) {
+			return int32(k)
+		}
+	}
+	return -1
 }
 
 // recording is a pass being recorded by the emitter.
@@ -476,13 +518,7 @@ func (r *recording) stream(x values.Stream) values.Stream {
 func (r *recording) ranks(rs []values.Slice) []int32 {
 	out := make([]int32, len(rs))
 	for i := range rs {
-		out[i] = -1
-		for k := range r.ctx.slices {
-			if r.ctx.slices[k].Equal(&rs[i]) {
-				out[i] = int32(k)
-				break
-			}
-		}
+		out[i] = r.ctx.place(&rs[i])
 		if out[i] < 0 {
 			r.t.never = true
 		}
@@ -782,8 +818,8 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	// A sink that can apply the pass as one step (a replay) is told where
 	// it begins and ends; a pass with loans is always written.
 	ps, _ := e.w.(PassSink)
-	if len(insB) > 0 || t.madeB > 0 || t.id == 0 {
-		ps = nil
+	if len(insB) > 0 || t.madeB > 0 || t.id == 0 || e.callErr != nil {
+		ps = nil // after a failure no pass begins (and writePass writes nothing)
 	}
 	applied := false
 	if ps != nil {
@@ -838,6 +874,9 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 	p := &e.rp
 	for i := range t.recs {
+		if e.callErr != nil {
+			break // the sink failed or was stopped: the rest is for nothing
+		}
 		tr := &t.recs[i]
 		m := &e.rec.Msg
 		m.Kind, m.TypeName = tr.kind, tr.name
@@ -978,6 +1017,9 @@ func (sv *saved) expand() {
 func (g *generator) pass(st *stage, key tplKey, ins []values.Tensor, insB []int64, gen func() ([]values.Tensor, []int64)) (outs []values.Tensor, outsB []int64, t *template) {
 	list := g.tpls[key]
 	ctx := passCtx{slices: st.slices, main: st.main, stage: int32(st.idx)}
+	if !g.j.StageCollectives {
+		ctx.off, ctx.dp, ctx.tp = st.all.Offset, int64(g.j.DP), int64(g.j.TP)
+	}
 	for _, t := range list {
 		if t.matches(&g.e, ins, insB, &g.tplSig) {
 			g.tplOuts, g.tplOutsB = g.e.replay(t, ctx, ins, insB, g.tplOuts, g.tplOutsB)

@@ -311,3 +311,44 @@ func TestShapeTable(t *testing.T) {
 		t.Fatal("a shape kept before the table filled is no longer shared")
 	}
 }
+
+// TestPlaceGridIsAScan: the index placeGrid computes from a slice's offset
+// is the one a scan of the stage's slices finds first (or -1), for the
+// stage's own groups and for slices near them, on stages laid out as
+// setup lays them out, including tp 1 and dp 1, where a group can equal
+// another.
+func TestPlaceGridIsAScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 7))
+	for _, sz := range [][2]int64{{1, 1}, {1, 4}, {4, 1}, {3, 2}, {2, 8}, {5, 3}, {64, 8}} {
+		dp, tp := sz[0], sz[1]
+		for _, pp := range []int{1, 3} {
+			j := Job{Model: Model{Name: "m", Layers: 2, Hidden: 64, Heads: 8, FFN: 256, Vocab: 128, Seq: 16}, TP: int(tp), PP: pp, DP: int(dp),
+				MicroBatch: 1, GlobalBatch: int(dp), Schedule: OneFOneB, Chunks: 1, Steps: 1, GPUsPerHost: 8}
+			g := &generator{j: j, d: dimsOf(&j), v: j.chunks(), m: j.Micro()}
+			g.e = emitter{w: &dumpSink{}, next: 1}
+			g.setup()
+			for _, st := range g.stages {
+				grid := passCtx{slices: st.slices, off: st.all.Offset, dp: dp, tp: tp}
+				scan := passCtx{slices: st.slices}
+				try := func(x values.Slice) {
+					if a, b := grid.place(&x), scan.place(&x); a != b {
+						t.Fatalf("dp %d tp %d stage %d: %+v placed at %d, a scan finds %d", dp, tp, st.idx, x, a, b)
+					}
+				}
+				for _, x := range st.slices {
+					try(x)
+				}
+				world := int64(pp) * dp * tp
+				for range 2000 {
+					n := 1 + rng.Int64N(2)
+					x := values.Slice{Offset: rng.Int64N(world + 2)}
+					for range n {
+						x.Sizes = append(x.Sizes, 1+rng.Int64N(max(dp, tp)))
+						x.Strides = append(x.Strides, []int64{1, tp, dp}[rng.IntN(3)])
+					}
+					try(x)
+				}
+			}
+		}
+	}
+}

@@ -321,16 +321,21 @@ func (g *generator) setup() {
 		st := &stage{idx: s, main: streamMain + int64(s)}
 		off := int64(s) * dp * tp
 		st.all = values.Slice{Offset: off, Sizes: []int64{dp, tp}, Strides: []int64{tp, 1}}
+		// One list, the groups' lists its parts: a world of a million
+		// ranks has a million groups, which are not copied twice.
+		sl := make([]values.Slice, 0, 1+dp+tp)
+		sl = append(sl, st.all)
 		for r := int64(0); r < dp; r++ {
-			st.tpGroups = append(st.tpGroups, slice1(off+r*tp, tp, 1))
+			sl = append(sl, slice1(off+r*tp, tp, 1))
 		}
 		for sh := int64(0); sh < tp; sh++ {
-			st.dpGroups = append(st.dpGroups, slice1(off+sh, dp, tp))
+			sl = append(sl, slice1(off+sh, dp, tp))
 		}
+		st.slices, st.tpGroups, st.dpGroups = sl, sl[1:1+dp:1+dp], sl[1+dp:]
 		if j.StageCollectives {
 			st.tpGroups, st.dpGroups = []values.Slice{st.all}, []values.Slice{st.all}
+			st.slices = []values.Slice{st.all, st.all, st.all}
 		}
-		st.slices = append(append([]values.Slice{st.all}, st.tpGroups...), st.dpGroups...)
 		st.acts = actions(j.Schedule, j.PP, g.v, g.m, s)
 		g.stages = append(g.stages, st)
 	}
