@@ -85,7 +85,7 @@ func (e *Engine) addTask(gi groups.GroupID, stream values.Stream, name gen.NameI
 	if e.tsNs > math.MaxInt64-runtimeNs {
 		// Checked against the record's ts, not the start, so that every
 		// trace mode (stream-only keeps the controller clock at 0) finds it.
-		return -1, fmt.Errorf("%w: task %q (line %d) on stream %q sent at %d ns cannot end: its runtime of %d ns runs past the largest time (%d ns)",
+		return -1, fmt.Errorf("%w: task %q (line %d) on stream %q sent at %d ns cannot end: its runtime of %d ns (as the cost model prices it) runs past the largest time (%d ns)",
 			ErrOverflow, e.names.Name(name), e.line, e.streamName(g, s), e.tsNs, runtimeNs, int64(math.MaxInt64))
 	}
 	if r := e.pass.rec; r != nil && runtimeNs > r.maxRt {
@@ -512,7 +512,7 @@ func (e *Engine) finish(g *group, s gen.StreamID, t gen.TaskID) error {
 // timeOverflow reports a task whose end, startNs plus its runtime, does
 // not fit in an int64.
 func (e *Engine) timeOverflow(g *group, s gen.StreamID, t gen.TaskID, startNs int64) error {
-	return fmt.Errorf("%w: task %q (line %d) on stream %q starting at %d ns ends %d ns later, past the largest time (%d ns)",
+	return fmt.Errorf("%w: task %q (line %d) on stream %q starting at %d ns ends %d ns later (its runtime, as the cost model prices it), past the largest time (%d ns)",
 		ErrOverflow, e.names.Name(g.tasks.Name[t]), g.tasks.Line[t], e.streamName(g, s), startNs, g.tasks.RuntimeNs[t], int64(math.MaxInt64))
 }
 

@@ -40,22 +40,23 @@ func dtypeBytes(d string) int64 {
 // the emitter's own record of mentions, typed fields through the writer's
 // (Idx = ID), both kept in step.
 type emitter struct {
-	w      Sink
-	sigTab sigTable // sig's table, kept between passes
-	shapes shapeTable
-	rec    history.Record
-	ts     int64
-	cmdNs  int64
-	next   int64 // next tensor id
-	borrow int64 // last borrow id
-	seen   []uint64
-	argBuf []byte
-	resBuf []byte
-	leaves []values.Tensor // tensors of the tree being built
-	argLv  []values.Tensor
-	resLv  []values.Tensor
-	extra  []values.Slice // more ranks for the message being written (write2)
-	sameTs bool           // the next command is sent at the same time as the last
+	w       Sink
+	repeats int      // Reduces recorded as copies of the one before (tplRec.more), for tests
+	sigTab  sigTable // sig's table, kept between passes
+	shapes  shapeTable
+	rec     history.Record
+	ts      int64
+	cmdNs   int64
+	next    int64 // next tensor id
+	borrow  int64 // last borrow id
+	seen    []uint64
+	argBuf  []byte
+	resBuf  []byte
+	leaves  []values.Tensor // tensors of the tree being built
+	argLv   []values.Tensor
+	resLv   []values.Tensor
+	extra   []values.Slice // more ranks for the message being written (write2)
+	sameTs  bool           // the next command is sent at the same time as the last
 	// deletes not written yet, all on delRanks
 	delRefs  []int64
 	delRanks values.Slice

@@ -89,6 +89,11 @@ type tplRec struct {
 	name  string
 	dts   int64   // ts after the layer's first command minus ts before it
 	ranks []int32 // places in the stage's slices (stage.slices)
+	// more is how many copies of a Reduce follow it, each to the next of
+	// the stage's slices: a collective per group (reduceEach) is one
+	// record in the recording, not one per group, which at a world of a
+	// million ranks held gigabytes.
+	more int32
 
 	// CallFunction
 	fn           string
@@ -629,8 +634,29 @@ func (r *recording) capture(e *emitter) {
 	if len(m.Extra.Keys) > 0 || len(m.Extra.Order) > 0 || len(rec.Extra.Keys) > 0 {
 		t.never = true
 	}
+	if n := len(t.recs); n > 0 && t.recs[n-1].repeatedBy(&tr) {
+		t.recs[n-1].more++
+		e.repeats++
+		return
+	}
 	t.recs = append(t.recs, tr)
 	r.started = true
+}
+
+// repeatedBy reports whether tr is p's next copy: the same Reduce at the
+// same time to the slice after p's last.
+func (p *tplRec) repeatedBy(tr *tplRec) bool {
+	return p.kind == gen.MsgReduce && tr.kind == gen.MsgReduce && len(p.ranks) == 1 && len(tr.ranks) == 1 &&
+		p.ranks[0] >= 0 && tr.ranks[0] == p.ranks[0]+p.more+1 && p.more < math.MaxInt32 &&
+		p.dts == tr.dts && p.name == tr.name && p.stream == tr.stream && slices.Equal(p.dims, tr.dims) &&
+		p.reduction == tr.reduction && p.scatter == tr.scatter && p.inpl == tr.inpl &&
+		p.result.same(&tr.result) && p.local.same(&tr.local)
+}
+
+// same reports whether two recorded tensor mentions are one.
+func (x *tplTensor) same(y *tplTensor) bool {
+	return x.input == y.input && x.isInput == y.isInput && x.id == y.id && x.st == y.st && x.nbytes == y.nbytes &&
+		x.dtype == y.dtype && slices.Equal(x.shape, y.shape) && x.cpu == y.cpu
 }
 
 // noteDel is called when a deletion is queued: one before the pass's
@@ -935,6 +961,24 @@ func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 		}
 		if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
 			e.callErr = err
+		}
+		for k := int32(1); k <= tr.more && e.callErr == nil; k++ {
+			// The Reduce again to the next slice (a sink may have
+			// changed the record it was given: the message is set anew).
+			m.Reduce = gen.Reduce{
+				Result:      p.tensor(&tr.result),
+				LocalTensor: p.tensor(&tr.local),
+				Stream:      ctx.stream(tr.stream),
+				Dims:        tr.dims,
+				Reduction:   tr.reduction,
+				Scatter:     tr.scatter,
+				Inplace:     tr.inpl,
+			}
+			e.rec.Ts = e.ts
+			e.rec.Ranks = append(e.rec.Ranks[:0], ctx.slices[tr.ranks[0]+k])
+			if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
+				e.callErr = err
+			}
 		}
 	}
 }

@@ -105,7 +105,7 @@ func TestTemplatesWriteTheSameRecords(t *testing.T) {
 		}
 		all = all[:(len(all)+2)/3]
 	}
-	compacted := 0
+	compacted, repeats := 0, 0
 	for _, j := range all {
 		name := fmt.Sprintf("tp%d pp%d dp%d %v zero%d recompute%d", j.TP, j.PP, j.DP, j.Schedule, j.Zero, j.Recompute)
 		var plain, tpl dumpSink
@@ -126,11 +126,16 @@ func TestTemplatesWriteTheSameRecords(t *testing.T) {
 			t.Errorf("%s: no layer pass was replayed from a recording", name)
 		}
 		compacted += n.compacted
+		repeats += n.repeats
 	}
 	// Replayed forwards keep their saved sets compact (saved.compact),
 	// which the records above cover.
 	if compacted == 0 {
 		t.Error("no saved set was kept compact")
+	}
+	// So are collectives per group recorded as one (tplRec.more).
+	if repeats == 0 {
+		t.Error("no Reduce was recorded as a copy of the one before")
 	}
 }
 

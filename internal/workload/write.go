@@ -282,12 +282,13 @@ func emitStats(j Job, sink Sink, o emitOpts) (Stats, emitCounts, error) {
 	for _, s := range g.stages {
 		st.StoredActivations = append(st.StoredActivations, s.storedMax)
 	}
-	return st, emitCounts{replayed: g.tplReplays, compacted: g.compacted}, g.e.callErr
+	return st, emitCounts{replayed: g.tplReplays, compacted: g.compacted, repeats: g.e.repeats}, g.e.callErr
 }
 
 // emitCounts are what emitStats counts for tests: the layer passes
-// replayed from recordings, and the saved sets kept compact.
-type emitCounts struct{ replayed, compacted int }
+// replayed from recordings, the saved sets kept compact, and the Reduces
+// recorded as copies of the one before.
+type emitCounts struct{ replayed, compacted, repeats int }
 
 // commEverywhere, set by a test, makes "comm" on every stage, used or not.
 var commEverywhere bool
