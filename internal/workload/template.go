@@ -895,6 +895,19 @@ func (e *emitter) replay(t *template, ctx passCtx, ins []values.Tensor, insB []i
 	return outs, outsB
 }
 
+// reduce is recorded Reduce tr as the pass on ctx's stage writes it.
+func (p *replayer) reduce(tr *tplRec, ctx passCtx) gen.Reduce {
+	return gen.Reduce{
+		Result:      p.tensor(&tr.result),
+		LocalTensor: p.tensor(&tr.local),
+		Stream:      ctx.stream(tr.stream),
+		Dims:        tr.dims,
+		Reduction:   tr.reduction,
+		Scatter:     tr.scatter,
+		Inplace:     tr.inpl,
+	}
+}
+
 // writePass writes the records of recorded pass t on ctx's stage, its
 // first at ts0 plus its offset, with the ids e.rp was started with.
 func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
@@ -928,15 +941,7 @@ func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 				Stream:   ctx.stream(tr.stream),
 			}
 		case gen.MsgReduce:
-			m.Reduce = gen.Reduce{
-				Result:      p.tensor(&tr.result),
-				LocalTensor: p.tensor(&tr.local),
-				Stream:      ctx.stream(tr.stream),
-				Dims:        tr.dims,
-				Reduction:   tr.reduction,
-				Scatter:     tr.scatter,
-				Inplace:     tr.inpl,
-			}
+			m.Reduce = p.reduce(tr, ctx)
 		case gen.MsgDeleteRefs:
 			refs := m.DeleteRefs.Refs[:0]
 			for _, c := range tr.refs {
@@ -965,15 +970,7 @@ func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 		for k := int32(1); k <= tr.more && e.callErr == nil; k++ {
 			// The Reduce again to the next slice (a sink may have
 			// changed the record it was given: the message is set anew).
-			m.Reduce = gen.Reduce{
-				Result:      p.tensor(&tr.result),
-				LocalTensor: p.tensor(&tr.local),
-				Stream:      ctx.stream(tr.stream),
-				Dims:        tr.dims,
-				Reduction:   tr.reduction,
-				Scatter:     tr.scatter,
-				Inplace:     tr.inpl,
-			}
+			m.Reduce = p.reduce(tr, ctx)
 			e.rec.Ts = e.ts
 			e.rec.Ranks = append(e.rec.Ranks[:0], ctx.slices[tr.ranks[0]+k])
 			if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
