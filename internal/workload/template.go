@@ -967,10 +967,16 @@ func (e *emitter) writePass(t *template, ctx passCtx, ts0 int64) {
 		if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
 			e.callErr = err
 		}
+		if tr.more == 0 {
+			continue
+		}
+		// The Reduce again to each next slice. The message is set anew
+		// each time (a sink may have changed the record it was given),
+		// from one copy: at a world of a million ranks a pass writes
+		// millions of them.
+		r := p.reduce(tr, ctx)
 		for k := int32(1); k <= tr.more && e.callErr == nil; k++ {
-			// The Reduce again to the next slice (a sink may have
-			// changed the record it was given: the message is set anew).
-			m.Reduce = p.reduce(tr, ctx)
+			m.Reduce = r
 			e.rec.Ts = e.ts
 			e.rec.Ranks = append(e.rec.Ranks[:0], ctx.slices[tr.ranks[0]+k])
 			if err := e.w.Write(&e.rec, nil); err != nil && e.callErr == nil {
