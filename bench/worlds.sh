@@ -30,6 +30,7 @@ kib() { # SIZE (20G, 512M) in KiB
 }
 run() { # NAME WORLD
 	local name=$1 world=$2 rc=0
+	rm -f "$work/$name-$world.report" # a failed run leaves none to compare
 	(
 		ulimit -v "$(kib "$limit")"
 		exec timeout "${TIMEOUT:-600}" /usr/bin/time -f "%e %U %S %M" -o "$work/$name-$world.time" "$work/$name" predict --model megatron-1.7b \
