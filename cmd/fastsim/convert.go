@@ -75,10 +75,10 @@ func convertCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer r.Close()
 	stopProgress := func() {}
-	if isTerminal(os.Stderr) && !*quiet {
+	if progress := progressTo(stderr, *quiet); progress != nil {
 		// Stopped before the last line is written, which it would
 		// otherwise share; once, whichever way the command ends.
-		stopProgress = sync.OnceFunc(convertProgress(stderr, cr, f, began))
+		stopProgress = sync.OnceFunc(convertProgress(progress, cr, f, began))
 		defer stopProgress()
 	}
 	r.KeepExtra = true
@@ -181,13 +181,13 @@ func everySecond(w io.Writer, line func() string) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				fmt.Fprint(w, "\r\033[K"+line())
+				fmt.Fprint(w, clearLine+line())
 			}
 		}
 	}()
 	return func() {
 		close(done)
 		<-finished
-		fmt.Fprint(w, "\r\033[K")
+		fmt.Fprint(w, clearLine)
 	}
 }

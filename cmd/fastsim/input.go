@@ -37,7 +37,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // An input that is not a regular file (a pipe, a terminal) may wait for
 // its writer without end: with opt.Stop, a stop cuts such a read short
 // (interruptible), so that the replay ends even then.
-func replayInput(path string, opt replay.Options, progress bool, stderr io.Writer) (*replay.Result, error) {
+func replayInput(path string, opt replay.Options, progress io.Writer) (*replay.Result, error) {
 	f, name := os.Stdin, "stdin"
 	if path != "-" {
 		var err error
@@ -61,10 +61,10 @@ func replayInput(path string, opt replay.Options, progress bool, stderr io.Write
 		defer release()
 	}
 	cr := &countingReader{r: src}
-	if progress {
+	if progress != nil {
 		began := time.Now()
 		opt.Progress = func(records int64) {
-			fmt.Fprint(stderr, progressLine(records, cr.n.Load(), size, time.Since(began)))
+			fmt.Fprint(progress, progressLine(records, cr.n.Load(), size, time.Since(began)))
 		}
 	}
 	return replay.Reader(cr, name, opt)
@@ -229,15 +229,13 @@ func (s *stopReader) Read(p []byte) (int, error) {
 // progressLine is the progress text for records replayed after reading
 // read of size bytes (size < 0: unknown) in elapsed time. The time left
 // assumes the rest of the file goes as fast as what was read so far. It
-// returns to the start of the line and clears it ("\r\033[K"), as the
-// other commands' progress lines do: a shorter line ("9s left") would
-// otherwise keep the end of the longer one before it ("10s left...").
+// begins with clearLine, as the other commands' progress lines do.
 func progressLine(records, read, size int64, elapsed time.Duration) string {
 	if size <= 0 || read <= 0 {
-		return fmt.Sprintf("\r\033[Kfastsim: %d records replayed...", records)
+		return fmt.Sprintf(clearLine+"fastsim: %d records replayed...", records)
 	}
 	read = min(read, size)
 	pct := 100 * float64(read) / float64(size)
 	left := time.Duration(float64(elapsed) * float64(size-read) / float64(read)).Round(time.Second)
-	return fmt.Sprintf("\r\033[Kfastsim: %d records replayed, %.0f%% of the input, about %s left...", records, pct, left)
+	return fmt.Sprintf(clearLine+"fastsim: %d records replayed, %.0f%% of the input, about %s left...", records, pct, left)
 }

@@ -66,10 +66,10 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 	if model == nil {
 		model = sched.DefaultCosts()
 	}
-	showProgress := isTerminal(os.Stderr) && !*quiet
-	cat, err := catalogue(positional[0], model, ctl, *grouped, showProgress, stderr)
-	if showProgress {
-		fmt.Fprint(stderr, "\r\033[K")
+	progress := progressTo(stderr, *quiet)
+	cat, err := catalogue(positional[0], model, ctl, *grouped, progress)
+	if progress != nil {
+		fmt.Fprint(progress, clearLine)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, oneLine(err))
@@ -99,12 +99,12 @@ func opsCmd(args []string, stdout, stderr io.Writer) int {
 // catalogue replays the history at path ("-": standard input), recording
 // each command kind as the replay reaches it; with progress, a progress
 // line is drawn on stderr as replay draws it.
-func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped, progress bool, stderr io.Writer) (*monarch.Catalogue, error) {
+func catalogue(path string, model sched.CostModel, ctl sched.Controller, grouped bool, progress io.Writer) (*monarch.Catalogue, error) {
 	b := monarch.NewBuilder(model)
 	var rc monarch.RankCounter
 	opt := replay.Options{Model: b.Model(), Grouped: grouped, Controller: ctl,
 		EachCommand: func(rec *history.Record) { b.Record(&rec.Msg, rc.Count(rec.Ranks)) }}
-	if _, err := replayInput(path, opt, progress, stderr); err != nil {
+	if _, err := replayInput(path, opt, progress); err != nil {
 		return nil, err
 	}
 	return b.Catalogue(), nil

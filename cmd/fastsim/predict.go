@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -198,12 +197,13 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	var progress func(records int64)
-	if isTerminal(os.Stderr) && !*quiet {
-		progress = predictProgress(stderr, time.Now())
+	pw := progressTo(stderr, *quiet)
+	if pw != nil {
+		progress = predictProgress(pw, time.Now())
 	}
 	r, err := predict.RunJobs(context.Background(), j, spec, *jobs, progress)
-	if progress != nil {
-		fmt.Fprint(stderr, "\r\033[K")
+	if pw != nil {
+		fmt.Fprint(pw, clearLine)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim predict: %v\n", oneLine(err))
@@ -263,7 +263,7 @@ func predictCmd(args []string, stdout, stderr io.Writer) int {
 // (the count of a layout's records is not known before it is written).
 func predictProgress(w io.Writer, began time.Time) func(records int64) {
 	return func(records int64) {
-		fmt.Fprintf(w, "\r\033[Kfastsim predict: %d records simulated in %.0f s...", records, time.Since(began).Seconds())
+		fmt.Fprintf(w, clearLine+"fastsim predict: %d records simulated in %.0f s...", records, time.Since(began).Seconds())
 	}
 }
 

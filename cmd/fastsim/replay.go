@@ -195,7 +195,7 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		opt.TraceSteps = r
 	}
-	showProgress := isTerminal(os.Stderr) && !f.quiet
+	progress := progressTo(stderr, f.quiet)
 	// A --memory-device outside the world is refused once the header
 	// gives the world, before the replay: found at its end, it would
 	// throw away a long replay for a typo. The refusal stops the replay
@@ -216,8 +216,8 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.grouped && !f.quiet {
 		opt.ManyGroups = func(line int64, groups int, world int64) {
-			if showProgress {
-				fmt.Fprint(stderr, "\r\033[K") // the progress line
+			if progress != nil {
+				fmt.Fprint(progress, clearLine)
 			}
 			fmt.Fprintf(stderr, "fastsim replay: note: by line %d the commands' rank sets have cut the %d workers into %d groups (%.1f ranks a group on average): --group-workers gains little for this history, whose replay time and memory grow with its groups\n",
 				line, world, groups, float64(world)/float64(groups))
@@ -264,15 +264,15 @@ func replayCmd(args []string, stdout, stderr io.Writer) int {
 	if f.memprofile != "" {
 		runtime.MemProfileRate = heapSampleRate
 	}
-	res, err := replayInput(path, opt, showProgress, stderr)
+	res, err := replayInput(path, opt, progress)
 	if f.memprofile != "" {
 		if err := writeHeapProfile(f.memprofile); err != nil {
 			fmt.Fprintf(stderr, "fastsim replay: --memprofile: %v\n", err)
 			return exitError
 		}
 	}
-	if showProgress {
-		fmt.Fprint(stderr, "\r\033[K")
+	if progress != nil {
+		fmt.Fprint(progress, clearLine)
 	}
 	if headerErr != nil {
 		return outputErr(stderr, headerErr)

@@ -389,8 +389,9 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	var stats search.Stats
 	began := time.Now()
 	opt := search.Options{Model: model, Controller: ctl, Jobs: *jobs, Shard: shard, Stats: &stats}
-	if isTerminal(os.Stderr) && !out.quiet {
-		opt.Progress = progress(stderr, time.Now())
+	pw := progressTo(stderr, out.quiet)
+	if pw != nil {
+		opt.Progress = progress(pw, time.Now())
 	}
 	// The first Ctrl-C stops the search and reports the layouts simulated
 	// until then, marked partial; a second one, or SIGTERM, removes the
@@ -399,8 +400,8 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	defer release()
 	opt.Stop = stop
 	rs, layouts, err := search.Run(context.Background(), s, opt)
-	if opt.Progress != nil {
-		fmt.Fprint(stderr, "\r\033[K")
+	if pw != nil {
+		fmt.Fprint(pw, clearLine)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fastsim search: %v\n", err)
@@ -576,7 +577,7 @@ func progress(w io.Writer, began time.Time) func(done, total int) {
 		secs := now.Sub(began).Seconds()
 		rate := float64(done) / max(secs, 1e-9)
 		left := time.Duration(float64(total-done) / max(rate, 1e-9) * float64(time.Second)).Round(time.Second)
-		fmt.Fprintf(w, "\r\033[Kfastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
+		fmt.Fprintf(w, clearLine+"fastsim search: %d/%d layouts, %.1f/s, %s left", done, total, rate, left)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -152,14 +151,14 @@ func synthCmd(args []string, stdout, stderr io.Writer) int {
 	if form, ok := history.FormOf(positional[0]); ok {
 		write = inForm(form, write)
 	}
-	if isTerminal(os.Stderr) && !*quiet {
+	if progress := progressTo(stderr, *quiet); progress != nil {
 		// The records to come are not counted in advance: the bytes
 		// written so far show that it moves.
 		var cw countingWriter
 		inner := write
 		write = func(w io.Writer) error { cw.w = w; return inner(&cw) }
 		began := time.Now()
-		defer everySecond(stderr, func() string {
+		defer everySecond(progress, func() string {
 			return fmt.Sprintf("fastsim synth: %.1f MB written in %.0f s...", float64(cw.n.Load())/1e6, time.Since(began).Seconds())
 		})()
 	}
