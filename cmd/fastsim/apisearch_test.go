@@ -75,3 +75,56 @@ func searchDoc(t *testing.T, args ...string) *search.Doc {
 	}
 	return doc
 }
+
+// TestSearchControllerDefault: a transformer search prices its layouts as
+// an SPMD program, with no controller cost, as predict and the API's
+// Search do, unless --controller says otherwise; the toy workload, a
+// Monarch micro-benchmark, keeps the Monarch controller. On this small
+// model the controller's 20 µs a command is most of a step, so the two
+// controllers rank differently and the comparison can tell them apart.
+func TestSearchControllerDefault(t *testing.T) {
+	m, err := fastsim.LoadModel("megatron-1.7b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Layers, m.Seq = 8, 256
+	mfile := filepath.Join(t.TempDir(), "model.json")
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mfile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b *search.Doc) bool {
+		if a.Costs != b.Costs || len(a.Results) != len(b.Results) {
+			return false
+		}
+		for i := range a.Results {
+			x, y := a.Results[i], b.Results[i]
+			if x.Layout != y.Layout || x.StepTimeNs != y.StepTimeNs || x.PeakBytes != y.PeakBytes {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		want  string // the controller the default must equal
+		other string // the one it must not
+	}{
+		{"transformer", []string{"--model", mfile, "--hardware", "a100-80gb", "--world", "8", "--global-batch", "16", "--zeros", "0", "--recomputes", "none"}, "none", "monarch"},
+		{"toy", []string{"--workload", "toy", "--world", "8", "--layers", "4", "--batch", "8"}, "monarch", "none"},
+	} {
+		def := searchDoc(t, c.args...)
+		want := searchDoc(t, append(c.args, "--controller", c.want)...)
+		other := searchDoc(t, append(c.args, "--controller", c.other)...)
+		if !same(def, want) {
+			t.Errorf("%s: the default search differs from --controller %s", c.name, c.want)
+		}
+		if same(def, other) {
+			t.Errorf("%s: --controller %s gives the default's results: the test cannot tell the controllers apart", c.name, c.other)
+		}
+	}
+}

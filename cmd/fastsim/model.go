@@ -23,10 +23,16 @@ type pricingFlags struct {
 }
 
 func registerPricingFlags(fs *flag.FlagSet) pricingFlags {
+	return registerPricing(fs, "monarch", "")
+}
+
+// registerPricing registers the pricing flags with --controller's default
+// ctl and, after its help, more (a sentence on that default).
+func registerPricing(fs *flag.FlagSet, ctl, more string) pricingFlags {
 	return pricingFlags{
 		costs:      fs.String("costs", "", "price commands with the cost model in `FILE` (JSON; see examples/costs.json), or a\nMonarch timing file {timing_key: microseconds} (see fastsim ops), or\n'reference': the reference's fixed runtimes (the default without --hardware)"),
 		hardware:   fs.String("hardware", "", "price commands on hardware `NAME|FILE`: a preset ("+strings.Join(hardware.Presets(), ", ")+")\nor a spec file (see 'fastsim hardware'): a roofline per ATen op, collectives from\nthe ranks' placement on hosts. With --costs FILE, the file's entries win"),
-		controller: fs.String("controller", "monarch", "what the controller's sending costs, `KIND` one of: monarch (tasks start no earlier\nthan their command's ts, as recorded) or none (SPMD: the controller clock stays 0)"),
+		controller: fs.String("controller", ctl, "what the controller's sending costs, `KIND` one of: monarch (tasks start no earlier\nthan their command's ts, as recorded) or none (SPMD: the controller clock stays 0)"+more),
 	}
 }
 

@@ -174,7 +174,10 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 	memGB := fs.Float64("gpu-memory-gb", 80, "a GPU's memory in `GB` (1e9 bytes); a layout fits when its peak is at most this\n(with --hardware, the spec's HBM unless given)")
 	fs.IntVar(&s.Steps, "steps", 2, "training steps per history; the step time is the last step's")
 	fs.IntVar(&s.MaxMicro, "max-micro", 0, "try at most `M` microbatches (0: every divisor of the per-replica batch)")
-	mf := registerPricingFlags(fs)
+	// A transformer layout is an SPMD program (Megatron-LM's), priced as
+	// fastsim predict and fastsim.Search price it; the toy is a Monarch
+	// micro-benchmark, priced as its replay is.
+	mf := registerPricing(fs, "", "\n(default: none for the transformer workload, as fastsim predict prices a layout;\nmonarch for --workload toy)")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "evaluate up to `N` layouts at once; results do not depend on it")
 	shardFlag := fs.String("shard", "", "evaluate only shard `K/N`: the layouts whose index mod N is K")
 	cpuprofile := fs.String("cpuprofile", "", "write a Go CPU profile of the search to `PATH`")
@@ -185,6 +188,12 @@ func searchCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	out.costsPath, out.hardware = *mf.costs, *mf.hardware
+	if !flagSet(fs, "controller") {
+		*mf.controller = "none"
+		if s.Workload == search.WorkloadToy {
+			*mf.controller = "monarch"
+		}
+	}
 	if out.top < 0 {
 		fmt.Fprintf(stderr, "fastsim search: --top %d: want 0 (every layout) or more\n", out.top)
 		return exitInput
