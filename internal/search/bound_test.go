@@ -469,3 +469,37 @@ func TestLeastMemoryBound(t *testing.T) {
 		t.Errorf("GPU of 80 GB: stats %+v, want nothing pruned by memory and no least bound", st)
 	}
 }
+
+// TestBoundsRecordedOrNot: the probes write their jobs without recorded
+// passes; with them (workload.Emit, the writer every replay uses) every
+// layout of the whole space gets the same bounds, priced by the hardware
+// model and by the reference's fixed runtimes.
+func TestBoundsRecordedOrNot(t *testing.T) {
+	s := fullSpace()
+	all, err := Enumerate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, len(all))
+	for i := range idx {
+		idx[i] = i
+	}
+	defer func(f func(workload.Job, workload.Sink) error) { probeEmit = f }(probeEmit)
+	for _, model := range []sched.CostModel{a100(t), sched.DefaultCosts()} {
+		probeEmit = workload.EmitUnrecorded
+		plain, err := Bounds(context.Background(), s, all, idx, model, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probeEmit = workload.Emit
+		recorded, err := Bounds(context.Background(), s, all, idx, model, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range plain {
+			if plain[i] != recorded[i] {
+				t.Fatalf("layout %+v: bounds %+v without recordings, %+v with", all[idx[i]], plain[i], recorded[i])
+			}
+		}
+	}
+}

@@ -248,6 +248,16 @@ func EmitStats(j Job, sink Sink) (Stats, error) {
 	return st, err
 }
 
+// EmitUnrecorded is Emit without recordings: every layer pass is
+// generated command by command, none recorded to write the next ones
+// from. The records are the same (TestTemplatesWriteTheSameRecords);
+// recording a pass costs more than generating it, so a history of a
+// layer or two, as the search's probes write, is written sooner so.
+func EmitUnrecorded(j Job, sink Sink) error {
+	_, _, err := emitStats(j, sink, emitOpts{})
+	return err
+}
+
 // emitOpts are emitStats' switches: templates replays recorded layer
 // passes (template.go); noPassEnd leaves a pass's last deletions pending,
 // as before passEnd, for the test that passEnd changes no record.
