@@ -476,14 +476,7 @@ func TestLeastMemoryBound(t *testing.T) {
 // model and by the reference's fixed runtimes.
 func TestBoundsRecordedOrNot(t *testing.T) {
 	s := fullSpace()
-	all, err := Enumerate(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
+	all, idx := enumerateAll(t, s)
 	defer func(f func(workload.Job, workload.Sink) error) { probeEmit = f }(probeEmit)
 	for _, model := range []sched.CostModel{a100(t), sched.DefaultCosts()} {
 		probeEmit = workload.EmitUnrecorded
