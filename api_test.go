@@ -640,18 +640,25 @@ func TestTransformerCoversJob(t *testing.T) {
 	}
 }
 
+// presets loads hardware preset hw and model preset model.
+func presets(t *testing.T, hw, model string) (*Hardware, Model) {
+	t.Helper()
+	h, err := LoadHardware(hw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, m
+}
+
 // TestPredictCanceled: a canceled context ends the prediction with its
 // error. (cmd/fastsim's TestPredictJSONEqualsAPI checks that Predict
 // answers as the command line does.)
 func TestPredictCanceled(t *testing.T) {
-	hw, err := LoadHardware("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := LoadModel("korthikanti-175b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, model := presets(t, "a100-80gb", "korthikanti-175b")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Predict(ctx, Transformer{Model: model, TP: 8, PP: 8, DP: 1, MicroBatch: 1, GlobalBatch: 64}, hw); !errors.Is(err, context.Canceled) {
@@ -695,14 +702,7 @@ func TestFinishedSimTakesNoMore(t *testing.T) {
 // both, naming the field, as its doc says, so a program that filters a
 // search's layouts with Check still meets these errors from Predict.
 func TestPredictRefusesWhatCheckAccepts(t *testing.T) {
-	hw, err := LoadHardware("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadModel("llama2-7b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, m := presets(t, "a100-80gb", "llama2-7b")
 	for _, c := range []struct {
 		t    Transformer
 		want string

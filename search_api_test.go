@@ -74,11 +74,7 @@ func searchAgreesWithPredict(t *testing.T, m Model, space SearchSpace) {
 
 // TestSearchRefuses: what Search needs is named.
 func TestSearchRefuses(t *testing.T) {
-	hw, err := LoadHardware("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := LoadModel("megatron-1.7b")
+	hw, m := presets(t, "a100-80gb", "megatron-1.7b")
 	for what, c := range map[string]struct {
 		s  SearchSpace
 		hw *Hardware
@@ -111,18 +107,11 @@ func TestSearchRefuses(t *testing.T) {
 // to return after a deadline of 100 ms on a 2-core machine; now well
 // under one. The bound of 5 s leaves room for a slow machine.
 func TestSearchDeadlineAtAMillionRanks(t *testing.T) {
-	hw, err := LoadHardware("a100-80gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadModel("gpt3-175b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, m := presets(t, "a100-80gb", "gpt3-175b")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	_, _, err = Search(ctx, SearchSpace{Model: m, World: 1 << 20, Batch: 1 << 20, Prune: true}, hw, 1)
+	_, _, err := Search(ctx, SearchSpace{Model: m, World: 1 << 20, Batch: 1 << 20, Prune: true}, hw, 1)
 	if took := time.Since(began); !errors.Is(err, context.DeadlineExceeded) || took > 5*time.Second {
 		t.Errorf("Search with a deadline of 100 ms returned after %v: %v", took.Round(time.Millisecond), err)
 	}
